@@ -1,0 +1,33 @@
+"""pgq-teach: a correct and fast job queue on PostgreSQL, and a course on it.
+
+Data flows one way: sql/ -> statements -> queue and worker -> experiments ->
+widgets, notebooks and the CLI.
+"""
+
+from .databases import Database, open_database
+from .errors import BadInput, PgqError, SetupError
+from .queue import (
+    Job,
+    NotClaimed,
+    Stats,
+    claim,
+    cleanup,
+    complete,
+    enqueue,
+    extend_lease,
+    fail,
+    reap,
+    requeue_dead,
+    stats,
+)
+from .server import Server, get_server
+from .statements import names as statement_names
+from .statements import run, statement
+from .worker import Worker, WorkerReport
+
+__all__ = [
+    "BadInput", "Database", "Job", "NotClaimed", "PgqError", "Server", "SetupError",
+    "Stats", "Worker", "WorkerReport", "claim", "cleanup", "complete", "enqueue",
+    "extend_lease", "fail", "get_server", "open_database", "reap", "requeue_dead",
+    "run", "statement", "statement_names", "stats",
+]

@@ -1,0 +1,87 @@
+"""Each lesson and each test works in its own database, so they run in any
+order and never touch the learner's own tables."""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import psycopg
+
+from .errors import BadInput, SetupError
+from .server import Server, get_server
+from .statements import run
+
+PREFIX = "pgq_"
+
+
+def database_name(label: str) -> str:
+    """pgq_ plus the label in lower case, as a safe identifier."""
+    if not isinstance(label, str) or not label.strip():
+        raise BadInput(f"a database label must be a non-empty string, got {label!r}")
+    slug = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+    return (PREFIX + slug)[:63]
+
+
+@dataclass(frozen=True)
+class Database:
+    name: str
+    dsn: str
+    server: Server
+
+    def connect(self, *, autocommit: bool = True, **kwargs) -> psycopg.Connection:
+        kwargs.setdefault("connect_timeout", 5)
+        return psycopg.connect(self.dsn, autocommit=autocommit, **kwargs)
+
+    @contextmanager
+    def connection(self, **kwargs):
+        conn = self.connect(**kwargs)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def apply(self, statement: str) -> None:
+        """Run a statement that takes no parameters, such as schema.sql."""
+        with self.connection() as conn:
+            run(conn, statement)
+
+
+def _admin(server: Server) -> psycopg.Connection:
+    return psycopg.connect(server.dsn, autocommit=True, connect_timeout=5)
+
+
+def _create(conn: psycopg.Connection, name: str) -> None:
+    allowed, role = run(conn, "admin/can_create_database").fetchone()
+    if not allowed:
+        raise SetupError(
+            f"Role {role!r} cannot create databases, and each lesson needs its own. "
+            f"As a superuser run: ALTER ROLE {role} CREATEDB;"
+        )
+    try:
+        run(conn, "admin/create_database", idents={"name": name})
+    except psycopg.errors.DuplicateDatabase:
+        pass  # another process made it first
+
+
+def open_database(label: str, *, reset: bool = False, schema: bool = True) -> Database:
+    """The database for `label`, created if missing, emptied if `reset`,
+    with the course's tables in place."""
+    name = database_name(label)
+    server = get_server()
+    with _admin(server) as conn:
+        if reset:
+            run(conn, "admin/drop_database", idents={"name": name})
+        if not run(conn, "admin/database_exists", {"name": name}).fetchone():
+            _create(conn, name)
+    db = Database(name, server.dsn_for(name), server)
+    if schema:
+        db.apply("schema")
+    return db
+
+
+def drop_database(label: str) -> None:
+    name = database_name(label)
+    with _admin(get_server()) as conn:
+        run(conn, "admin/drop_database", idents={"name": name})

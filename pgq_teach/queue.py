@@ -1,0 +1,260 @@
+"""The reference queue: enqueue, claim, complete, fail, extend_lease, reap.
+
+Each function runs one statement from sql/ and refuses bad input before any
+SQL runs. claim, complete, fail, extend_lease, reap, requeue_dead and cleanup
+commit at once on an autocommit connection, or join the caller's transaction
+block (as a savepoint) when called inside one. enqueue always joins the
+caller's transaction: that is the point of a queue in the same database.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal
+
+from psycopg.types.json import Jsonb
+
+from .errors import BadInput
+from .statements import run
+
+MAX_BATCH = 10_000
+MAX_KIND_CHARS = 200  # the kind travels in NOTIFY, whose payload must stay under 8,000 bytes
+MAX_PAYLOAD_BYTES = 1_000_000  # bigger data belongs elsewhere; enqueue a key to it
+MAX_ERROR_CHARS = 4_000
+DEFAULT_LEASE = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A claimed job. `attempts` is the fencing token of this claim."""
+
+    id: int
+    kind: str
+    payload: Any
+    attempts: int
+    max_attempts: int = 5
+    leased_until: datetime | None = None
+
+
+class NotClaimed(BadInput):
+    """complete() or fail() on a job this caller never held, or already finished."""
+
+
+# --- checks: each raises BadInput before any SQL runs -------------------------
+
+
+def _check_kind(kind: Any) -> str:
+    if not isinstance(kind, str) or not kind.strip():
+        raise BadInput(f"kind must be a non-empty string, got {kind!r}")
+    if "\x00" in kind:
+        raise BadInput("kind must not contain a NUL byte (PostgreSQL text cannot store one)")
+    if len(kind) > MAX_KIND_CHARS:
+        raise BadInput(f"kind is {len(kind)} characters; keep it to {MAX_KIND_CHARS} (it is sent in NOTIFY)")
+    return kind
+
+
+def _check_payload(payload: Any) -> Jsonb:
+    try:
+        text = json.dumps(payload, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise BadInput(f"payload must be JSON-serialisable: {exc}") from None
+    if "\\u0000" in text:
+        raise BadInput("payload must not contain a NUL character (jsonb cannot store \\u0000)")
+    size = len(text.encode())
+    if size > MAX_PAYLOAD_BYTES:
+        raise BadInput(
+            f"payload is {size:,} bytes, over the {MAX_PAYLOAD_BYTES:,}-byte limit: "
+            "store large data elsewhere and enqueue its key"
+        )
+    return Jsonb(payload)
+
+
+def _check_positive_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadInput(f"{name} must be a whole number, got {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high:,}" if high is not None else f"at least {low}"
+        raise BadInput(f"{name} must be {bound}, got {value:,}")
+    return value
+
+
+def as_lease(lease: Any) -> timedelta:
+    """A lease as a timedelta; numbers are seconds. Zero or less is refused."""
+    if isinstance(lease, (int, float)) and not isinstance(lease, bool):
+        if not math.isfinite(lease):
+            raise BadInput(f"lease must be a finite number of seconds, got {lease!r}")
+        lease = timedelta(seconds=lease)
+    if not isinstance(lease, timedelta):
+        raise BadInput(f"lease must be a timedelta or seconds, got {lease!r}")
+    if lease <= timedelta(0):
+        raise BadInput(f"lease must be longer than zero, got {lease}")
+    return lease
+
+
+def _check_run_at(run_at: Any) -> datetime | None:
+    if run_at is None:
+        return None
+    if isinstance(run_at, timedelta):
+        return datetime.now(timezone.utc) + run_at
+    if not isinstance(run_at, datetime):
+        raise BadInput(f"run_at must be a datetime, a timedelta from now, or None; got {run_at!r}")
+    if run_at.tzinfo is None:
+        raise BadInput("run_at must be timezone-aware (for example datetime.now(timezone.utc))")
+    return run_at
+
+
+def _check_job(job: Any) -> Job:
+    if not isinstance(job, Job):
+        raise BadInput(f"expected a Job returned by claim(), got {job!r}")
+    return job
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, BaseException):
+        text = f"{type(error).__name__}: {error}"
+    else:
+        text = str(error)
+    return text.replace("\x00", "\\0")[:MAX_ERROR_CHARS]
+
+
+# --- the queue ------------------------------------------------------------------
+
+
+def enqueue(conn, kind: str, payload: Any, *, run_at=None, max_attempts: int = 5, notify: bool = True) -> int:
+    """Add a job inside the caller's transaction and return its id.
+
+    With notify (the default) idle workers are woken when the transaction
+    commits; a rollback removes both the job and the notification.
+    """
+    params = {
+        "kind": _check_kind(kind),
+        "payload": _check_payload(payload),
+        "run_at": _check_run_at(run_at),
+        "max_attempts": _check_positive_int("max_attempts", max_attempts, 1),
+    }
+    with conn.transaction():
+        job_id = run(conn, "enqueue", params).fetchone()[0]
+        if notify:
+            run(conn, "notify_ready", {"kind": kind})
+    return job_id
+
+
+def _job(row) -> Job:
+    return Job(*row)
+
+
+def claim(conn, *, batch: int = 1, lease=DEFAULT_LEASE, statement: str = "claim") -> list[Job]:
+    """Claim up to `batch` due jobs with a lease; an empty list when none is due."""
+    params = {"batch": _check_positive_int("batch", batch, 1, MAX_BATCH), "lease": as_lease(lease)}
+    with conn.transaction():
+        return [_job(r) for r in run(conn, statement, params).fetchall()]
+
+
+def _explain_miss(conn, job: Job, verb: str) -> bool:
+    """After a fenced statement touched no row: False if a newer claim or the
+    reaper fenced this worker out, an error if the call itself was wrong."""
+    row = run(conn, "job_state", {"id": job.id}).fetchone()
+    if row is None:
+        raise NotClaimed(f"cannot {verb} job {job.id}: there is no such job")
+    status, attempts = row
+    if attempts == 0:
+        raise NotClaimed(f"cannot {verb} job {job.id}: it was never claimed (status {status})")
+    if attempts == job.attempts and status == "done":
+        raise NotClaimed(f"cannot {verb} job {job.id}: this claim already completed it")
+    if attempts == job.attempts and status == "dead" and verb == "fail":
+        raise NotClaimed(f"cannot fail job {job.id}: this claim already failed it for good")
+    return False
+
+
+def complete(conn, job: Job) -> bool:
+    """Mark a claimed job done. False when a newer claim or the reaper fenced it out."""
+    job = _check_job(job)
+    with conn.transaction():
+        if run(conn, "complete", {"id": job.id, "attempts": job.attempts}).fetchone():
+            return True
+        return _explain_miss(conn, job, "complete")
+
+
+def fail(conn, job: Job, error: Any) -> Literal["ready", "dead", "fenced"]:
+    """Record a failed try: "ready" (retry after backoff), "dead", or "fenced"
+    when this worker no longer holds the claim."""
+    job = _check_job(job)
+    with conn.transaction():
+        params = {"id": job.id, "attempts": job.attempts, "error": _error_text(error)}
+        row = run(conn, "fail", params).fetchone()
+        if row:
+            return row[0]
+        _explain_miss(conn, job, "fail")
+        return "fenced"
+
+
+def extend_lease(conn, job: Job, lease=DEFAULT_LEASE) -> bool:
+    """Push the lease `lease` past now, while this claim still holds the job."""
+    job = _check_job(job)
+    params = {"id": job.id, "attempts": job.attempts, "lease": as_lease(lease)}
+    with conn.transaction():
+        return run(conn, "extend_lease", params).fetchone() is not None
+
+
+def reap(conn) -> int:
+    """Return expired leases to ready (or dead); the number of jobs reaped."""
+    with conn.transaction():
+        return len(run(conn, "reap").fetchall())
+
+
+def requeue_dead(conn, kind: str | None = None) -> int:
+    """Put dead jobs (of one kind, or all) back to ready with fresh attempts."""
+    if kind is not None:
+        _check_kind(kind)
+    with conn.transaction():
+        return len(run(conn, "requeue_dead", {"kind": kind}).fetchall())
+
+
+def cleanup(conn, batch: int = 5000) -> int:
+    """Delete done jobs in small committed batches; the number deleted."""
+    batch = _check_positive_int("batch", batch, 1, MAX_BATCH * 10)
+    total = 0
+    while True:
+        with conn.transaction():
+            n = run(conn, "cleanup_done", {"batch": batch}).rowcount
+        total += n
+        if n < batch:
+            return total
+
+
+@dataclass
+class Stats:
+    """What an operator watches: counts by status, the oldest due wait, dead
+    row versions, and the sessions that can hold back VACUUM."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    oldest_due_wait: timedelta | None = None
+    live_tuples: int | None = None
+    dead_tuples: int | None = None
+    last_autovacuum: datetime | None = None
+    autovacuum_count: int | None = None
+    sessions: list[dict] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{s} {n:,}" for s, n in self.counts.items()) or "no jobs"
+        wait = f"; oldest due wait {self.oldest_due_wait}" if self.oldest_due_wait else ""
+        dead = f"; dead row versions {self.dead_tuples:,}" if self.dead_tuples is not None else ""
+        return f"{counts}{wait}{dead}; {len(self.sessions)} session(s) holding a snapshot"
+
+
+def stats(conn) -> Stats:
+    st = Stats()
+    for status, n, wait in run(conn, "stats_status").fetchall():
+        st.counts[status] = n
+        if wait is not None:
+            st.oldest_due_wait = wait
+    row = run(conn, "stats_vacuum").fetchone()
+    if row:
+        st.live_tuples, st.dead_tuples, st.last_autovacuum, st.autovacuum_count = row
+    cur = run(conn, "stats_sessions")
+    cols = [c.name for c in cur.description]
+    st.sessions = [dict(zip(cols, r)) for r in cur.fetchall()]
+    return st

@@ -1,0 +1,128 @@
+"""Load the course's SQL from sql/, by name.
+
+Every statement lives once, in a file a person can also run in psql. Files use
+psql's variable syntax, so the same text works in both places:
+
+    :name    a value, sent as a query parameter
+    :'name'  a value, sent as a query parameter (psql quotes it as a literal)
+    :"name"  an identifier, such as a database name, quoted safely
+
+PostgreSQL takes no parameters in utility statements (CREATE, ALTER, DROP,
+GRANT, ...), so there values are quoted on the client by psycopg instead.
+
+`statement("claim")` turns that into what psycopg expects. Values always
+travel as parameters, never formatted into the SQL text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+from psycopg import sql as pgsql
+
+from .errors import SetupError
+
+_HERE = Path(__file__).resolve().parent
+# An installed wheel carries the files inside the package; a source checkout
+# keeps them in the top-level sql/ folder, where a person finds them first.
+_ROOTS = (_HERE / "sql", _HERE.parent / "sql")
+
+_VALUE = re.compile(r"(?<![:\w]):'(\w+)'|(?<![:\w]):(\w+)")
+_IDENT = re.compile(r"(?<![:\w]):\"(\w+)\"")
+_UTILITY = {"CREATE", "ALTER", "DROP", "GRANT", "REVOKE", "DO", "SET", "TRUNCATE", "VACUUM", "ANALYZE", "LISTEN"}
+
+
+def sql_dir() -> Path:
+    for root in _ROOTS:
+        if (root / "schema.sql").is_file():
+            return root
+    raise SetupError("The course's sql/ folder is missing from this installation.")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One SQL file: its name, its header comment and its body."""
+
+    name: str
+    header: str
+    text: str
+    params: tuple[str, ...]
+    idents: tuple[str, ...]
+
+    @property
+    def teaching_only(self) -> bool:
+        return self.name.startswith("teaching/")
+
+    @property
+    def utility(self) -> bool:
+        return self.text.split(None, 1)[0].upper() in _UTILITY
+
+    def query(self, literals: Mapping[str, Any] | None = None, **idents: str) -> str | pgsql.Composed:
+        """The body in psycopg's placeholder style, identifiers filled in.
+        For a utility statement, `literals` fill the value placeholders."""
+        missing = set(self.idents) - set(idents)
+        if missing:
+            raise ValueError(f"{self.name}.sql needs identifiers: {sorted(missing)}")
+        body = self.text
+        if self.params and not self.utility:
+            body = body.replace("%", "%%")
+            body = _VALUE.sub(lambda m: f"%({m.group(1) or m.group(2)})s", body)
+        if not self.idents and not (self.utility and self.params):
+            return body
+        body = body.replace("{", "{{").replace("}", "}}")
+        body = _IDENT.sub(lambda m: "{" + m.group(1) + "}", body)
+        parts = {k: pgsql.Identifier(v) for k, v in idents.items()}
+        if self.utility:
+            body = _VALUE.sub(lambda m: "{" + (m.group(1) or m.group(2)) + "}", body)
+            parts.update({k: pgsql.Literal(v) for k, v in (literals or {}).items()})
+        return pgsql.SQL(body).format(**parts)
+
+
+def _split(raw: str) -> tuple[str, str]:
+    lines = raw.splitlines()
+    n = 0
+    while n < len(lines) and (lines[n].startswith("--") or not lines[n].strip()):
+        n += 1
+    header = "\n".join(l[2:].strip() for l in lines[:n] if l.startswith("--"))
+    body_lines = [l for l in lines[n:] if not l.lstrip().startswith("--")]
+    return header, "\n".join(body_lines).strip()
+
+
+@lru_cache(maxsize=None)
+def statement(name: str) -> Statement:
+    """The statement in sql/<name>.sql, for example "claim" or "teaching/naive_read"."""
+    path = sql_dir() / f"{name}.sql"
+    if not path.is_file():
+        raise KeyError(f"No statement {name!r}: expected {path.name} under sql/. Known: {', '.join(names())}")
+    header, body = _split(path.read_text(encoding="utf-8"))
+    idents = tuple(dict.fromkeys(_IDENT.findall(body)))
+    stripped = _IDENT.sub("", body)
+    params = tuple(dict.fromkeys(a or b for a, b in _VALUE.findall(stripped)))
+    return Statement(name, header, body, params, idents)
+
+
+def names() -> list[str]:
+    root = sql_dir()
+    return sorted(str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.sql"))
+
+
+def run(conn: Any, name: str, params: Mapping[str, Any] | None = None, *, idents: Mapping[str, str] | None = None):
+    """Execute a named statement on a connection and return the cursor.
+
+    `params` are values (sent as parameters); `idents` are identifiers such
+    as a database name."""
+    st = statement(name)
+    params = dict(params or {})
+    unknown = set(params) - set(st.params)
+    missing = set(st.params) - set(params)
+    if unknown or missing:
+        raise ValueError(
+            f"{name}.sql takes {list(st.params)}; missing {sorted(missing)}, unexpected {sorted(unknown)}"
+        )
+    if st.utility:
+        return conn.execute(st.query(params, **(idents or {})))
+    return conn.execute(st.query(**(idents or {})), params if st.params else None)

@@ -1,0 +1,23 @@
+-- claim.sql: the claim the course teaches. One statement picks the oldest due
+-- ready jobs, locks them while skipping rows other workers hold, marks them
+-- running, counts the attempt (the fencing token) and writes a lease.
+-- Safe: yes. This is the production claim.
+-- Parameters: batch (int, 1..10000), lease (interval).
+-- Notes: the locking clause sits inside the WITH query, which is the only way
+--   it locks rows there; 'ready' is a literal so the planner can prove the
+--   partial index jobs_ready_idx applies.
+
+WITH next AS (
+  SELECT id FROM jobs
+  WHERE status = 'ready' AND run_at BETWEEN '-infinity' AND now()
+  ORDER BY run_at
+  LIMIT :batch
+  FOR UPDATE SKIP LOCKED
+)
+UPDATE jobs
+SET status = 'running',
+    attempts = jobs.attempts + 1,
+    leased_until = now() + :'lease'::interval
+FROM next
+WHERE jobs.id = next.id
+RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.leased_until;

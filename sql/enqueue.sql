@@ -1,0 +1,11 @@
+-- enqueue.sql: add one job. Run it in the same transaction as the business
+-- write (the order), so a rollback leaves no job behind.
+-- Safe: yes.
+-- Parameters: kind (text), payload (jsonb), run_at (timestamptz, NULL = now),
+--             max_attempts (int).
+-- psql: \set kind send_receipt \set payload '{"order_id": 101}'
+--       \set run_at now \set max_attempts 5, then notify_ready.sql.
+
+INSERT INTO jobs (kind, payload, run_at, max_attempts)
+VALUES (:'kind', :'payload', coalesce(:'run_at'::timestamptz, now()), :'max_attempts')
+RETURNING id;

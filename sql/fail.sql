@@ -1,0 +1,16 @@
+-- fail.sql: record a failed try. The job goes back to ready with a wait of
+-- 10 s x 2^attempts, capped at one hour, or to dead once attempts reaches
+-- max_attempts. greatest() keeps that true if someone lowers max_attempts later.
+-- Fenced on attempts like complete.sql.
+-- Safe: yes.
+-- Parameters: id (bigint), attempts (int), error (text).
+
+UPDATE jobs
+SET status = CASE WHEN attempts = greatest(attempts, max_attempts)
+                  THEN 'dead' ELSE 'ready' END,
+    run_at = now() + least(power(2, attempts) * interval '10 seconds',
+                           interval '1 hour'),
+    leased_until = NULL,
+    last_error = :'error'
+WHERE id = :id AND status = 'running' AND attempts = :attempts
+RETURNING status, run_at;

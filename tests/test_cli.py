@@ -1,0 +1,48 @@
+"""The pgq-teach command: help everywhere, a round trip, and clear errors."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+COMMANDS = [[], ["lab"], ["server"], ["enqueue"], ["worker"], ["stats"]]
+
+
+def cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "pgq_teach.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=60)
+
+
+@pytest.mark.parametrize("words", COMMANDS)
+def test_help_on_each_command(words):
+    out = cli(*words, "--help")
+    assert out.returncode == 0 and "usage: pgq-teach" in out.stdout
+
+
+def test_enqueue_work_and_stats_round_trip(db):
+    label = db.name[len("pgq_"):]
+    assert cli("enqueue", "send_receipt", '{"order_id": 101}', "--db", label).returncode == 0
+    assert "ready 1" in cli("stats", "--db", label).stdout
+    out = cli("worker", "--db", label, "--until-idle", "--sleep-ms", "0")
+    assert out.returncode == 0 and "done 1" in out.stdout
+    assert "done 1" in cli("stats", "--db", label).stdout
+
+
+def test_server_start_prints_the_backend_line(pg):
+    out = cli("server", "start")
+    assert out.returncode == 0 and f"PostgreSQL {pg.version}" in out.stdout
+
+
+@pytest.mark.parametrize("args, env, says", [
+    (["enqueue", "send_receipt", "{not json"], {}, "PAYLOAD is not valid JSON"),
+    (["enqueue", "", "{}"], {}, "kind must be a non-empty string"),
+    (["stats"], {"PGQ_BACKEND": "kafka"}, "auto, dsn, docker, embedded"),
+    (["stats"], {"PGQ_BACKEND": "dsn", "PGQ_DSN": "postgresql://x:pw@127.0.0.1:9/db"}, "127.0.0.1:9"),
+    (["worker", "--fail-rate", "2"], {}, "--fail-rate must be between 0 and 1"),
+])
+def test_bad_input_is_one_clear_line_not_a_traceback(args, env, says):
+    out = cli(*args, env=env)
+    assert out.returncode == 2
+    assert says in out.stderr
+    assert "Traceback" not in out.stderr

@@ -1,0 +1,221 @@
+"""Every library function's effect on the rows."""
+
+import time
+from datetime import datetime, timedelta, timezone
+
+import psycopg
+import pytest
+
+import pgq_teach as pgq
+from pgq_teach.statements import run
+
+from helpers import counts, job_row, seed
+
+
+def test_enqueue_writes_a_ready_job(conn):
+    job_id = pgq.enqueue(conn, "send_receipt", {"order_id": 101}, max_attempts=3)
+    row = job_row(conn, job_id)
+    assert row["kind"] == "send_receipt"
+    assert row["payload"] == {"order_id": 101}
+    assert row["status"] == "ready"
+    assert row["attempts"] == 0 and row["max_attempts"] == 3
+    assert row["leased_until"] is None
+
+
+def test_enqueue_later_is_not_claimed_yet(conn):
+    pgq.enqueue(conn, "send_receipt", {}, run_at=timedelta(hours=1))
+    assert pgq.claim(conn) == []
+    soon = datetime.now(timezone.utc) - timedelta(seconds=1)
+    pgq.enqueue(conn, "send_receipt", {"n": 2}, run_at=soon)
+    assert [j.payload for j in pgq.claim(conn)] == [{"n": 2}]
+
+
+def test_claim_marks_running_counts_the_attempt_and_leases(conn):
+    job_id = pgq.enqueue(conn, "send_receipt", {"order_id": 7})
+    [job] = pgq.claim(conn, lease=timedelta(seconds=90))
+    assert (job.id, job.kind, job.payload, job.attempts) == (job_id, "send_receipt", {"order_id": 7}, 1)
+    row = job_row(conn, job_id)
+    assert row["status"] == "running" and row["attempts"] == 1
+    left = (row["leased_until"] - datetime.now(timezone.utc)).total_seconds()
+    assert 80 < left <= 90
+    assert pgq.claim(conn) == []
+
+
+def test_claim_takes_the_oldest_first_and_honours_the_batch(conn):
+    seed(conn, 25)
+    first = pgq.claim(conn, batch=10)
+    assert sorted(j.id for j in first) == list(range(1, 11))
+    assert len(pgq.claim(conn, batch=100)) == 15
+
+
+def test_complete_is_fenced_and_refuses_a_second_call(conn):
+    pgq.enqueue(conn, "send_receipt", {})
+    [job] = pgq.claim(conn)
+    assert pgq.complete(conn, job) is True
+    row = job_row(conn, job.id)
+    assert row["status"] == "done" and row["leased_until"] is None
+    with pytest.raises(pgq.NotClaimed, match="already completed"):
+        pgq.complete(conn, job)
+    assert job_row(conn, job.id) == row
+
+
+def test_a_stale_worker_is_fenced_out(conn):
+    """Guide #10: with a 1-second lease, A stalls, the reaper runs, B claims;
+    A's completion updates 0 rows and B's 1."""
+    pgq.enqueue(conn, "send_receipt", {})
+    [a] = pgq.claim(conn, lease=timedelta(seconds=1))
+    time.sleep(1.2)
+    assert pgq.reap(conn) == 1
+    [b] = pgq.claim(conn, lease=timedelta(seconds=60))
+    assert (a.id, a.attempts, b.attempts) == (b.id, 1, 2)
+    assert pgq.complete(conn, a) is False
+    assert job_row(conn, a.id)["status"] == "running"
+    assert pgq.complete(conn, b) is True
+    assert job_row(conn, a.id)["status"] == "done"
+
+
+def test_fenced_after_reap_before_reclaim(conn):
+    pgq.enqueue(conn, "send_receipt", {})
+    [a] = pgq.claim(conn, lease=timedelta(seconds=1))
+    time.sleep(1.2)
+    pgq.reap(conn)
+    assert pgq.complete(conn, a) is False
+    assert pgq.fail(conn, a, "late") == "fenced"
+    assert job_row(conn, a.id)["status"] == "ready"
+
+
+def test_five_failures_back_off_then_die(conn):
+    """Guide #11: waits of 20, 40, 80 and 160 s, then dead with its error kept."""
+    job_id = pgq.enqueue(conn, "call_webhook", {})
+    waits = []
+    for attempt in range(1, 6):
+        run(conn, "lab/make_due", {"id": job_id})
+        [job] = pgq.claim(conn)
+        assert job.attempts == attempt
+        before = datetime.now(timezone.utc)
+        outcome = pgq.fail(conn, job, f"HTTP 503 from webhook (try {attempt})")
+        row = job_row(conn, job_id)
+        if attempt < 5:
+            assert outcome == "ready" and row["status"] == "ready"
+            waits.append((row["run_at"] - before).total_seconds())
+    assert [round(w) for w in waits] == [20, 40, 80, 160]
+    for got, want in zip(waits, [20, 40, 80, 160]):
+        assert abs(got - want) < 1
+    assert outcome == "dead"
+    row = job_row(conn, job_id)
+    assert row["status"] == "dead" and row["last_error"] == "HTTP 503 from webhook (try 5)"
+
+
+def test_backoff_is_capped_at_one_hour(conn):
+    job_id = pgq.enqueue(conn, "call_webhook", {}, max_attempts=20)
+    for _ in range(12):
+        run(conn, "lab/make_due", {"id": job_id})
+        [job] = pgq.claim(conn)
+        before = datetime.now(timezone.utc)
+        pgq.fail(conn, job, "down")
+    wait = (job_row(conn, job_id)["run_at"] - before).total_seconds()
+    assert abs(wait - 3600) < 1
+
+
+def test_lowering_max_attempts_makes_the_next_failure_dead_and_requeue_revives(conn):
+    job_id = pgq.enqueue(conn, "call_webhook", {})
+    for _ in range(3):
+        run(conn, "lab/make_due", {"id": job_id})
+        pgq.fail(conn, pgq.claim(conn)[0], "down")
+    run(conn, "lab/set_max_attempts", {"id": job_id, "max_attempts": 2})
+    run(conn, "lab/make_due", {"id": job_id})
+    [job] = pgq.claim(conn)
+    assert job.attempts == 4
+    assert pgq.fail(conn, job, "still down") == "dead"
+    assert pgq.requeue_dead(conn, kind="send_receipt") == 0
+    assert pgq.requeue_dead(conn, kind="call_webhook") == 1
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"], row["last_error"]) == ("ready", 0, None)
+
+
+def test_fail_records_exception_text(conn):
+    pgq.enqueue(conn, "send_receipt", {})
+    [job] = pgq.claim(conn)
+    pgq.fail(conn, job, ConnectionError("smtp down"))
+    assert job_row(conn, job.id)["last_error"] == "ConnectionError: smtp down"
+
+
+def test_failing_a_never_claimed_job_is_refused(conn):
+    job_id = pgq.enqueue(conn, "send_receipt", {})
+    fake = pgq.Job(job_id, "send_receipt", {}, attempts=0)
+    with pytest.raises(pgq.NotClaimed, match="never claimed"):
+        pgq.fail(conn, fake, "boom")
+    with pytest.raises(pgq.NotClaimed, match="no such job"):
+        pgq.complete(conn, pgq.Job(999, "send_receipt", {}, attempts=1))
+    assert job_row(conn, job_id)["status"] == "ready"
+
+
+def test_extend_lease_moves_the_deadline_only_for_the_holder(conn):
+    pgq.enqueue(conn, "build_invoice", {})
+    [job] = pgq.claim(conn, lease=timedelta(seconds=10))
+    assert pgq.extend_lease(conn, job, timedelta(minutes=10)) is True
+    left = (job_row(conn, job.id)["leased_until"] - datetime.now(timezone.utc)).total_seconds()
+    assert left > 590
+    stale = pgq.Job(job.id, job.kind, job.payload, attempts=job.attempts - 1)
+    assert pgq.extend_lease(conn, stale, timedelta(minutes=10)) is False
+
+
+def test_reap_returns_expired_leases_and_kills_the_exhausted(conn):
+    a = pgq.enqueue(conn, "send_receipt", {})
+    b = pgq.enqueue(conn, "send_receipt", {}, max_attempts=1)
+    c = pgq.enqueue(conn, "send_receipt", {})
+    pgq.claim(conn, batch=2, lease=timedelta(seconds=1))
+    pgq.claim(conn, lease=timedelta(minutes=5))
+    time.sleep(1.2)
+    assert pgq.reap(conn) == 2
+    assert job_row(conn, a)["status"] == "ready"
+    assert job_row(conn, a)["last_error"] == "lease expired"
+    assert job_row(conn, b)["status"] == "dead"
+    assert job_row(conn, c)["status"] == "running"
+
+
+def test_cleanup_deletes_done_jobs_in_batches(conn):
+    seed(conn, 30)
+    for job in pgq.claim(conn, batch=25):
+        pgq.complete(conn, job)
+    assert pgq.cleanup(conn, batch=10) == 25
+    assert counts(conn) == {"ready": 5}
+
+
+def test_stats_counts_and_waits(conn):
+    seed(conn, 3)
+    pgq.claim(conn)
+    st = pgq.stats(conn)
+    assert st.counts == {"ready": 2, "running": 1}
+    assert st.oldest_due_wait > timedelta(minutes=59)
+    assert "ready 2" in str(st)
+
+
+def test_transactional_enqueue_rollback_leaves_nothing_commit_leaves_both(db):
+    """Guide: a rolled-back order leaves no job and sends no notification;
+    a committed order always has its job, and its notification arrives."""
+    with db.connection() as listener, db.connection(autocommit=False) as app:
+        run(listener, "listen")
+        with pytest.raises(RuntimeError):
+            with app.transaction():
+                pgq.enqueue(app, "send_receipt", {"order_id": 1})
+                raise RuntimeError("payment declined")
+        assert list(listener.notifies(timeout=0.5, stop_after=1)) == []
+        assert counts(app) == {}
+        app.commit()
+        with app.transaction():
+            job_id = pgq.enqueue(app, "send_receipt", {"order_id": 2})
+        heard = list(listener.notifies(timeout=2, stop_after=1))
+        assert [(n.channel, n.payload) for n in heard] == [("jobs_ready", "send_receipt")]
+        assert job_row(app, job_id)["status"] == "ready"
+
+
+def test_claim_plan_uses_the_partial_index_under_lockrows(conn):
+    """Guide #16."""
+    seed(conn, 5000)
+    pgq.claim(conn, batch=4950)
+    run(conn, "lab/analyze_jobs")
+    plan = "\n".join(r[0] for r in run(conn, "explain_claim").fetchall())
+    assert "LockRows" in plan
+    assert "Index Scan using jobs_ready_idx on jobs" in plan
+    assert plan.index("LockRows") < plan.index("jobs_ready_idx")

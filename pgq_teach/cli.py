@@ -37,9 +37,12 @@ def cmd_lab(args) -> int:
     env["PGQ_DSN"] = server.dsn
     env["PGQ_BACKEND"] = "dsn"
     env["PGQ_ORIGIN"] = f"{server.backend}, started by pgq-teach lab"
-    argv = [sys.executable, "-m", "jupyter", "lab", f"--notebook-dir={_notebooks_dir()}"]
+    folder = Path(args.dir).resolve() if args.dir else _notebooks_dir()
+    argv = [sys.executable, "-m", "jupyter", "lab", f"--notebook-dir={folder}"]
     argv += [f"--port={args.port}"] if args.port else []
     argv += ["--no-browser"] if args.no_browser else []
+    # Jupyter refuses root without this; containers and CI machines run as root.
+    argv += ["--ServerApp.allow_root=True"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
     argv += args.jupyter_args
     os.execvpe(argv[0], argv, env)
     return 0  # not reached
@@ -126,7 +129,8 @@ def parser() -> argparse.ArgumentParser:
     lab = sub.add_parser("lab", help="open the course in JupyterLab on a live PostgreSQL")
     lab.add_argument("--port", type=int, help="JupyterLab's port")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
-    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="passed on to jupyter lab")
+    lab.add_argument("--dir", help="the folder to serve (default: the course's notebooks/)")
+    lab.epilog = "Any other options, such as --ServerApp.token=..., are passed on to jupyter lab."
     lab.set_defaults(func=cmd_lab)
 
     srv = sub.add_parser("server", help="the PostgreSQL the course uses")
@@ -164,7 +168,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args, extra = p.parse_known_args(argv)
+    if extra and args.command != "lab":
+        p.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.jupyter_args = extra
     try:
         return args.func(args)
     except PgqError as exc:

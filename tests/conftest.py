@@ -18,6 +18,15 @@ def pytest_report_header(config):
         return f"PostgreSQL: not available ({exc})"
 
 
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    # Lets fixtures see whether their test failed (the browser tests save a
+    # screenshot and the JupyterLab log tail then).
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, f"rep_{rep.when}", rep)
+
+
 @pytest.fixture(scope="session")
 def pg():
     return server.get_server()

@@ -1,0 +1,118 @@
+"""A real JupyterLab in a real (headless) browser, for the widget tests.
+
+JupyterLab runs through `pgq-teach lab` on a free loopback port with a
+random token, throwaway settings, and a copy of the notebooks (so autosave
+never touches the course's files). Chromium is Debian's /usr/bin/chromium
+(or $PGQ_CHROMIUM), driven by Playwright: test tools cannot download their
+own browsers here, and a learner's laptop may not allow it either.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "tests" / "artifacts"
+START_TIMEOUT = 90
+CHROMIUM_FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def chromium_path() -> str | None:
+    path = os.environ.get("PGQ_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    return path if Path(path).is_file() else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LabServer:
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.port = _free_port()
+        self.token = secrets.token_hex(16)
+        self.log_path = ARTIFACTS / "jupyterlab.log"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "LabServer":
+        folder = self.workdir / "notebooks"
+        shutil.copytree(ROOT / "notebooks", folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        for name in ("JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR", "JUPYTER_RUNTIME_DIR"):
+            env[name] = str(self.workdir / name.lower())
+        argv = [sys.executable, "-m", "pgq_teach.cli", "lab", "--no-browser", f"--port={self.port}",
+                f"--dir={folder}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={self.token}",
+                "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False"]
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited early:\n{self.log_tail()}")
+            try:
+                urllib.request.urlopen(f"{self.base}/api/status?token={self.token}", timeout=2)
+                return self
+            except OSError:
+                time.sleep(0.5)
+        raise RuntimeError(f"JupyterLab did not answer within {START_TIMEOUT} s:\n{self.log_tail()}")
+
+    def url(self, notebook: str) -> str:
+        return f"{self.base}/lab/tree/{notebook}?token={self.token}"
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no JupyterLab log)"
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        if getattr(self, "log", None):
+            self.log.close()
+
+
+KERNEL_IDLE = """() => {
+  const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+  return !!k && k.status === 'idle';
+}"""
+
+ALL_CELLS_RAN = """() => {
+  const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];
+  return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+}"""
+
+
+def open_and_run_all(page, lab: LabServer, notebook: str, timeout_ms: int = 120_000) -> None:
+    """Open a notebook, wait for its kernel, run every cell, wait until done."""
+    page.goto(lab.url(notebook), timeout=timeout_ms)
+    page.wait_for_function(KERNEL_IDLE, timeout=timeout_ms)
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function(ALL_CELLS_RAN, timeout=timeout_ms, polling=500)
+    page.wait_for_function(KERNEL_IDLE, timeout=timeout_ms)
+    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    if errors.count():
+        raise AssertionError(f"{notebook} wrote to stderr or raised:\n{errors.first.inner_text()[:2000]}")

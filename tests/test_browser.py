@@ -1,0 +1,55 @@
+"""The lab widgets draw, respond and finish in a real JupyterLab, in a real
+browser. nbval cannot see what a widget renders; these tests can."""
+
+from __future__ import annotations
+
+import pytest
+
+from jupyter_browser import ARTIFACTS, CHROMIUM_FLAGS, LabServer, chromium_path, open_and_run_all
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(chromium_path() is None,
+                       reason="no Chromium at /usr/bin/chromium: install it with `apt-get install chromium` "
+                              "(or set PGQ_CHROMIUM to a Chromium binary)"),
+]
+
+STEP_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    server = LabServer(tmp_path_factory.mktemp("jupyterlab")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, lab, request):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(STEP_MS)
+    yield page
+    shot = ARTIFACTS / f"{request.node.name}-last.png"
+    call = getattr(request.node, "rep_call", None)
+    if call is None or call.failed:
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"\nlast screenshot: {shot}\nJupyterLab log tail:\n{lab.log_tail()}")
+    context.close()
+
+
+def test_start_here_connects_and_prints_the_server_version(page, lab):
+    open_and_run_all(page, lab, "00-start-here.ipynb")
+    text = page.locator(".jp-OutputArea-output").first.inner_text()
+    assert "PostgreSQL" in text and "backend" in text
+    page.screenshot(path=str(ARTIFACTS / "00-start-here.png"), full_page=False)

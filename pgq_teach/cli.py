@@ -71,6 +71,7 @@ def cmd_enqueue(args) -> int:
         raise queue.BadInput(f"PAYLOAD is not valid JSON: {exc}") from None
     queue._check_kind(args.kind)  # refuse before touching any database
     db = open_database(args.db)
+    _say(db.server.line())
     with db.connection() as conn:
         job_id = queue.enqueue(conn, args.kind, payload, run_at=_delay(args.delay), max_attempts=args.max_attempts)
     _say(f"enqueued job {job_id} ({args.kind}) in database {db.name}")
@@ -117,6 +118,7 @@ def cmd_worker(args) -> int:
 
 def cmd_stats(args) -> int:
     db = open_database(args.db)
+    _say(db.server.line())
     with db.connection() as conn:
         _say(f"{db.name}: {queue.stats(conn)}")
     return 0

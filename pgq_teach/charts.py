@@ -39,7 +39,8 @@ def timeline(bars, lanes: int, span: float, *, width: int = 720, title: str = ""
     axis_y = top + lanes * lane_h + 14
     for i in range(5):
         t = span * i / 4
-        body.append(f'<text x="{left + plot_w * i / 4 - 8:.0f}" y="{axis_y}">{t:.2f} s</text>')
+        anchor = ("start", "middle", "middle", "middle", "end")[i]
+        body.append(f'<text x="{left + plot_w * i / 4:.0f}" y="{axis_y}" text-anchor="{anchor}">{t:.2f} s</text>')
     return _frame(width, height, body, title)
 
 

@@ -57,6 +57,9 @@ def describe(dsn: str) -> str:
     except psycopg.ProgrammingError:
         return "an unparseable PGQ_DSN"
     host = parts.get("host") or "localhost"
+    home = os.path.expanduser("~")
+    if host.startswith(home + os.sep):
+        host = "~" + host[len(home):]  # the learner's own path stays out of shared notebooks
     place = f"socket {host}" if host.startswith("/") else f"{host}:{parts.get('port') or 5432}"
     user = parts.get("user") or "(default user)"
     secret = ":***" if parts.get("password") else ""

@@ -82,7 +82,7 @@ class RaceResult:
             f"  total runs: {self.total_runs:,}; done: {self.done:,}",
             f"  elapsed {self.elapsed:.2f} s; ideal {self.serial_ideal:.2f} s serial, "
             f"{self.shared_ideal:.2f} s shared",
-            f"  {self.guide}",
+            f"  {self.guide}" + ("" if self.mode == "naive" else " (the naive claim's figure)"),
             f"  this server: PostgreSQL {self.server_version}",
         ]
         return "\n".join(lines)

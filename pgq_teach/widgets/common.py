@@ -83,7 +83,8 @@ def comparison_html(rows: list[tuple[str, Any, Any, Any]], *, version: str = "")
 
     body = "".join(f"<tr><td>{escape(m)}</td>{cell(g)}{cell(s)}{cell(r)}</tr>" for m, g, s, r in rows)
     note = f"<caption style='caption-side:bottom'>this server: PostgreSQL {escape(version)}</caption>" if version else ""
-    return f'<table class="pgq-compare" style="border-collapse:collapse">{head}{body}{note}</table>'
+    style = "<style>.pgq-compare td,.pgq-compare th{padding:2px 10px;text-align:left}</style>"
+    return f'{style}<table class="pgq-compare" style="border-collapse:collapse">{head}{body}{note}</table>'
 
 
 def prediction(description: str, value: int = 0, *, minimum: int = 0, maximum: int = 1_000_000) -> W.BoundedIntText:

@@ -1,0 +1,135 @@
+"""Transactional enqueue: the store saves an order and enqueues its receipt
+job in one transaction, once rolled back and once committed, while a separate
+session listens for the wake-up notification.
+
+The guide's claims this checks: rolling back the order removes its job too,
+every committed order comes with its job, and a NOTIFY sent inside a transaction
+that rolls back is never delivered, while one inside a committed transaction
+arrives only after COMMIT (guide #12).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import psycopg
+
+from .. import queue
+from ..databases import Database
+from ..errors import BadInput
+from ..guide import GuideFigure, figure
+from ..statements import run
+
+KIND = "send_receipt"
+EMAIL = "asha@example.com"  # the made-up store's customer
+TOTAL = Decimal("1499.00")  # the order total in the guide's example
+QUIET_LIMITS = (0.05, 10.0)  # seconds to listen for a notification that should not come
+DELIVERY_WAIT = 5.0  # seconds to wait for one that should; it normally takes milliseconds
+# The guide's transactional-enqueue finding, in the course's words (it has no figure number).
+GUIDE_CLAIM = "the guide: rolling back an order took its job with it; every committed order came with its job"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One transaction that placed an order and enqueued its receipt job."""
+
+    ending: str  # "rollback" or "commit"
+    order_id: int  # the id the order got inside the transaction
+    job_id: int  # the id enqueue() returned inside the transaction
+    order_kept: bool  # the order is still there afterwards
+    jobs_for_order: int  # jobs naming this order afterwards
+    heard_while_open: tuple[str, ...]  # notifications the listener got before the transaction ended
+    heard_after: tuple[str, ...]  # ... and after it ended
+    delivered_after_s: float | None  # seconds from the end of the transaction to the first one heard
+
+    @property
+    def heard(self) -> int:
+        return len(self.heard_while_open) + len(self.heard_after)
+
+
+@dataclass
+class EnqueueResult:
+    rolled_back: Outcome
+    committed: Outcome
+    quiet_s: float
+    server_version: str
+    guess: int | None = None  # the learner's guess: notifications heard in all
+    guide: GuideFigure = field(default_factory=lambda: figure(12))
+
+    @property
+    def outcomes(self) -> tuple[Outcome, Outcome]:
+        return self.rolled_back, self.committed
+
+    @property
+    def notifications_heard(self) -> int:
+        return sum(o.heard for o in self.outcomes)
+
+    def summary(self) -> str:
+        lines = ["order + receipt job in one transaction, a separate session listening"]
+        for o in self.outcomes:
+            lines.append(
+                f"  {o.ending:8}: order kept {'yes' if o.order_kept else 'no'}, "
+                f"jobs for the order {o.jobs_for_order}, "
+                f"notifications heard while open {len(o.heard_while_open)}, after {len(o.heard_after)}"
+            )
+        lines.append(f"  notifications heard in all: {self.notifications_heard}"
+                     + (f"  (your guess: {self.guess})" if self.guess is not None else ""))
+        lines.append(f"  {GUIDE_CLAIM}")
+        lines.append(f"  {self.guide}")
+        lines.append(f"  this server: PostgreSQL {self.server_version}")
+        return "\n".join(lines)
+
+
+def check_inputs(*, quiet_s, guess=None) -> None:
+    low, high = QUIET_LIMITS
+    if (isinstance(quiet_s, bool) or not isinstance(quiet_s, (int, float))
+            or not math.isfinite(quiet_s) or not low <= quiet_s <= high):
+        raise BadInput(f"quiet_s must be a number of seconds from {low} to {high}, got {quiet_s!r}")
+    if guess is not None and (isinstance(guess, bool) or not isinstance(guess, int) or guess < 0):
+        raise BadInput(f"guess must be a whole number of notifications, 0 or more; got {guess!r}")
+
+
+def _listen_for(listener: psycopg.Connection, seconds: float) -> list[str]:
+    """Every notification that arrives within `seconds`, as payloads."""
+    return [n.payload for n in listener.notifies(timeout=seconds)]
+
+
+def _place_order_and_enqueue(db: Database, listener: psycopg.Connection, ending: str,
+                             quiet_s: float) -> Outcome:
+    with db.connection() as conn:  # autocommit: the transaction below is the only one
+        with conn.transaction():
+            order_id = run(conn, "lab/place_order", {"email": EMAIL, "total": TOTAL}).fetchone()[0]
+            # enqueue() joins this transaction (as a savepoint) and queues the NOTIFY
+            job_id = queue.enqueue(conn, KIND, {"order_id": order_id})
+            heard_while_open = _listen_for(listener, quiet_s)
+            if ending == "rollback":
+                raise psycopg.Rollback()  # what an app does when a later step fails
+        ended = time.perf_counter()
+        # A delivered notification ends the wait at once; an undelivered one
+        # can only be shown absent for as long as we listen.
+        wait = DELIVERY_WAIT if ending == "commit" else quiet_s
+        first = [n.payload for n in listener.notifies(timeout=wait, stop_after=1)]
+        delivered_after = time.perf_counter() - ended if first else None
+        # Listen a little longer, so a second, unexpected notification would show.
+        heard_after = first + _listen_for(listener, quiet_s) if first else []
+        order_kept = run(conn, "lab/order_row", {"id": order_id}).fetchone() is not None
+        jobs = run(conn, "lab/jobs_for_order", {"order_id": order_id}).fetchall()
+    return Outcome(ending, order_id, job_id, order_kept, len(jobs), tuple(heard_while_open),
+                   tuple(heard_after), delivered_after)
+
+
+def transactional_enqueue(db: Database, *, quiet_s: float = 0.3, guess: int | None = None) -> EnqueueResult:
+    """Place an order and enqueue its receipt job in one transaction twice:
+    first rolled back, then committed. A separate autocommit session LISTENs
+    throughout; `quiet_s` is how long it listens for notifications that
+    should not arrive (while a transaction is open, and after the rollback).
+    """
+    check_inputs(quiet_s=quiet_s, guess=guess)
+    with db.connection() as listener:  # its own session, outside any transaction
+        run(listener, "listen")
+        rolled_back = _place_order_and_enqueue(db, listener, "rollback", quiet_s)
+        committed = _place_order_and_enqueue(db, listener, "commit", quiet_s)
+    return EnqueueResult(rolled_back, committed, quiet_s, db.server.version, guess)

@@ -1,0 +1,110 @@
+"""The race lab widget, headless, on a real PostgreSQL: Run fills the result
+panel from the RaceResult, Stop ends a run early, and an experiment's error
+reaches both the status area and the notebook cell."""
+
+import time
+
+import psycopg
+import pytest
+
+from pgq_teach import databases
+from pgq_teach.experiments.race import MODES
+from pgq_teach.widgets.race_lab import GUIDE_SETTINGS, RaceLab, guide_figure_for, guide_version_for
+
+
+def test_defaults_are_the_guides_settings(db):
+    lab = RaceLab(db)
+    assert (lab.workers.value, lab.jobs.value, lab.work_ms.value) == (8, 400, 10)
+    assert (lab.workers.min, lab.workers.max, lab.jobs.min, lab.jobs.max, lab.work_ms.min, lab.work_ms.max) \
+        == (1, 16, 10, 2_000, 0, 50)
+    assert [key for _, key in lab.mode.options] == list(MODES)
+    assert {k: v for k, v in lab.settings().items() if k != "guess"} == GUIDE_SETTINGS
+
+
+def test_run_puts_the_results_numbers_in_the_output(db):
+    lab = RaceLab(db, workers=4, jobs=100, work_ms=2, mode="naive")
+    lab.guess.value = 7
+    lab.run_button.click()
+    result = lab.wait(60)
+
+    assert result is lab.result and result.done == 100 and result.guess == 7
+    html = lab.output.value
+    assert f'<b class="pgq-run-twice">{result.run_more_than_once:,}</b>' in html
+    assert f"<td>{result.total_runs:,}</td>" in html
+    assert "<td>7</td>" in html  # the guess, beside this server's count
+    assert f"{result.elapsed:.2f} s" in html and f"{result.serial_ideal:.2f} s serial" in html
+    assert 'class="pgq-chart"' in html
+    assert html.count('class="twice"') == sum(n for n in result.claims_per_job.values() if n > 1)
+    assert lab.progress.value == lab.progress.max == 100
+    assert lab.status.value == "done"
+    assert not lab.run_button.disabled and lab.stop_button.disabled
+
+
+def test_the_course_claim_runs_nothing_twice_through_the_widget(db):
+    lab = RaceLab(db, workers=4, jobs=60, work_ms=1, mode="lease_skip_locked")
+    lab.run_button.click()
+    result = lab.wait(60)
+    assert result.run_more_than_once == 0 and result.total_runs == 60
+    assert '<b class="pgq-run-twice">0</b>' in lab.output.value
+    assert 'class="twice"' not in lab.output.value
+
+
+def test_controls_are_read_when_the_run_starts(db):
+    lab = RaceLab(db, workers=2, jobs=40, work_ms=1, mode="lease_skip_locked")
+    lab.run_button.click()
+    lab.workers.value = 16  # too late for this run
+    assert lab.wait(60).workers == 2
+
+
+def test_stop_ends_a_long_run_early(db):
+    lab = RaceLab(db, workers=1, jobs=2_000, work_ms=50, mode="lease_skip_locked")  # about 100 s in full
+    lab.run_button.click()
+    assert lab.run_button.disabled and not lab.stop_button.disabled
+    first = lab.runner.thread
+    assert lab.start() is False and lab.runner.thread is first  # one run at a time
+    time.sleep(0.5)
+    clicked = time.perf_counter()
+    lab.stop_button.click()
+    result = lab.wait(30)
+    assert time.perf_counter() - clicked < 15  # a wide bound: stop waits for the job in hand
+    assert result.stopped and 0 < result.done < 2_000
+    assert lab.status.value == "stopped early" and "stopped early" in lab.output.value
+    assert lab.progress.value < lab.progress.max
+
+
+@pytest.fixture
+def bare_db(db):
+    """A database with no course tables: the race fails on its first statement."""
+    label = db.name.removeprefix(databases.PREFIX) + "_bare"
+    yield databases.open_database(label, reset=True, schema=False)
+    databases.drop_database(label)
+
+
+def test_an_experiment_error_shows_in_the_status_and_wait_raises_it(bare_db):
+    lab = RaceLab(bare_db, workers=2, jobs=10, work_ms=0)
+    lab.run_button.click()
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        lab.wait(30)
+    assert 'class="pgq-error"' in lab.status.value and "UndefinedTable" in lab.status.value
+    assert "does not exist" in lab.status.value
+    assert lab.output.value == "" and lab.result is None
+    assert not lab.run_button.disabled and lab.stop_button.disabled
+
+
+@pytest.mark.parametrize("version, expected", [("16.15", 16), ("18.4", 18), ("18beta1", 18), ("15.8", 16),
+                                               ("17.2", 18), ("19.0", 18), ("", 18)])
+def test_the_guide_row_follows_the_servers_major_version(version, expected):
+    assert guide_version_for(version) == expected
+
+
+def test_the_guide_column_says_when_settings_differ_from_the_guides(db):
+    base = dict(workers=8, jobs=400, work_ms=10)
+    lab = RaceLab(db, workers=2, jobs=20, work_ms=0, mode="naive")
+    lab.run_button.click()
+    result = lab.wait(60)
+    assert "yours differ" in guide_figure_for(result)
+    result.workers, result.jobs, result.work_ms = base["workers"], base["jobs"], base["work_ms"]
+    assert "yours differ" not in guide_figure_for(result)
+    assert f"on PostgreSQL {guide_version_for(result.server_version)}" in guide_figure_for(result)
+    result.mode = "lease_skip_locked"
+    assert guide_figure_for(result).startswith("none")

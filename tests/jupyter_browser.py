@@ -9,6 +9,7 @@ own browsers here, and a learner's laptop may not allow it either.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -58,6 +59,7 @@ class LabServer:
         env = dict(os.environ)
         for name in ("JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR", "JUPYTER_RUNTIME_DIR"):
             env[name] = str(self.workdir / name.lower())
+        self._settings(Path(env["JUPYTERLAB_SETTINGS_DIR"]))
         argv = [sys.executable, "-m", "pgq_teach.cli", "lab", "--no-browser", f"--port={self.port}",
                 f"--dir={folder}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={self.token}",
                 "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False"]
@@ -74,8 +76,22 @@ class LabServer:
                 time.sleep(0.5)
         raise RuntimeError(f"JupyterLab did not answer within {START_TIMEOUT} s:\n{self.log_tail()}")
 
+    @staticmethod
+    def _settings(folder: Path) -> None:
+        # Render every cell (no windowing), so widgets below the fold exist in
+        # the page; and no news pop-up over the notebook.
+        for plugin, values in {
+            "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
+            "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+        }.items():
+            path = folder / f"{plugin}.jupyterlab-settings"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values))
+
     def url(self, notebook: str) -> str:
-        return f"{self.base}/lab/tree/{notebook}?token={self.token}"
+        # A fresh workspace per notebook, so no tab from an earlier test is current.
+        workspace = Path(notebook).stem
+        return f"{self.base}/lab/workspaces/{workspace}/tree/{notebook}?reset&token={self.token}"
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -94,11 +110,15 @@ class LabServer:
             self.log.close()
 
 
-KERNEL_IDLE = """() => {
+KERNEL_IDLE = """(path) => {
   const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  if (!w || !w.context || w.context.path !== path) return false;
   const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
   return !!k && k.status === 'idle';
 }"""
+
+NO_COUNTS = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
+  .every(p => !/\\[\\d+\\]/.test(p.textContent))"""
 
 ALL_CELLS_RAN = """() => {
   const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];
@@ -109,10 +129,14 @@ ALL_CELLS_RAN = """() => {
 def open_and_run_all(page, lab: LabServer, notebook: str, timeout_ms: int = 120_000) -> None:
     """Open a notebook, wait for its kernel, run every cell, wait until done."""
     page.goto(lab.url(notebook), timeout=timeout_ms)
-    page.wait_for_function(KERNEL_IDLE, timeout=timeout_ms)
+    page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=timeout_ms)
+    # Stored outputs carry execution counts; clear them so "every cell has a
+    # count" means this run reached it.
+    page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    page.wait_for_function(NO_COUNTS, timeout=timeout_ms)
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.wait_for_function(ALL_CELLS_RAN, timeout=timeout_ms, polling=500)
-    page.wait_for_function(KERNEL_IDLE, timeout=timeout_ms)
+    page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=timeout_ms)
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     if errors.count():
         raise AssertionError(f"{notebook} wrote to stderr or raised:\n{errors.first.inner_text()[:2000]}")

@@ -79,3 +79,45 @@ def test_race_lab_runs_from_its_run_button(page, lab):
     assert panel.locator("svg.pgq-chart rect.twice").count() > 0
     assert "8 workers" in panel.locator(".pgq-result").inner_text()
     panel.screenshot(path=str(ARTIFACTS / "01-double-send.png"))
+
+
+def test_lock_lab_shows_waiting_then_served_and_skip_locked_at_once(page, lab):
+    open_and_run_all(page, lab, "02-row-locks.ipynb")
+    lock_lab = page.locator(".pgq-lock-lab").first
+    lock_lab.scroll_into_view_if_needed()
+    a, b = lock_lab.locator(".pgq-session-a"), lock_lab.locator(".pgq-session-b")
+    reset(lock_lab)
+
+    # FOR UPDATE: B queues behind A's row lock, and the activity panel says why.
+    a.locator(".pgq-begin").click()
+    a.locator(".pgq-claim-for-update").click()
+    a.locator(".pgq-status").filter(has_text="job 1").wait_for()
+    b.locator(".pgq-claim-for-update").click()
+    b.locator(".pgq-status").filter(has_text="waiting").wait_for()
+    waiting_row = lock_lab.locator(".pgq-activity tr[data-session='B'].pgq-lock-wait")
+    waiting_row.wait_for()
+    row_text = waiting_row.inner_text()
+    assert "Lock" in row_text and "transactionid" in row_text
+    lock_lab.screenshot(path=str(ARTIFACTS / "02-row-locks-waiting.png"))
+    a.locator(".pgq-commit").click()
+    b.locator(".pgq-status").filter(has_text="job 2").wait_for()
+    lock_lab.screenshot(path=str(ARTIFACTS / "02-row-locks-served.png"))
+    b.locator(".pgq-commit").click()
+
+    # SKIP LOCKED: B passes over A's locked row and is served without waiting.
+    reset(lock_lab)
+    a.locator(".pgq-begin").click()
+    a.locator(".pgq-claim-for-update").click()
+    a.locator(".pgq-status").filter(has_text="job 1").wait_for()
+    b.locator(".pgq-claim-skip-locked").click()
+    b.locator(".pgq-status").filter(has_text="job 2").wait_for(timeout=5_000)
+    assert "waiting" not in b.locator(".pgq-status").inner_text()
+    lock_lab.screenshot(path=str(ARTIFACTS / "02-row-locks.png"))
+    a.locator(".pgq-rollback").click()
+
+
+def reset(lock_lab) -> None:
+    """Roll both sessions back and seed jobs 1 and 2 again; wait until done."""
+    lock_lab.locator(".pgq-reset").click()
+    lock_lab.locator(".pgq-session-a .pgq-begin:not([disabled])").wait_for()
+    lock_lab.locator(".pgq-session-b .pgq-begin:not([disabled])").wait_for()

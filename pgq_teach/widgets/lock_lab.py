@@ -194,7 +194,7 @@ class LockLab(W.VBox):
                                description="B claims with")
         self.guess = prediction("Your guess: how many seconds will B wait?", 0, maximum=60)
         self.replay_button = W.Button(description="Replay the guide's sequence", button_style="primary",
-                                      icon="play")
+                                      icon="play", layout=W.Layout(width="auto"))
         self.replay_output = W.HTML()
         self.replay_output.add_class("pgq-result")
         self.runner = Runner(self._job_done, self._job_failed)

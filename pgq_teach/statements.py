@@ -126,3 +126,16 @@ def run(conn: Any, name: str, params: Mapping[str, Any] | None = None, *, idents
     if st.utility:
         return conn.execute(st.query(params, **(idents or {})))
     return conn.execute(st.query(**(idents or {})), params if st.params else None)
+
+
+def explain(conn: Any, name: str, params: Mapping[str, Any] | None = None) -> list[str]:
+    """The plan PostgreSQL would use for a named statement, without running it
+    (EXPLAIN without ANALYZE executes nothing, so even an UPDATE is safe)."""
+    st = statement(name)
+    if st.utility or st.idents:
+        raise ValueError(f"{name}.sql is not a query PostgreSQL can EXPLAIN")
+    params = dict(params or {})
+    if set(params) != set(st.params):
+        raise ValueError(f"{name}.sql takes {list(st.params)}; got {sorted(params)}")
+    cur = conn.execute("EXPLAIN (COSTS OFF) " + st.query(), params if st.params else None)
+    return [row[0] for row in cur.fetchall()]

@@ -219,3 +219,14 @@ def test_claim_plan_uses_the_partial_index_under_lockrows(conn):
     assert "LockRows" in plan
     assert "Index Scan using jobs_ready_idx on jobs" in plan
     assert plan.index("LockRows") < plan.index("jobs_ready_idx")
+
+
+def test_the_whole_claim_plans_a_locked_index_scan_and_runs_nothing(conn):
+    from pgq_teach.statements import explain
+
+    seed(conn, 10)
+    plan = explain(conn, "claim", {"batch": 5, "lease": timedelta(minutes=5)})
+    assert plan[0].startswith("Update on jobs")
+    text = "\n".join(plan)
+    assert text.index("LockRows") < text.index("jobs_ready_idx")
+    assert counts(conn) == {"ready": 10}  # EXPLAIN without ANALYZE changed nothing

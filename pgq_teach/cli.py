@@ -124,6 +124,81 @@ def cmd_stats(args) -> int:
     return 0
 
 
+def _positive(kind):
+    """An argparse type: a number above zero, refused before any database is touched."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' if kind is int else ''}number") from None
+        if not value > 0 or value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"{text!r} must be above zero and finite")
+        return value
+
+    return parse
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be from 0 up to (not including) 1")
+    return value
+
+
+def _progress_line(every: float = 5.0):
+    """A progress(done, total) that prints a line every `every` seconds."""
+    began = time.monotonic()
+    last = [began]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= every or done >= total:
+            last[0] = now
+            _say(f"  {now - began:6.1f} s  {done:,}/{total:,} jobs done or dead")
+
+    return progress
+
+
+def cmd_torture(args) -> int:
+    from .faults import run_torture
+
+    db = open_database(args.db, reset=True)
+    _say(db.server.line())
+    _say(f"fault run in database {db.name}: {args.jobs:,} jobs due over {args.seconds:g} s, "
+         f"{args.workers} worker processes; Ctrl-C stops it")
+    try:
+        report = run_torture(db, jobs=args.jobs, workers=args.workers, seconds=args.seconds, lease=args.lease,
+                             kill_every=args.kill_every, terminate_every=args.terminate_every,
+                             pause_every=args.pause_every, restart=not args.no_restart,
+                             progress=_progress_line())
+    except KeyboardInterrupt:
+        _say("interrupted: every worker process was stopped")
+        return 130
+    _say(report.summary())
+    return 0 if report.ok else 1
+
+
+def cmd_load(args) -> int:
+    from .faults import run_load
+
+    db = open_database(args.db, reset=True)
+    _say(db.server.line())
+    _say(f"load run in database {db.name}: {args.jobs:,} jobs, {args.workers} worker processes, "
+         f"{args.fail_rate:.0%} of calls raising; the retries alone take over 60 s; Ctrl-C stops it")
+    try:
+        report = run_load(db, jobs=args.jobs, workers=args.workers, fail_rate=args.fail_rate,
+                          max_attempts=args.max_attempts, seed=args.seed, progress=_progress_line())
+    except KeyboardInterrupt:
+        _say("interrupted: every worker process was stopped")
+        return 130
+    _say(report.summary())
+    return 0 if report.ok else 1
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pgq-teach", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -166,6 +241,27 @@ def parser() -> argparse.ArgumentParser:
     sts = sub.add_parser("stats", help="jobs by status, oldest due wait, dead row versions")
     db_option(sts)
     sts.set_defaults(func=cmd_stats)
+    tor = sub.add_parser("torture", help="the fault run: kill, freeze and cut off workers, restart the server, "
+                                        "then check that nothing was lost or done twice")
+    tor.add_argument("--jobs", type=_positive(int), default=2000)
+    tor.add_argument("--workers", type=_positive(int), default=4, help="worker processes at a time")
+    tor.add_argument("--seconds", type=_positive(float), default=20.0, help="how long jobs keep falling due and faults go on")
+    tor.add_argument("--lease", type=_positive(float), default=1.5, help="the workers' lease in seconds")
+    tor.add_argument("--kill-every", type=_positive(float), default=0.6, help="seconds between SIGKILLs")
+    tor.add_argument("--terminate-every", type=_positive(float), default=1.0, help="seconds between pg_terminate_backend rounds")
+    tor.add_argument("--pause-every", type=_positive(float), default=2.0, help="seconds between SIGSTOP pauses")
+    tor.add_argument("--no-restart", action="store_true", help="do not restart PostgreSQL")
+    tor.add_argument("--db", default="torture", help="database label (default torture -> pgq_torture; reset first)")
+    tor.set_defaults(func=cmd_torture)
+
+    lod = sub.add_parser("load", help="the load run: many workers, planned failures, retries and dead jobs")
+    lod.add_argument("--jobs", type=_positive(int), default=20_000)
+    lod.add_argument("--workers", type=_positive(int), default=16, help="worker processes")
+    lod.add_argument("--fail-rate", type=_fraction, default=0.1, help="fraction of handler calls that raise")
+    lod.add_argument("--max-attempts", type=_positive(int), default=3)
+    lod.add_argument("--seed", type=int, default=1, help="picks which calls fail")
+    lod.add_argument("--db", default="load", help="database label (default load -> pgq_load; reset first)")
+    lod.set_defaults(func=cmd_load)
     return p
 
 

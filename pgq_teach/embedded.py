@@ -141,4 +141,4 @@ def restart() -> None:
     reuses the options the server was started with, so the socket is unchanged."""
     if _pid(data_dir()) is None:
         raise SetupError("The embedded server is not running; nothing to restart.")
-    _pg_ctl("-w", "-m", "fast", "restart")
+    _pg_ctl("-w", "-m", "fast", "-l", str(data_dir() / "log"), "restart")

@@ -24,6 +24,8 @@ MAX_BATCH = 10_000
 MAX_KIND_CHARS = 200  # the kind travels in NOTIFY, whose payload must stay under 8,000 bytes
 MAX_PAYLOAD_BYTES = 1_000_000  # bigger data belongs elsewhere; enqueue a key to it
 MAX_ERROR_CHARS = 4_000
+MAX_ATTEMPTS = 2**31 - 1  # the column is an int
+MAX_LEASE = timedelta(days=365)  # longer is surely a mistake, and would overflow timestamps
 DEFAULT_LEASE = timedelta(minutes=5)
 
 
@@ -53,17 +55,24 @@ def _check_kind(kind: Any) -> str:
         raise BadInput("kind must not contain a NUL byte (PostgreSQL text cannot store one)")
     if len(kind) > MAX_KIND_CHARS:
         raise BadInput(f"kind is {len(kind)} characters; keep it to {MAX_KIND_CHARS} (it is sent in NOTIFY)")
+    if any("\ud800" <= ch <= "\udfff" for ch in kind):
+        raise BadInput("kind must be valid Unicode: it holds a lone surrogate, which UTF-8 cannot encode")
     return kind
 
 
 def _check_payload(payload: Any) -> Jsonb:
     try:
-        text = json.dumps(payload, allow_nan=False)
+        text = json.dumps(payload, allow_nan=False, ensure_ascii=False)
+    except RecursionError:
+        raise BadInput("payload is nested too deeply to serialise as JSON") from None
     except (TypeError, ValueError) as exc:
         raise BadInput(f"payload must be JSON-serialisable: {exc}") from None
     if "\\u0000" in text:
         raise BadInput("payload must not contain a NUL character (jsonb cannot store \\u0000)")
-    size = len(text.encode())
+    try:
+        size = len(text.encode())
+    except UnicodeEncodeError:
+        raise BadInput("payload must be valid Unicode: it holds a lone surrogate, which jsonb cannot store") from None
     if size > MAX_PAYLOAD_BYTES:
         raise BadInput(
             f"payload is {size:,} bytes, over the {MAX_PAYLOAD_BYTES:,}-byte limit: "
@@ -84,13 +93,13 @@ def _check_positive_int(name: str, value: Any, low: int, high: int | None = None
 def as_lease(lease: Any) -> timedelta:
     """A lease as a timedelta; numbers are seconds. Zero or less is refused."""
     if isinstance(lease, (int, float)) and not isinstance(lease, bool):
-        if not math.isfinite(lease):
-            raise BadInput(f"lease must be a finite number of seconds, got {lease!r}")
+        if not math.isfinite(lease) or abs(lease) > MAX_LEASE.total_seconds():
+            raise BadInput(f"lease must be a finite number of seconds up to {MAX_LEASE.days} days, got {lease!r}")
         lease = timedelta(seconds=lease)
     if not isinstance(lease, timedelta):
         raise BadInput(f"lease must be a timedelta or seconds, got {lease!r}")
-    if lease <= timedelta(0):
-        raise BadInput(f"lease must be longer than zero, got {lease}")
+    if lease <= timedelta(0) or lease > MAX_LEASE:
+        raise BadInput(f"lease must be longer than zero and at most {MAX_LEASE.days} days, got {lease}")
     return lease
 
 
@@ -133,7 +142,7 @@ def enqueue(conn, kind: str, payload: Any, *, run_at=None, max_attempts: int = 5
         "kind": _check_kind(kind),
         "payload": _check_payload(payload),
         "run_at": _check_run_at(run_at),
-        "max_attempts": _check_positive_int("max_attempts", max_attempts, 1),
+        "max_attempts": _check_positive_int("max_attempts", max_attempts, 1, MAX_ATTEMPTS),
     }
     with conn.transaction():
         job_id = run(conn, "enqueue", params).fetchone()[0]

@@ -13,7 +13,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import psycopg
 
@@ -22,6 +22,10 @@ from .errors import BadInput
 from .statements import run
 
 Handler = Callable[[queue.Job], Any]
+# A lost server or session: start over on fresh connections. The server ends
+# an idle-in-transaction session with 25P03, which psycopg raises as an
+# InternalError rather than an OperationalError.
+_LOST = (psycopg.OperationalError, psycopg.errors.IdleInTransactionSessionTimeout)
 
 
 @dataclass
@@ -51,7 +55,7 @@ class Worker:
         heartbeat: bool = False,
         on_event: Callable[[str, queue.Job | None], None] | None = None,
     ):
-        if not handlers or not all(callable(h) for h in handlers.values()):
+        if not isinstance(handlers, Mapping) or not handlers or not all(callable(h) for h in handlers.values()):
             raise BadInput("handlers must map each kind to a callable")
         if not (isinstance(poll, (int, float)) and poll > 0):
             raise BadInput(f"poll must be a positive number of seconds, got {poll!r}")
@@ -90,7 +94,7 @@ class Worker:
                         break
                     self._wait()
                     backoff = 0.2
-                except psycopg.OperationalError as exc:
+                except _LOST as exc:
                     # Lost the server or our session: start over on fresh connections.
                     self.report.last_error = f"{type(exc).__name__}: {exc}".strip()
                     self._close()

@@ -1,5 +1,7 @@
 """Small readers the tests share: they look at rows, never at mocks."""
 
+import time
+
 from pgq_teach.statements import run
 
 
@@ -16,3 +18,13 @@ def counts(conn) -> dict:
 
 def seed(conn, n: int, kind: str = "send_receipt") -> None:
     run(conn, "lab/seed_jobs", {"kind": kind, "count": n})
+
+
+def wait_for(check, timeout: float, step: float = 0.02) -> bool:
+    """Poll `check` until it is true or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(step)
+    return False

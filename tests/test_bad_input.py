@@ -15,6 +15,13 @@ from helpers import seed
 
 NOT_JSON = object()
 
+
+def nested(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
 CALLS = {
     "payload not JSON-serialisable": lambda c: pgq.enqueue(c, "send_receipt", {"when": NOT_JSON}),
     "payload with NaN": lambda c: pgq.enqueue(c, "send_receipt", {"x": float("nan")}),
@@ -38,6 +45,13 @@ CALLS = {
     "extend with a negative lease": lambda c: pgq.extend_lease(c, pgq.Job(1, "k", {}, 1), -1),
     "requeue an empty kind": lambda c: pgq.requeue_dead(c, kind=""),
     "cleanup batch 0": lambda c: pgq.cleanup(c, batch=0),
+    "payload with a lone surrogate": lambda c: pgq.enqueue(c, "send_receipt", {"note": "\ud800"}),
+    "kind with a lone surrogate": lambda c: pgq.enqueue(c, "send\ud800", {}),
+    "max_attempts beyond a 32-bit int": lambda c: pgq.enqueue(c, "send_receipt", {}, max_attempts=2**31),
+    "a lease past the year 294276": lambda c: pgq.claim(c, lease=1e13),
+    "a lease too long for a timedelta": lambda c: pgq.claim(c, lease=1e20),
+    "a lease over a year": lambda c: pgq.claim(c, lease=timedelta(days=366)),
+    "a payload nested 100,000 deep": lambda c: pgq.enqueue(c, "send_receipt", nested(100_000)),
 }
 
 

@@ -14,7 +14,7 @@ import pytest
 import pgq_teach as pgq
 from pgq_teach.statements import run
 
-from helpers import counts, job_row
+from helpers import counts, job_row, wait_for
 
 
 class Running:
@@ -39,14 +39,6 @@ class Running:
         if self.error:
             raise self.error
 
-
-def wait_for(check, timeout, step=0.01):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(step)
-    return False
 
 
 def test_worker_runs_handlers_and_records_failures(db, conn):

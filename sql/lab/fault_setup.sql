@@ -1,0 +1,63 @@
+-- lab/fault_setup.sql: LAB HELPER. The ledgers the fault and load runs judge
+-- the queue by, all written on the server so a SIGKILLed worker loses nothing:
+-- fault_calls, an append-only log of handler calls (a 'start' row when a call
+-- begins, an 'effect' row when it tries its effect, saying whether it applied);
+-- fault_effects, the handlers' one effect per job (its primary key is the
+-- idempotency key); fault_outcomes, what workers were told (done, fenced,
+-- ready, dead); and fault_transitions, every update of a jobs row, written by
+-- a trigger in the same transaction as the update itself.
+-- Safe: only in a lab's own database: it adds a trigger to jobs, which slows
+--   every update of a job a little. Creates what is missing; run
+--   lab/fault_reset.sql to empty the ledgers.
+-- Parameters: none.
+
+CREATE TABLE IF NOT EXISTS fault_calls (
+  id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  job_id   bigint      NOT NULL,
+  attempts int         NOT NULL,
+  worker   text        NOT NULL,
+  step     text        NOT NULL CHECK (step IN ('start', 'effect')),
+  applied  boolean,
+  at       timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX IF NOT EXISTS fault_calls_job_idx ON fault_calls (job_id, attempts);
+CREATE INDEX IF NOT EXISTS fault_calls_worker_idx ON fault_calls (worker, id);
+
+CREATE TABLE IF NOT EXISTS fault_effects (
+  job_id   bigint      PRIMARY KEY,
+  attempts int         NOT NULL,
+  worker   text        NOT NULL,
+  at       timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+CREATE TABLE IF NOT EXISTS fault_outcomes (
+  job_id   bigint      NOT NULL,
+  attempts int         NOT NULL,
+  worker   text        NOT NULL,
+  outcome  text        NOT NULL,
+  at       timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+CREATE TABLE IF NOT EXISTS fault_transitions (
+  job_id       bigint      NOT NULL,
+  old_status   text        NOT NULL,
+  new_status   text        NOT NULL,
+  old_attempts int         NOT NULL,
+  new_attempts int         NOT NULL,
+  max_attempts int         NOT NULL,
+  at           timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX IF NOT EXISTS fault_transitions_job_idx ON fault_transitions (job_id);
+
+CREATE OR REPLACE FUNCTION fault_record_transition() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  INSERT INTO fault_transitions (job_id, old_status, new_status, old_attempts, new_attempts, max_attempts)
+  VALUES (NEW.id, OLD.status, NEW.status, OLD.attempts, NEW.attempts, NEW.max_attempts);
+  RETURN NULL;
+END
+$fn$;
+
+DROP TRIGGER IF EXISTS fault_record_transition ON jobs;
+CREATE TRIGGER fault_record_transition AFTER UPDATE ON jobs
+  FOR EACH ROW EXECUTE FUNCTION fault_record_transition();

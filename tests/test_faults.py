@@ -1,0 +1,184 @@
+"""At-least-once under crashes, restarts and load: nothing lost, no effect
+twice, every stale completion fenced, attempts and errors kept.
+
+The runs start real worker processes against the real server and judge the
+queue from the database alone (lab/fault_verdict.sql). Pass or fail is on
+invariants; the timings are printed in the reports (pytest -s shows them)."""
+
+import threading
+import time
+from datetime import timedelta
+
+import psutil
+import pytest
+
+import pgq_teach as pgq
+from pgq_teach import faults
+from pgq_teach.statements import run
+
+
+def fault_children() -> list:
+    """Worker processes of a run still alive under this test process."""
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "pgq_teach.faults" in " ".join(proc.cmdline()):
+                found.append(proc)
+        except psutil.Error:
+            pass
+    return found
+
+
+def restart_possible(db) -> bool:
+    import os
+
+    return db.server.backend == "embedded" or bool(os.environ.get("PGQ_RESTART_CMD", "").strip())
+
+
+def test_fault_run_loses_nothing_and_fences_every_stale_completion(db):
+    """Guide, leases and fencing: SIGKILLs mid-job, workers frozen past their
+    lease, sessions ended (LISTEN included) and a server restart, while 3,000
+    jobs fall due over 30 s. Sized for about 35 s."""
+    report = faults.run_torture(db, jobs=3_000, workers=4, seconds=30, lease=1.5)
+    print("\n" + report.summary())
+    assert report.violations == [], report.summary()
+    assert report.lost == 0 and report.done + report.dead == 3_000
+    assert report.dead == 0  # 25 attempts each: no fault pattern here can use them all up
+    assert report.running_at_end == 0
+    assert report.duplicate_effects == 0 and report.done_without_effect == 0
+    assert report.verdict["effects"] == report.done  # exactly one effect row per done job
+    assert report.stale_done_accepted == 0 and report.overwrites == 0 and report.jobs_done_twice == 0
+    # The faults really happened, and really produced the cases the fences are for.
+    assert report.kills >= 20 and report.kills_mid_job >= 10
+    assert report.terminations >= 10 and report.sessions_ended >= 10
+    assert report.pauses >= 3
+    assert report.fenced >= 1, "no frozen worker came back to a fenced completion: the fence went untested"
+    assert report.absorbed >= 1, "no duplicate call reached the effect: idempotency went untested"
+    assert report.claims_not_completing >= report.fenced
+    if restart_possible(db):
+        assert report.restarts == 1, report.restart_note
+    else:
+        assert report.restarts == 0 and "skipped" in report.restart_note
+    assert report.crashes == []
+    assert fault_children() == []
+
+
+def test_load_run_keeps_attempts_errors_and_the_plan(db):
+    """16 workers, 10% of calls raising, max_attempts 3. 2,000 jobs rather than
+    20,000: the retries' backoff (20 s, then 40 s) sets a floor of about 60 s
+    whatever the size, and 2,000 jobs already give about 230 failures, 20 jobs
+    retried twice and 3 dead ones. `pgq-teach load` runs the full 20,000."""
+    report = faults.run_load(db, jobs=2_000, workers=16, fail_rate=0.1, max_attempts=3, seed=1)
+    print("\n" + report.summary())
+    assert report.violations == [], report.summary()
+    assert report.done + report.dead == report.enqueued == 2_000
+    assert report.over_attempts == 0
+    assert report.dead == report.planned_dead >= 1
+    assert report.dead_without_their_error == 0
+    assert report.not_as_planned == 0
+    assert report.calls == report.planned_calls and report.failures == report.planned_failures
+    assert 0.07 < report.failures / report.calls < 0.13
+    assert report.calls_after_done == 0
+    assert report.crashes == []
+    assert fault_children() == []
+
+
+def test_the_judge_catches_an_unfenced_completion(db):
+    """The verdict is not blind: replay the guide's stale worker by hand, once
+    with the fenced completion (complete.sql) and once with an unfenced one
+    (teaching/mark_done.sql), and the verdict tells them apart."""
+    with db.connection() as conn:
+        run(conn, "lab/fault_setup")
+        fenced_job = pgq.enqueue(conn, faults.KIND, {"n": 1})
+        broken_job = pgq.enqueue(conn, faults.KIND, {"n": 2})
+        for job_id in (fenced_job, broken_job):
+            [stale] = pgq.claim(conn, lease=timedelta(milliseconds=50))
+            assert stale.id == job_id
+            ledger(conn, "lab/fault_call", stale, "A")
+            ledger(conn, "lab/fault_effect", stale, "A")
+            time.sleep(0.1)
+            assert pgq.reap(conn) == 1
+            [fresh] = pgq.claim(conn)
+            assert fresh.attempts == stale.attempts + 1
+            ledger(conn, "lab/fault_call", fresh, "B")
+            ledger(conn, "lab/fault_effect", fresh, "B")
+            assert pgq.complete(conn, fresh)
+            ledger(conn, "lab/fault_outcome", fresh, "B", outcome="done")
+            if job_id == fenced_job:
+                assert pgq.complete(conn, stale) is False
+                ledger(conn, "lab/fault_outcome", stale, "A", outcome="fenced")
+            else:
+                assert run(conn, "teaching/mark_done", {"id": stale.id}).rowcount == 1
+                ledger(conn, "lab/fault_outcome", stale, "A", outcome="done")
+        cur = run(conn, "lab/fault_verdict")
+        verdict = dict(zip([c.name for c in cur.description], cur.fetchone()))
+    assert verdict["done"] == 2 and verdict["effects"] == 2 and verdict["absorbed"] == 2
+    assert verdict["fenced"] == 1 and verdict["fenced_own_completion"] == 0
+    assert verdict["stale_done_accepted"] == 1  # the unfenced one
+    assert verdict["overwrites"] == 1 and verdict["done_transitions"] == 3
+
+
+def ledger(conn, name, job, worker, **extra):
+    run(conn, name, {"job_id": job.id, "attempts": job.attempts, "worker": worker, **extra})
+
+
+def test_a_failing_run_still_stops_every_worker_process(db):
+    """Whatever ends a run (here its progress callback raises), no worker
+    process outlives it."""
+    calls = []
+
+    def progress(done, total):
+        calls.append(done)
+        if len(calls) >= 8:
+            raise RuntimeError("the caller gave up")
+
+    with pytest.raises(RuntimeError, match="gave up"):
+        faults.run_torture(db, jobs=200, workers=3, seconds=30, restart=False, progress=progress)
+    assert fault_children() == []
+
+
+def test_a_stopped_run_says_so_and_leaves_nothing_running(db):
+    stop = threading.Event()
+    timer = threading.Timer(2.0, stop.set)
+    timer.start()
+    try:
+        report = faults.run_torture(db, jobs=200, workers=2, seconds=30, restart=False, stop=stop)
+    finally:
+        timer.cancel()
+    assert report.stopped and not report.ok
+    assert "STOPPED" in report.summary()
+    assert fault_children() == []
+    assert report.crashes == []
+
+
+@pytest.mark.parametrize("settings", [
+    {"jobs": 0}, {"workers": 0}, {"workers": 65}, {"seconds": 0}, {"lease": 0},
+    {"kill_every": -1}, {"jobs": True}, {"seconds": float("nan")},
+])
+def test_fault_run_refuses_bad_settings_before_touching_the_table(db, settings):
+    with db.connection() as conn:
+        pgq.enqueue(conn, "send_receipt", {})
+        before = run(conn, "lab/all_jobs").fetchall()
+        with pytest.raises(pgq.BadInput):
+            faults.run_torture(db, **settings)
+        assert run(conn, "lab/all_jobs").fetchall() == before
+
+
+@pytest.mark.parametrize("settings", [
+    {"fail_rate": 1.0}, {"fail_rate": -0.1}, {"max_attempts": 0}, {"jobs": -5}, {"workers": "16"},
+])
+def test_load_run_refuses_bad_settings_before_touching_the_table(db, settings):
+    with db.connection() as conn:
+        pgq.enqueue(conn, "send_receipt", {})
+        before = run(conn, "lab/all_jobs").fetchall()
+        with pytest.raises(pgq.BadInput):
+            faults.run_load(db, **settings)
+        assert run(conn, "lab/all_jobs").fetchall() == before
+
+
+def test_the_failure_plan_is_stable_and_about_the_rate():
+    calls = [faults.planned_failure(1, n, 1, 0.1) for n in range(1, 20_001)]
+    assert calls == [faults.planned_failure(1, n, 1, 0.1) for n in range(1, 20_001)]
+    assert 0.09 < sum(calls) / len(calls) < 0.11
+    assert faults.planned_result(1, 7, 0.0, 3) == ("done", 1)
+    assert faults.planned_result(1, 7, 0.999999, 3) == ("dead", 3)

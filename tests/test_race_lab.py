@@ -108,3 +108,28 @@ def test_the_guide_column_says_when_settings_differ_from_the_guides(db):
     assert f"on PostgreSQL {guide_version_for(result.server_version)}" in guide_figure_for(result)
     result.mode = "lease_skip_locked"
     assert guide_figure_for(result).startswith("none")
+
+
+def test_the_panel_sets_its_progress_bar_from_one_thread_only(db):
+    """Worker threads only record progress; one relay thread sets the widget
+    (many short-lived senders can delay the kernel's end-of-cell message)."""
+    import threading
+
+    from pgq_teach.widgets.common import ExperimentPanel
+
+    senders = set()
+
+    def experiment(progress, stop):
+        workers = [threading.Thread(target=progress, args=(n, 40)) for n in range(1, 41)]
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join()
+        return "ok"
+
+    panel = ExperimentPanel(experiment, lambda result, guess: result)
+    panel.progress.observe(lambda change: senders.add(threading.get_ident()), names="value")
+    panel.run_button.click()
+    assert panel.wait(10) == "ok"
+    assert panel.progress.value == panel.progress.max == 40
+    assert len(senders) == 1 and threading.get_ident() not in senders

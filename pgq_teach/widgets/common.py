@@ -93,6 +93,50 @@ def prediction(description: str, value: int = 0, *, minimum: int = 0, maximum: i
                             style={"description_width": "initial"})
 
 
+class ProgressRelay:
+    """Hands progress to a widget from one long-lived thread, at most every
+    `interval` seconds, while the experiment's threads only record it.
+
+    Why: a widget trait set from many short-lived worker threads sends its
+    message from each of them, and that can leave the kernel (ipykernel 7)
+    seconds late in reporting that the cell finished, which fails nbval's
+    wait for output. One sender avoids it, and a bar needs no more than ten
+    updates a second anyway."""
+
+    def __init__(self, show: Callable[[int, int], None], interval: float = 0.1):
+        self.show, self.interval = show, interval
+        self.latest: tuple[int, int] | None = None
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
+        self.thread = threading.Thread(target=self._forward, daemon=True)
+
+    def update(self, done: int, total: int) -> None:
+        with self.lock:
+            # worker threads report out of order: keep the furthest
+            if self.latest is None or self.latest[1] != total or done > self.latest[0]:
+                self.latest = (done, total)
+
+    def _forward(self) -> None:
+        shown = None
+        while True:
+            last_round = self.finished.wait(self.interval)
+            with self.lock:
+                latest = self.latest
+            if latest is not None and latest != shown:
+                self.show(*latest)
+                shown = latest
+            if last_round:
+                return
+
+    def __enter__(self) -> "ProgressRelay":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.finished.set()
+        self.thread.join()
+
+
 class ExperimentPanel(W.VBox):
     """Predict, then run: a guess field, Run and Stop, a progress bar, and the
     result, for any experiment function.
@@ -141,7 +185,11 @@ class ExperimentPanel(W.VBox):
         self.run_button.disabled, self.stop_button.disabled = True, False
         self.progress.value = 0
         self.status.value = "running…"
-        return self.runner.start(lambda stop: self.experiment(self._progress, stop))
+        return self.runner.start(self._run)
+
+    def _run(self, stop: threading.Event) -> Any:
+        with ProgressRelay(self._progress) as relay:
+            return self.experiment(relay.update, stop)
 
     def _progress(self, done: int, total: int) -> None:
         self.progress.max = max(total, 1)

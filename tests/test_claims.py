@@ -1,0 +1,158 @@
+"""Lesson 03 on a real PostgreSQL: batch claims, the five ways, zero work,
+the claim's plans, stopping, and bad input."""
+
+import threading
+
+import pytest
+
+from pgq_teach import BadInput, claim
+from pgq_teach.experiments import claims
+from pgq_teach.experiments.race import MODES
+from pgq_teach.widgets import claims_lab
+from pgq_teach.widgets.common import ExperimentPanel
+
+from helpers import counts, seed
+
+
+class Recorder:
+    """A progress callback that remembers every call and can pull `stop`
+    once the run has got some way in."""
+
+    def __init__(self, stop_at: int | None = None):
+        self.calls: list[tuple[int, int]] = []
+        self.threads: set[int] = set()
+        self.stop = threading.Event()
+        self.stop_at = stop_at
+        self.lock = threading.Lock()
+
+    def __call__(self, done: int, total: int) -> None:
+        with self.lock:
+            self.calls.append((done, total))
+            self.threads.add(threading.get_ident())
+        if self.stop_at is not None and done >= self.stop_at:
+            self.stop.set()
+
+
+def test_batch_drain_claims_every_job_once_and_no_batch_over_its_limit(db):
+    """Guide #5, scaled down: 5,000 jobs in 50 batches of 100."""
+    progress = Recorder()
+    result = claims.batch_drain(db, jobs=5_000, batch=100, progress=progress)
+    assert result.batches == 50
+    assert result.largest_batch == 100 and set(result.batch_sizes) == {100}
+    assert result.total_claimed == 5_000
+    assert result.every_job_once and result.run_more_than_once == 0
+    assert result.status_counts == {"running": 5_000}
+    assert not result.stopped
+    assert progress.calls[-1] == (5_000, 5_000)
+    assert result.guide.number == 5 and result.server_version == db.server.version
+    assert "1,000 batches" in result.summary()
+
+
+def test_batch_drain_ends_with_the_remainder(db):
+    result = claims.batch_drain(db, jobs=250, batch=100)
+    assert result.batch_sizes == [100, 100, 50]
+    assert result.every_job_once
+
+
+def test_five_way_runs_every_mode_and_only_naive_runs_jobs_twice(db):
+    progress = Recorder()
+    result = claims.five_way(db, rounds=1, workers=8, jobs=200, work_ms=5, progress=progress)
+    assert [r.mode for r in result.races] == list(MODES)
+    assert all(len(times) == 1 for times in result.elapsed.values())
+    for mode in claims.LOCKING_MODES:
+        assert result.run_more_than_once[mode] == [0], mode
+    # naive's duplicates depend on timing at this size; guide #1's claim is tested in test_race.py
+    assert result.run_more_than_once["naive"][0] >= 0
+    assert all(r.done == 200 for r in result.races)
+    # hold + FOR UPDATE is one line by construction: never faster than the serial ideal, give or take
+    assert result.serial_ideal == pytest.approx(1.0) and result.shared_ideal == pytest.approx(0.125)
+    assert result.median("hold_for_update") > result.serial_ideal * 0.9
+    assert result.jobs_in_flight("hold_for_update") < 1.5 < result.jobs_in_flight("lease_skip_locked")
+    # one progress bar over all five races
+    assert progress.calls[-1] == (1_000, 1_000)
+    assert max(done for done, _ in progress.calls) <= 1_000
+    svg = result.chart_svg()
+    assert svg.startswith("<svg") and "hold + FOR UPDATE (no job run twice)" in svg and "serial 1.0 s" in svg
+    assert result.guide.number == 6
+
+
+def test_zero_work_runs_every_job_once_in_both_lease_modes(db):
+    result = claims.zero_work(db, jobs=300, workers=4, rounds=2)
+    assert [r.mode for r in result.races] == ["lease_skip_locked", "lease_for_update",
+                                              "lease_for_update", "lease_skip_locked"]
+    assert result.every_job_once
+    assert all(len(times) == 2 for times in result.elapsed.values())
+    assert result.skip_locked_saving is not None and result.verdict()
+    assert result.guide.number == 7
+
+
+def test_claim_plans_show_the_partial_index_under_lockrows_and_the_cte_step(db):
+    """Guide #16, and the claim's WITH query planned as its own step."""
+    plans = claims.explain_claims(db)
+    assert plans.uses_ready_index and plans.lockrows_above_index_scan
+    assert plans.claim_locks_in_its_own_step
+    assert "LockRows" in plans.in_subquery and "CTE" not in plans.in_subquery
+
+
+def test_the_in_subquery_claim_claims_a_batch_on_a_quiet_table(conn):
+    """The teaching variant is not wrong when it runs alone; the lesson's
+    point is what the SQL does not promise."""
+    seed(conn, 30)
+    jobs = claim(conn, batch=10, statement="teaching/claim_in_subquery")
+    assert sorted(j.id for j in jobs) == list(range(1, 11))
+    assert counts(conn) == {"ready": 20, "running": 10}
+
+
+@pytest.mark.parametrize("experiment, stop_at", [
+    (lambda db, p, s: claims.batch_drain(db, jobs=5_000, batch=100, progress=p, stop=s), 100),
+    (lambda db, p, s: claims.five_way(db, rounds=1, workers=4, jobs=100, work_ms=2, progress=p, stop=s), 150),
+    (lambda db, p, s: claims.zero_work(db, jobs=500, workers=4, rounds=2, progress=p, stop=s), 600),
+], ids=["batch_drain", "five_way", "zero_work"])
+def test_stop_ends_a_run_early_and_says_so(db, experiment, stop_at):
+    progress = Recorder(stop_at=stop_at)
+    result = experiment(db, progress, progress.stop)
+    assert result.stopped
+    total = progress.calls[-1][1]
+    assert max(done for done, _ in progress.calls) < total
+    assert "stopped early" in result.summary()
+
+
+BAD = {
+    "drain jobs 0": lambda db: claims.batch_drain(db, jobs=0),
+    "drain jobs 2.5": lambda db: claims.batch_drain(db, jobs=2.5),
+    "drain batch 0": lambda db: claims.batch_drain(db, jobs=10, batch=0),
+    "drain batch 10,001": lambda db: claims.batch_drain(db, jobs=10, batch=10_001),
+    "drain batch True": lambda db: claims.batch_drain(db, jobs=10, batch=True),
+    "five rounds 0": lambda db: claims.five_way(db, rounds=0),
+    "five rounds 11": lambda db: claims.five_way(db, rounds=11),
+    "five workers 0": lambda db: claims.five_way(db, workers=0),
+    "five jobs 0": lambda db: claims.five_way(db, jobs=0),
+    "five work_ms -1": lambda db: claims.five_way(db, work_ms=-1),
+    "zero rounds 0": lambda db: claims.zero_work(db, rounds=0),
+    "zero jobs 0": lambda db: claims.zero_work(db, jobs=0),
+    "zero workers 65": lambda db: claims.zero_work(db, workers=65),
+    "plans ready 0": lambda db: claims.explain_claims(db, ready=0),
+    "plans claimed -1": lambda db: claims.explain_claims(db, claimed=-1),
+}
+
+
+def test_bad_input_is_refused_before_touching_the_table(db):
+    claims.batch_drain(db, jobs=10, batch=10)
+    for name, call in BAD.items():
+        with pytest.raises(BadInput):
+            call(db)
+        with db.connection() as conn:
+            assert counts(conn) == {"running": 10}, name
+
+
+def test_the_panel_runs_headless_and_shows_guess_server_and_guide(db):
+    panel = ExperimentPanel(lambda progress, stop: claims.batch_drain(db, jobs=1_000, batch=100,
+                                                                      progress=progress, stop=stop),
+                            render=claims_lab.batch_drain_html, guess_label="batches?", guess_value=7)
+    result = claims_lab.run_and_wait(panel, timeout=60)
+    assert result.batches == 10 and result.guess == 7
+    assert panel.progress.value == panel.progress.max == 1_000
+    html = panel.output.value
+    assert "pgq-compare" in html and "<td>7</td>" in html and db.server.version in html
+    assert panel.status.value == "done"
+    assert claims_lab.run_and_wait(panel) is result  # already run: not pressed again

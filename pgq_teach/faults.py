@@ -432,10 +432,12 @@ class TortureReport:
             f"reconnects counted by the workers alive at the end: {self.reconnects_of_survivors}",
             f"  elapsed {self.elapsed:.1f} s (drain after the faults {self.drain_seconds:.1f} s)",
         ]
-        if self.stopped:
-            lines.append("  STOPPED before the queue drained")
-        lines += [f"  VIOLATION: {v}" for v in self.violations] or ["  every invariant held"]
-        return "\n".join(lines)
+        return "\n".join(lines + _verdict_lines(self.stopped, self.violations))
+
+
+def _verdict_lines(stopped: bool, violations: list[str]) -> list[str]:
+    lines = ["  STOPPED before the queue drained"] if stopped else []
+    return lines + ([f"  VIOLATION: {v}" for v in violations] or ["  every invariant held"])
 
 
 def run_torture(
@@ -686,10 +688,7 @@ class LoadReport:
             f"({self.jobs / self.first_pass_seconds if self.first_pass_seconds else 0:,.0f} jobs/s); "
             f"drained in {self.elapsed:.1f} s (retries wait 20 s, then 40 s)",
         ]
-        if self.stopped:
-            lines.append("  STOPPED before the queue drained")
-        lines += [f"  VIOLATION: {v}" for v in self.violations] or ["  every invariant held"]
-        return "\n".join(lines)
+        return "\n".join(lines + _verdict_lines(self.stopped, self.violations))
 
 
 def run_load(

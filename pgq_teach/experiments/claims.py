@@ -186,7 +186,7 @@ def _median(values: list[float]) -> float | None:
 
 
 @dataclass
-class FiveWayResult:
+class FiveWayResult(race.Ideals):
     workers: int
     jobs: int
     work_ms: float
@@ -221,16 +221,6 @@ class FiveWayResult:
     def race(self, mode: str, round_number: int = 1) -> RaceResult:
         """One finished race, to look at its timeline."""
         return [r for r in self.races if r.mode == mode][round_number - 1]
-
-    @property
-    def serial_ideal(self) -> float:
-        """One worker at a time: every job's work back to back."""
-        return self.jobs * self.work_ms / 1000
-
-    @property
-    def shared_ideal(self) -> float:
-        """Perfect sharing: the work split evenly over the workers."""
-        return self.serial_ideal / self.workers
 
     def summary(self) -> str:
         lines = [

@@ -38,8 +38,27 @@ class Run:
     end: float
 
 
+class Ideals:
+    """The two yardsticks for a drain of `jobs` jobs of `work_ms` each by
+    `workers` workers (the guide's figure #6 uses them)."""
+
+    jobs: int
+    workers: int
+    work_ms: float
+
+    @property
+    def serial_ideal(self) -> float:
+        """One worker at a time: every job's work back to back."""
+        return self.jobs * self.work_ms / 1000
+
+    @property
+    def shared_ideal(self) -> float:
+        """Perfect sharing: the work split evenly over the workers."""
+        return self.serial_ideal / self.workers
+
+
 @dataclass
-class RaceResult:
+class RaceResult(Ideals):
     mode: str
     workers: int
     jobs: int
@@ -64,14 +83,6 @@ class RaceResult:
     @property
     def total_runs(self) -> int:
         return len(self.runs)
-
-    @property
-    def serial_ideal(self) -> float:
-        return self.jobs * self.work_ms / 1000
-
-    @property
-    def shared_ideal(self) -> float:
-        return self.serial_ideal / self.workers
 
     def summary(self) -> str:
         lines = [

@@ -182,3 +182,13 @@ def test_the_failure_plan_is_stable_and_about_the_rate():
     assert 0.09 < sum(calls) / len(calls) < 0.11
     assert faults.planned_result(1, 7, 0.0, 3) == ("done", 1)
     assert faults.planned_result(1, 7, 0.999999, 3) == ("dead", 3)
+
+
+def test_a_run_whose_workers_cannot_start_fails_fast_with_their_error(db, monkeypatch):
+    from pgq_teach.faults import fleet
+
+    monkeypatch.setattr(fleet, "_CHILD_CODE", "raise SystemExit('this worker cannot start')")
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="this worker cannot start"):
+        faults.run_torture(db, jobs=50, workers=2, seconds=5, restart=False)
+    assert time.monotonic() - started < 30

@@ -163,6 +163,17 @@ def _progress_line(every: float = 5.0):
     return progress
 
 
+def _report(start) -> int:
+    """Run a fault or load run; print its report; exit 1 if an invariant failed."""
+    try:
+        report = start()
+    except KeyboardInterrupt:
+        _say("interrupted: every worker process was stopped")
+        return 130
+    _say(report.summary())
+    return 0 if report.ok else 1
+
+
 def cmd_torture(args) -> int:
     from .faults import run_torture
 
@@ -170,16 +181,10 @@ def cmd_torture(args) -> int:
     _say(db.server.line())
     _say(f"fault run in database {db.name}: {args.jobs:,} jobs due over {args.seconds:g} s, "
          f"{args.workers} worker processes; Ctrl-C stops it")
-    try:
-        report = run_torture(db, jobs=args.jobs, workers=args.workers, seconds=args.seconds, lease=args.lease,
-                             kill_every=args.kill_every, terminate_every=args.terminate_every,
-                             pause_every=args.pause_every, restart=not args.no_restart,
-                             progress=_progress_line())
-    except KeyboardInterrupt:
-        _say("interrupted: every worker process was stopped")
-        return 130
-    _say(report.summary())
-    return 0 if report.ok else 1
+    return _report(lambda: run_torture(
+        db, jobs=args.jobs, workers=args.workers, seconds=args.seconds, lease=args.lease,
+        kill_every=args.kill_every, terminate_every=args.terminate_every, pause_every=args.pause_every,
+        restart=not args.no_restart, progress=_progress_line()))
 
 
 def cmd_load(args) -> int:
@@ -189,14 +194,9 @@ def cmd_load(args) -> int:
     _say(db.server.line())
     _say(f"load run in database {db.name}: {args.jobs:,} jobs, {args.workers} worker processes, "
          f"{args.fail_rate:.0%} of calls raising; the retries alone take over 60 s; Ctrl-C stops it")
-    try:
-        report = run_load(db, jobs=args.jobs, workers=args.workers, fail_rate=args.fail_rate,
-                          max_attempts=args.max_attempts, seed=args.seed, progress=_progress_line())
-    except KeyboardInterrupt:
-        _say("interrupted: every worker process was stopped")
-        return 130
-    _say(report.summary())
-    return 0 if report.ok else 1
+    return _report(lambda: run_load(
+        db, jobs=args.jobs, workers=args.workers, fail_rate=args.fail_rate,
+        max_attempts=args.max_attempts, seed=args.seed, progress=_progress_line()))
 
 
 def parser() -> argparse.ArgumentParser:

@@ -151,28 +151,21 @@ def test_a_stopped_run_says_so_and_leaves_nothing_running(db):
     assert report.crashes == []
 
 
-@pytest.mark.parametrize("settings", [
+BAD_SETTINGS = [("run_torture", s) for s in (
     {"jobs": 0}, {"workers": 0}, {"workers": 65}, {"seconds": 0}, {"lease": 0},
     {"kill_every": -1}, {"jobs": True}, {"seconds": float("nan")},
-])
-def test_fault_run_refuses_bad_settings_before_touching_the_table(db, settings):
-    with db.connection() as conn:
-        pgq.enqueue(conn, "send_receipt", {})
-        before = run(conn, "lab/all_jobs").fetchall()
-        with pytest.raises(pgq.BadInput):
-            faults.run_torture(db, **settings)
-        assert run(conn, "lab/all_jobs").fetchall() == before
-
-
-@pytest.mark.parametrize("settings", [
+)] + [("run_load", s) for s in (
     {"fail_rate": 1.0}, {"fail_rate": -0.1}, {"max_attempts": 0}, {"jobs": -5}, {"workers": "16"},
-])
-def test_load_run_refuses_bad_settings_before_touching_the_table(db, settings):
+)]
+
+
+@pytest.mark.parametrize("runner, settings", BAD_SETTINGS)
+def test_fault_and_load_runs_refuse_bad_settings_before_touching_the_table(db, runner, settings):
     with db.connection() as conn:
         pgq.enqueue(conn, "send_receipt", {})
         before = run(conn, "lab/all_jobs").fetchall()
         with pytest.raises(pgq.BadInput):
-            faults.run_load(db, **settings)
+            getattr(faults, runner)(db, **settings)
         assert run(conn, "lab/all_jobs").fetchall() == before
 
 

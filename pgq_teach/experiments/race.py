@@ -181,11 +181,15 @@ def run_race(
     guess: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     stop: threading.Event | None = None,
+    claimer: Callable[[psycopg.Connection], Callable[[], tuple[int, Callable[[], None]] | None]] | None = None,
 ) -> RaceResult:
     """Drain `jobs` jobs with `workers` threads claiming in `mode`.
 
     `progress(runs_so_far, jobs)` is called from worker threads; `stop` ends
     the race early. A worker's error is raised here, after all have stopped.
+    `claimer(conn)`, when given, replaces the built-in claim style: it returns
+    a `claim_one()` giving `(job_id, finish)` or None when nothing is left
+    (the "Your turn" checker races the learner's own claim this way).
     """
     check_inputs(workers=workers, jobs=jobs, work_ms=work_ms, mode=mode)
     stop = stop or threading.Event()
@@ -199,7 +203,7 @@ def run_race(
     t0 = 0.0
 
     def work(index: int, conn: psycopg.Connection) -> None:
-        claim_one = _claimer(mode, conn)
+        claim_one = claimer(conn) if claimer else _claimer(mode, conn)
         gate.wait()
         try:
             while not stop.is_set():

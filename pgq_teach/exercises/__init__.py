@@ -1,0 +1,135 @@
+""""Your turn": the learner writes one statement of the queue, and the labs
+check it live in a scratch database, as a role that can reach nothing else.
+
+    verdict = exercises.check("03/claim", sql_text)
+    verdict.passed, verdict.headline, verdict.hint
+
+`check` never raises for anything the learner typed: a statement that is not
+exactly one query, or that fails or times out, comes back as a verdict that
+says so. Verdicts are saved in the learner's `progress` file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import psycopg
+
+from .. import learner
+from ..errors import BadInput, PgqError
+from ..statements import statement
+from . import backoff, claim, cleanup, fence, reaper
+from .learner_sql import Refused, read
+from .sandbox import LOCK_TIMEOUT_S, STATEMENT_TIMEOUT_S, open_scratch
+from .verdict import Verdict, refused
+
+
+@dataclass(frozen=True)
+class Exercise:
+    key: str  # "lesson/name", the key in the progress file
+    title: str
+    task: str
+    params: tuple[str, ...]  # the placeholders the learner may use
+    run: Callable[..., Verdict]
+    attempt: str  # the seeded wrong attempt, a statement name under sql/
+    answer: str  # the model answer, a statement name under sql/
+
+    @property
+    def lesson(self) -> str:
+        return self.key.split("/")[0]
+
+    def attempt_text(self) -> str:
+        return statement(self.attempt).text
+
+    def answer_text(self) -> str:
+        return statement(self.answer).text
+
+
+def _claim(**options):
+    return lambda scratch, sql, **kw: claim.check_claim(scratch, sql, **options, **kw)
+
+
+EXERCISES = {
+    e.key: e
+    for e in [
+        Exercise("01/claim", "claim one job", "Claim the oldest due ready job so no two workers ever get it.",
+                 ("batch", "lease"), _claim(), "exercise/wrong/unguarded_update", "claim"),
+        Exercise("01/guarded_update", "the guarded update",
+                 "Without any lock, make this UPDATE safe: a worker that loses the race must update nothing.",
+                 ("lease",), claim.check_guarded_update, "exercise/wrong/unguarded_update",
+                 "exercise/model/guarded_update"),
+        Exercise("03/claim", "the one-statement claim",
+                 "Pick, lock and mark the next due job in one statement, skipping rows other workers hold.",
+                 ("batch", "lease"), _claim(need_lock_in_with=True), "exercise/wrong/claim_without_lock", "claim"),
+        Exercise("03/batch_claim", "the batch claim", "Claim up to :batch jobs at once, never one job twice.",
+                 ("batch", "lease"), claim.check_batch_claim, "exercise/wrong/batch_in_subquery", "claim"),
+        Exercise("04/reap", "the reaper", "Return expired leases to ready (or dead), using the partial index.",
+                 (), reaper.check_reap, "exercise/wrong/reap_without_status", "reap"),
+        Exercise("05/complete", "complete with a fence",
+                 "Mark the job done only while this worker still holds the claim.",
+                 ("id", "fence_token", "attempts"), fence.check_complete, "exercise/wrong/complete_on_attempts",
+                 "exercise/model/complete_fenced"),
+        Exercise("06/fail", "fail with backoff",
+                 "Retry after 10 s x 2^attempts, capped at an hour; dead at max_attempts.",
+                 ("id", "fence_token", "attempts", "error"), backoff.check_fail, "exercise/wrong/fail_uncapped",
+                 "exercise/model/fail_backoff"),
+        Exercise("10/cleanup", "cleanup in short batches", "Delete one short batch of done jobs (LIMIT :batch).",
+                 ("batch",), cleanup.check_cleanup, "exercise/wrong/cleanup_all_at_once", "cleanup_done"),
+    ]
+}
+
+
+def exercise(key: str) -> Exercise:
+    if key not in EXERCISES:
+        raise BadInput(f"no exercise {key!r}; the exercises are: {', '.join(EXERCISES)}")
+    return EXERCISES[key]
+
+
+def _judge(ex: Exercise, sql: str, progress, stop) -> Verdict:
+    try:
+        learner_sql = read(sql, ex.params)
+        scratch = open_scratch(ex.key.replace("/", "_"))
+        return ex.run(scratch, learner_sql, exercise=ex.key, progress=progress, stop=stop)
+    except Refused as exc:
+        return refused(ex.key, str(exc))
+    except psycopg.errors.QueryCanceled:
+        return refused(ex.key, f"it ran longer than the {STATEMENT_TIMEOUT_S} s statement timeout and was "
+                               "cancelled; a queue statement takes milliseconds")
+    except psycopg.errors.LockNotAvailable:
+        return refused(ex.key, f"it waited over {LOCK_TIMEOUT_S} s for a lock and was cancelled")
+    except psycopg.errors.InsufficientPrivilege as exc:
+        return refused(ex.key, f"the checker's role may only read and change the jobs table: {exc.diag.message_primary}")
+    except psycopg.Error as exc:
+        first = (exc.diag.message_primary or str(exc)).splitlines()[0]
+        return Verdict(ex.key, False, f"PostgreSQL raised an error: {first}",
+                       hint="Read the error, fix the statement, and Check again.")
+
+
+def check(key: str, sql: str, *, save: bool = True, progress=None, stop=None) -> Verdict:
+    """Run the learner's `sql` for exercise `key` and return the verdict
+    (saved in the learner's progress unless `save` is False)."""
+    ex = exercise(key)
+    verdict = _judge(ex, sql, progress, stop)
+    if save:
+        try:
+            record(verdict)
+        except (OSError, PgqError):
+            pass  # the verdict still shows; a read-only home must not hide it
+    return verdict
+
+
+def record(verdict: Verdict) -> None:
+    """Keep the verdict under progress.json's key for its exercise; a pass is never
+    replaced by a later failed try (the latest try is kept beside it)."""
+    data = learner.load("progress")
+    entry = data.get(verdict.exercise, {})
+    entry["latest"] = verdict.record()
+    entry["passed"] = bool(entry.get("passed")) or verdict.passed
+    learner.update("progress", verdict.exercise, entry)
+
+
+def done() -> dict[str, bool]:
+    """Each exercise's key and whether the learner has passed it."""
+    data = learner.load("progress")
+    return {key: bool(data.get(key, {}).get("passed")) for key in EXERCISES}

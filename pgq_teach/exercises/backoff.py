@@ -1,0 +1,68 @@
+"""Fail with backoff (lesson 06): one job through its failures. The waits must
+be 20, 40, 80 and 160 s (guide #11), capped at an hour, the job dead at
+max_attempts and still dead when max_attempts was lowered below attempts,
+with no overflow however high attempts goes."""
+
+from __future__ import annotations
+
+import psycopg
+
+from ..guide import figure
+from ..statements import run
+from .learner_sql import LearnerSQL, Refused
+from .sandbox import Scratch, execute, parse
+from .verdict import Evidence, Verdict
+
+CAP_S = 3600
+# (what, attempts, max_attempts, expected status, expected wait in s or None)
+STEPS = [(f"failure {k} of 5", k, 5, "ready", 10 * 2**k) for k in range(1, 5)] + [
+    ("failure 5 of 5", 5, 5, "dead", None),
+    ("failure 9 of 20 (10 s x 2^9 is over the hour)", 9, 20, "ready", CAP_S),
+    ("failure 3 after max_attempts was lowered to 2", 3, 2, "dead", None),
+    ("failure 5,000 of 10,000 (no overflow)", 5_000, 10_000, "ready", CAP_S),
+]
+
+
+def _fail_once(owner, conn, learner: LearnerSQL, attempts: int, max_attempts: int):
+    run(owner, "exercise/stage_job", {"id": 1, "status": "running", "attempts": attempts,
+                                      "fence_token": attempts, "lease_s": 60, "max_attempts": max_attempts})
+    values = {"id": 1, "attempts": attempts, "fence_token": attempts, "error": "HTTP 503 from webhook"}
+    try:
+        with conn.transaction():  # the read below sees the same now() as the statement
+            execute(conn, learner, values)
+            status, wait_s, _, _ = run(conn, "exercise/job_wait", {"id": 1}).fetchone()
+    except psycopg.DataError as exc:
+        return "error", exc.diag.message_primary
+    return status, wait_s
+
+
+def check_fail(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None) -> Verdict:
+    if learner.first_word != "UPDATE":
+        raise Refused("fail is one UPDATE of the job's row")
+    evidence = []
+    with scratch.db.connection() as owner, scratch.connect() as conn:
+        parse(conn, learner)
+        run(owner, "lab/seed_jobs", {"kind": "call_webhook", "count": 1})
+        for what, attempts, max_attempts, want, want_wait in STEPS:
+            status, wait = _fail_once(owner, conn, learner, attempts, max_attempts)
+            if status == "error":
+                evidence.append(Evidence(what, f"the statement failed: {wait}", False))
+                continue
+            shown = f"{status}" + (f", runs again in {wait:,.0f} s" if status == "ready" else "")
+            ok = status == want and (want_wait is None or abs(wait - want_wait) < 0.5)
+            evidence.append(Evidence(what, shown, ok))
+    passed = all(e.ok for e in evidence)
+    failed = [e for e in evidence if not e.ok]
+    if passed:
+        hint = "the waits double from 20 s, stop at an hour, and the dead rule survives a lowered max_attempts."
+    elif any("no overflow" in e.what for e in failed) and len(failed) == 1:
+        hint = ("power(2, attempts) overflows for a large attempts; cap the exponent first, for example "
+                "power(2, least(attempts, 16)), then cap the wait at an hour.")
+    elif any("lowered" in e.what for e in failed):
+        hint = "compare attempts with greatest(attempts, max_attempts), so lowering max_attempts still ends in dead."
+    else:
+        hint = "the wait after failure k is 10 s x 2^k: 20, 40, 80, 160 s, at most one hour."
+    headline = "waits 20, 40, 80, 160 s; capped; dead when it should be" if passed else "; ".join(
+        f"{e.what}: {e.found}" for e in failed)
+    return Verdict(exercise, passed, headline, evidence, hint, server_version=scratch.db.server.version,
+                   guide=figure(11))

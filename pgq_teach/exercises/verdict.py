@@ -1,0 +1,83 @@
+"""A check's verdict: passed or not, the evidence the server gave, and a hint
+that names the failure. Plain data, so a widget, a notebook, the CLI and the
+learner's progress file all read the same thing."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+
+from ..guide import GuideFigure
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One measured fact: what, the value found, and whether it is as it must be
+    (None: reported, not judged)."""
+
+    what: str
+    found: str
+    ok: bool | None = None
+
+
+@dataclass
+class Verdict:
+    exercise: str
+    passed: bool
+    headline: str
+    evidence: list[Evidence] = field(default_factory=list)
+    hint: str = ""
+    refused: bool = False
+    server_version: str = ""
+    guide: GuideFigure | None = None
+    numbers: dict[str, Any] = field(default_factory=dict)
+    stopped: bool = False
+    guess: Any = None
+
+    @property
+    def failures(self) -> list[Evidence]:
+        return [e for e in self.evidence if e.ok is False]
+
+    def summary(self) -> str:
+        mark = "PASS" if self.passed else ("REFUSED" if self.refused else "NOT YET")
+        lines = [f"{self.exercise}: {mark}: {self.headline}"]
+        lines += [f"  {'✓' if e.ok else '✗' if e.ok is False else '·'} {e.what}: {e.found}" for e in self.evidence]
+        if self.hint:
+            lines.append(f"  hint: {self.hint}")
+        if self.guide:
+            lines.append(f"  {self.guide}")
+        if self.server_version:
+            lines.append(f"  this server: PostgreSQL {self.server_version}")
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        """Visible text: the verdict, a table of evidence, the hint."""
+        color = "#1b5e20" if self.passed else "#b00020"
+        mark = "Pass" if self.passed else ("Refused" if self.refused else "Not yet")
+        rows = "".join(
+            f"<tr><td>{'✓' if e.ok else '✗' if e.ok is False else '·'}</td><td>{escape(e.what)}</td>"
+            f"<td>{escape(e.found)}</td></tr>"
+            for e in self.evidence
+        )
+        table = f'<table class="pgq-evidence">{rows}</table>' if rows else ""
+        hint = f'<p class="pgq-hint"><b>Hint:</b> {escape(self.hint)}</p>' if self.hint else ""
+        guide = f'<p class="pgq-guide" style="color:#555">{escape(str(self.guide))}</p>' if self.guide else ""
+        version = (f'<p style="color:#555">this server: PostgreSQL {escape(self.server_version)}</p>'
+                   if self.server_version else "")
+        return (
+            f'<div class="pgq-verdict" data-passed="{str(self.passed).lower()}">'
+            f'<p class="pgq-verdict-headline" style="color:{color};font-weight:bold">{mark}: '
+            f"{escape(self.headline)}</p>{table}{hint}{guide}{version}</div>"
+        )
+
+    def record(self) -> dict[str, Any]:
+        """What the learner's progress file keeps of this verdict."""
+        return {"passed": self.passed, "refused": self.refused, "headline": self.headline,
+                "hint": self.hint, "at": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+
+def refused(exercise: str, reason: str) -> Verdict:
+    return Verdict(exercise, False, f"not run: {reason}", refused=True,
+                   hint="Write exactly one query (WITH, SELECT, UPDATE, DELETE or INSERT), then Check again.")

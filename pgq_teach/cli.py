@@ -124,6 +124,21 @@ def cmd_stats(args) -> int:
     return 0
 
 
+def cmd_progress(args) -> int:
+    from .exercises import EXERCISES, done
+
+    passed = done()
+    lessons = sorted({e.lesson for e in EXERCISES.values()})
+    for lesson in lessons:
+        keys = [k for k, e in EXERCISES.items() if e.lesson == lesson]
+        mark = "done" if all(passed[k] for k in keys) else f"{sum(passed[k] for k in keys)} of {len(keys)}"
+        _say(f"lesson {lesson}: {mark}")
+        for k in keys:
+            _say(f"  [{'x' if passed[k] else ' '}] {k}  {EXERCISES[k].title}")
+    _say(f"{sum(passed.values())} of {len(passed)} exercises passed")
+    return 0
+
+
 def _positive(kind):
     """An argparse type: a number above zero, refused before any database is touched."""
 
@@ -253,6 +268,9 @@ def parser() -> argparse.ArgumentParser:
     tor.add_argument("--no-restart", action="store_true", help="do not restart PostgreSQL")
     tor.add_argument("--db", default="torture", help="database label (default torture -> pgq_torture; reset first)")
     tor.set_defaults(func=cmd_torture)
+
+    prg = sub.add_parser("progress", help="which lessons' exercises you have passed")
+    prg.set_defaults(func=cmd_progress)
 
     lod = sub.add_parser("load", help="the load run: many workers, planned failures, retries and dead jobs")
     lod.add_argument("--jobs", type=_positive(int), default=20_000)

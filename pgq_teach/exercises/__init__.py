@@ -21,7 +21,7 @@ from ..errors import BadInput, PgqError
 from ..statements import statement
 from . import backoff, claim, cleanup, fence, reaper
 from .learner_sql import Refused, read
-from .sandbox import LOCK_TIMEOUT_S, STATEMENT_TIMEOUT_S, open_scratch
+from .sandbox import LOCK_TIMEOUT_S, STATEMENT_TIMEOUT_S, Scratch, open_scratch
 from .verdict import Verdict, refused
 
 
@@ -86,10 +86,11 @@ def exercise(key: str) -> Exercise:
     return EXERCISES[key]
 
 
-def _judge(ex: Exercise, sql: str, progress, stop) -> Verdict:
+def judge(ex: Exercise, sql: str, *, scratch: Scratch | None = None, progress=None, stop=None) -> Verdict:
+    """The verdict on `sql`, in `scratch` (a fresh scratch database if None)."""
     try:
         learner_sql = read(sql, ex.params)
-        scratch = open_scratch(ex.key.replace("/", "_"))
+        scratch = scratch or open_scratch(ex.key.replace("/", "_"))
         return ex.run(scratch, learner_sql, exercise=ex.key, progress=progress, stop=stop)
     except Refused as exc:
         return refused(ex.key, str(exc))
@@ -110,7 +111,7 @@ def check(key: str, sql: str, *, save: bool = True, progress=None, stop=None) ->
     """Run the learner's `sql` for exercise `key` and return the verdict
     (saved in the learner's progress unless `save` is False)."""
     ex = exercise(key)
-    verdict = _judge(ex, sql, progress, stop)
+    verdict = judge(ex, sql, progress=progress, stop=stop)
     if save:
         try:
             record(verdict)

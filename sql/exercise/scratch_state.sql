@@ -4,7 +4,7 @@
 -- Safe: yes, read-only.
 -- Parameters: none.
 
-SELECT (SELECT string_agg(relname || ':' || relkind, ',' ORDER BY relname)
+SELECT (SELECT string_agg(relname || ':' || relkind::text, ',' ORDER BY relname)
         FROM pg_class WHERE relnamespace = 'public'::regnamespace) AS relations,
        (SELECT md5(coalesce(string_agg(j::text, ',' ORDER BY j.id), ''))
         FROM jobs AS j) AS jobs_digest;

@@ -1,0 +1,62 @@
+""""Your turn": an editor pre-filled with a plausible wrong first attempt, a
+Check button, and the verdict (evidence and hint) as visible text.
+
+All the checking happens in `pgq_teach.exercises`; this is a thin view.
+
+Headless:
+
+    turn = YourTurn("03/claim")
+    turn.check_button.click()
+    verdict = turn.wait()      # the Verdict; turn.result is the same
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import ipywidgets as W
+
+from .. import exercises
+from .common import Runner, error_html
+
+
+class YourTurn(W.VBox):
+    def __init__(self, key: str, *, sql: str | None = None, save: bool = True):
+        self.exercise = exercises.exercise(key)
+        self.save = save
+        self.title = W.HTML(f"<b>Your turn: {escape(self.exercise.title)}.</b> {escape(self.exercise.task)}")
+        self.editor = W.Textarea(value=sql if sql is not None else self.exercise.attempt_text(),
+                                 layout=W.Layout(width="100%", height="16em"))
+        self.editor.add_class("pgq-your-turn-sql")
+        self.check_button = W.Button(description="Check", button_style="primary", icon="check")
+        self.status = W.HTML(value="")
+        self.verdict = W.HTML(value="")
+        self.verdict.add_class("pgq-verdict-box")
+        self.runner = Runner(self._done, self._failed)
+        self.check_button.on_click(lambda _: self.start())
+        super().__init__([self.title, self.editor, W.HBox([self.check_button, self.status]), self.verdict])
+        self.add_class("pgq-your-turn")
+
+    @property
+    def result(self) -> exercises.Verdict | None:
+        return self.runner.result
+
+    def start(self) -> bool:
+        if self.runner.busy:
+            return False
+        sql = self.editor.value  # read on the caller's thread: typing during a check changes nothing
+        self.check_button.disabled = True
+        self.status.value = "checking on the live server…"
+        return self.runner.start(lambda stop: exercises.check(self.exercise.key, sql, save=self.save, stop=stop))
+
+    def _done(self, verdict) -> None:
+        self.verdict.value = verdict.html()
+        self.status.value = "checked"
+        self.check_button.disabled = False
+
+    def _failed(self, exc: BaseException) -> None:
+        self.status.value = error_html(exc)
+        self.check_button.disabled = False
+
+    def wait(self, timeout: float | None = None):
+        return self.runner.wait(timeout)

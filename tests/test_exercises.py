@@ -1,0 +1,86 @@
+"""Your turn: every model answer passes its live check, and every seeded wrong
+attempt fails it for the reason its lesson teaches."""
+
+import pytest
+
+from pgq_teach import exercises
+
+# exercise -> the evidence that must fail for the seeded wrong attempt
+WRONG_FOR = {
+    "01/claim": "jobs run more than once",
+    "01/guarded_update": "jobs run more than once",
+    "03/claim": "jobs run more than once",
+    "03/batch_claim": "jobs run more than once",
+    "04/reap": "plan uses the partial index",
+    "05/complete": "requeued, B claimed it again: stale worker",
+    "06/fail": "no overflow",
+    "10/cleanup": "largest batch",
+}
+
+
+@pytest.fixture(autouse=True)
+def learner_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path))
+
+
+def test_every_exercise_has_a_reason_for_its_wrong_attempt():
+    assert set(WRONG_FOR) == set(exercises.EXERCISES)
+
+
+@pytest.mark.parametrize("key", list(exercises.EXERCISES))
+def test_the_model_answer_passes(pg, key):
+    ex = exercises.exercise(key)
+    verdict = exercises.check(key, ex.answer_text())
+    assert verdict.passed, verdict.summary()
+    assert not verdict.failures and not verdict.refused
+    assert exercises.done()[key]
+
+
+@pytest.mark.parametrize("key", list(exercises.EXERCISES))
+def test_the_seeded_wrong_attempt_fails_for_the_right_reason(pg, key):
+    ex = exercises.exercise(key)
+    verdict = exercises.check(key, ex.attempt_text())
+    assert not verdict.passed and not verdict.refused, verdict.summary()
+    assert any(WRONG_FOR[key] in e.what for e in verdict.failures), verdict.summary()
+    assert verdict.hint
+    assert not exercises.done()[key]
+
+
+def test_a_racing_claim_names_the_job_two_workers_got(pg):
+    verdict = exercises.check("01/claim", exercises.exercise("01/claim").attempt_text())
+    assert verdict.numbers["run_more_than_once"] > 0 and not verdict.numbers["locks"]
+    assert verdict.hint.startswith("two workers got job ") and "lock the row it picks" in verdict.hint
+
+
+def test_the_guarded_update_counts_wasted_attempts_and_has_no_lock(pg):
+    verdict = exercises.check("01/guarded_update", exercises.exercise("01/guarded_update").answer_text())
+    assert verdict.passed and verdict.numbers["run_more_than_once"] == 0
+    assert not verdict.numbers["locks"]
+    # The guard turns lost races into empty attempts: with 8 workers on one
+    # "oldest" job some always lose.
+    assert verdict.numbers["wasted"] > 0
+    assert f"{verdict.numbers['wasted']:,} attempts were wasted" in verdict.headline
+
+
+def test_a_claim_over_its_limit_fails(pg):
+    text = exercises.exercise("03/batch_claim").answer_text().replace("LIMIT :batch", "LIMIT :batch * 3")
+    verdict = exercises.check("03/batch_claim", text)
+    assert not verdict.passed and verdict.numbers["over_limit"] > 0
+    assert any(e.what.startswith("claims over the LIMIT") for e in verdict.failures)
+
+
+def test_the_one_statement_claim_must_lock_inside_the_with(pg):
+    verdict = exercises.check("03/claim", exercises.exercise("01/guarded_update").answer_text())
+    assert verdict.numbers["run_more_than_once"] == 0 and not verdict.numbers["locks_in_with"]
+    assert not verdict.passed
+    assert [e.what for e in verdict.failures] == ["locks inside the WITH query"]
+
+
+def test_a_pass_is_kept_when_a_later_try_fails(pg):
+    ex = exercises.exercise("05/complete")
+    assert exercises.check(ex.key, ex.answer_text()).passed
+    assert not exercises.check(ex.key, ex.attempt_text()).passed
+    assert exercises.done()[ex.key]
+    from pgq_teach import learner
+
+    assert learner.load("progress")[ex.key]["latest"]["passed"] is False

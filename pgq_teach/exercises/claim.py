@@ -192,7 +192,7 @@ def check_claim(scratch, learner, *, exercise: str, need_lock_in_with: bool = Fa
 
 def check_guarded_update(scratch, learner, *, exercise: str, progress=None, stop=None) -> Verdict:
     if learner.first_word != "UPDATE":
-        raise Refused("this exercise asks for one UPDATE ... WHERE id = (SELECT ...) statement")
+        raise Refused("this exercise asks for one UPDATE statement whose subquery picks the job")
     found = race_claim(scratch, learner, progress=progress, stop=stop)
     verdict = claim_verdict(exercise, found, need_lock_in_with=False)
     if verdict.passed:

@@ -49,7 +49,8 @@ def check_cleanup(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progr
     elif kept < KEEP:
         hint = "only done rows may go: WHERE status = 'done'."
     elif max(batches) > BATCH:
-        hint = "delete at most :batch rows per call: DELETE ... WHERE id IN (SELECT id ... WHERE status = 'done' LIMIT :batch)."
+        hint = ("delete at most :batch rows per call: pick the ids of done jobs in a subquery with "
+                "LIMIT :batch, and delete only those.")
     else:
         hint = "call it until it deletes nothing: every done row must go."
     headline = (f"all done rows deleted in batches of at most {BATCH}" if passed

@@ -14,6 +14,7 @@ WRONG_FOR = {
     "04/reap": "plan uses the partial index",
     "05/complete": "requeued, B claimed it again: stale worker",
     "06/fail": "no overflow",
+    "08/index": "index's size",
     "10/cleanup": "largest batch",
 }
 

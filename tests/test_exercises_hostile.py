@@ -3,6 +3,7 @@ runs and leaves the scratch database as it was; a long statement is cancelled
 by the timeout; the role reaches nothing beyond the scratch jobs table."""
 
 import time
+
 import pytest
 
 from pgq_teach import exercises
@@ -30,8 +31,11 @@ def state(s):
 
 HOSTILE = [
     ("a second statement", "SELECT id FROM jobs LIMIT 1; DROP TABLE jobs", "exactly one statement"),
-    ("a second statement after a comment", "UPDATE jobs SET status = 'done' /* ; */; TRUNCATE jobs",
-     "exactly one statement"),
+    (
+        "a second statement after a comment",
+        "UPDATE jobs SET status = 'done' /* ; */; TRUNCATE jobs",
+        "exactly one statement",
+    ),
     ("a DROP", "DROP TABLE jobs", "DROP is not one"),
     ("a DROP behind a comment", "/* just a claim */ -- really\n DROP TABLE jobs", "DROP is not one"),
     ("COPY to a program", "COPY jobs TO PROGRAM 'touch {marker}'", "COPY is not one"),
@@ -69,8 +73,15 @@ def test_the_learner_role_has_no_rights_beyond_the_jobs_table(scratch):
     with scratch.db.connection() as owner:
         cur = run(owner, "exercise/role_rights", {"role": sandbox.ROLE})
         rights = dict(zip([c.name for c in cur.description], cur.fetchone()))
-    assert rights == {"rolsuper": False, "rolcreatedb": False, "rolcreaterole": False, "rolbypassrls": False,
-                      "memberships": 0, "can_create": False, "can_temp": False}
+    assert rights == {
+        "rolsuper": False,
+        "rolcreatedb": False,
+        "rolcreaterole": False,
+        "rolbypassrls": False,
+        "memberships": 0,
+        "can_create": False,
+        "can_temp": False,
+    }
     with scratch.connect() as conn:
         assert run(conn, "lab/session_settings").fetchone()[0] == sandbox.ROLE
     assert scratch.db.name.startswith("pgq_scratch_")

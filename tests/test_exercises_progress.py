@@ -18,8 +18,14 @@ def home(tmp_path, monkeypatch):
 
 
 def progress_cli(home):
-    out = subprocess.run([sys.executable, "-m", "pgq_teach.cli", "progress"], capture_output=True, text=True,
-                         env={**os.environ, "PGQ_HOME": str(home)}, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", "progress"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PGQ_HOME": str(home)},
+        timeout=60,
+    )
     assert out.returncode == 0 and "Traceback" not in out.stderr
     return out.stdout
 

@@ -1,4 +1,4 @@
-""""Your turn": the learner writes one statement of the queue, and the labs
+"""Your turn: the learner writes one statement of the queue, and the labs
 check it live in a scratch database, as a role that can reach nothing else.
 
     verdict = exercises.check("03/claim", sql_text)
@@ -11,16 +11,16 @@ says so. Verdicts are saved in the learner's `progress` file.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import psycopg
 
 from .. import learner
 from ..errors import BadInput, PgqError
 from ..statements import statement
-from . import backoff, claim, cleanup, fence, reaper
-from .learner_sql import Refused, read
+from . import backoff, claim, cleanup, fence, index, reaper
+from .learner_sql import STATEMENT_WORDS, Refused, read
 from .sandbox import LOCK_TIMEOUT_S, STATEMENT_TIMEOUT_S, Scratch, open_scratch
 from .verdict import Verdict, refused
 
@@ -34,6 +34,7 @@ class Exercise:
     run: Callable[..., Verdict]
     attempt: str  # the seeded wrong attempt, a statement name under sql/
     answer: str  # the model answer, a statement name under sql/
+    words: frozenset[str] = STATEMENT_WORDS  # the statements accepted, by first word
 
     @property
     def lesson(self) -> str:
@@ -53,29 +54,88 @@ def _claim(**options):
 EXERCISES = {
     e.key: e
     for e in [
-        Exercise("01/claim", "claim one job", "Claim the oldest due ready job so no two workers ever get it.",
-                 ("batch", "lease"), _claim(), "exercise/wrong/unguarded_update", "claim"),
-        Exercise("01/guarded_update", "the guarded update",
-                 "Without any lock, make this UPDATE safe: a worker that loses the race must update nothing.",
-                 ("lease",), claim.check_guarded_update, "exercise/wrong/unguarded_update",
-                 "exercise/model/guarded_update"),
-        Exercise("03/claim", "the one-statement claim",
-                 "Pick, lock and mark the next due job in one statement, skipping rows other workers hold.",
-                 ("batch", "lease"), _claim(need_lock_in_with=True), "exercise/wrong/claim_without_lock", "claim"),
-        Exercise("03/batch_claim", "the batch claim", "Claim up to :batch jobs at once, never one job twice.",
-                 ("batch", "lease"), claim.check_batch_claim, "exercise/wrong/batch_in_subquery", "claim"),
-        Exercise("04/reap", "the reaper", "Return expired leases to ready (or dead), using the partial index.",
-                 (), reaper.check_reap, "exercise/wrong/reap_without_status", "reap"),
-        Exercise("05/complete", "complete with a fence",
-                 "Mark the job done only while this worker still holds the claim.",
-                 ("id", "fence_token", "attempts"), fence.check_complete, "exercise/wrong/complete_on_attempts",
-                 "exercise/model/complete_fenced"),
-        Exercise("06/fail", "fail with backoff",
-                 "Retry after 10 s x 2^attempts, capped at an hour; dead at max_attempts.",
-                 ("id", "fence_token", "attempts", "error"), backoff.check_fail, "exercise/wrong/fail_uncapped",
-                 "exercise/model/fail_backoff"),
-        Exercise("10/cleanup", "cleanup in short batches", "Delete one short batch of done jobs (LIMIT :batch).",
-                 ("batch",), cleanup.check_cleanup, "exercise/wrong/cleanup_all_at_once", "cleanup_done"),
+        Exercise(
+            "01/claim",
+            "claim one job",
+            "Claim the oldest due ready job so no two workers ever get it.",
+            ("batch", "lease"),
+            _claim(),
+            "exercise/wrong/unguarded_update",
+            "claim",
+        ),
+        Exercise(
+            "01/guarded_update",
+            "the guarded update",
+            "Without any lock, make this UPDATE safe: a worker that loses the race must update nothing.",
+            ("lease",),
+            claim.check_guarded_update,
+            "exercise/wrong/unguarded_update",
+            "exercise/model/guarded_update",
+        ),
+        Exercise(
+            "03/claim",
+            "the one-statement claim",
+            "Pick, lock and mark the next due job in one statement, skipping rows other workers hold.",
+            ("batch", "lease"),
+            _claim(need_lock_in_with=True),
+            "exercise/wrong/claim_without_lock",
+            "claim",
+        ),
+        Exercise(
+            "03/batch_claim",
+            "the batch claim",
+            "Claim up to :batch jobs at once, never one job twice.",
+            ("batch", "lease"),
+            claim.check_batch_claim,
+            "exercise/wrong/batch_in_subquery",
+            "claim",
+        ),
+        Exercise(
+            "04/reap",
+            "the reaper",
+            "Return expired leases to ready (or dead), using the partial index.",
+            (),
+            reaper.check_reap,
+            "exercise/wrong/reap_without_status",
+            "reap",
+        ),
+        Exercise(
+            "05/complete",
+            "complete with a fence",
+            "Mark the job done only while this worker still holds the claim.",
+            ("id", "fence_token", "attempts"),
+            fence.check_complete,
+            "exercise/wrong/complete_on_attempts",
+            "exercise/model/complete_fenced",
+        ),
+        Exercise(
+            "06/fail",
+            "fail with backoff",
+            "Retry after 10 s x 2^attempts, capped at an hour; dead at max_attempts.",
+            ("id", "fence_token", "attempts", "error"),
+            backoff.check_fail,
+            "exercise/wrong/fail_uncapped",
+            "exercise/model/fail_backoff",
+        ),
+        Exercise(
+            "08/index",
+            "the ready index",
+            "Write the index the claim needs, and only that.",
+            (),
+            index.check_index,
+            "exercise/wrong/full_status_index",
+            "exercise/model/ready_index",
+            frozenset({"CREATE"}),
+        ),
+        Exercise(
+            "10/cleanup",
+            "cleanup in short batches",
+            "Delete one short batch of done jobs (LIMIT :batch).",
+            ("batch",),
+            cleanup.check_cleanup,
+            "exercise/wrong/cleanup_all_at_once",
+            "cleanup_done",
+        ),
     ]
 }
 
@@ -89,22 +149,31 @@ def exercise(key: str) -> Exercise:
 def judge(ex: Exercise, sql: str, *, scratch: Scratch | None = None, progress=None, stop=None) -> Verdict:
     """The verdict on `sql`, in `scratch` (a fresh scratch database if None)."""
     try:
-        learner_sql = read(sql, ex.params)
+        learner_sql = read(sql, ex.params, ex.words)
         scratch = scratch or open_scratch(ex.key.replace("/", "_"))
         return ex.run(scratch, learner_sql, exercise=ex.key, progress=progress, stop=stop)
     except Refused as exc:
         return refused(ex.key, str(exc))
     except psycopg.errors.QueryCanceled:
-        return refused(ex.key, f"it ran longer than the {STATEMENT_TIMEOUT_S} s statement timeout and was "
-                               "cancelled; a queue statement takes milliseconds")
+        return refused(
+            ex.key,
+            f"it ran longer than the {STATEMENT_TIMEOUT_S} s statement timeout and was "
+            "cancelled; a queue statement takes milliseconds",
+        )
     except psycopg.errors.LockNotAvailable:
         return refused(ex.key, f"it waited over {LOCK_TIMEOUT_S} s for a lock and was cancelled")
     except psycopg.errors.InsufficientPrivilege as exc:
-        return refused(ex.key, f"the checker's role may only read and change the jobs table: {exc.diag.message_primary}")
+        return refused(
+            ex.key, f"the checker's role may only read and change the jobs table: {exc.diag.message_primary}"
+        )
     except psycopg.Error as exc:
         first = (exc.diag.message_primary or str(exc)).splitlines()[0]
-        return Verdict(ex.key, False, f"PostgreSQL raised an error: {first}",
-                       hint="Read the error, fix the statement, and Check again.")
+        return Verdict(
+            ex.key,
+            False,
+            f"PostgreSQL raised an error: {first}",
+            hint="Read the error, fix the statement, and Check again.",
+        )
 
 
 def check(key: str, sql: str, *, save: bool = True, progress=None, stop=None) -> Verdict:

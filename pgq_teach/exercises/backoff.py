@@ -24,8 +24,18 @@ STEPS = [(f"failure {k} of 5", k, 5, "ready", 10 * 2**k) for k in range(1, 5)] +
 
 
 def _fail_once(owner, conn, learner: LearnerSQL, attempts: int, max_attempts: int):
-    run(owner, "exercise/stage_job", {"id": 1, "status": "running", "attempts": attempts,
-                                      "fence_token": attempts, "lease_s": 60, "max_attempts": max_attempts})
+    run(
+        owner,
+        "exercise/stage_job",
+        {
+            "id": 1,
+            "status": "running",
+            "attempts": attempts,
+            "fence_token": attempts,
+            "lease_s": 60,
+            "max_attempts": max_attempts,
+        },
+    )
     values = {"id": 1, "attempts": attempts, "fence_token": attempts, "error": "HTTP 503 from webhook"}
     try:
         with conn.transaction():  # the read below sees the same now() as the statement
@@ -54,15 +64,23 @@ def check_fail(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress
     passed = all(e.ok for e in evidence)
     failed = [e for e in evidence if not e.ok]
     if passed:
-        hint = "the waits double from 20 s, stop at an hour, and the dead rule survives a lowered max_attempts."
+        hint = (
+            "the waits double from 20 s, stop at an hour, and the dead rule survives a lowered max_attempts."
+        )
     elif any("no overflow" in e.what for e in failed) and len(failed) == 1:
-        hint = ("power(2, attempts) overflows for a large attempts; cap the exponent first, for example "
-                "power(2, least(attempts, 16)), then cap the wait at an hour.")
+        hint = (
+            "power(2, attempts) overflows for a large attempts; cap the exponent first, for example "
+            "power(2, least(attempts, 16)), then cap the wait at an hour."
+        )
     elif any("lowered" in e.what for e in failed):
         hint = "compare attempts with greatest(attempts, max_attempts), so lowering max_attempts still ends in dead."
     else:
         hint = "the wait after failure k is 10 s x 2^k: 20, 40, 80, 160 s, at most one hour."
-    headline = "waits 20, 40, 80, 160 s; capped; dead when it should be" if passed else "; ".join(
-        f"{e.what}: {e.found}" for e in failed)
-    return Verdict(exercise, passed, headline, evidence, hint, server_version=scratch.db.server.version,
-                   guide=figure(11))
+    headline = (
+        "waits 20, 40, 80, 160 s; capped; dead when it should be"
+        if passed
+        else "; ".join(f"{e.what}: {e.found}" for e in failed)
+    )
+    return Verdict(
+        exercise, passed, headline, evidence, hint, server_version=scratch.db.server.version, guide=figure(11)
+    )

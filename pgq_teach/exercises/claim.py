@@ -97,6 +97,20 @@ class ClaimRace:
     modifies: bool
 
     @property
+    def elapsed_s(self) -> float:
+        # RaceResult names it elapsed_s on the labs branch and elapsed before it
+        return self.race.elapsed_s if hasattr(self.race, "elapsed_s") else self.race.elapsed
+
+    @property
+    def shared_ideal_s(self) -> float:
+        """Perfect sharing: every job's work split evenly over the workers (guide #6)."""
+        return self.serial_ideal_s / self.race.workers
+
+    @property
+    def serial_ideal_s(self) -> float:
+        return self.race.jobs * self.race.work_ms / 1000
+
+    @property
     def never_run(self) -> int:
         return self.race.jobs - len(self.race.claims_per_job)
 
@@ -109,20 +123,38 @@ class ClaimRace:
         return (shared[0], len(workers[shared[0]])) if shared else None
 
 
-def race_claim(scratch: Scratch, learner: LearnerSQL, *, batch: int = 1, workers: int = 8, jobs: int = 400,
-               work_ms: float = 5, progress=None, stop=None) -> ClaimRace:
+def race_claim(
+    scratch: Scratch,
+    learner: LearnerSQL,
+    *,
+    batch: int = 1,
+    workers: int = 8,
+    jobs: int = 400,
+    work_ms: float = 5,
+    progress=None,
+    stop=None,
+) -> ClaimRace:
     values = {"batch": batch, "lease": LEASE}
     with scratch.connect() as conn:
         columns = parse(conn, learner)
         if "id" not in columns[:1]:
-            raise Refused("a claim returns the jobs it took: make the first column the job's id "
-                          "(RETURNING id, ... or SELECT id, ...)")
+            raise Refused(
+                "a claim returns the jobs it took: make the first column the job's id "
+                "(RETURNING id, ... or SELECT id, ...)"
+            )
         tree = plan(conn, learner, values)
     locks, in_with = locking(tree)
     claimer = LearnerClaimer(scratch, learner, values, batch, jobs)
     try:
-        race = run_race(scratch.db, workers=workers, jobs=jobs, work_ms=work_ms, progress=progress, stop=stop,
-                        claimer=claimer)
+        race = run_race(
+            scratch.db,
+            workers=workers,
+            jobs=jobs,
+            work_ms=work_ms,
+            progress=progress,
+            stop=stop,
+            claimer=claimer,
+        )
     finally:
         claimer.close()
     return ClaimRace(race, claimer.counts, batch, locks, in_with, tree.get("Node Type") == "ModifyTable")
@@ -131,33 +163,49 @@ def race_claim(scratch: Scratch, learner: LearnerSQL, *, batch: int = 1, workers
 def _hint(found: ClaimRace) -> str:
     shared = found.shared_job()
     if shared and not found.modifies:
-        return (f"{shared[1]} workers got job {shared[0]}: your statement only reads, so nothing marks the job "
-                "taken; mark it running in the same statement that picks it.")
+        return (
+            f"{shared[1]} workers got job {shared[0]}: your statement only reads, so nothing marks the job "
+            "taken; mark it running in the same statement that picks it."
+        )
     if shared:
         return f"two workers got job {shared[0]}: does your statement lock the row it picks?"
     if found.counts.over_limit:
-        return (f"one claim returned {found.counts.biggest} rows with a LIMIT of {found.limit}: pick and lock "
-                "the rows inside a WITH query, and update only those.")
+        return (
+            f"one claim returned {found.counts.biggest} rows with a LIMIT of {found.limit}: pick and lock "
+            "the rows inside a WITH query, and update only those."
+        )
     if found.never_run or found.counts.runaway:
-        return ("some jobs never ran: does your statement find every due ready job (status = 'ready' AND "
-                "run_at BETWEEN '-infinity' AND now()), oldest first?")
+        return (
+            "some jobs never ran: does your statement find every due ready job (status = 'ready' AND "
+            "run_at BETWEEN '-infinity' AND now()), oldest first?"
+        )
     return ""
 
 
 def claim_evidence(found: ClaimRace) -> list[Evidence]:
     race, c = found.race, found.counts
     return [
-        Evidence("jobs run more than once", f"{race.run_more_than_once:,} of {race.jobs:,}",
-                 race.run_more_than_once == 0),
+        Evidence(
+            "jobs run more than once",
+            f"{race.run_more_than_once:,} of {race.jobs:,}",
+            race.run_more_than_once == 0,
+        ),
         Evidence("jobs never run", f"{found.never_run:,}", found.never_run == 0 and not c.runaway),
-        Evidence(f"claims over the LIMIT of {found.limit}", f"{c.over_limit:,} (largest {c.biggest:,} rows)",
-                 c.over_limit == 0),
-        Evidence("wasted attempts (came back empty while jobs were due)", f"{c.wasted:,} of {c.claims:,} claims"),
+        Evidence(
+            f"claims over the LIMIT of {found.limit}",
+            f"{c.over_limit:,} (largest {c.biggest:,} rows)",
+            c.over_limit == 0,
+        ),
+        Evidence(
+            "wasted attempts (came back empty while jobs were due)", f"{c.wasted:,} of {c.claims:,} claims"
+        ),
         Evidence("locks the row it picks (LockRows in the plan)", "yes" if found.locks else "no"),
         Evidence("locks inside the WITH query", "yes" if found.locks_in_with else "no"),
-        Evidence("elapsed against the ideals",
-                 f"{race.elapsed:.2f} s; ideal {race.shared_ideal:.2f} s shared by {race.workers} workers, "
-                 f"{race.serial_ideal:.2f} s one at a time"),
+        Evidence(
+            "elapsed against the ideals",
+            f"{found.elapsed_s:.2f} s; ideal {found.shared_ideal_s:.2f} s shared by {race.workers} workers, "
+            f"{found.serial_ideal_s:.2f} s one at a time",
+        ),
     ]
 
 
@@ -168,24 +216,45 @@ def claim_verdict(exercise: str, found: ClaimRace, *, need_lock_in_with: bool) -
     passed = all(e.ok is not False for e in evidence)
     hint = _hint(found)
     if not hint and need_lock_in_with and not found.locks_in_with:
-        hint = ("it ran correctly, but the lock is not inside a WITH query: put FOR UPDATE SKIP LOCKED in the "
-                "WITH that picks the rows, so each claim locks exactly the rows it marks.")
+        hint = (
+            "it ran correctly, but the lock is not inside a WITH query: put FOR UPDATE SKIP LOCKED in the "
+            "WITH that picks the rows, so each claim locks exactly the rows it marks."
+        )
     if passed and found.counts.wasted and not found.locks:
-        hint = (f"correct, and {found.counts.wasted:,} attempts came back empty while jobs were due: "
-                "FOR UPDATE SKIP LOCKED lets each worker take a different job at once.")
-    headline = ("no job ran twice, none was lost" if passed
-                else "; ".join(f"{e.what}: {e.found}" for e in evidence if e.ok is False))
-    return Verdict(exercise, passed, headline, evidence, hint, server_version=found.race.server_version,
-                   guide=figure(1) if found.race.run_more_than_once else figure(6),
-                   numbers={"run_more_than_once": found.race.run_more_than_once, "never_run": found.never_run,
-                            "over_limit": found.counts.over_limit, "wasted": found.counts.wasted,
-                            "locks": found.locks, "locks_in_with": found.locks_in_with,
-                            "elapsed_s": found.race.elapsed, "shared_ideal_s": found.race.shared_ideal},
-                   stopped=found.race.stopped)
+        hint = (
+            f"correct, and {found.counts.wasted:,} attempts came back empty while jobs were due: "
+            "FOR UPDATE SKIP LOCKED lets each worker take a different job at once."
+        )
+    headline = (
+        "no job ran twice, none was lost"
+        if passed
+        else "; ".join(f"{e.what}: {e.found}" for e in evidence if e.ok is False)
+    )
+    return Verdict(
+        exercise,
+        passed,
+        headline,
+        evidence,
+        hint,
+        server_version=found.race.server_version,
+        guide=figure(1) if found.race.run_more_than_once else figure(6),
+        numbers={
+            "run_more_than_once": found.race.run_more_than_once,
+            "never_run": found.never_run,
+            "over_limit": found.counts.over_limit,
+            "wasted": found.counts.wasted,
+            "locks": found.locks,
+            "locks_in_with": found.locks_in_with,
+            "elapsed_s": found.elapsed_s,
+            "shared_ideal_s": found.shared_ideal_s,
+        },
+        stopped=found.race.stopped,
+    )
 
 
-def check_claim(scratch, learner, *, exercise: str, need_lock_in_with: bool = False, progress=None,
-                stop=None) -> Verdict:
+def check_claim(
+    scratch, learner, *, exercise: str, need_lock_in_with: bool = False, progress=None, stop=None
+) -> Verdict:
     found = race_claim(scratch, learner, progress=progress, stop=stop)
     return claim_verdict(exercise, found, need_lock_in_with=need_lock_in_with)
 
@@ -197,8 +266,10 @@ def check_guarded_update(scratch, learner, *, exercise: str, progress=None, stop
     verdict = claim_verdict(exercise, found, need_lock_in_with=False)
     if verdict.passed:
         verdict.headline = f"no job ran twice; {found.counts.wasted:,} attempts were wasted"
-        verdict.hint = ("the guard works: a worker that lost the race updates 0 rows instead of running the job "
-                        "again. Each wasted attempt is a round trip; lesson 03's claim avoids them.")
+        verdict.hint = (
+            "the guard works: a worker that lost the race updates 0 rows instead of running the job "
+            "again. Each wasted attempt is a round trip; lesson 03's claim avoids them."
+        )
     return verdict
 
 

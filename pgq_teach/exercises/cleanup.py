@@ -15,7 +15,9 @@ JOBS, KEEP, BATCH = 3_000, 1_000, 500
 MAX_CALLS = 100
 
 
-def check_cleanup(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None) -> Verdict:
+def check_cleanup(
+    scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None
+) -> Verdict:
     if learner.first_word != "DELETE":
         raise Refused("cleanup is one DELETE of a batch of done jobs")
     with scratch.db.connection() as owner, scratch.connect() as conn:
@@ -23,8 +25,18 @@ def check_cleanup(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progr
         run(owner, "lab/seed_jobs", {"kind": "send_receipt", "count": JOBS})
         run(owner, "exercise/stage_done_beyond", {"keep": KEEP})
         for job_id, status in [(1, "running"), (2, "dead")]:
-            run(owner, "exercise/stage_job", {"id": job_id, "status": status, "attempts": 1, "fence_token": 1,
-                                              "lease_s": 60, "max_attempts": 5})
+            run(
+                owner,
+                "exercise/stage_job",
+                {
+                    "id": job_id,
+                    "status": status,
+                    "attempts": 1,
+                    "fence_token": 1,
+                    "lease_s": 60,
+                    "max_attempts": 5,
+                },
+            )
         batches, longest = [], 0.0
         while len(batches) < MAX_CALLS:
             began = time.perf_counter()
@@ -39,8 +51,11 @@ def check_cleanup(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progr
     evidence = [
         Evidence("done rows left", f"{done_left:,} of {JOBS - KEEP:,}", done_left == 0),
         Evidence("other rows kept (ready, running, dead)", f"{kept:,} of {KEEP:,}", kept == KEEP),
-        Evidence(f"largest batch (the limit is {BATCH})", f"{max(batches):,} rows in {len(batches)} calls",
-                 max(batches) <= BATCH),
+        Evidence(
+            f"largest batch (the limit is {BATCH})",
+            f"{max(batches):,} rows in {len(batches)} calls",
+            max(batches) <= BATCH,
+        ),
         Evidence("longest transaction", f"{longest * 1000:,.1f} ms"),
     ]
     passed = all(e.ok is not False for e in evidence)
@@ -49,11 +64,23 @@ def check_cleanup(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progr
     elif kept < KEEP:
         hint = "only done rows may go: WHERE status = 'done'."
     elif max(batches) > BATCH:
-        hint = ("delete at most :batch rows per call: pick the ids of done jobs in a subquery with "
-                "LIMIT :batch, and delete only those.")
+        hint = (
+            "delete at most :batch rows per call: pick the ids of done jobs in a subquery with "
+            "LIMIT :batch, and delete only those."
+        )
     else:
         hint = "call it until it deletes nothing: every done row must go."
-    headline = (f"all done rows deleted in batches of at most {BATCH}" if passed
-                else "; ".join(f"{e.what}: {e.found}" for e in evidence if e.ok is False))
-    return Verdict(exercise, passed, headline, evidence, hint, server_version=scratch.db.server.version,
-                   numbers={"batches": batches, "longest_ms": longest * 1000})
+    headline = (
+        f"all done rows deleted in batches of at most {BATCH}"
+        if passed
+        else "; ".join(f"{e.what}: {e.found}" for e in evidence if e.ok is False)
+    )
+    return Verdict(
+        exercise,
+        passed,
+        headline,
+        evidence,
+        hint,
+        server_version=scratch.db.server.version,
+        numbers={"batches": batches, "longest_ms": longest * 1000},
+    )

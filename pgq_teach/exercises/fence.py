@@ -23,7 +23,9 @@ def _call(conn, learner: LearnerSQL, job_id: int, attempts: int, token: int) -> 
     return execute(conn, learner, values).rowcount
 
 
-def check_complete(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None) -> Verdict:
+def check_complete(
+    scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None
+) -> Verdict:
     if learner.first_word != "UPDATE":
         raise Refused("complete is one UPDATE of the job's row")
     with scratch.db.connection() as owner, scratch.connect() as conn:
@@ -31,17 +33,33 @@ def check_complete(scratch: Scratch, learner: LearnerSQL, *, exercise: str, prog
         run(owner, "lab/seed_jobs", {"kind": "send_receipt", "count": len(STORIES)})
         evidence, stale_hits = [], []
         for story, job_id, (attempts, token), (old_attempts, old_token) in STORIES:
-            run(owner, "exercise/stage_job", {"id": job_id, "status": "running", "attempts": attempts,
-                                              "fence_token": token, "lease_s": 60, "max_attempts": 5})
+            run(
+                owner,
+                "exercise/stage_job",
+                {
+                    "id": job_id,
+                    "status": "running",
+                    "attempts": attempts,
+                    "fence_token": token,
+                    "lease_s": 60,
+                    "max_attempts": 5,
+                },
+            )
             stale = _call(conn, learner, job_id, old_attempts, old_token)
             status_after_stale = run(owner, "exercise/job_wait", {"id": job_id}).fetchone()[0]
             current = _call(conn, learner, job_id, attempts, token)
             status_after = run(owner, "exercise/job_wait", {"id": job_id}).fetchone()[0]
             evidence += [
-                Evidence(f"{story}: stale worker A's call", f"matched {stale} rows; job {status_after_stale}",
-                         stale == 0 and status_after_stale == "running"),
-                Evidence(f"{story}: current worker B's call", f"matched {current} rows; job {status_after}",
-                         current == 1 and status_after == "done"),
+                Evidence(
+                    f"{story}: stale worker A's call",
+                    f"matched {stale} rows; job {status_after_stale}",
+                    stale == 0 and status_after_stale == "running",
+                ),
+                Evidence(
+                    f"{story}: current worker B's call",
+                    f"matched {current} rows; job {status_after}",
+                    current == 1 and status_after == "done",
+                ),
             ]
             if stale:
                 stale_hits.append(story)
@@ -49,13 +67,26 @@ def check_complete(scratch: Scratch, learner: LearnerSQL, *, exercise: str, prog
     if passed:
         hint = "the fence holds: only the worker with the job's current fence_token can finish it."
     elif len(stale_hits) == 1 and "requeued" in stale_hits[0]:
-        hint = ("after a requeue the stale worker's call still matched: requeue_dead resets attempts to 0, so "
-                "attempts no longer proves the claim. Fence on fence_token, which only ever goes up.")
+        hint = (
+            "after a requeue the stale worker's call still matched: requeue_dead resets attempts to 0, so "
+            "attempts no longer proves the claim. Fence on fence_token, which only ever goes up."
+        )
     elif stale_hits:
         hint = "a stale worker finished someone else's claim: add the fence, AND fence_token = :fence_token."
     else:
         hint = "the current worker must be able to finish: match its id, status = 'running' and its token."
-    headline = "stale calls match 0 rows, current calls 1" if passed else "; ".join(
-        f"{e.what}: {e.found}" for e in evidence if not e.ok)
-    return Verdict(exercise, passed, headline, evidence, hint, server_version=scratch.db.server.version,
-                   guide=figure(10), numbers={"stale_hits": len(stale_hits)})
+    headline = (
+        "stale calls match 0 rows, current calls 1"
+        if passed
+        else "; ".join(f"{e.what}: {e.found}" for e in evidence if not e.ok)
+    )
+    return Verdict(
+        exercise,
+        passed,
+        headline,
+        evidence,
+        hint,
+        server_version=scratch.db.server.version,
+        guide=figure(10),
+        numbers={"stale_hits": len(stale_hits)},
+    )

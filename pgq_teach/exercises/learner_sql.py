@@ -16,7 +16,7 @@ from ..errors import BadInput
 MAX_CHARS = 20_000
 # The statements an exercise can ask for; DDL, COPY, SET, transaction control
 # and the rest are refused before anything runs.
-STATEMENT_WORDS = {"WITH", "SELECT", "UPDATE", "DELETE", "INSERT", "VALUES", "MERGE"}
+STATEMENT_WORDS = frozenset({"WITH", "SELECT", "UPDATE", "DELETE", "INSERT", "VALUES", "MERGE"})
 
 
 class Refused(BadInput):
@@ -29,6 +29,7 @@ class LearnerSQL:
 
     text: str
     first_word: str
+    leading: tuple[str, ...]  # the first three words, upper case
     placeholders: tuple[str, ...]
     for_psycopg: str
     for_server: str
@@ -120,8 +121,9 @@ def _placeholder(text: str, i: int) -> tuple[str, int] | None:
     return text[j:k], k + quoted
 
 
-def read(text: str, allowed: tuple[str, ...]) -> LearnerSQL:
-    """Check the text's shape and placeholders; Refused if it cannot be run."""
+def read(text: str, allowed: tuple[str, ...], words: frozenset[str] = STATEMENT_WORDS) -> LearnerSQL:
+    """Check the text's shape and placeholders; Refused if it cannot be run.
+    `words`: the statements this exercise accepts, by their first word."""
     if not isinstance(text, str) or not text.strip():
         raise Refused("write one SQL statement first: the cell is empty")
     if len(text) > MAX_CHARS:
@@ -144,13 +146,16 @@ def read(text: str, allowed: tuple[str, ...]) -> LearnerSQL:
             code.append(piece)
         psy.append(piece.replace("%", "%%"))
         server.append(piece)
-    words = "".join(code).replace("(", " ").split()
-    first = words[0].upper() if words else ""
+    words_of = "".join(code).replace("(", " ").split()
+    first = words_of[0].upper() if words_of else ""
     if not first:
         raise Refused("there is only a comment here: write one SQL statement")
-    if first not in STATEMENT_WORDS:
-        raise Refused(
-            f"this exercise runs one query (WITH, SELECT, UPDATE, DELETE or INSERT); {first} is not one, "
-            "so nothing was run"
+    if first not in words:
+        kinds = (
+            "one query (WITH, SELECT, UPDATE, DELETE or INSERT)"
+            if words == STATEMENT_WORDS
+            else (" or ".join(sorted(words)) + " statement")
         )
-    return LearnerSQL(text, first, tuple(names), "".join(psy).strip(), "".join(server).strip())
+        raise Refused(f"this exercise runs {kinds}; {first} is not one, so nothing was run")
+    leading = tuple(w.upper() for w in words_of[:3])
+    return LearnerSQL(text, first, leading, tuple(names), "".join(psy).strip(), "".join(server).strip())

@@ -13,8 +13,13 @@ JOBS = 3_000  # mostly done rows, so reading the whole table and using the index
 KEEP = 10
 INDEX = "jobs_running_idx"
 # id: (status, attempts, lease seconds from now, expected status after the reaper)
-STAGE = {1: ("running", 1, -60, "ready"), 2: ("running", 2, -1, "ready"), 3: ("running", 5, -30, "dead"),
-         4: ("running", 1, 300, "running"), 5: ("running", 1, 30, "running")}
+STAGE = {
+    1: ("running", 1, -60, "ready"),
+    2: ("running", 2, -1, "ready"),
+    3: ("running", 5, -30, "dead"),
+    4: ("running", 1, 300, "running"),
+    5: ("running", 1, 30, "running"),
+}
 
 
 def check_reap(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None) -> Verdict:
@@ -25,8 +30,18 @@ def check_reap(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress
         run(owner, "lab/seed_jobs", {"kind": "send_receipt", "count": JOBS})
         run(owner, "exercise/stage_done_beyond", {"keep": KEEP})
         for job_id, (status, attempts, lease_s, _) in STAGE.items():
-            run(owner, "exercise/stage_job", {"id": job_id, "status": status, "attempts": attempts,
-                                              "fence_token": attempts, "lease_s": lease_s, "max_attempts": 5})
+            run(
+                owner,
+                "exercise/stage_job",
+                {
+                    "id": job_id,
+                    "status": status,
+                    "attempts": attempts,
+                    "fence_token": attempts,
+                    "lease_s": lease_s,
+                    "max_attempts": 5,
+                },
+            )
         run(owner, "lab/analyze_jobs")
         before = {r[0]: r for r in run(owner, "lab/all_jobs").fetchall()}
         used = indexes_used(plan(conn, learner, {}))
@@ -38,14 +53,24 @@ def check_reap(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress
     live = [i for i, s in STAGE.items() if s[3] == "running" and status[i] != "running"]
     expired = [i for i, s in STAGE.items() if s[3] != "running"]
     evidence = [
-        Evidence("expired leases back to ready (or dead when out of attempts)",
-                 ", ".join(f"job {i}: {status[i]}" for i in expired),
-                 all(i not in wrong for i in expired)),
-        Evidence("live leases left running", f"{len(STAGE) - len(expired) - len(live)} of {len(STAGE) - len(expired)}",
-                 not live),
-        Evidence("other rows left alone", f"{len(others):,} of {len(before) - len(STAGE):,} changed", not others),
-        Evidence(f"plan uses the partial index {INDEX}", ", ".join(sorted(used)) or "no index: reads the whole table",
-                 INDEX in used),
+        Evidence(
+            "expired leases back to ready (or dead when out of attempts)",
+            ", ".join(f"job {i}: {status[i]}" for i in expired),
+            all(i not in wrong for i in expired),
+        ),
+        Evidence(
+            "live leases left running",
+            f"{len(STAGE) - len(expired) - len(live)} of {len(STAGE) - len(expired)}",
+            not live,
+        ),
+        Evidence(
+            "other rows left alone", f"{len(others):,} of {len(before) - len(STAGE):,} changed", not others
+        ),
+        Evidence(
+            f"plan uses the partial index {INDEX}",
+            ", ".join(sorted(used)) or "no index: reads the whole table",
+            INDEX in used,
+        ),
     ]
     passed = all(e.ok for e in evidence)
     if passed:
@@ -53,11 +78,23 @@ def check_reap(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress
     elif live or others:
         hint = "only running jobs whose lease has passed may change: status = 'running' AND leased_until BETWEEN '-infinity' AND now()."
     elif INDEX not in used:
-        hint = (f"the planner can use the partial index only if your WHERE says status = 'running' as a literal, "
-                "as its predicate does.")
+        hint = (
+            "the planner can use the partial index only if your WHERE says status = 'running' as a literal, "
+            "as its predicate does."
+        )
     else:
         hint = "a job whose attempts reached max_attempts goes dead: CASE WHEN attempts = greatest(attempts, max_attempts) ..."
-    headline = "only expired leases came back, through the partial index" if passed else "; ".join(
-        f"{e.what}: {e.found}" for e in evidence if not e.ok)
-    return Verdict(exercise, passed, headline, evidence, hint, server_version=scratch.db.server.version,
-                   numbers={"indexes": sorted(used), "live_changed": live, "others_changed": len(others)})
+    headline = (
+        "only expired leases came back, through the partial index"
+        if passed
+        else "; ".join(f"{e.what}: {e.found}" for e in evidence if not e.ok)
+    )
+    return Verdict(
+        exercise,
+        passed,
+        headline,
+        evidence,
+        hint,
+        server_version=scratch.db.server.version,
+        numbers={"indexes": sorted(used), "live_changed": live, "others_changed": len(others)},
+    )

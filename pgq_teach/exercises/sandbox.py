@@ -10,8 +10,9 @@ which refuses more than one command and reports any syntax or name error.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import psycopg
 from psycopg import pq
@@ -47,8 +48,11 @@ def open_scratch(exercise: str) -> Scratch:
     db.apply("exercise/add_fence_token")
     password = secrets.token_hex(16)
     with db.connection() as conn:
-        params = {"password": password, "statement_timeout": f"{STATEMENT_TIMEOUT_S}s",
-                  "lock_timeout": f"{LOCK_TIMEOUT_S}s"}
+        params = {
+            "password": password,
+            "statement_timeout": f"{STATEMENT_TIMEOUT_S}s",
+            "lock_timeout": f"{LOCK_TIMEOUT_S}s",
+        }
         run(conn, "exercise/learner_role", params, idents={"role": ROLE, "database": db.name})
     return Scratch(db, make_conninfo(db.dsn, user=ROLE, password=password))
 

@@ -43,7 +43,9 @@ class Verdict:
     def summary(self) -> str:
         mark = "PASS" if self.passed else ("REFUSED" if self.refused else "NOT YET")
         lines = [f"{self.exercise}: {mark}: {self.headline}"]
-        lines += [f"  {'✓' if e.ok else '✗' if e.ok is False else '·'} {e.what}: {e.found}" for e in self.evidence]
+        lines += [
+            f"  {'✓' if e.ok else '✗' if e.ok is False else '·'} {e.what}: {e.found}" for e in self.evidence
+        ]
         if self.hint:
             lines.append(f"  hint: {self.hint}")
         if self.guide:
@@ -64,8 +66,11 @@ class Verdict:
         table = f'<table class="pgq-evidence">{rows}</table>' if rows else ""
         hint = f'<p class="pgq-hint"><b>Hint:</b> {escape(self.hint)}</p>' if self.hint else ""
         guide = f'<p class="pgq-guide" style="color:#555">{escape(str(self.guide))}</p>' if self.guide else ""
-        version = (f'<p style="color:#555">this server: PostgreSQL {escape(self.server_version)}</p>'
-                   if self.server_version else "")
+        version = (
+            f'<p style="color:#555">this server: PostgreSQL {escape(self.server_version)}</p>'
+            if self.server_version
+            else ""
+        )
         return (
             f'<div class="pgq-verdict" data-passed="{str(self.passed).lower()}">'
             f'<p class="pgq-verdict-headline" style="color:{color};font-weight:bold">{mark}: '
@@ -74,10 +79,20 @@ class Verdict:
 
     def record(self) -> dict[str, Any]:
         """What the learner's progress file keeps of this verdict."""
-        return {"passed": self.passed, "refused": self.refused, "headline": self.headline,
-                "hint": self.hint, "at": time.strftime("%Y-%m-%d %H:%M:%S")}
+        return {
+            "passed": self.passed,
+            "refused": self.refused,
+            "headline": self.headline,
+            "hint": self.hint,
+            "at": time.strftime("%Y-%m-%d %H:%M:%S"),
+        }
 
 
 def refused(exercise: str, reason: str) -> Verdict:
-    return Verdict(exercise, False, f"not run: {reason}", refused=True,
-                   hint="Write exactly one query (WITH, SELECT, UPDATE, DELETE or INSERT), then Check again.")
+    return Verdict(
+        exercise,
+        False,
+        f"not run: {reason}",
+        refused=True,
+        hint="Write exactly one statement of the kind this exercise asks for, then Check again.",
+    )

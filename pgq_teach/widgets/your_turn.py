@@ -1,4 +1,4 @@
-""""Your turn": an editor pre-filled with a plausible wrong first attempt, a
+"""Your turn: an editor pre-filled with a plausible wrong first attempt, a
 Check button, and the verdict (evidence and hint) as visible text.
 
 All the checking happens in `pgq_teach.exercises`; this is a thin view.
@@ -25,8 +25,10 @@ class YourTurn(W.VBox):
         self.exercise = exercises.exercise(key)
         self.save = save
         self.title = W.HTML(f"<b>Your turn: {escape(self.exercise.title)}.</b> {escape(self.exercise.task)}")
-        self.editor = W.Textarea(value=sql if sql is not None else self.exercise.attempt_text(),
-                                 layout=W.Layout(width="100%", height="16em"))
+        self.editor = W.Textarea(
+            value=sql if sql is not None else self.exercise.attempt_text(),
+            layout=W.Layout(width="100%", height="16em"),
+        )
         self.editor.add_class("pgq-your-turn-sql")
         self.check_button = W.Button(description="Check", button_style="primary", icon="check")
         self.status = W.HTML(value="")
@@ -47,7 +49,9 @@ class YourTurn(W.VBox):
         sql = self.editor.value  # read on the caller's thread: typing during a check changes nothing
         self.check_button.disabled = True
         self.status.value = "checking on the live server…"
-        return self.runner.start(lambda stop: exercises.check(self.exercise.key, sql, save=self.save, stop=stop))
+        return self.runner.start(
+            lambda stop: exercises.check(self.exercise.key, sql, save=self.save, stop=stop)
+        )
 
     def _done(self, verdict) -> None:
         self.verdict.value = verdict.html()

@@ -85,3 +85,9 @@ def test_a_pass_is_kept_when_a_later_try_fails(pg):
     from pgq_teach import learner
 
     assert learner.load("progress")[ex.key]["latest"]["passed"] is False
+
+
+def test_the_unguarded_update_hint_points_at_the_recheck(pg):
+    verdict = exercises.check("01/guarded_update", exercises.exercise("01/guarded_update").attempt_text())
+    assert not verdict.passed and verdict.hint.startswith("two workers got job ")
+    assert "re-checks its WHERE" in verdict.hint

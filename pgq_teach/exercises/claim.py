@@ -264,6 +264,12 @@ def check_guarded_update(scratch, learner, *, exercise: str, progress=None, stop
         raise Refused("this exercise asks for one UPDATE statement whose subquery picks the job")
     found = race_claim(scratch, learner, progress=progress, stop=stop)
     verdict = claim_verdict(exercise, found, need_lock_in_with=False)
+    shared = found.shared_job()
+    if shared:
+        verdict.hint = (
+            f"two workers got job {shared[0]}: the UPDATE that waited re-checks its WHERE on the row the "
+            "winner committed. Does your WHERE still hold once the job is running?"
+        )
     if verdict.passed:
         verdict.headline = f"no job ran twice; {found.counts.wasted:,} attempts were wasted"
         verdict.hint = (

@@ -17,7 +17,7 @@ from html import escape
 import ipywidgets as W
 
 from .. import exercises
-from .common import Runner, error_html
+from .common import ProgressRelay, Runner, error_html
 
 
 class YourTurn(W.VBox):
@@ -31,12 +31,15 @@ class YourTurn(W.VBox):
         )
         self.editor.add_class("pgq-your-turn-sql")
         self.check_button = W.Button(description="Check", button_style="primary", icon="check")
+        self.progress = W.IntProgress(value=0, min=0, max=100, description="progress")
         self.status = W.HTML(value="")
         self.verdict = W.HTML(value="")
         self.verdict.add_class("pgq-verdict-box")
         self.runner = Runner(self._done, self._failed)
         self.check_button.on_click(lambda _: self.start())
-        super().__init__([self.title, self.editor, W.HBox([self.check_button, self.status]), self.verdict])
+        super().__init__(
+            [self.title, self.editor, W.HBox([self.check_button, self.progress, self.status]), self.verdict]
+        )
         self.add_class("pgq-your-turn")
 
     @property
@@ -49,9 +52,16 @@ class YourTurn(W.VBox):
         sql = self.editor.value  # read on the caller's thread: typing during a check changes nothing
         self.check_button.disabled = True
         self.status.value = "checking on the live server…"
-        return self.runner.start(
-            lambda stop: exercises.check(self.exercise.key, sql, save=self.save, stop=stop)
-        )
+        self.progress.value = 0
+        return self.runner.start(lambda stop: self._check(sql, stop))
+
+    def _check(self, sql: str, stop) -> exercises.Verdict:
+        with ProgressRelay(self._progress) as relay:
+            return exercises.check(self.exercise.key, sql, save=self.save, progress=relay.update, stop=stop)
+
+    def _progress(self, done: int, total: int) -> None:
+        self.progress.max = max(total, 1)
+        self.progress.value = min(done, total)
 
     def _done(self, verdict) -> None:
         self.verdict.value = verdict.html()

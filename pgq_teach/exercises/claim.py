@@ -190,7 +190,11 @@ def claim_evidence(found: ClaimRace) -> list[Evidence]:
             f"{race.run_more_than_once:,} of {race.jobs:,}",
             race.run_more_than_once == 0,
         ),
-        Evidence("jobs never run", f"{found.never_run:,}", found.never_run == 0 and not c.runaway),
+        Evidence(
+            "jobs never run",
+            f"{found.never_run:,}" + (" (stopped: over 10 claims per job)" if c.runaway else ""),
+            found.never_run == 0 and not c.runaway,
+        ),
         Evidence(
             f"claims over the LIMIT of {found.limit}",
             f"{c.over_limit:,} (largest {c.biggest:,} rows)",

@@ -271,7 +271,7 @@ def check_guarded_update(scratch, learner, *, exercise: str, progress=None, stop
     shared = found.shared_job()
     if shared:
         verdict.hint = (
-            f"two workers got job {shared[0]}: the UPDATE that waited re-checks its WHERE on the row the "
+            f"two workers got job {shared[0]}: the worker that waited re-checks its WHERE on the row the "
             "winner committed. Does your WHERE still hold once the job is running?"
         )
     if verdict.passed:

@@ -197,7 +197,7 @@ def claim_evidence(found: ClaimRace) -> list[Evidence]:
         ),
         Evidence(
             f"claims over the LIMIT of {found.limit}",
-            f"{c.over_limit:,} (largest {c.biggest:,} rows)",
+            f"{c.over_limit:,} (largest {c.biggest:,} row{'' if c.biggest == 1 else 's'})",
             c.over_limit == 0,
         ),
         Evidence(

@@ -52,12 +52,12 @@ def check_complete(
             evidence += [
                 Evidence(
                     f"{story}: stale worker A's call",
-                    f"matched {stale} rows; job {status_after_stale}",
+                    f"matched {stale} row{'' if stale == 1 else 's'}; job {status_after_stale}",
                     stale == 0 and status_after_stale == "running",
                 ),
                 Evidence(
                     f"{story}: current worker B's call",
-                    f"matched {current} rows; job {status_after}",
+                    f"matched {current} row{'' if current == 1 else 's'}; job {status_after}",
                     current == 1 and status_after == "done",
                 ),
             ]

@@ -59,3 +59,17 @@ def test_the_widget_refuses_hostile_sql_with_a_visible_reason(pg, home):
     verdict = turn.wait(60)
     assert verdict.refused and "Refused" in turn.verdict.value and "DROP is not one" in turn.verdict.value
     assert learner.load("progress") == {}
+
+
+def test_what_the_learner_typed_comes_back_in_a_new_widget(pg, home):
+    ex = exercises.exercise("10/cleanup")
+    mine = ex.answer_text() + "\n-- my own version"
+    first = YourTurn(ex.key)
+    first.editor.value = mine
+    first.check_button.click()
+    assert first.wait(120).passed
+    again = YourTurn(ex.key)  # a new kernel, the next day
+    assert again.editor.value == mine
+    assert learner.load("progress")[ex.key]["passed_sql"] == mine
+    again.reset_button.click()
+    assert again.editor.value == ex.attempt_text()

@@ -178,25 +178,34 @@ def judge(ex: Exercise, sql: str, *, scratch: Scratch | None = None, progress=No
 
 def check(key: str, sql: str, *, save: bool = True, progress=None, stop=None) -> Verdict:
     """Run the learner's `sql` for exercise `key` and return the verdict
-    (saved in the learner's progress unless `save` is False)."""
+    (saved, with the SQL, in the learner's progress unless `save` is False)."""
     ex = exercise(key)
     verdict = judge(ex, sql, progress=progress, stop=stop)
     if save:
         try:
-            record(verdict)
+            record(verdict, sql)
         except (OSError, PgqError):
             pass  # the verdict still shows; a read-only home must not hide it
     return verdict
 
 
-def record(verdict: Verdict) -> None:
-    """Keep the verdict under progress.json's key for its exercise; a pass is never
-    replaced by a later failed try (the latest try is kept beside it)."""
+def record(verdict: Verdict, sql: str) -> None:
+    """Keep the verdict and the SQL it judged under progress.json's key for its
+    exercise. A pass is never replaced by a later failed try: the latest try is
+    kept beside it, and the passing SQL under "passed_sql"."""
     data = learner.load("progress")
     entry = data.get(verdict.exercise, {})
-    entry["latest"] = verdict.record()
+    entry["latest"] = {**verdict.record(), "sql": sql}
+    if verdict.passed:
+        entry["passed_sql"] = sql
     entry["passed"] = bool(entry.get("passed")) or verdict.passed
     learner.update("progress", verdict.exercise, entry)
+
+
+def last_sql(key: str) -> str | None:
+    """The SQL the learner last checked for this exercise, or None."""
+    sql = learner.load("progress").get(key, {}).get("latest", {}).get("sql")
+    return sql if isinstance(sql, str) else None
 
 
 def done() -> dict[str, bool]:

@@ -22,23 +22,36 @@ from .common import ProgressRelay, Runner, error_html
 
 class YourTurn(W.VBox):
     def __init__(self, key: str, *, sql: str | None = None, save: bool = True):
+        """`sql`: the editor's text; by default the learner's last checked SQL
+        for this exercise (nothing typed is lost), else the seeded first attempt."""
         self.exercise = exercises.exercise(key)
         self.save = save
+        if sql is None:
+            sql = (exercises.last_sql(key) if save else None) or self.exercise.attempt_text()
         self.title = W.HTML(f"<b>Your turn: {escape(self.exercise.title)}.</b> {escape(self.exercise.task)}")
         self.editor = W.Textarea(
-            value=sql if sql is not None else self.exercise.attempt_text(),
+            value=sql,
             layout=W.Layout(width="100%", height="16em"),
         )
         self.editor.add_class("pgq-your-turn-sql")
         self.check_button = W.Button(description="Check", button_style="primary", icon="check")
+        self.reset_button = W.Button(
+            description="Start over", icon="undo", tooltip="put the seeded first attempt back in the editor"
+        )
         self.progress = W.IntProgress(value=0, min=0, max=100, description="progress")
         self.status = W.HTML(value="")
         self.verdict = W.HTML(value="")
         self.verdict.add_class("pgq-verdict-box")
         self.runner = Runner(self._done, self._failed)
         self.check_button.on_click(lambda _: self.start())
+        self.reset_button.on_click(lambda _: self.start_over())
         super().__init__(
-            [self.title, self.editor, W.HBox([self.check_button, self.progress, self.status]), self.verdict]
+            [
+                self.title,
+                self.editor,
+                W.HBox([self.check_button, self.reset_button, self.progress, self.status]),
+                self.verdict,
+            ]
         )
         self.add_class("pgq-your-turn")
 
@@ -54,6 +67,9 @@ class YourTurn(W.VBox):
         self.status.value = "checking on the live server…"
         self.progress.value = 0
         return self.runner.start(lambda stop: self._check(sql, stop))
+
+    def start_over(self) -> None:
+        self.editor.value = self.exercise.attempt_text()
 
     def _check(self, sql: str, stop) -> exercises.Verdict:
         with ProgressRelay(self._progress) as relay:

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from pgq_teach import exercises
+from pgq_teach import databases, exercises
 from pgq_teach.exercises import sandbox
 from pgq_teach.statements import run
 
@@ -21,7 +21,8 @@ def scratch(pg):
     s = sandbox.open_scratch("test_hostile")
     with s.db.connection() as owner:
         run(owner, "lab/seed_jobs", {"kind": "send_receipt", "count": 5})
-    return s
+    yield s
+    databases.drop_database("scratch_test_hostile")
 
 
 def state(s):

@@ -66,3 +66,41 @@ def bars(rows, *, width: int = 720, title: str = "", lines=(), unit: str = "s") 
         )
         body.append(f'<text x="{x + 2:.1f}" y="{height - 8}">{escape(label)}</text>')
     return _frame(width, height, body, title)
+
+
+def line(points, *, width: int = 720, height: int = 180, title: str = "", x_label: str = "",
+         y_label: str = "", guide: tuple[str, float] | None = None) -> str:
+    """One series as a line with dots: points are (x, y). `guide` draws a
+    dashed horizontal reference, such as the guide's figure."""
+    points = list(points)[:MAX_BARS]
+    left, top, bottom, right = 70, 22, 34, 16
+    plot_w, plot_h = width - left - right, height - top - bottom
+    xs = [x for x, _ in points] or [0]
+    ys = [y for _, y in points] + ([guide[1]] if guide else [])
+    x_max, y_max = max(max(xs), 1e-9), max(max(ys, default=0), 1e-9)
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        return left + plot_w * x / x_max, top + plot_h * (1 - y / y_max)
+
+    body = [f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#999"/>',
+            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#999"/>']
+    for i in range(3):
+        value = y_max * i / 2
+        _, y = at(0, value)
+        body.append(f'<text x="{left - 4}" y="{y + 4:.0f}" text-anchor="end">{value:,.4g}</text>')
+    for i in range(5):
+        value = x_max * i / 4
+        x, _ = at(value, 0)
+        body.append(f'<text x="{x:.0f}" y="{top + plot_h + 14}" text-anchor="middle">{value:,.4g}</text>')
+    body.append(f'<text x="{left + plot_w / 2:.0f}" y="{height - 4}" text-anchor="middle">{escape(x_label)}</text>')
+    body.append(f'<text x="4" y="{top + 10}" font-style="italic">{escape(y_label)}</text>')
+    if guide:
+        _, y = at(0, guide[1])
+        body.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#555" '
+                    f'stroke-dasharray="4 3"/><text x="{left + plot_w - 2}" y="{y - 3:.1f}" '
+                    f'text-anchor="end">{escape(guide[0])}</text>')
+    if points:
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in (at(*p) for p in points))
+        body.append(f'<polyline points="{path}" fill="none" stroke="#1f77b4" stroke-width="2"/>')
+        body += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="#1f77b4"/>' for x, y in (at(*p) for p in points)]
+    return _frame(width, height, body, title)

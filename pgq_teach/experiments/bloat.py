@@ -1,0 +1,378 @@
+"""Lesson 09, bloat and VACUUM, measured on the live server:
+
+- drain: 100,000 jobs through claim and done, sampling the table's size and
+  its dead row versions as it goes (guide #17);
+- empty_claim: what one claim reads when nothing is ready, from
+  EXPLAIN (ANALYZE, BUFFERS): the steady signal the guide measures;
+- vacuum: VACUUM (VERBOSE), with its "removed" and "dead but not yet
+  removable" counts read from the server's own report;
+- IdleTransaction: the forgotten REPEATABLE READ session that holds a snapshot
+  and stops VACUUM (guide #18), and BloatLab, which steps through the guide's
+  experiment around it;
+- holders and exact_counts: who holds the snapshot (backend_xmin), and
+  pgstattuple's exact view where the server ships it.
+
+The lesson's database has autovacuum switched off on jobs, so VACUUM runs
+only when the lesson says so and every learner measures the same thing.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import psycopg
+from psycopg.rows import dict_row
+
+from .. import charts, queue
+from ..databases import Database
+from ..errors import BadInput
+from ..guide import GuideFigure, figure
+from ..statements import run
+
+Progress = Callable[[int, int], None]
+
+LIMITS = {"jobs": (1, 200_000), "batch": (1, queue.MAX_BATCH), "samples": (1, 200)}
+IDLE_NAME = "pgq idle transaction"  # application_name, so the learner can spot it
+_TUPLES = re.compile(r"tuples: (\d+) removed, (\d+) remain, (\d+) are dead but not yet removable")
+
+
+def check_whole(name: str, value: Any) -> int:
+    low, high = LIMITS[name]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise BadInput(f"{name} must be a whole number from {low:,} to {high:,}, got {value!r}")
+    return value
+
+
+# --- the drain (guide #17) -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sample:
+    drained: int
+    table_bytes: int
+    dead_tuples: int
+
+
+@dataclass
+class DrainResult:
+    jobs: int
+    batch: int
+    drained: int
+    elapsed_s: float
+    samples: list[Sample]
+    server_version: str
+    stopped: bool = False
+    guess: int | None = None
+    guide: GuideFigure = field(default_factory=lambda: figure(17))
+
+    @property
+    def table_bytes(self) -> int:
+        return self.samples[-1].table_bytes if self.samples else 0
+
+    @property
+    def table_mb(self) -> float:
+        return self.table_bytes / 1024 / 1024
+
+    @property
+    def dead_tuples(self) -> int:
+        return self.samples[-1].dead_tuples if self.samples else 0
+
+    def summary(self) -> str:
+        return "\n".join([
+            f"drain: {self.drained:,} of {self.jobs:,} jobs through claim and done, batches of {self.batch}"
+            + (" (stopped early)" if self.stopped else ""),
+            f"  elapsed {self.elapsed_s:.2f} s",
+            f"  table {self.table_mb:.1f} MB; dead row versions {self.dead_tuples:,}",
+            f"  {self.guide}",
+            f"  this server: PostgreSQL {self.server_version}",
+        ])
+
+    def size_chart_svg(self, width: int = 720) -> str:
+        points = [(s.drained, s.table_bytes / 1024 / 1024) for s in self.samples]
+        return charts.line(points, width=width, title="Table size during the drain", x_label="jobs drained",
+                           y_label="MB", guide=(f"guide: {self.guide.values['table_mb']} MB (PG 16)",
+                                                self.guide.values["table_mb"]))
+
+    def dead_chart_svg(self, width: int = 720) -> str:
+        points = [(s.drained, s.dead_tuples) for s in self.samples]
+        return charts.line(points, width=width, title="Dead row versions during the drain",
+                           x_label="jobs drained", y_label="dead")
+
+
+def prepare(db: Database, jobs: int) -> None:
+    """An empty jobs table, autovacuum off on it, then `jobs` due jobs."""
+    with db.connection() as conn:
+        run(conn, "lab/reset_jobs")
+        run(conn, "lab/autovacuum_off")
+        run(conn, "lab/seed_jobs", {"kind": "send_receipt", "count": jobs})
+
+
+def sample(conn, drained: int) -> Sample:
+    run(conn, "lab/flush_stats")  # this session's counts reach the statistics now
+    table_bytes, _, _, dead = run(conn, "lab/table_bloat").fetchone()
+    return Sample(drained, table_bytes, dead or 0)
+
+
+def drain(
+    db: Database,
+    jobs: int = 100_000,
+    batch: int = 100,
+    samples: int = 20,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+    *,
+    guess: int | None = None,
+) -> DrainResult:
+    """Seed `jobs` due jobs, then claim them `batch` at a time and mark each
+    batch done, as fast as one session can; sample size and dead row versions
+    about `samples` times on the way."""
+    check_whole("jobs", jobs)
+    check_whole("batch", batch)
+    check_whole("samples", samples)
+    stop = stop or threading.Event()
+    prepare(db, jobs)
+    every = max(1, jobs // samples)
+    drained, next_sample = 0, every
+    with db.connection() as conn:
+        points = [sample(conn, 0)]
+        t0 = time.perf_counter()
+        paused = 0.0  # time spent sampling, left out of the drain's time
+        while not stop.is_set():
+            got = queue.claim(conn, batch=batch)
+            if not got:
+                break
+            run(conn, "lab/complete_batch", {"ids": [j.id for j in got], "attempts": [j.attempts for j in got]})
+            drained += len(got)
+            if drained >= next_sample:
+                s0 = time.perf_counter()
+                points.append(sample(conn, drained))
+                paused += time.perf_counter() - s0
+                next_sample += every
+                if progress:
+                    progress(drained, jobs)
+        elapsed = time.perf_counter() - t0 - paused
+        if not points or points[-1].drained != drained:
+            points.append(sample(conn, drained))
+    if progress and not stop.is_set():
+        progress(jobs, jobs)
+    return DrainResult(jobs=jobs, batch=batch, drained=drained, elapsed_s=elapsed, samples=points,
+                       server_version=db.server.version, stopped=drained < jobs, guess=guess)
+
+
+# --- what one empty claim reads ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaimCost:
+    buffers: int
+    ms: float
+    plan: dict
+
+
+def empty_claim(db: Database, runs: int = 3) -> ClaimCost:
+    """EXPLAIN (ANALYZE, BUFFERS) of the claim, `runs` times on a queue with
+    nothing ready; the median buffers (shared hit + read) and time."""
+    costs = []
+    with db.connection() as conn:
+        if any(status == "ready" for status, *_ in run(conn, "stats_status").fetchall()):
+            # ANALYZE runs the claim: with a job ready it would claim it
+            raise BadInput("empty_claim measures a claim with nothing ready, but some jobs are ready")
+        for _ in range(runs):
+            plan = run(conn, "lab/explain_empty_claim").fetchone()[0][0]
+            top = plan["Plan"]
+            costs.append((top["Shared Hit Blocks"] + top["Shared Read Blocks"], plan["Execution Time"], plan))
+    buffers = int(statistics.median(c[0] for c in costs))
+    ms = statistics.median(c[1] for c in costs)
+    return ClaimCost(buffers, ms, costs[-1][2])
+
+
+# --- VACUUM (VERBOSE) ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VacuumReport:
+    removed: int
+    remain: int
+    not_removable: int
+    text: str
+
+    def __str__(self) -> str:
+        return (f"VACUUM: {self.removed:,} removed, {self.remain:,} remain, "
+                f"{self.not_removable:,} dead but not yet removable")
+
+
+def vacuum(db: Database) -> VacuumReport:
+    """VACUUM (VERBOSE) jobs, read back from the server's own INFO report."""
+    messages: list[str] = []
+    with db.connection() as conn:
+        conn.add_notice_handler(lambda diag: messages.append(diag.message_primary or ""))
+        run(conn, "lab/vacuum_verbose_jobs")
+    text = "\n".join(messages)
+    match = _TUPLES.search(text)
+    if match is None:
+        raise RuntimeError(f"VACUUM (VERBOSE) said nothing about tuples; it said:\n{text}")
+    removed, remain, not_removable = (int(n) for n in match.groups())
+    return VacuumReport(removed, remain, not_removable, text)
+
+
+# --- the idle transaction (guide #18) -------------------------------------------
+
+
+class IdleTransaction:
+    """A session that opens a REPEATABLE READ transaction, runs one SELECT,
+    and then sits idle: its snapshot stays until the transaction ends.
+    `timeout` (such as "1s") sets idle_in_transaction_session_timeout first."""
+
+    def __init__(self, db: Database, *, timeout: str | None = None):
+        self.db, self.timeout = db, timeout
+        self.conn: psycopg.Connection | None = None
+        self.pid: int | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.conn is not None and not self.conn.closed
+
+    def open(self) -> int:
+        """Open it (once); the session's pid."""
+        if self.is_open:
+            return self.pid
+        conn = self.db.connect(autocommit=True, application_name=IDLE_NAME)
+        if self.timeout is not None:
+            run(conn, "lab/set_idle_timeout", {"timeout": self.timeout})
+        conn.autocommit = False
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        run(conn, "lab/open_transaction")  # the single SELECT: the snapshot is taken here
+        self.conn, self.pid = conn, conn.info.backend_pid
+        return self.pid
+
+    def close(self) -> None:
+        """End it (a rollback: it changed nothing) and close the session."""
+        if self.conn is not None:
+            try:
+                self.conn.rollback()
+            except psycopg.Error:
+                pass  # the server may already have ended it (the timeout)
+            self.conn.close()
+        self.conn = None
+
+    def alive(self) -> bool:
+        """Whether the server still has this session (asked from another one)."""
+        if self.pid is None:
+            return False
+        with self.db.connection() as conn:
+            return run(conn, "lab/session_alive", {"pid": self.pid}).fetchone()[0]
+
+
+def holders(db: Database) -> list[dict]:
+    """The guide's activity query (sql/stats_sessions.sql): sessions holding a
+    transaction id or a snapshot, oldest first."""
+    with db.connection(row_factory=dict_row) as conn:
+        return run(conn, "stats_sessions").fetchall()
+
+
+# --- pgstattuple's exact view ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExactCounts:
+    available: bool
+    reason: str
+    table_bytes: int = 0
+    live: int = 0
+    dead: int = 0
+    dead_percent: float = 0.0
+    free_percent: float = 0.0
+
+
+def exact_counts(db: Database) -> ExactCounts:
+    """pgstattuple('jobs'), installing the extension if the server ships it;
+    otherwise available=False with the reason."""
+    with db.connection() as conn:
+        available, installed = run(conn, "lab/pgstattuple_available").fetchone()
+        if not available:
+            return ExactCounts(False, "this server does not ship the pgstattuple extension (contrib)")
+        if not installed:
+            try:
+                run(conn, "lab/create_pgstattuple")
+            except psycopg.errors.InsufficientPrivilege:
+                return ExactCounts(False, "pgstattuple is shipped, but this role may not install it "
+                                          "(it needs a superuser)")
+        size, live, dead, dead_pct, _, free_pct = run(conn, "lab/pgstattuple_jobs").fetchone()
+    return ExactCounts(True, "pgstattuple is installed", size, live, dead, dead_pct, free_pct)
+
+
+# --- the lab: drain, VACUUM and measure, with or without the idle transaction ----
+
+
+@dataclass(frozen=True)
+class Step:
+    action: str  # "drain" or "vacuum"
+    transaction_open: bool
+    claim: ClaimCost
+    drain: DrainResult | None = None
+    vacuum: VacuumReport | None = None
+
+    @property
+    def label(self) -> str:
+        state = "transaction open" if self.transaction_open else "no transaction"
+        return f"after {self.action}, {state}"
+
+
+@dataclass
+class BloatLab:
+    """The guide's experiment #18, step by step: open (or end) the idle
+    transaction, drain, VACUUM; after each drain or VACUUM an empty claim is
+    measured and kept in `steps`, so the chart shows what the learner did."""
+
+    db: Database
+    jobs: int = 100_000
+    steps: list[Step] = field(default_factory=list)
+    idle: IdleTransaction | None = None
+    guide: GuideFigure = field(default_factory=lambda: figure(18))
+
+    def __post_init__(self) -> None:
+        check_whole("jobs", self.jobs)
+        self.idle = self.idle or IdleTransaction(self.db)
+
+    @property
+    def server_version(self) -> str:
+        return self.db.server.version
+
+    @property
+    def transaction_open(self) -> bool:
+        return self.idle.is_open
+
+    def open_transaction(self) -> int:
+        return self.idle.open()
+
+    def end_transaction(self) -> None:
+        self.idle.close()
+
+    def drain(self, progress: Progress | None = None, stop: threading.Event | None = None) -> Step:
+        """Drain `jobs` fresh jobs, then measure an empty claim."""
+        result = drain(self.db, jobs=self.jobs, progress=progress, stop=stop)
+        step = Step("drain", self.transaction_open, empty_claim(self.db), drain=result)
+        self.steps.append(step)
+        return step
+
+    def vacuum(self) -> Step:
+        """VACUUM (VERBOSE) again, then measure an empty claim."""
+        report = vacuum(self.db)
+        step = Step("vacuum", self.transaction_open, empty_claim(self.db), vacuum=report)
+        self.steps.append(step)
+        return step
+
+    def chart_svg(self, width: int = 720) -> str:
+        rows = [(f"{n}. {s.label}", s.claim.buffers, f"({s.claim.ms:.2f} ms)")
+                for n, s in enumerate(self.steps, start=1)]
+        return charts.bars(rows, width=width, unit="buffers",
+                           lines=[(f"guide: {self.guide.values['buffers']:,}", self.guide.values["buffers"])],
+                           title="What one empty claim reads, step by step")
+
+    def close(self) -> None:
+        self.idle.close()

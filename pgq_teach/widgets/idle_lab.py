@@ -1,0 +1,162 @@
+"""Lesson 09's idle-transaction lab: open a forgotten REPEATABLE READ
+transaction, drain, VACUUM, end it, VACUUM again, and watch what one empty
+claim reads after each step. The logic is `experiments.bloat.BloatLab`; this
+module wires buttons to it and turns its steps into HTML.
+
+Headless (a notebook, a test):
+
+    lab = IdleLab(db)
+    lab.open_button.click()                    # the transaction is open at once
+    lab.drain_button.click(); lab.wait()       # a drain runs on a thread
+    lab.vacuum_button.click(); lab.wait()
+    lab.close_button.click()
+    lab.vacuum_button.click(); lab.wait()
+    lab.lab.steps                              # what each step measured
+
+CSS classes for a browser: pgq-idle-lab, pgq-open, pgq-close, pgq-drain,
+pgq-vacuum, pgq-transaction (data-open="yes"/"no"), pgq-holders, pgq-status,
+pgq-result (one row per step, class pgq-step).
+"""
+
+from __future__ import annotations
+
+import threading
+from html import escape
+from typing import Any
+
+import ipywidgets as W
+
+from ..databases import Database
+from ..experiments import bloat
+from .common import ProgressRelay, Runner, comparison_html, error_html
+
+
+def drain_html(result: bloat.DrainResult, guess: int | None) -> str:
+    """The drain beside guide #17: the guess is the table's size in MB."""
+    result.guess = guess or None  # the box starts at 0, which is no answer here
+    rows = [("table size, MB", result.guess, round(result.table_mb, 1), f"{result.guide.values['table_mb']} (PG 16)"),
+            ("dead row versions (statistics)", None, result.dead_tuples, None),
+            ("seconds to drain", None, result.elapsed_s, None)]
+    return (comparison_html(rows, version=result.server_version) + result.size_chart_svg()
+            + result.dead_chart_svg() + f"<pre class='pgq-summary'>{escape(result.summary())}</pre>")
+
+
+def transaction_html(lab: bloat.BloatLab) -> str:
+    if lab.transaction_open:
+        text = f"an idle REPEATABLE READ transaction is open (pid {lab.idle.pid})"
+        return f'<span data-open="yes" style="color:#b26a00">{escape(text)}</span>'
+    return '<span data-open="no">no idle transaction open</span>'
+
+
+def holders_html(rows: list[dict]) -> str:
+    """The guide's activity query, as a table."""
+    if not rows:
+        return "<p>No session holds a transaction id or a snapshot.</p>"
+    head = "".join(f"<th>{escape(k)}</th>" for k in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in row.values()) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def steps_html(lab: bloat.BloatLab) -> str:
+    if not lab.steps:
+        return ""
+    head = ("<tr><th>step</th><th>empty claim, buffers</th><th>ms</th><th>drain, s</th>"
+            "<th>VACUUM removed</th><th>dead, not yet removable</th></tr>")
+
+    def number(value: Any, fmt: str = "{:,}") -> str:
+        return "–" if value is None else fmt.format(value)
+
+    rows = "".join(
+        f"<tr class='pgq-step'><td>{n}. {escape(s.label)}</td><td>{s.claim.buffers:,}</td>"
+        f"<td>{s.claim.ms:.2f}</td><td>{number(s.drain and s.drain.elapsed_s, '{:.2f}')}</td>"
+        f"<td>{number(s.vacuum and s.vacuum.removed)}</td><td>{number(s.vacuum and s.vacuum.not_removable)}</td></tr>"
+        for n, s in enumerate(lab.steps, start=1))
+    guide = f"<p>{escape(str(lab.guide))}; this server: PostgreSQL {escape(lab.server_version)}</p>"
+    return f"<table>{head}{rows}</table>{guide}{lab.chart_svg()}"
+
+
+class IdleLab(W.VBox):
+    def __init__(self, db: Database, jobs: int = 100_000):
+        self.lab = bloat.BloatLab(db, jobs=jobs)
+        self.db = db
+        self.open_button = W.Button(description="Open an idle transaction", icon="folder-open")
+        self.close_button = W.Button(description="End it", icon="times", disabled=True)
+        self.drain_button = W.Button(description=f"Drain {jobs:,} jobs", button_style="primary", icon="play")
+        self.vacuum_button = W.Button(description="VACUUM (VERBOSE)")
+        for button, css in ((self.open_button, "pgq-open"), (self.close_button, "pgq-close"),
+                            (self.drain_button, "pgq-drain"), (self.vacuum_button, "pgq-vacuum")):
+            button.add_class(css)
+        self.transaction = W.HTML(value=transaction_html(self.lab))
+        self.transaction.add_class("pgq-transaction")
+        self.holders = W.HTML(value="")
+        self.holders.add_class("pgq-holders")
+        self.progress = W.IntProgress(value=0, min=0, max=jobs, description="drain")
+        self.status = W.HTML(value="")
+        self.status.add_class("pgq-status")
+        self.output = W.HTML(value="")
+        self.output.add_class("pgq-result")
+        self.runner = Runner(self._done, self._failed)
+        self.open_button.on_click(lambda _: self._open())
+        self.close_button.on_click(lambda _: self._close())
+        self.drain_button.on_click(lambda _: self._start(self._drain, "draining…"))
+        self.vacuum_button.on_click(lambda _: self._start(lambda stop: self.lab.vacuum(), "VACUUM running…"))
+        super().__init__([
+            W.HBox([self.open_button, self.close_button]), self.transaction,
+            W.HBox([self.drain_button, self.vacuum_button, self.progress]), self.status,
+            self.output, W.HTML("<b>Who holds a snapshot</b> (the guide's activity query)"), self.holders,
+        ])
+        self.add_class("pgq-idle-lab")
+        self._show_holders()
+
+    @property
+    def steps(self) -> list[bloat.Step]:
+        return self.lab.steps
+
+    def _show_holders(self) -> None:
+        self.transaction.value = transaction_html(self.lab)
+        self.holders.value = holders_html(bloat.holders(self.db))
+
+    def _open(self) -> None:
+        try:
+            self.lab.open_transaction()
+        except Exception as exc:  # shown, not raised: a click has no caller
+            self.status.value = error_html(exc)
+        self.open_button.disabled, self.close_button.disabled = self.lab.transaction_open, not self.lab.transaction_open
+        self._show_holders()
+
+    def _close(self) -> None:
+        self.lab.end_transaction()
+        self.open_button.disabled, self.close_button.disabled = False, True
+        self._show_holders()
+
+    def _start(self, fn, message: str) -> None:
+        if self.runner.busy:
+            return
+        self.drain_button.disabled = self.vacuum_button.disabled = True
+        self.status.value = message
+        self.runner.start(fn)
+
+    def _drain(self, stop: threading.Event) -> bloat.Step:
+        with ProgressRelay(self._progress) as relay:
+            return self.lab.drain(progress=relay.update, stop=stop)
+
+    def _progress(self, done: int, total: int) -> None:
+        self.progress.max = max(total, 1)
+        self.progress.value = min(done, total)
+
+    def _done(self, step: bloat.Step) -> None:
+        self.output.value = steps_html(self.lab)
+        self.status.value = f"done: {escape(step.label)}"
+        self.drain_button.disabled = self.vacuum_button.disabled = False
+        self._show_holders()
+
+    def _failed(self, exc: BaseException) -> None:
+        self.status.value = error_html(exc)
+        self.drain_button.disabled = self.vacuum_button.disabled = False
+
+    def wait(self, timeout: float | None = None) -> Any:
+        return self.runner.wait(timeout)
+
+    def close(self) -> None:
+        self.lab.close()
+        super().close()

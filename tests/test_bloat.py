@@ -1,0 +1,109 @@
+"""Lesson 09's experiments on a real server: dead versions from a drain,
+what an empty claim reads before and after VACUUM, and the idle
+REPEATABLE READ transaction that stops VACUUM (guide #17, #18)."""
+
+import threading
+import time
+
+import pytest
+
+from helpers import counts, seed
+from pgq_teach.errors import BadInput
+from pgq_teach.experiments import bloat
+
+JOBS = 5_000  # big enough for an index of many pages, small enough to be quick
+
+
+@pytest.mark.parametrize("kwargs", [{"jobs": 0}, {"jobs": 1.5}, {"batch": 0}, {"samples": True}])
+def test_drain_refuses_bad_input_before_touching_the_table(db, conn, kwargs):
+    seed(conn, 3)
+    with pytest.raises(BadInput):
+        bloat.drain(db, **kwargs)
+    assert counts(conn) == {"ready": 3}
+
+
+def test_drain_completes_every_job_and_leaves_dead_versions(db, conn):
+    result = bloat.drain(db, jobs=JOBS, samples=5)
+    assert not result.stopped and result.drained == JOBS
+    assert counts(conn) == {"done": JOBS}
+    assert result.samples[-1].table_bytes > result.samples[0].table_bytes
+    assert result.dead_tuples > 0
+    assert [s.drained for s in result.samples] == sorted(s.drained for s in result.samples)
+
+
+def test_a_stopped_drain_says_so(db):
+    stop = threading.Event()
+    stop.set()
+    result = bloat.drain(db, jobs=JOBS, stop=stop)
+    assert result.stopped and result.drained == 0
+
+
+def test_empty_claim_refuses_when_a_job_is_ready(db, conn):
+    seed(conn, 1)
+    with pytest.raises(BadInput, match="ready"):
+        bloat.empty_claim(db)
+    assert counts(conn) == {"ready": 1}  # nothing was claimed
+
+
+def test_vacuum_brings_the_empty_claim_down_to_the_index_root(db):
+    bloat.drain(db, jobs=JOBS)
+    before = bloat.empty_claim(db)
+    report = bloat.vacuum(db)
+    after = bloat.empty_claim(db)
+    assert report.not_removable == 0
+    assert before.buffers >= 5  # the walk over the drained entries' index pages
+    assert after.buffers <= 2 < before.buffers
+
+
+def test_an_idle_repeatable_read_transaction_stops_vacuum(db):
+    idle = bloat.IdleTransaction(db)
+    pid = idle.open()
+    try:
+        assert any(row["pid"] == pid and row["backend_xmin"] is not None for row in bloat.holders(db))
+        bloat.drain(db, jobs=JOBS)
+        held = bloat.vacuum(db)
+        held_claim = bloat.empty_claim(db)
+    finally:
+        idle.close()
+    freed = bloat.vacuum(db)
+    assert held.removed == 0 and held.not_removable == 2 * JOBS  # claim and done, each job
+    assert freed.removed == 2 * JOBS and freed.not_removable == 0
+    assert bloat.empty_claim(db).buffers <= 2 < held_claim.buffers
+    assert not any(row["pid"] == pid for row in bloat.holders(db))
+
+
+def test_idle_in_transaction_session_timeout_ends_the_session(db):
+    idle = bloat.IdleTransaction(db, timeout="300ms")
+    idle.open()
+    assert idle.alive()
+    deadline = time.monotonic() + 10
+    while idle.alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not idle.alive()
+    idle.close()  # ending an already-ended session is quiet
+
+
+def test_the_lab_records_each_step(db):
+    lab = bloat.BloatLab(db, jobs=JOBS)
+    try:
+        lab.open_transaction()
+        drained = lab.drain()
+        held = lab.vacuum()
+        lab.end_transaction()
+        freed = lab.vacuum()
+    finally:
+        lab.close()
+    assert [s.action for s in lab.steps] == ["drain", "vacuum", "vacuum"]
+    assert drained.transaction_open and held.transaction_open and not freed.transaction_open
+    assert held.vacuum.not_removable == 2 * JOBS and freed.vacuum.not_removable == 0
+    assert freed.claim.buffers < held.claim.buffers
+    assert "<svg" in lab.chart_svg()
+
+
+def test_pgstattuple_counts_exactly_where_the_server_has_it(db):
+    bloat.drain(db, jobs=JOBS)
+    bloat.vacuum(db)
+    exact = bloat.exact_counts(db)
+    if not exact.available:
+        pytest.skip(exact.reason)
+    assert exact.live == JOBS and exact.dead == 0

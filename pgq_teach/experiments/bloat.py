@@ -127,15 +127,18 @@ def drain(
     stop: threading.Event | None = None,
     *,
     guess: int | None = None,
+    prepared: bool = False,
 ) -> DrainResult:
-    """Seed `jobs` due jobs, then claim them `batch` at a time and mark each
-    batch done, as fast as one session can; sample size and dead row versions
-    about `samples` times on the way."""
+    """Seed `jobs` due jobs (unless `prepared` says the caller already did,
+    with prepare()), then claim them `batch` at a time and mark each batch
+    done, as fast as one session can; sample size and dead row versions about
+    `samples` times on the way."""
     check_whole("jobs", jobs)
     check_whole("batch", batch)
     check_whole("samples", samples)
     stop = stop or threading.Event()
-    prepare(db, jobs)
+    if not prepared:
+        prepare(db, jobs)
     every = max(1, jobs // samples)
     drained, next_sample = 0, every
     with db.connection() as conn:

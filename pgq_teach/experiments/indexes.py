@@ -1,0 +1,226 @@
+"""Lesson 08, indexes that stay small, measured on the live server:
+
+- index_sizes: 100,000 done jobs and 100 ready, indexes rebuilt: the partial
+  ready index against a full (status, run_at) index (guide #14), with
+  distinct run_at values or all-equal keys (btree deduplication);
+- drained_index: the ready index after 100,000 queued jobs drain, after
+  VACUUM, and after REINDEX INDEX CONCURRENTLY (guide #15);
+- read_plans: the claim's locking read with the literal 'ready' against
+  status = $1 under a generic plan: plans and buffers (guide #16);
+- reaper_plan: the reaper's statement uses its own partial index.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .. import charts
+from ..databases import Database
+from ..errors import BadInput
+from ..guide import GuideFigure, figure
+from ..statements import explain, run
+from . import bloat
+
+Progress = Callable[[int, int], None]
+
+READY_INDEX, RUNNING_INDEX, FULL_INDEX = "jobs_ready_idx", "jobs_running_idx", "jobs_status_run_at_idx"
+LIMITS = {"done": (0, 1_000_000), "ready": (1, 100_000)}
+
+
+def check_count(name: str, value) -> int:
+    low, high = LIMITS[name]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise BadInput(f"{name} must be a whole number from {low:,} to {high:,}, got {value!r}")
+    return value
+
+
+def sizes(db: Database) -> dict[str, int]:
+    """Each index on jobs and its size in bytes."""
+    with db.connection() as conn:
+        return dict(run(conn, "lab/index_sizes").fetchall())
+
+
+def seed_history(db: Database, done: int, ready: int, *, distinct: bool = True, full_index: bool = False) -> None:
+    """An empty table, then `done` finished jobs and `ready` due ones, the
+    full index too if asked, every index rebuilt, statistics fresh."""
+    with db.connection() as conn:
+        run(conn, "lab/reset_jobs")
+        run(conn, "lab/autovacuum_off")
+        if done:
+            run(conn, "lab/seed_done_jobs", {"count": done, "distinct": distinct})
+        run(conn, "lab/seed_jobs", {"kind": "send_receipt", "count": ready})
+        run(conn, "teaching/full_status_index" if full_index else "lab/drop_full_index")
+        run(conn, "lab/reindex_jobs")
+        run(conn, "lab/analyze_jobs")
+
+
+# --- partial against full (guide #14) ----------------------------------------------
+
+
+@dataclass
+class IndexSizes:
+    done: int
+    ready: int
+    distinct: bool
+    bytes: dict[str, int]
+    server_version: str
+    guess: int | None = None
+    guide: GuideFigure = field(default_factory=lambda: figure(14))
+
+    def kb(self, index: str) -> float:
+        return self.bytes[index] / 1024
+
+    @property
+    def ratio(self) -> float:
+        return self.bytes[FULL_INDEX] / self.bytes[READY_INDEX]
+
+    def summary(self) -> str:
+        keys = "distinct run_at values" if self.distinct else "all-equal (status, run_at) keys"
+        lines = [f"{self.done:,} done + {self.ready:,} ready jobs, {keys}, indexes rebuilt"]
+        lines += [f"  {name:<24} {self.kb(name):>8,.0f} kB" for name in sorted(self.bytes)]
+        lines += [f"  full / partial ready: {self.ratio:,.0f}x" + (f"  (your guess: {self.guess:,}x)" if self.guess else ""),
+                  f"  {self.guide}", f"  this server: PostgreSQL {self.server_version}"]
+        return "\n".join(lines)
+
+    def chart_svg(self, width: int = 720) -> str:
+        rows = [(name, self.kb(name), "") for name in (READY_INDEX, RUNNING_INDEX, FULL_INDEX)]
+        return charts.bars(rows, width=width, unit="kB",
+                           lines=[(f"guide full: {self.guide.values['full_kb']:,} kB", self.guide.values["full_kb"])],
+                           title=f"Index sizes, {self.done:,} done + {self.ready} ready"
+                                 + ("" if self.distinct else " (all-equal keys)"))
+
+
+def index_sizes(db: Database, done: int = 100_000, ready: int = 100, *, distinct: bool = True,
+                guess: int | None = None) -> IndexSizes:
+    check_count("done", done)
+    check_count("ready", ready)
+    seed_history(db, done, ready, distinct=distinct, full_index=True)
+    return IndexSizes(done, ready, distinct, sizes(db), db.server.version, guess=guess)
+
+
+# --- the index that does not shrink (guide #15) ------------------------------------
+
+
+@dataclass
+class DrainedIndex:
+    jobs: int
+    seeded_kb: float
+    after_drain_kb: float
+    after_vacuum_kb: float
+    after_reindex_kb: float
+    server_version: str
+    stopped: bool = False
+    guess: int | None = None
+    guide: GuideFigure = field(default_factory=lambda: figure(15))
+
+    def summary(self) -> str:
+        return "\n".join([
+            f"ready index, {self.jobs:,} queued jobs drained" + (" (stopped early)" if self.stopped else ""),
+            f"  with the jobs queued:         {self.seeded_kb:>8,.0f} kB",
+            f"  after the drain:              {self.after_drain_kb:>8,.0f} kB",
+            f"  after VACUUM:                 {self.after_vacuum_kb:>8,.0f} kB",
+            f"  after REINDEX CONCURRENTLY:   {self.after_reindex_kb:>8,.0f} kB",
+            f"  {self.guide}", f"  this server: PostgreSQL {self.server_version}",
+        ])
+
+    def chart_svg(self, width: int = 720) -> str:
+        rows = [("after the drain", self.after_drain_kb, ""), ("after VACUUM", self.after_vacuum_kb, ""),
+                ("after REINDEX CONCURRENTLY", self.after_reindex_kb, "")]
+        return charts.bars(rows, width=width, unit="kB", title="The ready index, empty queue",
+                           lines=[(f"guide: {self.guide.values['kb']:,} kB", self.guide.values["kb"])])
+
+
+def drained_index(db: Database, jobs: int = 100_000, progress: Progress | None = None,
+                  stop: threading.Event | None = None, *, guess: int | None = None) -> DrainedIndex:
+    """Queue `jobs` jobs, drain them, then measure the ready index after the
+    drain, after VACUUM, and after REINDEX INDEX CONCURRENTLY."""
+    bloat.check_whole("jobs", jobs)
+    with db.connection() as conn:
+        run(conn, "lab/drop_full_index")
+    bloat.prepare(db, jobs)
+    seeded = sizes(db)[READY_INDEX] / 1024
+    result = bloat.drain(db, jobs=jobs, samples=10, progress=progress, stop=stop, prepared=True)
+    after_drain = sizes(db)[READY_INDEX] / 1024
+    bloat.vacuum(db)
+    after_vacuum = sizes(db)[READY_INDEX] / 1024
+    with db.connection() as conn:
+        run(conn, "reindex_ready")
+    after_reindex = sizes(db)[READY_INDEX] / 1024
+    return DrainedIndex(jobs, seeded, after_drain, after_vacuum, after_reindex, db.server.version,
+                        stopped=result.stopped, guess=guess)
+
+
+# --- plans and buffers (guide #16, and the literal 'ready') -------------------------
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    """One run of a read under EXPLAIN (ANALYZE, BUFFERS)."""
+
+    buffers: int
+    ms: float
+    shape: str  # one line per plan node, indented, with the index it used
+
+    @property
+    def indexes(self) -> set[str]:
+        return {word for line in self.shape.splitlines() for word in line.split() if word.startswith("jobs_")}
+
+
+def shape(node: dict, depth: int = 0) -> str:
+    """A plan node and its children as indented lines: 'Index Scan using jobs_ready_idx'."""
+    text = node["Node Type"]
+    if "Index Name" in node:
+        text += f" using {node['Index Name']}"
+    elif "Relation Name" in node:
+        text += f" on {node['Relation Name']}"
+    lines = ["  " * depth + text]
+    lines += [shape(child, depth + 1) for child in node.get("Plans", [])]
+    return "\n".join(lines)
+
+
+def plan_cost(explained: list) -> PlanCost:
+    top = explained[0]["Plan"]
+    return PlanCost(top["Shared Hit Blocks"] + top["Shared Read Blocks"], explained[0]["Execution Time"], shape(top))
+
+
+@dataclass
+class ReadPlans:
+    done: int
+    ready: int
+    literal: PlanCost
+    generic: PlanCost
+    server_version: str
+    guess: int | None = None
+    guide: GuideFigure = field(default_factory=lambda: figure(16))
+
+    def summary(self) -> str:
+        return "\n".join([
+            f"the claim's locking read, {self.done:,} done + {self.ready} ready jobs",
+            f"  status = 'ready' (literal): {self.literal.buffers:,} buffers, {self.literal.ms:.2f} ms",
+            *("    " + line for line in self.literal.shape.splitlines()),
+            f"  status = $1, generic plan:  {self.generic.buffers:,} buffers, {self.generic.ms:.2f} ms",
+            *("    " + line for line in self.generic.shape.splitlines()),
+            f"  {self.guide}", f"  this server: PostgreSQL {self.server_version}",
+        ])
+
+
+def read_plans(db: Database, done: int = 100_000, ready: int = 100, *, guess: int | None = None) -> ReadPlans:
+    """The locking read with the literal 'ready', then the same read prepared
+    with status = $1 and run under plan_cache_mode = force_generic_plan."""
+    check_count("done", done)
+    check_count("ready", ready)
+    seed_history(db, done, ready)
+    with db.connection() as conn:
+        literal = plan_cost(run(conn, "lab/explain_analyze_read").fetchone()[0])
+        run(conn, "teaching/prepare_read_by_status")
+        run(conn, "lab/force_generic_plan")
+        generic = plan_cost(run(conn, "lab/explain_read_by_status").fetchone()[0])
+    return ReadPlans(done, ready, literal, generic, db.server.version, guess=guess)
+
+
+def reaper_plan(db: Database) -> str:
+    """The reaper's plan on the table as it is (EXPLAIN only: nothing is reaped)."""
+    with db.connection() as conn:
+        return "\n".join(explain(conn, "reap"))

@@ -1,0 +1,51 @@
+"""Lesson 08's experiments on a real server: partial against full index
+sizes, the index that does not shrink, and the literal 'ready' against a
+generic plan (guide #14, #15, #16)."""
+
+import pytest
+
+from helpers import counts, seed
+from pgq_teach.errors import BadInput
+from pgq_teach.experiments import indexes
+
+DONE = 20_000  # enough rows for the full index to span many pages
+
+
+@pytest.mark.parametrize("kwargs", [{"done": -1}, {"ready": 0}, {"done": "many"}, {"ready": True}])
+def test_bad_counts_are_refused_before_touching_the_table(db, conn, kwargs):
+    seed(conn, 2)
+    with pytest.raises(BadInput):
+        indexes.index_sizes(db, **kwargs)
+    assert counts(conn) == {"ready": 2}
+
+
+def test_the_partial_index_stays_small_beside_done_jobs(db):
+    result = indexes.index_sizes(db, done=DONE, ready=100)
+    assert result.bytes[indexes.READY_INDEX] <= 16 * 1024
+    assert result.bytes[indexes.RUNNING_INDEX] <= 16 * 1024
+    assert result.ratio >= 20
+
+
+def test_equal_keys_deduplicate_the_full_index(db):
+    distinct = indexes.index_sizes(db, done=DONE, ready=100, distinct=True)
+    equal = indexes.index_sizes(db, done=DONE, ready=100, distinct=False)
+    assert equal.bytes[indexes.FULL_INDEX] < distinct.bytes[indexes.FULL_INDEX] / 2
+
+
+def test_the_ready_index_keeps_its_size_until_rebuilt(db):
+    result = indexes.drained_index(db, jobs=DONE)
+    assert not result.stopped
+    assert result.after_drain_kb == result.after_vacuum_kb == result.seeded_kb > 100
+    assert result.after_reindex_kb <= 16
+
+
+def test_a_generic_plan_on_status_cannot_use_the_partial_index(db):
+    plans = indexes.read_plans(db, done=DONE, ready=100)
+    assert indexes.READY_INDEX in plans.literal.indexes
+    assert indexes.READY_INDEX not in plans.generic.indexes
+    assert plans.generic.buffers > 10 * plans.literal.buffers
+
+
+def test_the_reaper_uses_its_own_partial_index(db):
+    indexes.seed_history(db, DONE, 10)
+    assert "jobs_running_idx" in indexes.reaper_plan(db)

@@ -1,0 +1,65 @@
+"""Lesson 07's experiments on a real server: the NOTIFY rules of guide #12,
+the payload limit, pickup latency with the library's Worker (guide #13),
+and NOTIFY's cost with several producers."""
+
+import pytest
+
+from helpers import counts
+from pgq_teach.errors import BadInput
+from pgq_teach.experiments import wakeups
+
+
+def test_every_rule_holds_on_this_server(db):
+    result = wakeups.notify_rules(db)
+    assert [r.name for r in result.rules] == list(wakeups.RULES)
+    assert {r.name: r.holds for r in result.rules} == dict.fromkeys(wakeups.RULES, True)
+    assert result.rule("identical").observed == "1" and result.rule("distinct").observed == "3"
+
+
+def test_unknown_rules_are_refused(db):
+    with pytest.raises(BadInput):
+        wakeups.notify_rules(db, ["no such rule"])
+    with pytest.raises(BadInput):
+        wakeups.notify_rules(db, [])
+
+
+def test_the_payload_limit_is_the_servers(db):
+    assert wakeups.payload_limit(db, 7_999).accepted
+    refused = wakeups.payload_limit(db, 8_000)
+    assert not refused.accepted and refused.sqlstate == "22023"
+
+
+def test_payload_size_is_checked_first(db):
+    with pytest.raises(BadInput):
+        wakeups.payload_limit(db, -1)
+
+
+def test_listen_belongs_to_one_session(db):
+    bound = wakeups.listen_is_per_session(db)
+    assert (bound.listening_session_heard, bound.other_session_heard) == (1, 0)
+
+
+def test_notify_wakes_the_worker_long_before_the_poll(db, conn):
+    result = wakeups.pickup_latency(db, jobs=6, poll_s=1.0, seed=3)
+    assert not result.stopped and len(result.pickups) == 6
+    assert max(result.latencies(True)) < 0.25  # woken, not polled
+    assert max(result.latencies(False)) < 1.5  # at most about one poll
+    assert counts(conn) == {"done": 6}
+
+
+@pytest.mark.parametrize("kwargs", [{"jobs": 1}, {"poll_s": 0}, {"poll_s": "1"}])
+def test_pickup_latency_refuses_bad_input(db, kwargs):
+    with pytest.raises(BadInput):
+        wakeups.pickup_latency(db, **kwargs)
+
+
+def test_notify_cost_runs_every_mode_and_commits_every_job(db, conn):
+    result = wakeups.notify_cost(db, producers=4, transactions=5, per_transaction=3, rounds=1)
+    assert set(result.elapsed_s) == set(wakeups.COST_MODES) and not result.stopped
+    assert counts(conn) == {"ready": 4 * 5 * 3}  # the last mode's jobs, all committed
+
+
+@pytest.mark.parametrize("kwargs", [{"producers": 0}, {"transactions": 0}, {"rounds": 11}])
+def test_notify_cost_refuses_bad_input(db, kwargs):
+    with pytest.raises(BadInput):
+        wakeups.notify_cost(db, **kwargs)

@@ -44,12 +44,14 @@ def timeline(bars, lanes: int, span: float, *, width: int = 720, title: str = ""
     return _frame(width, height, body, title)
 
 
-def bars(rows, *, width: int = 720, title: str = "", lines=(), unit: str = "s") -> str:
+def bars(rows, *, width: int = 720, title: str = "", lines=(), unit: str = "s", fmt: str = "{:.2f}",
+         right: int = 70) -> str:
     """Horizontal bars: rows of (label, value, note); lines of (label, value)
-    drawn as dashed reference lines, such as the serial and shared ideals."""
+    drawn as dashed reference lines, such as the serial and shared ideals.
+    `fmt` formats each value; `right` is the room kept for the value's text."""
     rows = list(rows)
     left, top, bar_h = 240, 22, 22
-    plot_w = width - left - 70
+    plot_w = width - left - right
     top_value = max([v for _, v, _ in rows] + [v for _, v in lines] + [1e-9])
     height = top + len(rows) * bar_h + 30
     body = []
@@ -58,7 +60,7 @@ def bars(rows, *, width: int = 720, title: str = "", lines=(), unit: str = "s") 
         w = plot_w * value / top_value
         body.append(f'<text x="4" y="{y + 14}">{escape(label)}</text>')
         body.append(f'<rect x="{left}" y="{y + 3}" width="{w:.1f}" height="{bar_h - 8}" fill="#1f77b4"/>')
-        body.append(f'<text x="{left + w + 4:.1f}" y="{y + 14}">{value:.2f} {unit} {escape(note)}</text>')
+        body.append(f'<text x="{left + w + 4:.1f}" y="{y + 14}">{fmt.format(value)} {unit} {escape(note)}</text>')
     for label, value in lines:
         x = left + plot_w * value / top_value
         body.append(

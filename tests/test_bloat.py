@@ -107,3 +107,10 @@ def test_pgstattuple_counts_exactly_where_the_server_has_it(db):
     if not exact.available:
         pytest.skip(exact.reason)
     assert exact.live == JOBS and exact.dead == 0
+
+
+def test_the_drain_charts_draw_every_sample(db):
+    result = bloat.drain(db, jobs=JOBS, samples=4)
+    svg = result.size_chart_svg()
+    assert svg.startswith("<svg") and svg.count("<circle") == len(result.samples)
+    assert "guide: 29 MB" in svg

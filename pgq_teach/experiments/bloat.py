@@ -83,25 +83,37 @@ class DrainResult:
         return self.samples[-1].dead_tuples if self.samples else 0
 
     def summary(self) -> str:
-        return "\n".join([
-            f"drain: {self.drained:,} of {self.jobs:,} jobs through claim and done, batches of {self.batch}"
-            + (" (stopped early)" if self.stopped else ""),
-            f"  elapsed {self.elapsed_s:.2f} s",
-            f"  table {self.table_mb:.1f} MB; dead row versions {self.dead_tuples:,}",
-            f"  {self.guide}",
-            f"  this server: PostgreSQL {self.server_version}",
-        ])
+        return "\n".join(
+            [
+                f"drain: {self.drained:,} of {self.jobs:,} jobs through claim and done, "
+                f"batches of {self.batch}" + (" (stopped early)" if self.stopped else ""),
+                f"  elapsed {self.elapsed_s:.2f} s",
+                f"  table {self.table_mb:.1f} MB; dead row versions {self.dead_tuples:,}",
+                f"  {self.guide}",
+                f"  this server: PostgreSQL {self.server_version}",
+            ]
+        )
 
     def size_chart_svg(self, width: int = 720) -> str:
         points = [(s.drained, s.table_bytes / 1024 / 1024) for s in self.samples]
-        return charts.line(points, width=width, title="Table size during the drain", x_label="jobs drained",
-                           y_label="MB", guide=(f"guide: {self.guide.values['table_mb']} MB (PG 16)",
-                                                self.guide.values["table_mb"]))
+        return charts.line(
+            points,
+            width=width,
+            title="Table size during the drain",
+            x_label="jobs drained",
+            y_label="MB",
+            guide=(f"guide: {self.guide.values['table_mb']} MB (PG 16)", self.guide.values["table_mb"]),
+        )
 
     def dead_chart_svg(self, width: int = 720) -> str:
         points = [(s.drained, s.dead_tuples) for s in self.samples]
-        return charts.line(points, width=width, title="Dead row versions during the drain",
-                           x_label="jobs drained", y_label="dead")
+        return charts.line(
+            points,
+            width=width,
+            title="Dead row versions during the drain",
+            x_label="jobs drained",
+            y_label="dead",
+        )
 
 
 def prepare(db: Database, jobs: int) -> None:
@@ -149,7 +161,11 @@ def drain(
             got = queue.claim(conn, batch=batch)
             if not got:
                 break
-            run(conn, "lab/complete_batch", {"ids": [j.id for j in got], "attempts": [j.attempts for j in got]})
+            run(
+                conn,
+                "lab/complete_batch",
+                {"ids": [j.id for j in got], "attempts": [j.attempts for j in got]},
+            )
             drained += len(got)
             if drained >= next_sample:
                 s0 = time.perf_counter()
@@ -163,8 +179,16 @@ def drain(
             points.append(sample(conn, drained))
     if progress and not stop.is_set():
         progress(jobs, jobs)
-    return DrainResult(jobs=jobs, batch=batch, drained=drained, elapsed_s=elapsed, samples=points,
-                       server_version=db.server.version, stopped=drained < jobs, guess=guess)
+    return DrainResult(
+        jobs=jobs,
+        batch=batch,
+        drained=drained,
+        elapsed_s=elapsed,
+        samples=points,
+        server_version=db.server.version,
+        stopped=drained < jobs,
+        guess=guess,
+    )
 
 
 # --- what one empty claim reads ------------------------------------------------
@@ -205,8 +229,10 @@ class VacuumReport:
     text: str
 
     def __str__(self) -> str:
-        return (f"VACUUM: {self.removed:,} removed, {self.remain:,} remain, "
-                f"{self.not_removable:,} dead but not yet removable")
+        return (
+            f"VACUUM: {self.removed:,} removed, {self.remain:,} remain, "
+            f"{self.not_removable:,} dead but not yet removable"
+        )
 
 
 def vacuum(db: Database) -> VacuumReport:
@@ -303,8 +329,9 @@ def exact_counts(db: Database) -> ExactCounts:
             try:
                 run(conn, "lab/create_pgstattuple")
             except psycopg.errors.InsufficientPrivilege:
-                return ExactCounts(False, "pgstattuple is shipped, but this role may not install it "
-                                          "(it needs a superuser)")
+                return ExactCounts(
+                    False, "pgstattuple is shipped, but this role may not install it (it needs a superuser)"
+                )
         size, live, dead, dead_pct, _, free_pct = run(conn, "lab/pgstattuple_jobs").fetchone()
     return ExactCounts(True, "pgstattuple is installed", size, live, dead, dead_pct, free_pct)
 
@@ -371,11 +398,19 @@ class BloatLab:
         return step
 
     def chart_svg(self, width: int = 720) -> str:
-        rows = [(f"{n}. {s.label}", s.claim.buffers, f"({s.claim.ms:.2f} ms)")
-                for n, s in enumerate(self.steps, start=1)]
-        return charts.bars(rows, width=width, unit="buffers",
-                           lines=[(f"guide: {self.guide.values['buffers']:,}", self.guide.values["buffers"])],
-                           title="What one empty claim reads, step by step")
+        rows = [
+            (f"{n}. {s.label}", s.claim.buffers, f"({s.claim.ms:.2f} ms)")
+            for n, s in enumerate(self.steps, start=1)
+        ]
+        return charts.bars(
+            rows,
+            width=width,
+            unit="buffers",
+            fmt="{:,.0f}",
+            right=170,
+            lines=[(f"guide: {self.guide.values['buffers']:,}", self.guide.values["buffers"])],
+            title="What one empty claim reads, step by step",
+        )
 
     def close(self) -> None:
         self.idle.close()

@@ -42,7 +42,9 @@ def sizes(db: Database) -> dict[str, int]:
         return dict(run(conn, "lab/index_sizes").fetchall())
 
 
-def seed_history(db: Database, done: int, ready: int, *, distinct: bool = True, full_index: bool = False) -> None:
+def seed_history(
+    db: Database, done: int, ready: int, *, distinct: bool = True, full_index: bool = False
+) -> None:
     """An empty table, then `done` finished jobs and `ready` due ones, the
     full index too if asked, every index rebuilt, statistics fresh."""
     with db.connection() as conn:
@@ -80,20 +82,31 @@ class IndexSizes:
         keys = "distinct run_at values" if self.distinct else "all-equal (status, run_at) keys"
         lines = [f"{self.done:,} done + {self.ready:,} ready jobs, {keys}, indexes rebuilt"]
         lines += [f"  {name:<24} {self.kb(name):>8,.0f} kB" for name in sorted(self.bytes)]
-        lines += [f"  full / partial ready: {self.ratio:,.0f}x" + (f"  (your guess: {self.guess:,}x)" if self.guess else ""),
-                  f"  {self.guide}", f"  this server: PostgreSQL {self.server_version}"]
+        lines += [
+            f"  full / partial ready: {self.ratio:,.0f}x"
+            + (f"  (your guess: {self.guess:,}x)" if self.guess else ""),
+            f"  {self.guide}",
+            f"  this server: PostgreSQL {self.server_version}",
+        ]
         return "\n".join(lines)
 
     def chart_svg(self, width: int = 720) -> str:
         rows = [(name, self.kb(name), "") for name in (READY_INDEX, RUNNING_INDEX, FULL_INDEX)]
-        return charts.bars(rows, width=width, unit="kB",
-                           lines=[(f"guide full: {self.guide.values['full_kb']:,} kB", self.guide.values["full_kb"])],
-                           title=f"Index sizes, {self.done:,} done + {self.ready} ready"
-                                 + ("" if self.distinct else " (all-equal keys)"))
+        return charts.bars(
+            rows,
+            width=width,
+            unit="kB",
+            fmt="{:,.0f}",
+            right=110,
+            lines=[(f"guide full: {self.guide.values['full_kb']:,} kB", self.guide.values["full_kb"])],
+            title=f"Index sizes, {self.done:,} done + {self.ready} ready"
+            + ("" if self.distinct else " (all-equal keys)"),
+        )
 
 
-def index_sizes(db: Database, done: int = 100_000, ready: int = 100, *, distinct: bool = True,
-                guess: int | None = None) -> IndexSizes:
+def index_sizes(
+    db: Database, done: int = 100_000, ready: int = 100, *, distinct: bool = True, guess: int | None = None
+) -> IndexSizes:
     check_count("done", done)
     check_count("ready", ready)
     seed_history(db, done, ready, distinct=distinct, full_index=True)
@@ -116,24 +129,44 @@ class DrainedIndex:
     guide: GuideFigure = field(default_factory=lambda: figure(15))
 
     def summary(self) -> str:
-        return "\n".join([
-            f"ready index, {self.jobs:,} queued jobs drained" + (" (stopped early)" if self.stopped else ""),
-            f"  with the jobs queued:         {self.seeded_kb:>8,.0f} kB",
-            f"  after the drain:              {self.after_drain_kb:>8,.0f} kB",
-            f"  after VACUUM:                 {self.after_vacuum_kb:>8,.0f} kB",
-            f"  after REINDEX CONCURRENTLY:   {self.after_reindex_kb:>8,.0f} kB",
-            f"  {self.guide}", f"  this server: PostgreSQL {self.server_version}",
-        ])
+        return "\n".join(
+            [
+                f"ready index, {self.jobs:,} queued jobs drained"
+                + (" (stopped early)" if self.stopped else ""),
+                f"  with the jobs queued:         {self.seeded_kb:>8,.0f} kB",
+                f"  after the drain:              {self.after_drain_kb:>8,.0f} kB",
+                f"  after VACUUM:                 {self.after_vacuum_kb:>8,.0f} kB",
+                f"  after REINDEX CONCURRENTLY:   {self.after_reindex_kb:>8,.0f} kB",
+                f"  {self.guide}",
+                f"  this server: PostgreSQL {self.server_version}",
+            ]
+        )
 
     def chart_svg(self, width: int = 720) -> str:
-        rows = [("after the drain", self.after_drain_kb, ""), ("after VACUUM", self.after_vacuum_kb, ""),
-                ("after REINDEX CONCURRENTLY", self.after_reindex_kb, "")]
-        return charts.bars(rows, width=width, unit="kB", title="The ready index, empty queue",
-                           lines=[(f"guide: {self.guide.values['kb']:,} kB", self.guide.values["kb"])])
+        rows = [
+            ("after the drain", self.after_drain_kb, ""),
+            ("after VACUUM", self.after_vacuum_kb, ""),
+            ("after REINDEX CONCURRENTLY", self.after_reindex_kb, ""),
+        ]
+        return charts.bars(
+            rows,
+            width=width,
+            unit="kB",
+            fmt="{:,.0f}",
+            right=110,
+            title="The ready index, empty queue",
+            lines=[(f"guide: {self.guide.values['kb']:,} kB", self.guide.values["kb"])],
+        )
 
 
-def drained_index(db: Database, jobs: int = 100_000, progress: Progress | None = None,
-                  stop: threading.Event | None = None, *, guess: int | None = None) -> DrainedIndex:
+def drained_index(
+    db: Database,
+    jobs: int = 100_000,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+    *,
+    guess: int | None = None,
+) -> DrainedIndex:
     """Queue `jobs` jobs, drain them, then measure the ready index after the
     drain, after VACUUM, and after REINDEX INDEX CONCURRENTLY."""
     bloat.check_whole("jobs", jobs)
@@ -148,8 +181,16 @@ def drained_index(db: Database, jobs: int = 100_000, progress: Progress | None =
     with db.connection() as conn:
         run(conn, "reindex_ready")
     after_reindex = sizes(db)[READY_INDEX] / 1024
-    return DrainedIndex(jobs, seeded, after_drain, after_vacuum, after_reindex, db.server.version,
-                        stopped=result.stopped, guess=guess)
+    return DrainedIndex(
+        jobs,
+        seeded,
+        after_drain,
+        after_vacuum,
+        after_reindex,
+        db.server.version,
+        stopped=result.stopped,
+        guess=guess,
+    )
 
 
 # --- plans and buffers (guide #16, and the literal 'ready') -------------------------
@@ -182,7 +223,9 @@ def shape(node: dict, depth: int = 0) -> str:
 
 def plan_cost(explained: list) -> PlanCost:
     top = explained[0]["Plan"]
-    return PlanCost(top["Shared Hit Blocks"] + top["Shared Read Blocks"], explained[0]["Execution Time"], shape(top))
+    return PlanCost(
+        top["Shared Hit Blocks"] + top["Shared Read Blocks"], explained[0]["Execution Time"], shape(top)
+    )
 
 
 @dataclass
@@ -196,14 +239,17 @@ class ReadPlans:
     guide: GuideFigure = field(default_factory=lambda: figure(16))
 
     def summary(self) -> str:
-        return "\n".join([
-            f"the claim's locking read, {self.done:,} done + {self.ready} ready jobs",
-            f"  status = 'ready' (literal): {self.literal.buffers:,} buffers, {self.literal.ms:.2f} ms",
-            *("    " + line for line in self.literal.shape.splitlines()),
-            f"  status = $1, generic plan:  {self.generic.buffers:,} buffers, {self.generic.ms:.2f} ms",
-            *("    " + line for line in self.generic.shape.splitlines()),
-            f"  {self.guide}", f"  this server: PostgreSQL {self.server_version}",
-        ])
+        return "\n".join(
+            [
+                f"the claim's locking read, {self.done:,} done + {self.ready} ready jobs",
+                f"  status = 'ready' (literal): {self.literal.buffers:,} buffers, {self.literal.ms:.2f} ms",
+                *("    " + line for line in self.literal.shape.splitlines()),
+                f"  status = $1, generic plan:  {self.generic.buffers:,} buffers, {self.generic.ms:.2f} ms",
+                *("    " + line for line in self.generic.shape.splitlines()),
+                f"  {self.guide}",
+                f"  this server: PostgreSQL {self.server_version}",
+            ]
+        )
 
 
 def read_plans(db: Database, done: int = 100_000, ready: int = 100, *, guess: int | None = None) -> ReadPlans:

@@ -75,8 +75,13 @@ def rule_identical(db: Database) -> Rule:
     with listen(db) as listener:
         notify_in_one_transaction(db, [KIND] * 3)
         got = heard(listener, QUIET_S)
-    return Rule("identical", "Three identical notifications in one transaction: how many arrive?",
-                "1", str(len(got)), got == [KIND])
+    return Rule(
+        "identical",
+        "Three identical notifications in one transaction: how many arrive?",
+        "1",
+        str(len(got)),
+        got == [KIND],
+    )
 
 
 def rule_distinct(db: Database) -> Rule:
@@ -84,8 +89,13 @@ def rule_distinct(db: Database) -> Rule:
     with listen(db) as listener:
         notify_in_one_transaction(db, ["1", "2", "3"])
         got = heard(listener, QUIET_S)
-    return Rule("distinct", "Three different payloads in one transaction: how many arrive?",
-                "3", str(len(got)), got == ["1", "2", "3"])
+    return Rule(
+        "distinct",
+        "Three different payloads in one transaction: how many arrive?",
+        "3",
+        str(len(got)),
+        got == ["1", "2", "3"],
+    )
 
 
 def rule_busy_listener(db: Database) -> Rule:
@@ -97,8 +107,13 @@ def rule_busy_listener(db: Database) -> Rule:
             during = heard(listener, QUIET_S)
         after = [n.payload for n in listener.notifies(timeout=DELIVERY_S, stop_after=1)]
     observed = f"{len(during)} while its transaction was open, {len(after)} after it ended"
-    return Rule("busy listener", "A listener inside its own transaction: when does it hear?",
-                "0 while its transaction was open, 1 after it ended", observed, not during and len(after) == 1)
+    return Rule(
+        "busy listener",
+        "A listener inside its own transaction: when does it hear?",
+        "0 while its transaction was open, 1 after it ended",
+        observed,
+        not during and len(after) == 1,
+    )
 
 
 def rule_nobody_listening(db: Database) -> Rule:
@@ -109,8 +124,13 @@ def rule_nobody_listening(db: Database) -> Rule:
     notify_in_one_transaction(db, ["sent to nobody"])
     with listen(db) as again:  # the worker reconnects and listens again
         got = heard(again, QUIET_S)
-    return Rule("nobody listening", "Sent while the worker was disconnected: what does it see on reconnecting?",
-                "nothing", "nothing" if not got else f"{len(got)} notification(s)", not got)
+    return Rule(
+        "nobody listening",
+        "Sent while the worker was disconnected: what does it see on reconnecting?",
+        "nothing",
+        "nothing" if not got else f"{len(got)} notification(s)",
+        not got,
+    )
 
 
 RULES: dict[str, Callable[[Database], Rule]] = {
@@ -138,13 +158,20 @@ class RulesResult:
 
     def summary(self) -> str:
         lines = ["NOTIFY rules, run live"]
-        lines += [f"  {r.name:<17} expected {r.expected}; observed {r.observed}: "
-                  f"{'holds' if r.holds else 'DOES NOT HOLD'}" for r in self.rules]
+        lines += [
+            f"  {r.name:<17} expected {r.expected}; observed {r.observed}: "
+            f"{'holds' if r.holds else 'DOES NOT HOLD'}"
+            for r in self.rules
+        ]
         return "\n".join(lines + [f"  {self.guide}", f"  this server: PostgreSQL {self.server_version}"])
 
 
-def notify_rules(db: Database, names: list[str] | None = None, progress: Progress | None = None,
-                 stop: threading.Event | None = None) -> RulesResult:
+def notify_rules(
+    db: Database,
+    names: list[str] | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+) -> RulesResult:
     """Run the named rules (all by default), in order."""
     names = list(RULES) if names is None else names
     unknown = [n for n in names if n not in RULES]
@@ -215,7 +242,9 @@ class LatencyResult:
 
     def line(self, label: str, notify: bool) -> str:
         median, most = self.median_ms(notify) or 0, self.max_ms(notify) or 0
-        return f"  {label} median {median:,.1f} ms, max {most:,.1f} ms over {len(self.latencies(notify))} jobs"
+        return (
+            f"  {label} median {median:,.1f} ms, max {most:,.1f} ms over {len(self.latencies(notify))} jobs"
+        )
 
     @property
     def scale(self) -> float:
@@ -223,24 +252,44 @@ class LatencyResult:
         return self.guide.values["poll_s"] / self.poll_s
 
     def summary(self) -> str:
-        return "\n".join([
-            f"pickup latency, one idle Worker, poll {self.poll_s:g} s (the guide's 5 s scaled by 1/{self.scale:g})"
-            + (" (stopped early)" if self.stopped else ""),
-            self.line("with NOTIFY:   ", True),
-            self.line("without NOTIFY:", False),
-            f"  {self.guide}", f"  this server: PostgreSQL {self.server_version}",
-        ])
+        return "\n".join(
+            [
+                f"pickup latency, one idle Worker, poll {self.poll_s:g} s "
+                f"(the guide's 5 s scaled by 1/{self.scale:g})"
+                + (" (stopped early)" if self.stopped else ""),
+                self.line("with NOTIFY:   ", True),
+                self.line("without NOTIFY:", False),
+                f"  {self.guide}",
+                f"  this server: PostgreSQL {self.server_version}",
+            ]
+        )
 
     def chart_svg(self, width: int = 720) -> str:
-        rows = [(f"job {p.job_id}, {'with' if p.notify else 'without'} NOTIFY", p.latency_s * 1000, "")
-                for p in sorted(self.pickups, key=lambda p: (not p.notify, p.job_id))]
-        return charts.bars(rows, width=width, unit="ms", lines=[(f"poll {self.poll_s:g} s", self.poll_s * 1000)],
-                           title="Pickup latency: from commit to the worker's claim")
+        rows = [
+            (f"job {p.job_id}, {'with' if p.notify else 'without'} NOTIFY", p.latency_s * 1000, "")
+            for p in sorted(self.pickups, key=lambda p: (not p.notify, p.job_id))
+        ]
+        return charts.bars(
+            rows,
+            width=width,
+            unit="ms",
+            fmt="{:,.1f}",
+            right=90,
+            lines=[(f"poll {self.poll_s:g} s", self.poll_s * 1000)],
+            title="Pickup latency: from commit to the worker's claim",
+        )
 
 
-def pickup_latency(db: Database, jobs: int = 12, poll_s: float = 1.0, progress: Progress | None = None,
-                   stop: threading.Event | None = None, *, seed: int | None = None,
-                   guess: int | None = None) -> LatencyResult:
+def pickup_latency(
+    db: Database,
+    jobs: int = 12,
+    poll_s: float = 1.0,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+    *,
+    seed: int | None = None,
+    guess: int | None = None,
+) -> LatencyResult:
     """Start one library Worker (poll `poll_s`), let it go idle, then enqueue
     `jobs` jobs one at a time at random moments, alternately with and
     without NOTIFY; each job's latency runs from its commit to its claim."""
@@ -275,8 +324,9 @@ def pickup_latency(db: Database, jobs: int = 12, poll_s: float = 1.0, progress: 
                 job_id = queue.enqueue(conn, KIND, {"n": n}, notify=notify)
                 committed = time.monotonic()
                 with picked:
-                    picked.wait_for(lambda job_id=job_id: job_id in claimed or stop.is_set(),
-                                    timeout=poll_s * 3 + 5)
+                    picked.wait_for(
+                        lambda job_id=job_id: job_id in claimed or stop.is_set(), timeout=poll_s * 3 + 5
+                    )
                 if job_id not in claimed:
                     if stop.is_set():
                         break
@@ -314,20 +364,42 @@ class CostResult:
         return self.jobs / self.elapsed_s[mode]
 
     def summary(self) -> str:
-        lines = [f"enqueue cost: {self.producers} producers, {self.transactions} transactions each of "
-                 f"{self.per_transaction} jobs ({self.jobs:,} jobs per mode), best of {self.rounds} round(s)" + (" (stopped early)" if self.stopped else "")]
-        lines += [f"  NOTIFY {mode:<16} {self.elapsed_s[mode]:.2f} s, {self.jobs_per_s(mode):,.0f} jobs/s"
-                  for mode in COST_MODES if mode in self.elapsed_s]
+        lines = [
+            f"enqueue cost: {self.producers} producers, {self.transactions} transactions each of "
+            f"{self.per_transaction} jobs ({self.jobs:,} jobs per mode), best of {self.rounds} round(s)"
+            + (" (stopped early)" if self.stopped else "")
+        ]
+        lines += [
+            f"  NOTIFY {mode:<16} {self.elapsed_s[mode]:.2f} s, {self.jobs_per_s(mode):,.0f} jobs/s"
+            for mode in COST_MODES
+            if mode in self.elapsed_s
+        ]
         return "\n".join(lines + [f"  this server: PostgreSQL {self.server_version}"])
 
     def chart_svg(self, width: int = 720) -> str:
-        rows = [(f"NOTIFY {mode}", self.jobs_per_s(mode), "") for mode in COST_MODES if mode in self.elapsed_s]
-        return charts.bars(rows, width=width, unit="jobs/s",
-                           title=f"Enqueue throughput, {self.producers} producers, {self.per_transaction} jobs a transaction")
+        rows = [
+            (f"NOTIFY {mode}", self.jobs_per_s(mode), "") for mode in COST_MODES if mode in self.elapsed_s
+        ]
+        return charts.bars(
+            rows,
+            width=width,
+            unit="jobs/s",
+            fmt="{:,.0f}",
+            right=110,
+            title=f"Enqueue throughput, {self.producers} producers, "
+            f"{self.per_transaction} jobs a transaction",
+        )
 
 
-def _produce(db: Database, mode: str, transactions: int, per_transaction: int, start: threading.Barrier,
-             errors: list[BaseException], stop: threading.Event) -> None:
+def _produce(
+    db: Database,
+    mode: str,
+    transactions: int,
+    per_transaction: int,
+    start: threading.Barrier,
+    errors: list[BaseException],
+    stop: threading.Event,
+) -> None:
     try:
         with db.connection() as conn:
             start.wait()
@@ -345,16 +417,28 @@ def _produce(db: Database, mode: str, transactions: int, per_transaction: int, s
         errors.append(exc)
 
 
-def notify_cost(db: Database, producers: int = 8, transactions: int = 50, per_transaction: int = 10,
-                rounds: int = 2, progress: Progress | None = None, stop: threading.Event | None = None,
-                *, guess: int | None = None) -> CostResult:
+def notify_cost(
+    db: Database,
+    producers: int = 8,
+    transactions: int = 50,
+    per_transaction: int = 10,
+    rounds: int = 2,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+    *,
+    guess: int | None = None,
+) -> CostResult:
     """Each mode: `producers` threads, each committing `transactions`
     transactions of `per_transaction` enqueues, while one worker-like session
     listens (and reads what arrives). Each round runs the modes in turn, the
     order reversed every other round so none always runs first on a cold
     cache; a mode's time is its best round."""
-    for name, value, high in (("producers", producers, 64), ("transactions", transactions, 10_000),
-                              ("per_transaction", per_transaction, 1_000), ("rounds", rounds, 10)):
+    for name, value, high in (
+        ("producers", producers, 64),
+        ("transactions", transactions, 10_000),
+        ("per_transaction", per_transaction, 1_000),
+        ("rounds", rounds, 10),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
             raise BadInput(f"{name} must be a whole number from 1 to {high:,}, got {value!r}")
     stop = stop or threading.Event()
@@ -378,8 +462,12 @@ def notify_cost(db: Database, producers: int = 8, transactions: int = 50, per_tr
             with db.connection() as conn:
                 run(conn, "lab/reset_jobs")
             start, errors = threading.Barrier(producers + 1), []
-            threads = [threading.Thread(target=_produce, args=(db, mode, transactions, per_transaction, start, errors, stop))
-                       for _ in range(producers)]
+            threads = [
+                threading.Thread(
+                    target=_produce, args=(db, mode, transactions, per_transaction, start, errors, stop)
+                )
+                for _ in range(producers)
+            ]
             for t in threads:
                 t.start()
             start.wait()
@@ -397,8 +485,16 @@ def notify_cost(db: Database, producers: int = 8, transactions: int = 50, per_tr
         listening.set()
         reader.join()
         listener.close()
-    return CostResult(producers, transactions, per_transaction, elapsed, db.server.version,
-                      stopped=stop.is_set(), rounds=rounds, guess=guess)
+    return CostResult(
+        producers,
+        transactions,
+        per_transaction,
+        elapsed,
+        db.server.version,
+        stopped=stop.is_set(),
+        rounds=rounds,
+        guess=guess,
+    )
 
 
 # --- poolers ---------------------------------------------------------------------------
@@ -407,7 +503,8 @@ def notify_cost(db: Database, producers: int = 8, transactions: int = 50, per_tr
 def pooler_installed() -> str | None:
     """Where Debian's pgbouncer is, or None when it is not installed."""
     return shutil.which("pgbouncer") or (
-        "/usr/sbin/pgbouncer" if shutil.which("/usr/sbin/pgbouncer") else None)
+        "/usr/sbin/pgbouncer" if shutil.which("/usr/sbin/pgbouncer") else None
+    )
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,22 @@ from .common import ProgressRelay, Runner, comparison_html, error_html
 def drain_html(result: bloat.DrainResult, guess: int | None) -> str:
     """The drain beside guide #17: the guess is the table's size in MB."""
     result.guess = guess or None  # the box starts at 0, which is no answer here
-    rows = [("table size, MB", result.guess, round(result.table_mb, 1), f"{result.guide.values['table_mb']} (PG 16)"),
-            ("dead row versions (statistics)", None, result.dead_tuples, None),
-            ("seconds to drain", None, result.elapsed_s, None)]
-    return (comparison_html(rows, version=result.server_version) + result.size_chart_svg()
-            + result.dead_chart_svg() + f"<pre class='pgq-summary'>{escape(result.summary())}</pre>")
+    rows = [
+        (
+            "table size, MB",
+            result.guess,
+            round(result.table_mb, 1),
+            f"{result.guide.values['table_mb']} (PG 16)",
+        ),
+        ("dead row versions (statistics)", None, result.dead_tuples, None),
+        ("seconds to drain", None, result.elapsed_s, None),
+    ]
+    return (
+        comparison_html(rows, version=result.server_version)
+        + result.size_chart_svg()
+        + result.dead_chart_svg()
+        + f"<pre class='pgq-summary'>{escape(result.summary())}</pre>"
+    )
 
 
 def transaction_html(lab: bloat.BloatLab) -> str:
@@ -53,15 +64,19 @@ def holders_html(rows: list[dict]) -> str:
     if not rows:
         return "<p>No session holds a transaction id or a snapshot.</p>"
     head = "".join(f"<th>{escape(k)}</th>" for k in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in row.values()) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in row.values()) + "</tr>" for row in rows
+    )
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def steps_html(lab: bloat.BloatLab) -> str:
     if not lab.steps:
         return ""
-    head = ("<tr><th>step</th><th>empty claim, buffers</th><th>ms</th><th>drain, s</th>"
-            "<th>VACUUM removed</th><th>dead, not yet removable</th></tr>")
+    head = (
+        "<tr><th>step</th><th>empty claim, buffers</th><th>ms</th><th>drain, s</th>"
+        "<th>VACUUM removed</th><th>dead, not yet removable</th></tr>"
+    )
 
     def number(value: Any, fmt: str = "{:,}") -> str:
         return "–" if value is None else fmt.format(value)
@@ -69,8 +84,10 @@ def steps_html(lab: bloat.BloatLab) -> str:
     rows = "".join(
         f"<tr class='pgq-step'><td>{n}. {escape(s.label)}</td><td>{s.claim.buffers:,}</td>"
         f"<td>{s.claim.ms:.2f}</td><td>{number(s.drain and s.drain.elapsed_s, '{:.2f}')}</td>"
-        f"<td>{number(s.vacuum and s.vacuum.removed)}</td><td>{number(s.vacuum and s.vacuum.not_removable)}</td></tr>"
-        for n, s in enumerate(lab.steps, start=1))
+        f"<td>{number(s.vacuum and s.vacuum.removed)}</td>"
+        f"<td>{number(s.vacuum and s.vacuum.not_removable)}</td></tr>"
+        for n, s in enumerate(lab.steps, start=1)
+    )
     guide = f"<p>{escape(str(lab.guide))}; this server: PostgreSQL {escape(lab.server_version)}</p>"
     return f"<table>{head}{rows}</table>{guide}{lab.chart_svg()}"
 
@@ -83,9 +100,14 @@ class IdleLab(W.VBox):
         self.close_button = W.Button(description="End it", icon="times", disabled=True)
         self.drain_button = W.Button(description=f"Drain {jobs:,} jobs", button_style="primary", icon="play")
         self.vacuum_button = W.Button(description="VACUUM (VERBOSE)")
-        for button, css in ((self.open_button, "pgq-open"), (self.close_button, "pgq-close"),
-                            (self.drain_button, "pgq-drain"), (self.vacuum_button, "pgq-vacuum")):
+        for button, css in (
+            (self.open_button, "pgq-open"),
+            (self.close_button, "pgq-close"),
+            (self.drain_button, "pgq-drain"),
+            (self.vacuum_button, "pgq-vacuum"),
+        ):
             button.add_class(css)
+            button.layout = W.Layout(width="auto")
         self.transaction = W.HTML(value=transaction_html(self.lab))
         self.transaction.add_class("pgq-transaction")
         self.holders = W.HTML(value="")
@@ -99,12 +121,18 @@ class IdleLab(W.VBox):
         self.open_button.on_click(lambda _: self._open())
         self.close_button.on_click(lambda _: self._close())
         self.drain_button.on_click(lambda _: self._start(self._drain, "draining…"))
-        self.vacuum_button.on_click(lambda _: self._start(lambda stop: self.lab.vacuum(), "VACUUM running…"))
-        super().__init__([
-            W.HBox([self.open_button, self.close_button]), self.transaction,
-            W.HBox([self.drain_button, self.vacuum_button, self.progress]), self.status,
-            self.output, W.HTML("<b>Who holds a snapshot</b> (the guide's activity query)"), self.holders,
-        ])
+        self.vacuum_button.on_click(lambda _: self._start(self._vacuum, "VACUUM running…"))
+        super().__init__(
+            [
+                W.HBox([self.open_button, self.close_button]),
+                self.transaction,
+                W.HBox([self.drain_button, self.vacuum_button, self.progress]),
+                self.status,
+                self.output,
+                W.HTML("<b>Who holds a snapshot</b> (the guide's activity query)"),
+                self.holders,
+            ]
+        )
         self.add_class("pgq-idle-lab")
         self._show_holders()
 
@@ -121,7 +149,10 @@ class IdleLab(W.VBox):
             self.lab.open_transaction()
         except Exception as exc:  # shown, not raised: a click has no caller
             self.status.value = error_html(exc)
-        self.open_button.disabled, self.close_button.disabled = self.lab.transaction_open, not self.lab.transaction_open
+        self.open_button.disabled, self.close_button.disabled = (
+            self.lab.transaction_open,
+            not self.lab.transaction_open,
+        )
         self._show_holders()
 
     def _close(self) -> None:
@@ -139,6 +170,9 @@ class IdleLab(W.VBox):
     def _drain(self, stop: threading.Event) -> bloat.Step:
         with ProgressRelay(self._progress) as relay:
             return self.lab.drain(progress=relay.update, stop=stop)
+
+    def _vacuum(self, stop: threading.Event) -> bloat.Step:
+        return self.lab.vacuum()  # one statement: nothing to stop halfway
 
     def _progress(self, done: int, total: int) -> None:
         self.progress.max = max(total, 1)

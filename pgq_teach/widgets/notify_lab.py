@@ -38,7 +38,8 @@ def rules_html(result: wakeups.RulesResult) -> str:
         f"<tr class='pgq-rule' data-rule='{escape(r.name)}' data-holds='{'yes' if r.holds else 'no'}'>"
         f"<td>{escape(r.name)}</td><td>{escape(r.question)}</td><td>{escape(r.expected)}</td>"
         f"<td>{escape(r.observed)}</td><td>{'holds' if r.holds else '<b>does not hold</b>'}</td></tr>"
-        for r in result.rules)
+        for r in result.rules
+    )
     note = f"<p>{escape(str(result.guide))}; this server: PostgreSQL {escape(result.server_version)}</p>"
     return f"<table>{head}{rows}</table>{note}"
 
@@ -59,7 +60,9 @@ class NotifyRulesLab(W.VBox):
         self.output = W.HTML(value="")
         self.output.add_class("pgq-result")
         self.runner = Runner(self._done, self._failed)
-        super().__init__([W.HBox(list(self.rule_buttons.values()) + [self.all_button]), self.status, self.output])
+        super().__init__(
+            [W.HBox(list(self.rule_buttons.values()) + [self.all_button]), self.status, self.output]
+        )
         self.add_class("pgq-notify-lab")
 
     @property
@@ -99,12 +102,21 @@ def latency_html(result: wakeups.LatencyResult, guess: int | None = None) -> str
     """Pickup latency beside guide #13; the guess is the median without NOTIFY, in ms."""
     result.guess = guess or None
     g = result.guide.values
-    rows = [("with NOTIFY, median ms", None, result.median_ms(True), f"within {g['notify_s'] * 1000:.0f}"),
-            ("without NOTIFY, median ms", result.guess, result.median_ms(False),
-             f"up to the poll: {g['poll_s']:g} s (here {result.poll_s:g} s)"),
-            ("without NOTIFY, longest ms", None, result.max_ms(False), None)]
-    return (comparison_html(rows, version=result.server_version) + result.chart_svg()
-            + f"<pre class='pgq-summary'>{escape(result.summary())}</pre>")
+    rows = [
+        ("with NOTIFY, median ms", None, result.median_ms(True), f"within {g['notify_s'] * 1000:.0f}"),
+        (
+            "without NOTIFY, median ms",
+            result.guess,
+            result.median_ms(False),
+            f"up to the poll: {g['poll_s']:g} s (here {result.poll_s:g} s)",
+        ),
+        ("without NOTIFY, longest ms", None, result.max_ms(False), None),
+    ]
+    return (
+        comparison_html(rows, version=result.server_version)
+        + result.chart_svg()
+        + f"<pre class='pgq-summary'>{escape(result.summary())}</pre>"
+    )
 
 
 def cost_html(result: wakeups.CostResult, guess: int | None = None) -> str:

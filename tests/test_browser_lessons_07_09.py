@@ -1,0 +1,104 @@
+"""Lessons 07 and 09's labs in a real JupyterLab, in a real browser: the
+NOTIFY rules lab and the idle-transaction lab, clicked as a learner would."""
+
+from __future__ import annotations
+
+import pytest
+
+from jupyter_browser import ARTIFACTS, CHROMIUM_FLAGS, LabServer, chromium_path, open_and_run_all
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        chromium_path() is None,
+        reason="no Chromium at /usr/bin/chromium: install it with `apt-get install chromium` "
+        "(or set PGQ_CHROMIUM to a Chromium binary)",
+    ),
+]
+
+STEP_MS = 30_000
+DRAIN_MS = 120_000  # a 100,000-job drain with the idle transaction open, on a busy machine
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    server = LabServer(tmp_path_factory.mktemp("jupyterlab")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, lab, request):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(STEP_MS)
+    yield page
+    call = getattr(request.node, "rep_call", None)
+    if call is None or call.failed:
+        shot = ARTIFACTS / f"{request.node.name}-last.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"\nlast screenshot: {shot}\nJupyterLab log tail:\n{lab.log_tail()}")
+    context.close()
+
+
+def test_notify_rules_lab_runs_one_rule_then_all(page, lab):
+    open_and_run_all(page, lab, "07-wake-ups.ipynb")
+    rules = page.locator(".pgq-notify-lab").first
+    rules.scroll_into_view_if_needed()
+    result, status = rules.locator(".pgq-result"), rules.locator(".pgq-status")
+
+    rules.locator(".pgq-rule-busy-listener").click()
+    rows = result.locator("tr.pgq-rule")
+    rows.first.filter(has_text="busy listener").wait_for()
+    assert rows.count() == 1
+    assert rows.first.get_attribute("data-holds") == "yes"
+    assert "1 after it ended" in rows.first.inner_text()
+
+    rules.locator(".pgq-run-all").click()
+    result.locator("tr.pgq-rule[data-rule='nobody listening']").wait_for()
+    assert rows.count() == 4
+    assert [rows.nth(i).get_attribute("data-holds") for i in range(4)] == ["yes"] * 4
+    status.filter(has_text="every rule held").wait_for()
+    rules.screenshot(path=str(ARTIFACTS / "07-notify-rules.png"))
+
+
+def test_idle_transaction_lab_holds_back_vacuum_until_ended(page, lab):
+    open_and_run_all(page, lab, "09-bloat-and-vacuum.ipynb", timeout_ms=180_000)
+    idle = page.locator(".pgq-idle-lab").first
+    idle.scroll_into_view_if_needed()
+    steps = idle.locator(".pgq-result tr.pgq-step")
+    before = steps.count()  # the notebook's own run left its steps
+
+    idle.locator(".pgq-open").click()
+    idle.locator(".pgq-transaction [data-open='yes']").wait_for()
+    assert "idle in transaction" in idle.locator(".pgq-holders").inner_text()
+
+    idle.locator(".pgq-drain").click()
+    idle.locator(".pgq-status").filter(has_text="done: after drain").wait_for(timeout=DRAIN_MS)
+    idle.locator(".pgq-vacuum").click()
+    steps.nth(before + 1).wait_for(timeout=DRAIN_MS)
+    held = steps.nth(before + 1).locator("td")
+    assert "transaction open" in held.nth(0).inner_text()
+    assert held.nth(4).inner_text() == "0"  # removed
+    assert held.nth(5).inner_text() == "200,000"  # dead but not yet removable
+    assert int(held.nth(1).inner_text().replace(",", "")) >= 1_000  # the guide: 1,609 buffers
+
+    idle.locator(".pgq-close").click()
+    idle.locator(".pgq-transaction [data-open='no']").wait_for()
+    idle.locator(".pgq-vacuum").click()
+    steps.nth(before + 2).wait_for(timeout=DRAIN_MS)
+    freed = steps.nth(before + 2).locator("td")
+    assert "no transaction" in freed.nth(0).inner_text()
+    assert freed.nth(5).inner_text() == "0"
+    assert int(freed.nth(1).inner_text().replace(",", "")) <= 2  # the guide: 1 buffer
+    idle.screenshot(path=str(ARTIFACTS / "09-idle-transaction.png"))

@@ -49,3 +49,11 @@ def test_a_generic_plan_on_status_cannot_use_the_partial_index(db):
 def test_the_reaper_uses_its_own_partial_index(db):
     indexes.seed_history(db, DONE, 10)
     assert "jobs_running_idx" in indexes.reaper_plan(db)
+
+
+def test_a_generic_plan_can_use_a_full_index_which_is_then_dropped(db):
+    plans = indexes.read_plans(db, done=DONE, ready=100)
+    with_full = indexes.generic_plan_with_full_index(db)
+    assert indexes.FULL_INDEX in with_full.indexes
+    assert with_full.buffers < plans.generic.buffers
+    assert indexes.FULL_INDEX not in indexes.sizes(db)

@@ -124,6 +124,12 @@ def prepare(db: Database, jobs: int) -> None:
         run(conn, "lab/seed_jobs", {"kind": "send_receipt", "count": jobs})
 
 
+def table_bytes(db: Database) -> int:
+    """The jobs table's size on disk now."""
+    with db.connection() as conn:
+        return run(conn, "lab/table_bloat").fetchone()[0]
+
+
 def sample(conn, drained: int) -> Sample:
     run(conn, "lab/flush_stats")  # this session's counts reach the statistics now
     table_bytes, _, _, dead = run(conn, "lab/table_bloat").fetchone()

@@ -266,6 +266,21 @@ def read_plans(db: Database, done: int = 100_000, ready: int = 100, *, guess: in
     return ReadPlans(done, ready, literal, generic, db.server.version, guess=guess)
 
 
+def generic_plan_with_full_index(db: Database) -> PlanCost:
+    """The same generic-plan read on the table as it is, with the full
+    (status, run_at) index added for the run and dropped afterwards: the
+    index a generic plan can use, because it covers every status."""
+    with db.connection() as conn:
+        run(conn, "teaching/full_status_index")
+        try:
+            run(conn, "lab/analyze_jobs")
+            run(conn, "teaching/prepare_read_by_status")
+            run(conn, "lab/force_generic_plan")
+            return plan_cost(run(conn, "lab/explain_read_by_status").fetchone()[0])
+        finally:
+            run(conn, "lab/drop_full_index")
+
+
 def reaper_plan(db: Database) -> str:
     """The reaper's plan on the table as it is (EXPLAIN only: nothing is reaped)."""
     with db.connection() as conn:

@@ -63,3 +63,16 @@ def test_notify_cost_runs_every_mode_and_commits_every_job(db, conn):
 def test_notify_cost_refuses_bad_input(db, kwargs):
     with pytest.raises(BadInput):
         wakeups.notify_cost(db, **kwargs)
+
+
+def test_a_transaction_mode_pooler_loses_the_listen(db):
+    result = wakeups.through_pooler(db)
+    if not result.ran:
+        pytest.skip(result.reason)
+    assert (result.heard_direct, result.heard_session_mode, result.heard_transaction_mode) == (1, 1, 0)
+
+
+def test_without_pgbouncer_the_pooler_demo_says_why(db, monkeypatch):
+    monkeypatch.setattr(wakeups, "pooler_installed", lambda: None)
+    result = wakeups.through_pooler(db)
+    assert not result.ran and "not installed" in result.reason

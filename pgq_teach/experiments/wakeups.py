@@ -15,15 +15,21 @@ Lab notifications use their own channel, so they never wake real workers.
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
+import socket
 import statistics
+import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from .. import charts, queue
 from ..databases import Database
@@ -524,3 +530,131 @@ def listen_is_per_session(db: Database) -> SessionBound:
         other_heard = heard(other, QUIET_S)  # this session never ran LISTEN
         listening_heard = heard(listening, QUIET_S)
     return SessionBound(len(listening_heard), len(other_heard))
+
+
+# --- a real pooler, where Debian's pgbouncer is installed ---------------------------
+
+POOLER_START_S = 10.0
+
+
+@dataclass(frozen=True)
+class PoolerResult:
+    ran: bool
+    reason: str
+    heard_direct: int = 0
+    heard_session_mode: int = 0  # through the pooler in session mode: the control
+    heard_transaction_mode: int = 0
+
+
+class PgBouncer:
+    """A throwaway pgbouncer (transaction or session mode), two server
+    connections, in front of the lesson's database, on a free loopback port."""
+
+    def __init__(self, db: Database, folder: Path, mode: str = "transaction"):
+        self.db, self.folder, self.mode = db, folder, mode
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+
+    def config(self) -> str:
+        info = conninfo_to_dict(self.db.dsn)
+        target = " ".join(
+            f"{key}={info[key]}" for key in ("host", "port", "dbname", "user", "password") if info.get(key)
+        )
+        return "\n".join(
+            [
+                "[databases]",
+                f"lab = {target}",
+                "[pgbouncer]",
+                "listen_addr = 127.0.0.1",
+                f"listen_port = {self.port}",
+                "unix_socket_dir =",
+                "auth_type = any",
+                f"pool_mode = {self.mode}",
+                "default_pool_size = 2",
+                f"logfile = {self.folder / 'pgbouncer.log'}",
+                "ignore_startup_parameters = extra_float_digits,options",
+                "",
+            ]
+        )
+
+    def __enter__(self) -> PgBouncer:
+        ini = self.folder / "pgbouncer.ini"
+        ini.write_text(self.config())
+        argv = [pooler_installed(), str(ini)]
+        if getattr(os, "geteuid", lambda: -1)() == 0:
+            argv += ["-u", self.unprivileged_user()]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + POOLER_START_S
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        self.__exit__()
+        raise RuntimeError(f"pgbouncer did not start; its log: {self.folder / 'pgbouncer.log'}")
+
+    def unprivileged_user(self) -> str:
+        """pgbouncer refuses to run as root: run it as the owner of the
+        server's socket folder (who can reach the socket), else nobody."""
+        import pwd  # POSIX only, and only root needs it
+
+        host = conninfo_to_dict(self.db.dsn).get("host") or ""
+        os.chmod(self.folder, 0o777)  # a throwaway folder the new user must write its log into
+        return pwd.getpwuid(os.stat(host).st_uid).pw_name if host.startswith("/") else "nobody"
+
+    def connect(self) -> psycopg.Connection:
+        return psycopg.connect(
+            host="127.0.0.1",
+            port=self.port,
+            dbname="lab",
+            user="learner",
+            autocommit=True,
+            prepare_threshold=None,
+            connect_timeout=5,
+        )
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def through_pooler(db: Database) -> PoolerResult:
+    """LISTEN through pgbouncer in transaction mode, NOTIFY directly: the
+    listener's registration stays on a server session the pooler no longer
+    links to it, so nothing reaches it. Skipped, with the reason, where
+    pgbouncer is not installed."""
+    if pooler_installed() is None:
+        return PoolerResult(False, "pgbouncer is not installed here (Debian: apt-get install pgbouncer)")
+    direct = listen_is_per_session(db).listening_session_heard
+    session, transaction = (listen_through(db, mode) for mode in ("session", "transaction"))
+    return PoolerResult(True, f"pgbouncer at {pooler_installed()}", direct, session, transaction)
+
+
+def listen_through(db: Database, mode: str) -> int:
+    """LISTEN through pgbouncer in `mode`, let another client run a
+    statement, NOTIFY directly; how many notifications the listener heard."""
+    with (
+        tempfile.TemporaryDirectory(prefix="pgq-pooler-") as folder,
+        PgBouncer(db, Path(folder), mode) as pooler,
+        pooler.connect() as pooled,
+    ):
+        run(pooled, "lab/listen_channel", idents={"channel": CHANNEL})
+        # Another client runs a statement. In transaction mode it may get the very server
+        # session the listener used; in session mode that session stays the listener's.
+        with pooler.connect() as other:
+            run(other, "lab/open_transaction")
+        notify_in_one_transaction(db, ["through the pooler"])
+        return len(heard(pooled, QUIET_S * 3))

@@ -26,6 +26,8 @@ from . import bloat
 Progress = Callable[[int, int], None]
 
 READY_INDEX, RUNNING_INDEX, FULL_INDEX = "jobs_ready_idx", "jobs_running_idx", "jobs_status_run_at_idx"
+# The index most people write first; lesson 08's exercise seeds the same statement.
+FULL_INDEX_STATEMENT = "exercise/wrong/full_status_index"
 LIMITS = {"done": (0, 1_000_000), "ready": (1, 100_000)}
 
 
@@ -39,7 +41,7 @@ def check_count(name: str, value) -> int:
 def sizes(db: Database) -> dict[str, int]:
     """Each index on jobs and its size in bytes."""
     with db.connection() as conn:
-        return dict(run(conn, "lab/index_sizes").fetchall())
+        return {name: size for name, size, _ in run(conn, "exercise/index_sizes").fetchall()}
 
 
 def seed_history(
@@ -53,7 +55,9 @@ def seed_history(
         if done:
             run(conn, "lab/seed_done_jobs", {"count": done, "distinct": distinct})
         run(conn, "lab/seed_jobs", {"kind": "send_receipt", "count": ready})
-        run(conn, "teaching/full_status_index" if full_index else "lab/drop_full_index")
+        run(conn, "lab/drop_full_index")
+        if full_index:
+            run(conn, FULL_INDEX_STATEMENT)
         run(conn, "lab/reindex_jobs")
         run(conn, "lab/analyze_jobs")
 
@@ -271,7 +275,8 @@ def generic_plan_with_full_index(db: Database) -> PlanCost:
     (status, run_at) index added for the run and dropped afterwards: the
     index a generic plan can use, because it covers every status."""
     with db.connection() as conn:
-        run(conn, "teaching/full_status_index")
+        run(conn, "lab/drop_full_index")
+        run(conn, FULL_INDEX_STATEMENT)
         try:
             run(conn, "lab/analyze_jobs")
             run(conn, "teaching/prepare_read_by_status")

@@ -71,3 +71,25 @@ def test_the_dashboard_widget_refreshes_then_stops(db):
 def test_bad_input_is_refused_before_anything_runs(db, call):
     with pytest.raises(BadInput):
         call(db)
+
+
+def test_the_guide_autovacuum_settings_keep_dead_rows_lower_under_the_same_churn(db):
+    r = operations.autovacuum_per_table(db, base_rows=50_000, seconds=8, jobs_per_tick=200)
+    if r.skipped:
+        pytest.skip(r.skipped)
+    defaults, guide = r.run("defaults"), r.run("guide")
+    assert r.naptime == "1s" and not r.stopped
+    assert defaults.peak_dead >= defaults.starts_at(50_000)
+    assert guide.peak_dead < defaults.peak_dead and guide.autovacuums > defaults.autovacuums
+    assert "<polyline" in r.chart_svg()
+    with db.connection() as conn:  # the server-wide setting is back to its default
+        assert operations.run(conn, "lab/show_naptime").fetchone()[0] == "1min"
+
+
+def test_autovacuum_lab_leaves_a_server_it_does_not_own_alone(db):
+    from dataclasses import replace
+
+    theirs = replace(db, server=replace(db.server, backend="dsn", origin=""))
+    r = operations.autovacuum_per_table(theirs, seconds=5)
+    assert r.skipped.startswith("autovacuum_naptime is a server-wide setting") and r.runs == []
+    assert "skipped" in r.summary()

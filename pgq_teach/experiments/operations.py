@@ -394,3 +394,148 @@ def drop_lab_role(admin) -> None:
     run(admin, "lab/terminate_sessions_of_role", {"name": LAB_ROLE})
     run(admin, "lab/drop_role", idents={"name": LAB_ROLE})
 
+
+
+# --- autovacuum per table: the defaults against the guide's settings ---------------
+
+DEFAULTS = {"scale_factor": 0.2, "threshold": 50}  # the server's defaults (guide: 50 rows plus 20%)
+GUIDE_SETTINGS = {"scale_factor": 0.01, "threshold": 1000}  # the guide's starting point for jobs
+GUIDE_AUTOVACUUM = "ALTER TABLE jobs SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000)"
+LAB_NAPTIME = "1s"
+
+
+@dataclass
+class ChurnRun:
+    settings: str
+    scale_factor: float
+    threshold: int
+    samples: list[tuple[float, int]]  # (seconds, n_dead_tup)
+    autovacuums: int
+    jobs: int
+
+    @property
+    def peak_dead(self) -> int:
+        return max((d for _, d in self.samples), default=0)
+
+    def starts_at(self, rows: int) -> float:
+        return self.threshold + self.scale_factor * rows
+
+
+@dataclass
+class AutovacuumComparison:
+    base_rows: int
+    seconds: float
+    jobs_per_tick: int
+    runs: list[ChurnRun]
+    naptime: str
+    server_version: str
+    guess: int | None = None
+    guide: str = GUIDE_AUTOVACUUM
+    stopped: bool = False
+    skipped: str = ""
+
+    def run(self, settings: str) -> ChurnRun:
+        return next(r for r in self.runs if r.settings == settings)
+
+    def summary(self) -> str:
+        if self.skipped:
+            return f"skipped: {self.skipped}"
+        lines = [f"{self.seconds:g} s of churn on a jobs table of {self.base_rows:,} done rows, autovacuum_naptime "
+                 f"{self.naptime} (PostgreSQL {self.server_version}):"]
+        for r in self.runs:
+            lines.append(f"  {r.settings:<8} (threshold {r.threshold:,} + {r.scale_factor:g} x rows = starts at "
+                         f"{r.starts_at(self.base_rows):,.0f} dead): {r.jobs:,} jobs, {r.autovacuums} autovacuum(s), "
+                         f"peak n_dead_tup {r.peak_dead:,}")
+        lines.append(f"guide: {self.guide}")
+        return "\n".join(lines)
+
+    def chart_svg(self, width: int = 720, height: int = 260) -> str:
+        """n_dead_tup over time, one line per setting."""
+        left, right, top, bottom = 70, 110, 24, 30
+        plot_w, plot_h = width - left - right, height - top - bottom
+        peak = max([r.peak_dead for r in self.runs] + [1])
+        span = max([t for r in self.runs for t, _ in r.samples] + [1e-9])
+        body = [f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#999"/>',
+                f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#999"/>']
+        for i in range(5):
+            y = top + plot_h - plot_h * i / 4
+            body.append(f'<text x="{left - 4}" y="{y + 4:.0f}" text-anchor="end">{peak * i / 4:,.0f}</text>')
+            x = left + plot_w * i / 4
+            body.append(f'<text x="{x:.0f}" y="{height - 12}" text-anchor="middle">{span * i / 4:.0f} s</text>')
+        for r, colour in zip(self.runs, ("#d62728", "#1f77b4")):
+            points = " ".join(f"{left + plot_w * t / span:.1f},{top + plot_h - plot_h * d / peak:.1f}"
+                              for t, d in r.samples)
+            body.append(f'<polyline class="pgq-line" points="{points}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+            if r.samples:
+                y = top + plot_h - plot_h * r.samples[-1][1] / peak
+                body.append(f'<text x="{left + plot_w + 4}" y="{y:.0f}" fill="{colour}">{r.settings}</text>')
+        title = "n_dead_tup on jobs under the same churn"
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" class="pgq-chart" width="{width}" height="{height}" '
+                f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11"><title>{title}</title>'
+                f'<text x="4" y="14" font-size="12">{title}</text>' + "".join(body) + "</svg>")
+
+
+def churn(conn, jobs_per_tick: int, seconds: float, stop: threading.Event | None,
+          progress: Progress, done_before: int, total_ticks: int) -> tuple[list[tuple[float, int]], int, int]:
+    """Enqueue, claim and complete `jobs_per_tick` jobs every 0.1 s; sample n_dead_tup."""
+    samples, jobs, ticks = [], 0, 0
+    first = run(conn, "stats_vacuum").fetchone()
+    runs_before = first[3] if first else 0
+    began = time.monotonic()
+    while time.monotonic() - began < seconds and not (stop is not None and stop.is_set()):
+        run(conn, "lab/seed_jobs", {"kind": "send_receipt", "count": jobs_per_tick})
+        queue.claim(conn, batch=jobs_per_tick)
+        run(conn, "lab/complete_running")
+        run(conn, "lab/flush_stats")
+        jobs += jobs_per_tick
+        row = run(conn, "stats_vacuum").fetchone()
+        samples.append((time.monotonic() - began, row[1] if row else 0))
+        ticks += 1
+        progress(done_before + ticks, total_ticks)
+        time.sleep(max(0.0, began + ticks * 0.1 - time.monotonic()))
+    row = run(conn, "stats_vacuum").fetchone()
+    return samples, jobs, (row[3] if row else 0) - runs_before
+
+
+def autovacuum_per_table(db: Database, *, base_rows: int = 100_000, seconds: float = 15.0, jobs_per_tick: int = 200,
+                         guess: int | None = None, progress: Progress | None = None,
+                         stop: threading.Event | None = None) -> AutovacuumComparison:
+    """The same churn twice on `jobs`: with the server's defaults, then with the
+    guide's per-table settings, sampling n_dead_tup. Autovacuum looks at a
+    database once a minute by default, too rarely to see in a lesson, so the
+    lab shortens autovacuum_naptime to 1 s, only on a server the course started
+    itself, and resets it afterwards. On another server it skips, saying why."""
+    check_count("base_rows", base_rows, 1_000, 1_000_000)
+    check_count("jobs_per_tick", jobs_per_tick, 1, 5_000)
+    if not isinstance(seconds, (int, float)) or not 1 <= seconds <= 120:
+        raise BadInput(f"seconds must be from 1 to 120, got {seconds!r}")
+    progress = progress or (lambda d, t: None)
+    if not owns_server(db):
+        return AutovacuumComparison(base_rows, seconds, jobs_per_tick, [], "", db.server.version, guess,
+                                    skipped="autovacuum_naptime is a server-wide setting, and this is your own server "
+                                    "(PGQ_DSN), so the lab does not change it; at the default of 1min, a run of "
+                                    f"{seconds:g} s may see no autovacuum at all")
+    ticks = int(seconds / 0.1) * 2
+    runs = []
+    with db.connection() as conn:
+        run(conn, "lab/set_autovacuum_naptime", {"naptime": LAB_NAPTIME})
+        run(conn, "lab/reload_conf")
+        try:
+            time.sleep(0.2)  # the launcher picks up the reload
+            naptime = run(conn, "lab/show_naptime").fetchone()[0]
+            for n, (name, settings) in enumerate((("defaults", DEFAULTS), ("guide", GUIDE_SETTINGS))):
+                if stop is not None and stop.is_set():
+                    break
+                run(conn, "lab/reset_jobs")
+                run(conn, "lab/seed_done_jobs", {"count": base_rows})
+                run(conn, "lab/vacuum_jobs")
+                run(conn, "lab/analyze_jobs")  # autovacuum's trigger reads the row estimate
+                run(conn, "lab/jobs_autovacuum", {"enabled": True, **settings})
+                samples, jobs, autovacuums = churn(conn, jobs_per_tick, seconds, stop, progress, n * ticks // 2, ticks)
+                runs.append(ChurnRun(name, settings["scale_factor"], settings["threshold"], samples, autovacuums, jobs))
+        finally:
+            run(conn, "lab/reset_autovacuum_naptime")
+            run(conn, "lab/reload_conf")
+            run(conn, "lab/jobs_autovacuum", {"enabled": True, **DEFAULTS})
+    return AutovacuumComparison(base_rows, seconds, jobs_per_tick, runs, naptime, db.server.version, guess,
+                                stopped=len(runs) < 2)

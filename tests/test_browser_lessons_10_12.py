@@ -4,6 +4,7 @@ rehearsal keeps what the learner typed and ticked across a kernel restart."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -90,3 +91,36 @@ def test_rehearsal_keeps_the_answer_and_ticks_across_a_kernel_restart(page, lab,
     assert widget.locator(".pgq-answer textarea").input_value() == ANSWER
     assert widget.locator(".pgq-rubric input[type=checkbox]").first.is_checked()
     assert "A model answer" in widget.locator(".pgq-model").inner_text()
+
+
+def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page, lab):
+    open_and_run_all(page, lab, "10-operations.ipynb", timeout_ms=240_000)
+    dash = page.locator(".pgq-dashboard").first
+    dash.scroll_into_view_if_needed()
+    dash.locator("button", has_text="Start").click()
+    status = dash.locator(".pgq-status")
+    status.filter(has_text="running").wait_for()
+    # the forgotten REPEATABLE READ transaction, two seconds old or more
+    dash.locator(".pgq-session td", has_text=re.compile(r"^(?:[2-9]|\d\d+)\.\d s$")).first.wait_for(timeout=15_000)
+    assert int(dash.locator(".pgq-dead").inner_text().replace(",", "")) > 0
+    dash.screenshot(path=str(ARTIFACTS / "10-operations.png"))
+    dash.locator("button", has_text="Stop").click()
+    status.filter(has_text="stopped").wait_for(timeout=20_000)
+
+
+def test_checklist_recommends_and_keeps_its_ticks_across_a_kernel_restart(page, lab):
+    notebook = "11-when-to-switch.ipynb"
+    open_and_run_all(page, lab, notebook)
+    checklist = page.locator(".pgq-switch-checklist").first
+    checklist.scroll_into_view_if_needed()
+    assert checklist.locator(".pgq-recommendation").get_attribute("data-verdict") == "stay"
+    checklist.locator(".pgq-signal-fan-out input[type=checkbox]").check()
+    checklist.locator(".pgq-recommendation[data-verdict='move']").wait_for()
+    checklist.screenshot(path=str(ARTIFACTS / "11-when-to-switch.png"))
+    page.evaluate(RESTART)
+    page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=60_000)
+    open_and_run_all(page, lab, notebook)
+    checklist = page.locator(".pgq-switch-checklist").first
+    checklist.scroll_into_view_if_needed()
+    assert checklist.locator(".pgq-signal-fan-out input[type=checkbox]").is_checked()
+    assert checklist.locator(".pgq-recommendation").get_attribute("data-verdict") == "move"

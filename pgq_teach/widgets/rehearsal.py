@@ -13,6 +13,9 @@ import ipywidgets as W
 from .. import interview
 from ..interview import Rehearsal
 
+def auto() -> W.Layout:
+    return W.Layout(width="auto")  # a button as wide as its label
+
 
 def scoreboard_html(rehearsal: Rehearsal) -> str:
     rows = rehearsal.scoreboard()
@@ -45,12 +48,13 @@ class RehearsalWidget(W.VBox):
         self.title = W.HTML()
         self.prompt = W.HTML()
         self.timer = W.HTML()
-        self.start_button = W.Button(description="Start timer", icon="play")
-        self.pause_button = W.Button(description="Pause", icon="pause")
-        self.hint_button = W.Button(description="Hint", icon="lightbulb-o")
-        self.model_button = W.Button(description="Show model answer", icon="eye")
-        self.next_button = W.Button(description="Next step", icon="arrow-right")
-        self.finish_button = W.Button(description="Finish rehearsal", icon="flag-checkered", button_style="warning")
+        self.start_button = W.Button(description="Start timer", icon="play", layout=auto())
+        self.pause_button = W.Button(description="Pause", icon="pause", layout=auto())
+        self.hint_button = W.Button(description="Hint", icon="lightbulb-o", layout=auto())
+        self.model_button = W.Button(description="Show model answer", icon="eye", layout=auto())
+        self.next_button = W.Button(description="Next step", icon="arrow-right", layout=auto())
+        self.finish_button = W.Button(description="Finish rehearsal", icon="flag-checkered", button_style="warning",
+                                        layout=auto())
         self.answer = W.Textarea(placeholder="Say it aloud, then write it here. Saved as you type.",
                                  layout=W.Layout(width="100%", height="9em"))
         self.flags = W.HTML()
@@ -111,7 +115,7 @@ class RehearsalWidget(W.VBox):
     def refresh(self) -> None:
         key = self.key
         s = interview.step(key)
-        self.timer.value = (f"⏱ {interview.clock_text(self.rehearsal.spent(key))} of "
+        self.timer.value = (f"time {interview.clock_text(self.rehearsal.spent(key))} of "
                             f"{interview.clock_text(s.seconds)} suggested"
                             + (" · <b style='color:#b00020'>over time</b>" if self.rehearsal.spent(key) > s.seconds
                                else ""))
@@ -167,7 +171,7 @@ class RehearsalWidget(W.VBox):
                 return
             s = interview.step(self.rehearsal.active)
             spent = self.rehearsal.spent(s.key)
-            self.timer.value = (f"⏱ {interview.clock_text(spent)} of {interview.clock_text(s.seconds)} suggested"
+            self.timer.value = (f"time {interview.clock_text(spent)} of {interview.clock_text(s.seconds)} suggested"
                                 + (" · <b style='color:#b00020'>over time</b>" if spent > s.seconds else ""))
 
     def pause_timer(self) -> None:

@@ -7,14 +7,15 @@ import json
 import re
 
 import pytest
-
 from jupyter_browser import ARTIFACTS, CHROMIUM_FLAGS, KERNEL_IDLE, LabServer, chromium_path, open_and_run_all
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(chromium_path() is None,
-                       reason="no Chromium at /usr/bin/chromium: install it with `apt-get install chromium` "
-                              "(or set PGQ_CHROMIUM to a Chromium binary)"),
+    pytest.mark.skipif(
+        chromium_path() is None,
+        reason="no Chromium at /usr/bin/chromium: install it with `apt-get install chromium` "
+        "(or set PGQ_CHROMIUM to a Chromium binary)",
+    ),
 ]
 
 STEP_MS = 30_000
@@ -101,7 +102,9 @@ def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page
     status = dash.locator(".pgq-status")
     status.filter(has_text="running").wait_for()
     # the forgotten REPEATABLE READ transaction, two seconds old or more
-    dash.locator(".pgq-session td", has_text=re.compile(r"^(?:[2-9]|\d\d+)\.\d s$")).first.wait_for(timeout=15_000)
+    dash.locator(".pgq-session td", has_text=re.compile(r"^(?:[2-9]|\d\d+)\.\d s$")).first.wait_for(
+        timeout=15_000
+    )
     assert int(dash.locator(".pgq-dead").inner_text().replace(",", "")) > 0
     dash.screenshot(path=str(ARTIFACTS / "10-operations.png"))
     dash.locator("button", has_text="Stop").click()

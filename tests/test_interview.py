@@ -34,8 +34,15 @@ def all_rubric_text() -> str:
 
 def test_the_guide_six_steps_plus_the_numbers_each_complete():
     titles = [s.title for s in interview.STEPS]
-    assert titles == ["1. State the need", "2. Describe the table", "3. Explain the claim", "4. Handle failure",
-                      "5. Cover operations", "6. Do the numbers", "7. Name the exit"]
+    assert titles == [
+        "1. State the need",
+        "2. Describe the table",
+        "3. Explain the claim",
+        "4. Handle failure",
+        "5. Cover operations",
+        "6. Do the numbers",
+        "7. Name the exit",
+    ]
     for s in interview.STEPS:
         assert s.prompt and s.minutes > 0 and len(s.rubric) >= 4 and len(s.hints) >= 3 and s.red_flags
         assert len(s.model()) > 200
@@ -44,30 +51,54 @@ def test_the_guide_six_steps_plus_the_numbers_each_complete():
 
 def test_the_rubric_names_what_an_interviewer_listens_for():
     text = all_rubric_text()
-    for phrase in ("double claims", "crashed workers", "table bloat", "at-least-once", "idempotent",
-                   "literal 'ready'", "partial index", "fallback poll", "no long transactions"):
+    for phrase in (
+        "double claims",
+        "crashed workers",
+        "table bloat",
+        "at-least-once",
+        "idempotent",
+        "literal 'ready'",
+        "partial index",
+        "fallback poll",
+        "no long transactions",
+    ):
         assert phrase in text, phrase
 
 
 def test_at_least_ten_follow_ups_with_model_answers_and_no_exactly_once_promise():
     keys = {f.key for f in interview.FOLLOW_UPS}
     assert len(interview.FOLLOW_UPS) >= 10
-    assert {"priorities", "exactly_once", "two_hours", "scheduled", "unique", "fairness", "ten_thousand",
-            "breaks_first", "poolers", "to_broker"} <= keys
+    assert {
+        "priorities",
+        "exactly_once",
+        "two_hours",
+        "scheduled",
+        "unique",
+        "fairness",
+        "ten_thousand",
+        "breaks_first",
+        "poolers",
+        "to_broker",
+    } <= keys
     for f in interview.FOLLOW_UPS:
         assert f.question.endswith("?") and len(f.model()) > 100
     assert interview.red_flags_in("failure", interview.follow_up("exactly_once").model()) == []
-    assert "at least once" in interview.follow_up("to_broker").model() or "again" in interview.follow_up(
-        "to_broker").model()
+    assert (
+        "at least once" in interview.follow_up("to_broker").model()
+        or "again" in interview.follow_up("to_broker").model()
+    )
 
 
 def test_red_flags_are_found_and_a_denial_is_not_one():
-    assert interview.red_flags_in("need", "We guarantee exactly-once delivery.") == ["promising exactly-once delivery"]
+    assert interview.red_flags_in("need", "We guarantee exactly-once delivery.") == [
+        "promising exactly-once delivery"
+    ]
     assert interview.red_flags_in("need", "Delivery is at least once, not exactly once.") == []
     assert interview.red_flags_in("numbers", "lots of workers and a big server") == ["no numbers at all"]
     assert interview.red_flags_in("numbers", "500 workers at 50 ms") == []
     assert "a transaction held open for the whole job" in interview.red_flags_in(
-        "claim", "Each worker keeps the transaction open during the job.")
+        "claim", "Each worker keeps the transaction open during the job."
+    )
 
 
 def test_model_answers_fall_back_to_the_guide_and_say_so():
@@ -103,8 +134,16 @@ def test_the_envelope_from_the_measured_rate():
     assert interview.envelope(10_000).drain_per_s == 25_000
 
 
-@pytest.mark.parametrize("kwargs", [{"target_per_s": 0}, {"work_ms": -1}, {"batch": float("nan")},
-                                    {"drain_per_s": 0}, {"target_per_s": "fast"}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"target_per_s": 0},
+        {"work_ms": -1},
+        {"batch": float("nan")},
+        {"drain_per_s": 0},
+        {"target_per_s": "fast"},
+    ],
+)
 def test_the_envelope_refuses_bad_input(kwargs):
     with pytest.raises(BadInput):
         interview.envelope(**kwargs)
@@ -209,9 +248,11 @@ def run_cli(monkeypatch, capsys, text: str, *args: str) -> tuple[int, str]:
 
 
 def test_cli_interview_through_stdin_and_stdout(monkeypatch, capsys, home):
-    text = ("Jobs commit in the order's transaction.\n?\n!\nAt least once.\n\n1 4 9\n"
-            "One FOR UPDATE SKIP LOCKED claim.\n\n2\n"
-            "Add a priority column.\n\n")
+    text = (
+        "Jobs commit in the order's transaction.\n?\n!\nAt least once.\n\n1 4 9\n"
+        "One FOR UPDATE SKIP LOCKED claim.\n\n2\n"
+        "Add a priority column.\n\n"
+    )
     code, out = run_cli(monkeypatch, capsys, text, "--step", "need", "--step", "claim", "--follow-ups", "1")
     assert code == 0
     assert "== 1. State the need  (suggested 2:00) ==" in out
@@ -249,5 +290,13 @@ def test_the_one_page_summary():
     assert "FOR UPDATE SKIP LOCKED" in md and "**at least once**" in md
     assert "the guide's figure (guide #19)" in md and "Measured on PostgreSQL 18.6" in md
     html = interview.summary_html("18.6")
-    assert "<table class='pgq-numbers'>" in html and "@media print" in html and "<pre class='pgq-sql'>" in html
+    assert (
+        "<table class='pgq-numbers'>" in html and "@media print" in html and "<pre class='pgq-sql'>" in html
+    )
     assert "exactly once" not in md.lower()
+
+
+def test_the_operations_answer_quotes_lesson_10_only_once_it_ran():
+    assert "big DELETE of done jobs left" not in interview.step("operations").model()
+    learner.record_measurement("10-operations", "bulk_delete_dead_rows", 200_000, "dead rows")
+    assert "one big DELETE of done jobs left 200,000 dead rows behind" in interview.step("operations").model()

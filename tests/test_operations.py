@@ -61,13 +61,16 @@ def test_the_dashboard_widget_refreshes_then_stops(db):
     assert "stopped" in dash.status.value and not dash.start_button.disabled
 
 
-@pytest.mark.parametrize("call", [
-    lambda db: operations.cleanup_vs_bulk_delete(db, rows=10),
-    lambda db: operations.cleanup_vs_bulk_delete(db, rows=5_000, batch=0),
-    lambda db: operations.partition_drop_vs_delete(db, rows_per_day="many"),
-    lambda db: operations.idle_timeout(db, timeout_s=0),
-    lambda db: operations.Load(db, workers=0),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda db: operations.cleanup_vs_bulk_delete(db, rows=10),
+        lambda db: operations.cleanup_vs_bulk_delete(db, rows=5_000, batch=0),
+        lambda db: operations.partition_drop_vs_delete(db, rows_per_day="many"),
+        lambda db: operations.idle_timeout(db, timeout_s=0),
+        lambda db: operations.Load(db, workers=0),
+    ],
+)
 def test_bad_input_is_refused_before_anything_runs(db, call):
     with pytest.raises(BadInput):
         call(db)

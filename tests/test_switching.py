@@ -16,15 +16,18 @@ def home(tmp_path, monkeypatch):
     monkeypatch.setenv("PGQ_HOME", str(tmp_path))
 
 
-@pytest.mark.parametrize("signals, fixes, verdict", [
-    (set(), False, "stay"),
-    ({"churn"}, False, "fix first"),
-    ({"connections"}, False, "fix first"),
-    ({"churn", "connections"}, True, "move"),
-    ({"fan_out"}, False, "move"),
-    ({"replay"}, False, "move"),
-    ({"teams", "churn"}, False, "move"),
-])
+@pytest.mark.parametrize(
+    "signals, fixes, verdict",
+    [
+        (set(), False, "stay"),
+        ({"churn"}, False, "fix first"),
+        ({"connections"}, False, "fix first"),
+        ({"churn", "connections"}, True, "move"),
+        ({"fan_out"}, False, "move"),
+        ({"replay"}, False, "move"),
+        ({"teams", "churn"}, False, "move"),
+    ],
+)
 def test_the_recommendation_follows_the_signals(signals, fixes, verdict):
     assert recommend(signals, fixes_tried=fixes).verdict == verdict
 
@@ -79,7 +82,9 @@ def test_the_outbox_relay_loses_nothing_and_delivers_at_least_once(db):
     assert r.status_counts == {"done": 30}
 
 
-@pytest.mark.parametrize("kwargs", [{"orders": 2}, {"crash_batch": 0}, {"crash_batch": 50}, {"rolled_back": -1}])
+@pytest.mark.parametrize(
+    "kwargs", [{"orders": 2}, {"crash_batch": 0}, {"crash_batch": 50}, {"rolled_back": -1}]
+)
 def test_the_outbox_relay_refuses_bad_input(db, kwargs):
     with pytest.raises(BadInput):
         switching.outbox_relay(db, **kwargs)

@@ -82,8 +82,9 @@ class Load:
     threads (each job takes `work_ms`), and, if asked, one session that opens
     a transaction and forgets it. `start()`, then `stop()`; threads never print."""
 
-    def __init__(self, db: Database, *, rate: int = 200, workers: int = 2, work_ms: int = 5,
-                 stuck_session: bool = True):
+    def __init__(
+        self, db: Database, *, rate: int = 200, workers: int = 2, work_ms: int = 5, stuck_session: bool = True
+    ):
         self.db = db
         self.rate = check_count("rate", rate, 1, 5_000)
         self.workers_wanted = check_count("workers", workers, 1, 16)
@@ -99,7 +100,9 @@ class Load:
     def start(self) -> None:
         self.stop_event.clear()
         handle = lambda job: time.sleep(self.work_ms / 1000)
-        self.workers = [Worker(self.db.dsn, {"send_receipt": handle}, poll=0.5) for _ in range(self.workers_wanted)]
+        self.workers = [
+            Worker(self.db.dsn, {"send_receipt": handle}, poll=0.5) for _ in range(self.workers_wanted)
+        ]
         self.threads = [threading.Thread(target=self.guard(w.run), daemon=True) for w in self.workers]
         self.threads.append(threading.Thread(target=self.guard(self.produce), daemon=True))
         if self.stuck_session:
@@ -114,8 +117,9 @@ class Load:
         def body() -> None:
             try:
                 fn()
-            except BaseException as exc:  # kept and raised again by stop()
+            except BaseException as exc:  # kept and raised again by stop()  # noqa: BLE001
                 self.errors.append(exc)
+
         return body
 
     def produce(self) -> None:
@@ -181,16 +185,21 @@ class CleanupComparison:
     def summary(self) -> str:
         lines = [f"{self.rows:,} done jobs deleted two ways (PostgreSQL {self.server_version}):"]
         for r in (self.batched, self.bulk):
-            lines.append(f"  {r.way:<22} {r.seconds:6.2f} s, {r.transactions:>3} transaction(s), longest "
-                         f"{r.longest_transaction_s * 1000:7.1f} ms, median {r.median_transaction_ms:7.1f} ms, "
-                         f"dead rows left {r.dead_rows:,}")
+            lines.append(
+                f"  {r.way:<22} {r.seconds:6.2f} s, {r.transactions:>3} transaction(s), longest "
+                f"{r.longest_transaction_s * 1000:7.1f} ms, median {r.median_transaction_ms:7.1f} ms, "
+                f"dead rows left {r.dead_rows:,}"
+            )
         lines.append(f"guide: {self.guide}")
         return "\n".join(lines)
 
 
 def dead_rows(conn, prefix: str) -> dict[str, tuple[int, int]]:
     """{table: (live, dead)} as the statistics system reports them now."""
-    return {name: (live, dead) for name, live, dead in run(conn, "lab/table_dead_rows", {"prefix": prefix}).fetchall()}
+    return {
+        name: (live, dead)
+        for name, live, dead in run(conn, "lab/table_dead_rows", {"prefix": prefix}).fetchall()
+    }
 
 
 def wait_for_dead(conn, table: str, at_least: int, timeout: float = 5.0) -> int:
@@ -216,8 +225,15 @@ def timed_cleanup(conn, batch: int) -> tuple[int, list[float]]:
             return total, times
 
 
-def cleanup_vs_bulk_delete(db: Database, *, rows: int = 200_000, batch: int = 5_000, guess: int | None = None,
-                           progress: Progress | None = None, stop: threading.Event | None = None) -> CleanupComparison:
+def cleanup_vs_bulk_delete(
+    db: Database,
+    *,
+    rows: int = 200_000,
+    batch: int = 5_000,
+    guess: int | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+) -> CleanupComparison:
     """Delete `rows` done jobs with cleanup (batches) and again with one DELETE.
     Autovacuum is turned off for the run, so dead rows are counted, not raced."""
     check_count("rows", rows, 1_000, 1_000_000)
@@ -251,8 +267,15 @@ def cleanup_vs_bulk_delete(db: Database, *, rows: int = 200_000, batch: int = 5_
             run(conn, "lab/jobs_autovacuum", {"enabled": True, "scale_factor": 0.2, "threshold": 50})
     stopped = len(results) < 2
     empty = DeleteRun("not run", 0, 0.0, 0.0, 0, 0, [])
-    return CleanupComparison(rows, batch, results[0] if results else empty, results[1] if len(results) > 1 else empty,
-                             db.server.version, guess, stopped=stopped)
+    return CleanupComparison(
+        rows,
+        batch,
+        results[0] if results else empty,
+        results[1] if len(results) > 1 else empty,
+        db.server.version,
+        guess,
+        stopped=stopped,
+    )
 
 
 # --- partitioned history: drop a day, or delete it --------------------------------
@@ -272,22 +295,29 @@ class PartitionComparison:
     stopped: bool = False
 
     def summary(self) -> str:
-        return "\n".join([
-            f"one day of history, {self.rows_per_day:,} rows, removed two ways (PostgreSQL {self.server_version}):",
-            f"  DELETE the day's rows : {self.delete_s * 1000:8.1f} ms, dead rows left {self.dead_after_delete:,}",
-            f"  DROP the day's table  : {self.drop_s * 1000:8.1f} ms, dead rows left {self.dead_after_drop:,}",
-            f"partitions left: {', '.join(self.partitions_left)}",
-            f"guide: {self.guide}",
-        ])
+        return "\n".join(
+            [
+                f"one day of history, {self.rows_per_day:,} rows, removed two ways (PostgreSQL {self.server_version}):",
+                f"  DELETE the day's rows : {self.delete_s * 1000:8.1f} ms, dead rows left {self.dead_after_delete:,}",
+                f"  DROP the day's table  : {self.drop_s * 1000:8.1f} ms, dead rows left {self.dead_after_drop:,}",
+                f"partitions left: {', '.join(self.partitions_left)}",
+                f"guide: {self.guide}",
+            ]
+        )
 
 
 def partition_name(day: date) -> str:
     return f"jobs_history_{day:%Y%m%d}"
 
 
-def partition_drop_vs_delete(db: Database, *, rows_per_day: int = 50_000, guess: int | None = None,
-                             progress: Progress | None = None,
-                             stop: threading.Event | None = None) -> PartitionComparison:
+def partition_drop_vs_delete(
+    db: Database,
+    *,
+    rows_per_day: int = 50_000,
+    guess: int | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+) -> PartitionComparison:
     """Three days of history in day partitions; delete day 1's rows, drop day 2's partition."""
     check_count("rows_per_day", rows_per_day, 1_000, 1_000_000)
     progress = progress or (lambda d, t: None)
@@ -296,15 +326,22 @@ def partition_drop_vs_delete(db: Database, *, rows_per_day: int = 50_000, guess:
         run(conn, "lab/history_drop")
         run(conn, "lab/history_create")
         for day in days:
-            run(conn, "lab/history_partition", {"day": day.isoformat(), "next_day": (day + timedelta(days=1)).isoformat()},
-                idents={"name": partition_name(day)})
+            run(
+                conn,
+                "lab/history_partition",
+                {"day": day.isoformat(), "next_day": (day + timedelta(days=1)).isoformat()},
+                idents={"name": partition_name(day)},
+            )
             run(conn, "lab/history_fill_day", {"day": day.isoformat(), "count": rows_per_day})
         progress(1, 3)
         run(conn, "lab/flush_stats")
         deleted_day, dropped_day = days[0], days[1]
         began = time.perf_counter()
-        run(conn, "lab/history_delete_day", {"day": deleted_day.isoformat(),
-                                             "next_day": (deleted_day + timedelta(days=1)).isoformat()})
+        run(
+            conn,
+            "lab/history_delete_day",
+            {"day": deleted_day.isoformat(), "next_day": (deleted_day + timedelta(days=1)).isoformat()},
+        )
         delete_s = time.perf_counter() - began
         progress(2, 3)
         began = time.perf_counter()
@@ -317,8 +354,9 @@ def partition_drop_vs_delete(db: Database, *, rows_per_day: int = 50_000, guess:
     left = sorted(t for t in tables if t != "jobs_history")
     dead_deleted = tables.get(partition_name(deleted_day), (0, 0))[1]
     dead_dropped = tables.get(partition_name(dropped_day), (0, 0))[1]  # gone: nothing left to count
-    return PartitionComparison(rows_per_day, delete_s, drop_s, dead_deleted, dead_dropped, left,
-                               db.server.version, guess)
+    return PartitionComparison(
+        rows_per_day, delete_s, drop_s, dead_deleted, dead_dropped, left, db.server.version, guess
+    )
 
 
 # --- idle_in_transaction_session_timeout on the worker role ------------------------
@@ -342,13 +380,17 @@ class TimeoutDemo:
     def summary(self) -> str:
         if self.skipped:
             return f"skipped: {self.skipped}"
-        return "\n".join([
-            f"role {self.role}: idle_in_transaction_session_timeout = {self.setting_seen}",
-            (f"a forgotten transaction was ended; the client's next statement failed after "
-            f"{self.ended_after_s:.1f} s with SQLSTATE {self.sqlstate}: {self.error}"),
-            f"the session is gone from pg_stat_activity: {self.session_gone}",
-            f"guide: {self.guide}",
-        ])
+        return "\n".join(
+            [
+                f"role {self.role}: idle_in_transaction_session_timeout = {self.setting_seen}",
+                (
+                    f"a forgotten transaction was ended; the client's next statement failed after "
+                    f"{self.ended_after_s:.1f} s with SQLSTATE {self.sqlstate}: {self.error}"
+                ),
+                f"the session is gone from pg_stat_activity: {self.session_gone}",
+                f"guide: {self.guide}",
+            ]
+        )
 
 
 def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: int | None = None) -> TimeoutDemo:
@@ -362,11 +404,26 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: int | None = No
         try:
             run(admin, "lab/create_login_role", {"password": password}, idents={"name": LAB_ROLE})
         except psycopg.errors.InsufficientPrivilege as exc:
-            return TimeoutDemo(timeout_s, LAB_ROLE, "", 0.0, None, "", False, db.server.version, guess,
-                               skipped=f"this server's user may not create roles ({exc.diag.message_primary})")
+            return TimeoutDemo(
+                timeout_s,
+                LAB_ROLE,
+                "",
+                0.0,
+                None,
+                "",
+                False,
+                db.server.version,
+                guess,
+                skipped=f"this server's user may not create roles ({exc.diag.message_primary})",
+            )
         try:
             run(admin, "lab/grant_jobs_read", idents={"name": LAB_ROLE})
-            run(admin, "lab/set_role_idle_timeout", {"timeout": f"{int(timeout_s * 1000)}ms"}, idents={"name": LAB_ROLE})
+            run(
+                admin,
+                "lab/set_role_idle_timeout",
+                {"timeout": f"{int(timeout_s * 1000)}ms"},
+                idents={"name": LAB_ROLE},
+            )
             with psycopg.connect(make_conninfo(db.dsn, user=LAB_ROLE, password=password)) as worker:
                 setting = run(worker, "lab/session_settings").fetchone()[1]
                 pid = worker.info.backend_pid
@@ -383,7 +440,9 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: int | None = No
             alive = run(admin, "lab/session_alive", {"pid": pid}).fetchone()[0]
         finally:
             drop_lab_role(admin)
-    return TimeoutDemo(timeout_s, LAB_ROLE, setting, ended, sqlstate, error, not alive, db.server.version, guess)
+    return TimeoutDemo(
+        timeout_s, LAB_ROLE, setting, ended, sqlstate, error, not alive, db.server.version, guess
+    )
 
 
 def drop_lab_role(admin) -> None:
@@ -395,12 +454,13 @@ def drop_lab_role(admin) -> None:
     run(admin, "lab/drop_role", idents={"name": LAB_ROLE})
 
 
-
 # --- autovacuum per table: the defaults against the guide's settings ---------------
 
 DEFAULTS = {"scale_factor": 0.2, "threshold": 50}  # the server's defaults (guide: 50 rows plus 20%)
 GUIDE_SETTINGS = {"scale_factor": 0.01, "threshold": 1000}  # the guide's starting point for jobs
-GUIDE_AUTOVACUUM = "ALTER TABLE jobs SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000)"
+GUIDE_AUTOVACUUM = (
+    "ALTER TABLE jobs SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000)"
+)
 LAB_NAPTIME = "1s"
 
 
@@ -440,12 +500,18 @@ class AutovacuumComparison:
     def summary(self) -> str:
         if self.skipped:
             return f"skipped: {self.skipped}"
-        lines = [f"{self.seconds:g} s of churn on a jobs table of {self.base_rows:,} done rows, autovacuum_naptime "
-                 f"{self.naptime} (PostgreSQL {self.server_version}):"]
+        lines = [
+            (
+                f"{self.seconds:g} s of churn on a jobs table of {self.base_rows:,} done rows, autovacuum_naptime "
+                f"{self.naptime} (PostgreSQL {self.server_version}):"
+            )
+        ]
         for r in self.runs:
-            lines.append(f"  {r.settings:<8} (threshold {r.threshold:,} + {r.scale_factor:g} x rows = starts at "
-                         f"{r.starts_at(self.base_rows):,.0f} dead): {r.jobs:,} jobs, {r.autovacuums} autovacuum(s), "
-                         f"peak n_dead_tup {r.peak_dead:,}")
+            lines.append(
+                f"  {r.settings:<8} (threshold {r.threshold:,} + {r.scale_factor:g} x rows = starts at "
+                f"{r.starts_at(self.base_rows):,.0f} dead): {r.jobs:,} jobs, {r.autovacuums} autovacuum(s), "
+                f"peak n_dead_tup {r.peak_dead:,}"
+            )
         lines.append(f"guide: {self.guide}")
         return "\n".join(lines)
 
@@ -455,28 +521,44 @@ class AutovacuumComparison:
         plot_w, plot_h = width - left - right, height - top - bottom
         peak = max([r.peak_dead for r in self.runs] + [1])
         span = max([t for r in self.runs for t, _ in r.samples] + [1e-9])
-        body = [f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#999"/>',
-                f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#999"/>']
+        body = [
+            f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#999"/>',
+            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#999"/>',
+        ]
         for i in range(5):
             y = top + plot_h - plot_h * i / 4
             body.append(f'<text x="{left - 4}" y="{y + 4:.0f}" text-anchor="end">{peak * i / 4:,.0f}</text>')
             x = left + plot_w * i / 4
-            body.append(f'<text x="{x:.0f}" y="{height - 12}" text-anchor="middle">{span * i / 4:.0f} s</text>')
+            body.append(
+                f'<text x="{x:.0f}" y="{height - 12}" text-anchor="middle">{span * i / 4:.0f} s</text>'
+            )
         for r, colour in zip(self.runs, ("#d62728", "#1f77b4")):
-            points = " ".join(f"{left + plot_w * t / span:.1f},{top + plot_h - plot_h * d / peak:.1f}"
-                              for t, d in r.samples)
-            body.append(f'<polyline class="pgq-line" points="{points}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+            points = " ".join(
+                f"{left + plot_w * t / span:.1f},{top + plot_h - plot_h * d / peak:.1f}" for t, d in r.samples
+            )
+            body.append(
+                f'<polyline class="pgq-line" points="{points}" fill="none" stroke="{colour}" stroke-width="1.5"/>'
+            )
             if r.samples:
                 y = top + plot_h - plot_h * r.samples[-1][1] / peak
                 body.append(f'<text x="{left + plot_w + 4}" y="{y:.0f}" fill="{colour}">{r.settings}</text>')
         title = "n_dead_tup on jobs under the same churn"
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" class="pgq-chart" width="{width}" height="{height}" '
-                f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11"><title>{title}</title>'
-                f'<text x="4" y="14" font-size="12">{title}</text>' + "".join(body) + "</svg>")
+        return (
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="pgq-chart" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11"><title>{title}</title>'
+            f'<text x="4" y="14" font-size="12">{title}</text>' + "".join(body) + "</svg>"
+        )
 
 
-def churn(conn, jobs_per_tick: int, seconds: float, stop: threading.Event | None,
-          progress: Progress, done_before: int, total_ticks: int) -> tuple[list[tuple[float, int]], int, int]:
+def churn(
+    conn,
+    jobs_per_tick: int,
+    seconds: float,
+    stop: threading.Event | None,
+    progress: Progress,
+    done_before: int,
+    total_ticks: int,
+) -> tuple[list[tuple[float, int]], int, int]:
     """Enqueue, claim and complete `jobs_per_tick` jobs every 0.1 s; sample n_dead_tup."""
     samples, jobs, ticks = [], 0, 0
     first = run(conn, "stats_vacuum").fetchone()
@@ -497,9 +579,16 @@ def churn(conn, jobs_per_tick: int, seconds: float, stop: threading.Event | None
     return samples, jobs, (row[3] if row else 0) - runs_before
 
 
-def autovacuum_per_table(db: Database, *, base_rows: int = 100_000, seconds: float = 15.0, jobs_per_tick: int = 200,
-                         guess: int | None = None, progress: Progress | None = None,
-                         stop: threading.Event | None = None) -> AutovacuumComparison:
+def autovacuum_per_table(
+    db: Database,
+    *,
+    base_rows: int = 100_000,
+    seconds: float = 15.0,
+    jobs_per_tick: int = 200,
+    guess: int | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+) -> AutovacuumComparison:
     """The same churn twice on `jobs`: with the server's defaults, then with the
     guide's per-table settings, sampling n_dead_tup. Autovacuum looks at a
     database once a minute by default, too rarely to see in a lesson, so the
@@ -511,10 +600,18 @@ def autovacuum_per_table(db: Database, *, base_rows: int = 100_000, seconds: flo
         raise BadInput(f"seconds must be from 1 to 120, got {seconds!r}")
     progress = progress or (lambda d, t: None)
     if not owns_server(db):
-        return AutovacuumComparison(base_rows, seconds, jobs_per_tick, [], "", db.server.version, guess,
-                                    skipped="autovacuum_naptime is a server-wide setting, and this is your own server "
-                                    "(PGQ_DSN), so the lab does not change it; at the default of 1min, a run of "
-                                    f"{seconds:g} s may see no autovacuum at all")
+        return AutovacuumComparison(
+            base_rows,
+            seconds,
+            jobs_per_tick,
+            [],
+            "",
+            db.server.version,
+            guess,
+            skipped="autovacuum_naptime is a server-wide setting, and this is your own server "
+            "(PGQ_DSN), so the lab does not change it; at the default of 1min, a run of "
+            f"{seconds:g} s may see no autovacuum at all",
+        )
     ticks = int(seconds / 0.1) * 2
     runs = []
     with db.connection() as conn:
@@ -531,11 +628,18 @@ def autovacuum_per_table(db: Database, *, base_rows: int = 100_000, seconds: flo
                 run(conn, "lab/vacuum_jobs")
                 run(conn, "lab/analyze_jobs")  # autovacuum's trigger reads the row estimate
                 run(conn, "lab/jobs_autovacuum", {"enabled": True, **settings})
-                samples, jobs, autovacuums = churn(conn, jobs_per_tick, seconds, stop, progress, n * ticks // 2, ticks)
-                runs.append(ChurnRun(name, settings["scale_factor"], settings["threshold"], samples, autovacuums, jobs))
+                samples, jobs, autovacuums = churn(
+                    conn, jobs_per_tick, seconds, stop, progress, n * ticks // 2, ticks
+                )
+                runs.append(
+                    ChurnRun(
+                        name, settings["scale_factor"], settings["threshold"], samples, autovacuums, jobs
+                    )
+                )
         finally:
             run(conn, "lab/reset_autovacuum_naptime")
             run(conn, "lab/reload_conf")
             run(conn, "lab/jobs_autovacuum", {"enabled": True, **DEFAULTS})
-    return AutovacuumComparison(base_rows, seconds, jobs_per_tick, runs, naptime, db.server.version, guess,
-                                stopped=len(runs) < 2)
+    return AutovacuumComparison(
+        base_rows, seconds, jobs_per_tick, runs, naptime, db.server.version, guess, stopped=len(runs) < 2
+    )

@@ -36,7 +36,7 @@ SIGNALS = {
     "replay": "Consumers need to replay history from an offset (a position in a log).",
     "teams": "Producers and consumers belong to different teams or services that should not share a database.",
     "churn": "Queue churn makes autovacuum fall behind, or claims slow down, even after fixing long "
-             "transactions and indexing.",
+    "transactions and indexing.",
     "connections": "Workers hold so many database connections that the queue competes with the app for them.",
 }
 WHY = {
@@ -48,13 +48,15 @@ WHY = {
 }
 FIXES = {
     "churn": "first end long transactions (idle_in_transaction_session_timeout), keep the partial indexes, "
-             "tune autovacuum on jobs and delete in batches (lesson 10); move only if it still falls behind",
+    "tune autovacuum on jobs and delete in batches (lesson 10); move only if it still falls behind",
     "connections": "first put the claims behind a pooler in transaction mode and claim in batches; LISTEN "
-                   "stays on one direct connection per worker process",
+    "stays on one direct connection per worker process",
 }
-STAY = ("jobs are tied to your database writes (the enqueue commits with the order)",
-        "volumes fit comfortably (measure your own claim time and dead tuples)",
-        "one team owns both the producer and the workers")
+STAY = (
+    "jobs are tied to your database writes (the enqueue commits with the order)",
+    "volumes fit comfortably (measure your own claim time and dead tuples)",
+    "one team owns both the producer and the workers",
+)
 
 
 @dataclass(frozen=True)
@@ -108,16 +110,30 @@ class DrainRate:
         return values["jobs"] / values["seconds"]
 
     def summary(self) -> str:
-        return (f"{self.completed:,} jobs claimed and completed in batches of {self.batch} by {self.workers} "
-                f"threads: {self.seconds:.2f} s, {self.jobs_per_s:,.0f} jobs/s (PostgreSQL {self.server_version})\n"
-                f"guide #19: 100,000 batched jobs in about 4 s, {self.guide_jobs_per_s:,.0f} jobs/s")
+        return (
+            f"{self.completed:,} jobs claimed and completed in batches of {self.batch} by {self.workers} "
+            f"threads: {self.seconds:.2f} s, {self.jobs_per_s:,.0f} jobs/s (PostgreSQL {self.server_version})\n"
+            f"guide #19: 100,000 batched jobs in about 4 s, {self.guide_jobs_per_s:,.0f} jobs/s"
+        )
 
 
-def drain_rate(db: Database, *, jobs: int = 100_000, batch: int = 100, workers: int = 4, guess: float | None = None,
-               progress: Progress | None = None, stop: threading.Event | None = None) -> DrainRate:
+def drain_rate(
+    db: Database,
+    *,
+    jobs: int = 100_000,
+    batch: int = 100,
+    workers: int = 4,
+    guess: float | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+) -> DrainRate:
     """Seed `jobs` empty jobs, then drain them: each thread claims a batch and
     completes it in one fenced statement, until nothing is due."""
-    for name, value, high in (("jobs", jobs, 1_000_000), ("batch", batch, queue.MAX_BATCH), ("workers", workers, 32)):
+    for name, value, high in (
+        ("jobs", jobs, 1_000_000),
+        ("batch", batch, queue.MAX_BATCH),
+        ("workers", workers, 32),
+    ):
         if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= high:
             raise BadInput(f"{name} must be a whole number from 1 to {high:,}, got {value!r}")
     progress = progress or (lambda d, t: None)
@@ -140,7 +156,7 @@ def drain_rate(db: Database, *, jobs: int = 100_000, batch: int = 100, workers: 
                     params = {"ids": [j.id for j in held], "attempts": [j.attempts for j in held]}
                     done[n] += run(conn, "lab/complete_batch", params).rowcount
                     progress(sum(done), jobs)
-        except BaseException as exc:  # raised again below
+        except BaseException as exc:  # raised again below  # noqa: BLE001
             errors.append(exc)
 
     threads = [threading.Thread(target=drain, args=(n,), daemon=True) for n in range(workers)]
@@ -152,7 +168,9 @@ def drain_rate(db: Database, *, jobs: int = 100_000, batch: int = 100, workers: 
     seconds = time.perf_counter() - began
     if errors:
         raise errors[0]
-    return DrainRate(jobs, batch, workers, seconds, sum(done), db.server.version, guess, stopped=stop.is_set())
+    return DrainRate(
+        jobs, batch, workers, seconds, sum(done), db.server.version, guess, stopped=stop.is_set()
+    )
 
 
 # --- the outbox relay and its stand-in broker ---------------------------------------
@@ -191,7 +209,7 @@ class Consumer:
         self.duplicates_skipped = 0
 
     def consume(self, broker: StandInBroker) -> None:
-        for message_id, _ in broker.messages[len(self.processed) + self.duplicates_skipped:]:
+        for message_id, _ in broker.messages[len(self.processed) + self.duplicates_skipped :]:
             if message_id in self.seen:
                 self.duplicates_skipped += 1
                 continue
@@ -207,8 +225,9 @@ class RelayRound:
     crashed: int = 0
 
 
-def relay_once(conn, broker: StandInBroker, *, batch: int = 50, lease: float = 30.0,
-               crash_after_publish: bool = False) -> RelayRound:
+def relay_once(
+    conn, broker: StandInBroker, *, batch: int = 50, lease: float = 30.0, crash_after_publish: bool = False
+) -> RelayRound:
     """One round of the relay: claim, publish, then complete (only after the
     broker accepted). A refused publish is a failed try: the job goes back with
     backoff, nothing is lost. `crash_after_publish` plays a relay that dies
@@ -246,8 +265,10 @@ class OutboxResult:
     status_counts: dict[str, int] = field(default_factory=dict)
     server_version: str = ""
     guess: int | None = None
-    guide: str = ("keep the transactional enqueue in Postgres and have a relay process forward jobs to the broker "
-                  "(guide, when to switch)")
+    guide: str = (
+        "keep the transactional enqueue in Postgres and have a relay process forward jobs to the broker "
+        "(guide, when to switch)"
+    )
     stopped: bool = False
 
     @property
@@ -255,25 +276,40 @@ class OutboxResult:
         return set(self.committed_job_ids) == set(self.delivered_ids)
 
     def summary(self) -> str:
-        return "\n".join([
-            f"orders: {self.orders_committed} committed (each with its job), {self.orders_rolled_back} rolled back",
-            f"broker down: {self.refused_while_down} publishes refused, {self.waiting_while_down} jobs waited "
-            "ready with backoff, none lost",
-            f"relay crashed after publishing {self.republished_after_crash} jobs: the reaper returned them and "
-            "they were published again",
-            f"stand-in broker holds {self.broker_messages} messages for {self.distinct_delivered} distinct jobs: "
-            "delivery is at least once",
-            f"consumer processed {self.consumer_processed} jobs once each, skipping {self.duplicates_skipped} "
-            "duplicates by job id",
-            f"jobs by status: {self.status_counts}",
-        ])
+        return "\n".join(
+            [
+                f"orders: {self.orders_committed} committed (each with its job), {self.orders_rolled_back} rolled back",
+                (
+                    f"broker down: {self.refused_while_down} publishes refused, {self.waiting_while_down} jobs waited "
+                    "ready with backoff, none lost"
+                ),
+                (
+                    f"relay crashed after publishing {self.republished_after_crash} jobs: the reaper returned them and "
+                    "they were published again"
+                ),
+                (
+                    f"stand-in broker holds {self.broker_messages} messages for {self.distinct_delivered} distinct jobs: "
+                    "delivery is at least once"
+                ),
+                (
+                    f"consumer processed {self.consumer_processed} jobs once each, skipping {self.duplicates_skipped} "
+                    "duplicates by job id"
+                ),
+                f"jobs by status: {self.status_counts}",
+            ]
+        )
 
 
-def outbox_relay(db: Database, *, orders: int = 60, rolled_back: int = 10, crash_batch: int = 5,
-                 guess: int | None = None) -> OutboxResult:
+def outbox_relay(
+    db: Database, *, orders: int = 60, rolled_back: int = 10, crash_batch: int = 5, guess: int | None = None
+) -> OutboxResult:
     """Place orders with their jobs in one transaction (some rolled back);
     relay while the broker is up, then down, then through a relay crash."""
-    for name, value, low in (("orders", orders, 3), ("rolled_back", rolled_back, 0), ("crash_batch", crash_batch, 1)):
+    for name, value, low in (
+        ("orders", orders, 3),
+        ("rolled_back", rolled_back, 0),
+        ("crash_batch", crash_batch, 1),
+    ):
         if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= 10_000:
             raise BadInput(f"{name} must be a whole number from {low} to 10,000, got {value!r}")
     if crash_batch > orders // 3:
@@ -285,7 +321,9 @@ def outbox_relay(db: Database, *, orders: int = 60, rolled_back: int = 10, crash
 
         def place(n: int, keep: bool) -> None:
             with conn.transaction(force_rollback=not keep):
-                order_id = run(conn, "lab/place_order", {"email": f"c{n}@example.com", "total": 10 + n}).fetchone()[0]
+                order_id = run(
+                    conn, "lab/place_order", {"email": f"c{n}@example.com", "total": 10 + n}
+                ).fetchone()[0]
                 job_id = queue.enqueue(conn, "publish_order", {"order_id": order_id})
             if keep:
                 committed.append(job_id)
@@ -317,6 +355,19 @@ def outbox_relay(db: Database, *, orders: int = 60, rolled_back: int = 10, crash
         counts = dict(run(conn, "lab/status_counts").fetchall())
     consumer.consume(broker)
     delivered = [m for m, _ in broker.messages]
-    return OutboxResult(len(committed), rolled_back, refused, waiting, crashed, len(broker.messages),
-                        len(set(delivered)), len(consumer.processed), consumer.duplicates_skipped, committed,
-                        delivered, counts, db.server.version, guess)
+    return OutboxResult(
+        len(committed),
+        rolled_back,
+        refused,
+        waiting,
+        crashed,
+        len(broker.messages),
+        len(set(delivered)),
+        len(consumer.processed),
+        consumer.duplicates_skipped,
+        committed,
+        delivered,
+        counts,
+        db.server.version,
+        guess,
+    )

@@ -21,18 +21,23 @@ def snapshot_html(snap: Snapshot) -> str:
     sessions = "".join(
         f"<tr class='pgq-session'><td>{s['pid']}</td><td>{escape(str(s['state']))}</td>"
         f"<td>{s['xact_age'].total_seconds():.1f} s</td><td>{s['backend_xid'] or '–'}</td>"
-        f"<td>{s['backend_xmin'] or '–'}</td></tr>" for s in st.sessions if s.get("xact_age") is not None)
+        f"<td>{s['backend_xmin'] or '–'}</td></tr>"
+        for s in st.sessions
+        if s.get("xact_age") is not None
+    )
     last = st.last_autovacuum.strftime("%H:%M:%S") if st.last_autovacuum else "never"
     style = "<style>.pgq-dash td,.pgq-dash th{padding:1px 8px;text-align:left}</style>"
-    return (f"{style}<div class='pgq-dash' style='display:flex;gap:24px'>"
-            f"<div><b>jobs by status</b><table><tr><th>status</th><th>jobs</th></tr>{counts}</table>"
-            f"oldest due wait: <span class='pgq-oldest-wait'>{wait}</span></div>"
-            "<div><b>sessions holding a transaction ID or snapshot</b><table><tr><th>pid</th><th>state</th>"
-            f"<th>xact_age</th><th>backend_xid</th><th>backend_xmin</th></tr>{sessions}</table></div>"
-            f"<div><b>jobs table</b><table><tr><td>n_live_tup</td><td>{st.live_tuples or 0:,}</td></tr>"
-            f"<tr><td>n_dead_tup</td><td class='pgq-dead'>{st.dead_tuples or 0:,}</td></tr>"
-            f"<tr><td>last_autovacuum</td><td>{last}</td></tr>"
-            f"<tr><td>autovacuum_count</td><td>{st.autovacuum_count or 0}</td></tr></table></div></div>")
+    return (
+        f"{style}<div class='pgq-dash' style='display:flex;gap:24px'>"
+        f"<div><b>jobs by status</b><table><tr><th>status</th><th>jobs</th></tr>{counts}</table>"
+        f"oldest due wait: <span class='pgq-oldest-wait'>{wait}</span></div>"
+        "<div><b>sessions holding a transaction ID or snapshot</b><table><tr><th>pid</th><th>state</th>"
+        f"<th>xact_age</th><th>backend_xid</th><th>backend_xmin</th></tr>{sessions}</table></div>"
+        f"<div><b>jobs table</b><table><tr><td>n_live_tup</td><td>{st.live_tuples or 0:,}</td></tr>"
+        f"<tr><td>n_dead_tup</td><td class='pgq-dead'>{st.dead_tuples or 0:,}</td></tr>"
+        f"<tr><td>last_autovacuum</td><td>{last}</td></tr>"
+        f"<tr><td>autovacuum_count</td><td>{st.autovacuum_count or 0}</td></tr></table></div></div>"
+    )
 
 
 class Dashboard(W.VBox):
@@ -41,8 +46,12 @@ class Dashboard(W.VBox):
 
     def __init__(self, db: Database, *, interval: float = 1.0, rate: int = 200, workers: int = 2):
         self.db, self.interval = db, interval
-        self.stuck = W.Checkbox(value=True, description="include a forgotten REPEATABLE READ transaction",
-                                indent=False, layout=W.Layout(width="auto"))
+        self.stuck = W.Checkbox(
+            value=True,
+            description="include a forgotten REPEATABLE READ transaction",
+            indent=False,
+            layout=W.Layout(width="auto"),
+        )
         self.rate = W.BoundedIntText(value=rate, min=1, max=5_000, description="jobs/s")
         self.workers = W.BoundedIntText(value=workers, min=1, max=16, description="workers")
         self.start_button = W.Button(description="Start", button_style="primary", icon="play")
@@ -58,8 +67,14 @@ class Dashboard(W.VBox):
         self.error: BaseException | None = None
         self.start_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
-        super().__init__([W.HBox([self.rate, self.workers, self.stuck]),
-                          W.HBox([self.start_button, self.stop_button]), self.status, self.view])
+        super().__init__(
+            [
+                W.HBox([self.rate, self.workers, self.stuck]),
+                W.HBox([self.start_button, self.stop_button]),
+                self.status,
+                self.view,
+            ]
+        )
         self.add_class("pgq-dashboard")
 
     def start(self) -> None:
@@ -69,9 +84,11 @@ class Dashboard(W.VBox):
         self.halt = threading.Event()
         self.start_button.disabled, self.stop_button.disabled = True, False
         try:
-            self.load = Load(self.db, rate=self.rate.value, workers=self.workers.value, stuck_session=self.stuck.value)
+            self.load = Load(
+                self.db, rate=self.rate.value, workers=self.workers.value, stuck_session=self.stuck.value
+            )
             self.load.start()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001
             self.failed(exc)
             return
         self.status.value = "running: refreshing every second"
@@ -87,7 +104,7 @@ class Dashboard(W.VBox):
                     self.view.value = snapshot_html(snap)
                     if self.halt.wait(self.interval):
                         return
-        except Exception as exc:  # shown, and raised again by wait()
+        except Exception as exc:  # shown, and raised again by wait()  # noqa: BLE001
             self.failed(exc)
 
     def failed(self, exc: BaseException) -> None:
@@ -102,7 +119,7 @@ class Dashboard(W.VBox):
         try:
             if self.load is not None:
                 self.load.stop()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001
             self.failed(exc)
             return
         self.start_button.disabled, self.stop_button.disabled = False, True

@@ -13,6 +13,7 @@ import ipywidgets as W
 from .. import interview
 from ..interview import Rehearsal
 
+
 def auto() -> W.Layout:
     return W.Layout(width="auto")  # a button as wide as its label
 
@@ -22,9 +23,18 @@ def scoreboard_html(rehearsal: Rehearsal) -> str:
     head = "<tr><th>step</th><th>this time</th><th>last time</th><th>time spent</th><th>suggested</th></tr>"
     body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     over = rehearsal.over_time()
-    note = ("<div class='pgq-over'>over time: " + ", ".join(
-        f"{interview.step(k).title} ({interview.clock_text(s)} of {interview.clock_text(t)})" for k, s, t in over)
-        + "</div>") if over else ""
+    note = (
+        (
+            "<div class='pgq-over'>over time: "
+            + ", ".join(
+                f"{interview.step(k).title} ({interview.clock_text(s)} of {interview.clock_text(t)})"
+                for k, s, t in over
+            )
+            + "</div>"
+        )
+        if over
+        else ""
+    )
     style = "<style>.pgq-scores td,.pgq-scores th{padding:1px 10px;text-align:left}</style>"
     return f"{style}<table class='pgq-scores'>{head}{body}</table>{note}"
 
@@ -43,8 +53,9 @@ class RehearsalWidget(W.VBox):
         self.loading = False
         self.ticker: threading.Thread | None = None
         self.ticker_stop = threading.Event()
-        self.steps = W.ToggleButtons(options=[(s.title, s.key) for s in interview.STEPS],
-                                     style={"button_width": "auto"})
+        self.steps = W.ToggleButtons(
+            options=[(s.title, s.key) for s in interview.STEPS], style={"button_width": "auto"}
+        )
         self.title = W.HTML()
         self.prompt = W.HTML()
         self.timer = W.HTML()
@@ -53,19 +64,29 @@ class RehearsalWidget(W.VBox):
         self.hint_button = W.Button(description="Hint", icon="lightbulb-o", layout=auto())
         self.model_button = W.Button(description="Show model answer", icon="eye", layout=auto())
         self.next_button = W.Button(description="Next step", icon="arrow-right", layout=auto())
-        self.finish_button = W.Button(description="Finish rehearsal", icon="flag-checkered", button_style="warning",
-                                        layout=auto())
-        self.answer = W.Textarea(placeholder="Say it aloud, then write it here. Saved as you type.",
-                                 layout=W.Layout(width="100%", height="9em"))
+        self.finish_button = W.Button(
+            description="Finish rehearsal", icon="flag-checkered", button_style="warning", layout=auto()
+        )
+        self.answer = W.Textarea(
+            placeholder="Say it aloud, then write it here. Saved as you type.",
+            layout=W.Layout(width="100%", height="9em"),
+        )
         self.flags = W.HTML()
         self.hints = W.HTML()
         self.model = W.HTML()
         self.rubric = W.VBox()
         self.boxes: list[W.Checkbox] = []
         self.score = W.HTML()
-        for widget, css in ((self.answer, "pgq-answer"), (self.model, "pgq-model"), (self.hints, "pgq-hints"),
-                            (self.flags, "pgq-flags"), (self.rubric, "pgq-rubric"), (self.score, "pgq-score"),
-                            (self.timer, "pgq-timer"), (self.steps, "pgq-steps")):
+        for widget, css in (
+            (self.answer, "pgq-answer"),
+            (self.model, "pgq-model"),
+            (self.hints, "pgq-hints"),
+            (self.flags, "pgq-flags"),
+            (self.rubric, "pgq-rubric"),
+            (self.score, "pgq-score"),
+            (self.timer, "pgq-timer"),
+            (self.steps, "pgq-steps"),
+        ):
             widget.add_class(css)
         self.steps.observe(lambda ch: self.show(ch["new"]), names="value")
         self.answer.observe(self.typed, names="value")
@@ -75,11 +96,32 @@ class RehearsalWidget(W.VBox):
         self.model_button.on_click(lambda _: self.reveal())
         self.next_button.on_click(lambda _: self.next_step())
         self.finish_button.on_click(lambda _: self.finish())
-        buttons = W.HBox([self.start_button, self.pause_button, self.hint_button, self.model_button,
-                          self.next_button, self.finish_button])
-        super().__init__([self.steps, self.title, self.prompt, self.timer, buttons, self.answer, self.flags,
-                          self.hints, W.HTML("<b>What the interviewer listens for</b> (tick what you said):"),
-                          self.rubric, self.model, self.score])
+        buttons = W.HBox(
+            [
+                self.start_button,
+                self.pause_button,
+                self.hint_button,
+                self.model_button,
+                self.next_button,
+                self.finish_button,
+            ]
+        )
+        super().__init__(
+            [
+                self.steps,
+                self.title,
+                self.prompt,
+                self.timer,
+                buttons,
+                self.answer,
+                self.flags,
+                self.hints,
+                W.HTML("<b>What the interviewer listens for</b> (tick what you said):"),
+                self.rubric,
+                self.model,
+                self.score,
+            ]
+        )
         self.add_class("pgq-rehearsal")
         self.show(self.steps.value)
 
@@ -98,31 +140,46 @@ class RehearsalWidget(W.VBox):
             self.prompt.value = f"<p>{escape(s.prompt)}</p>"
             self.answer.value = self.rehearsal.answer_of(key)
             ticked = set(self.rehearsal.ticked(key))
-            self.boxes = [W.Checkbox(value=i.key in ticked, description=i.text, indent=False,
-                                     layout=W.Layout(width="auto")) for i in s.rubric]
+            self.boxes = [
+                W.Checkbox(
+                    value=i.key in ticked, description=i.text, indent=False, layout=W.Layout(width="auto")
+                )
+                for i in s.rubric
+            ]
             for item, box in zip(s.rubric, self.boxes):
                 box.observe(lambda ch, k=item.key: self.ticked(k, ch["new"]), names="value")
             self.rubric.children = self.boxes
-            self.model.value = (self.model_html(key) if key in self.rehearsal.current["revealed"] else "")
+            self.model.value = self.model_html(key) if key in self.rehearsal.current["revealed"] else ""
         finally:
             self.loading = False
         self.refresh()
 
     def model_html(self, key: str) -> str:
-        return ("<div style='background:#f3f7ff;padding:6px'><b>A model answer</b><p>"
-                f"{escape(interview.step(key).model())}</p></div>")
+        return (
+            "<div style='background:#f3f7ff;padding:6px'><b>A model answer</b><p>"
+            f"{escape(interview.step(key).model())}</p></div>"
+        )
 
     def refresh(self) -> None:
         key = self.key
         s = interview.step(key)
-        self.timer.value = (f"time {interview.clock_text(self.rehearsal.spent(key))} of "
-                            f"{interview.clock_text(s.seconds)} suggested"
-                            + (" · <b style='color:#b00020'>over time</b>" if self.rehearsal.spent(key) > s.seconds
-                               else ""))
+        self.timer.value = (
+            f"time {interview.clock_text(self.rehearsal.spent(key))} of "
+            f"{interview.clock_text(s.seconds)} suggested"
+            + (" · <b style='color:#b00020'>over time</b>" if self.rehearsal.spent(key) > s.seconds else "")
+        )
         found = interview.red_flags_in(key, self.answer.value)
-        self.flags.value = ("<b>Red flags to avoid:</b>" + bullet_html([f.text for f in s.red_flags], "pgq-flag-list")
-                            + ("<div class='pgq-flag-found' style='color:#b00020'>Your answer may raise: "
-                               + escape("; ".join(found)) + "</div>" if found else ""))
+        self.flags.value = (
+            "<b>Red flags to avoid:</b>"
+            + bullet_html([f.text for f in s.red_flags], "pgq-flag-list")
+            + (
+                "<div class='pgq-flag-found' style='color:#b00020'>Your answer may raise: "
+                + escape("; ".join(found))
+                + "</div>"
+                if found
+                else ""
+            )
+        )
         shown = self.rehearsal.hints_shown(key)
         self.hints.value = ("<b>Hints</b>" + bullet_html(shown, "pgq-hint-list")) if shown else ""
         self.hint_button.disabled = len(shown) >= len(s.hints)
@@ -171,8 +228,10 @@ class RehearsalWidget(W.VBox):
                 return
             s = interview.step(self.rehearsal.active)
             spent = self.rehearsal.spent(s.key)
-            self.timer.value = (f"time {interview.clock_text(spent)} of {interview.clock_text(s.seconds)} suggested"
-                                + (" · <b style='color:#b00020'>over time</b>" if spent > s.seconds else ""))
+            self.timer.value = (
+                f"time {interview.clock_text(spent)} of {interview.clock_text(s.seconds)} suggested"
+                + (" · <b style='color:#b00020'>over time</b>" if spent > s.seconds else "")
+            )
 
     def pause_timer(self) -> None:
         self.ticker_stop.set()
@@ -191,9 +250,11 @@ class RehearsalWidget(W.VBox):
             self.steps.value = first
         got, out_of = record["total"]
         over = ", ".join(interview.step(k).title for k in record["over_time"]) or "none"
-        self.score.value = (f"<div class='pgq-finished'><b>Finished: {got}/{out_of}</b>; over time: "
-                            f"{escape(over)}. A new rehearsal has begun; last time's scores are beside it.</div>"
-                            + scoreboard_html(self.rehearsal))
+        self.score.value = (
+            f"<div class='pgq-finished'><b>Finished: {got}/{out_of}</b>; over time: "
+            f"{escape(over)}. A new rehearsal has begun; last time's scores are beside it.</div>"
+            + scoreboard_html(self.rehearsal)
+        )
         return record
 
 
@@ -203,10 +264,12 @@ class FollowUpDrill(W.VBox):
     def __init__(self, rehearsal: Rehearsal | None = None):
         self.rehearsal = rehearsal or Rehearsal()
         self.loading = False
-        self.pick = W.Dropdown(options=[(f.question, f.key) for f in interview.FOLLOW_UPS],
-                               layout=W.Layout(width="100%"))
-        self.answer = W.Textarea(placeholder="Your answer (saved as you type)",
-                                 layout=W.Layout(width="100%", height="6em"))
+        self.pick = W.Dropdown(
+            options=[(f.question, f.key) for f in interview.FOLLOW_UPS], layout=W.Layout(width="100%")
+        )
+        self.answer = W.Textarea(
+            placeholder="Your answer (saved as you type)", layout=W.Layout(width="100%", height="6em")
+        )
         self.model_button = W.Button(description="Show model answer", icon="eye")
         self.model = W.HTML()
         self.answer.add_class("pgq-answer")

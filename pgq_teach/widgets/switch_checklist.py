@@ -17,8 +17,10 @@ COLOURS = {"stay": "#2e7d32", "fix first": "#b26a00", "move": "#b00020"}
 
 def recommendation_html(rec: Recommendation) -> str:
     items = "".join(f"<li>{escape(r)}</li>" for r in rec.reasons)
-    return (f"<div class='pgq-recommendation' data-verdict='{escape(rec.verdict)}'>"
-            f"<b style='color:{COLOURS[rec.verdict]}'>Recommendation: {escape(rec.verdict)}</b><ul>{items}</ul></div>")
+    return (
+        f"<div class='pgq-recommendation' data-verdict='{escape(rec.verdict)}'>"
+        f"<b style='color:{COLOURS[rec.verdict]}'>Recommendation: {escape(rec.verdict)}</b><ul>{items}</ul></div>"
+    )
 
 
 class SwitchChecklist(W.VBox):
@@ -28,19 +30,28 @@ class SwitchChecklist(W.VBox):
         self.file = file
         saved = learner.load(file)
         ticked = set(saved.get("signals", []))
-        self.boxes = {key: W.Checkbox(value=key in ticked, description=text, indent=False,
-                                      layout=W.Layout(width="auto")) for key, text in SIGNALS.items()}
-        self.fixes = W.Checkbox(value=bool(saved.get("fixes_tried")), indent=False, layout=W.Layout(width="auto"),
-                                description="We already ended long transactions, kept the partial indexes, tuned "
-                                            "autovacuum and pooled the claims.")
+        self.boxes = {
+            key: W.Checkbox(
+                value=key in ticked, description=text, indent=False, layout=W.Layout(width="auto")
+            )
+            for key, text in SIGNALS.items()
+        }
+        self.fixes = W.Checkbox(
+            value=bool(saved.get("fixes_tried")),
+            indent=False,
+            layout=W.Layout(width="auto"),
+            description="We already ended long transactions, kept the partial indexes, tuned "
+            "autovacuum and pooled the claims.",
+        )
         for key, box in self.boxes.items():
             box.add_class(f"pgq-signal-{key.replace('_', '-')}")
         self.output = W.HTML()
         self.output.add_class("pgq-result")
         for box in [*self.boxes.values(), self.fixes]:
             box.observe(lambda _: self.changed(), names="value")
-        super().__init__([W.HTML("<b>Which are true of your system?</b>"), *self.boxes.values(), self.fixes,
-                          self.output])
+        super().__init__(
+            [W.HTML("<b>Which are true of your system?</b>"), *self.boxes.values(), self.fixes, self.output]
+        )
         self.add_class("pgq-switch-checklist")
         self.recommendation = self.show()
 

@@ -221,6 +221,12 @@ def cmd_interview(args) -> int:
     if args.summary:
         _say(interview.summary_markdown())
         return 0
+    if args.html:
+        path = Path(args.html)
+        path.write_text("<!doctype html><meta charset='utf-8'><title>The job queue on one page</title>"
+                        + interview.summary_html(), encoding="utf-8")
+        _say(f"wrote the one-page summary to {path}; open it in a browser and print it")
+        return 0
     steps = tuple(args.step) if args.step else interview.STEP_KEYS
 
     def read() -> str | None:
@@ -303,6 +309,7 @@ def parser() -> argparse.ArgumentParser:
                                                      "failure, operations, numbers, exit")
     itv.add_argument("--follow-ups", type=int, default=3, help="follow-up questions after the steps (0 to 12)")
     itv.add_argument("--summary", action="store_true", help="print the one-page summary (markdown) and exit")
+    itv.add_argument("--html", metavar="FILE", help="write the one-page summary as printable HTML to FILE and exit")
     itv.set_defaults(func=cmd_interview)
     return p
 

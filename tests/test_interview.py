@@ -300,3 +300,13 @@ def test_the_operations_answer_quotes_lesson_10_only_once_it_ran():
     assert "big DELETE of done jobs left" not in interview.step("operations").model()
     learner.record_measurement("10-operations", "bulk_delete_dead_rows", 200_000, "dead rows")
     assert "one big DELETE of done jobs left 200,000 dead rows behind" in interview.step("operations").model()
+
+
+def test_cli_prints_the_summary_and_writes_it_as_printable_html(monkeypatch, capsys, tmp_path):
+    code, out = run_cli(monkeypatch, capsys, "", "--summary")
+    assert code == 0 and out.startswith("# The PostgreSQL job queue on one page") and "sql/claim.sql" in out
+    page = tmp_path / "summary.html"
+    code, out = run_cli(monkeypatch, capsys, "", "--html", str(page))
+    assert code == 0 and "wrote the one-page summary" in out
+    html = page.read_text(encoding="utf-8")
+    assert html.startswith("<!doctype html>") and "@media print" in html and "FOR UPDATE SKIP LOCKED" in html

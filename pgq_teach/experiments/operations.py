@@ -394,16 +394,20 @@ class TimeoutDemo:
 
 
 def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: int | None = None) -> TimeoutDemo:
-    """Give a lab worker role a short timeout, open a transaction as that role
-    and forget it; the server ends the session and the client sees 25P03."""
+    """Make a lab worker role with sql/roles.sql and a short timeout, open a
+    transaction as that role and forget it; the server ends the session and
+    the client sees 25P03."""
     if not isinstance(timeout_s, (int, float)) or not 0.2 <= timeout_s <= 10:
         raise BadInput(f"timeout_s must be from 0.2 to 10 seconds, got {timeout_s!r}")
     password = secrets.token_hex(12)
     with db.connection() as admin:
         drop_lab_role(admin)
         try:
-            run(admin, "lab/create_login_role", {"password": password}, idents={"name": LAB_ROLE})
+            # the production statement, sql/roles.sql, for a lab role with a short timeout
+            params = {"password": password, "idle_timeout": f"{int(timeout_s * 1000)}ms"}
+            run(admin, "roles", params, idents={"role": LAB_ROLE})
         except psycopg.errors.InsufficientPrivilege as exc:
+            drop_lab_role(admin)
             return TimeoutDemo(
                 timeout_s,
                 LAB_ROLE,
@@ -417,13 +421,6 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: int | None = No
                 skipped=f"this server's user may not create roles ({exc.diag.message_primary})",
             )
         try:
-            run(admin, "lab/grant_jobs_read", idents={"name": LAB_ROLE})
-            run(
-                admin,
-                "lab/set_role_idle_timeout",
-                {"timeout": f"{int(timeout_s * 1000)}ms"},
-                idents={"name": LAB_ROLE},
-            )
             with psycopg.connect(make_conninfo(db.dsn, user=LAB_ROLE, password=password)) as worker:
                 setting = run(worker, "lab/session_settings").fetchone()[1]
                 pid = worker.info.backend_pid

@@ -85,6 +85,9 @@ def test_the_guide_autovacuum_settings_keep_dead_rows_lower_under_the_same_churn
     assert defaults.peak_dead >= defaults.starts_at(50_000)
     assert guide.peak_dead < defaults.peak_dead and guide.autovacuums > defaults.autovacuums
     assert "<polyline" in r.chart_svg()
+    from pgq_teach.widgets.dashboard import autovacuum_html
+
+    assert "peak n_dead_tup, defaults" in autovacuum_html(r, 20_000) and "<svg" in autovacuum_html(r, None)
     with db.connection() as conn:  # the server-wide setting is back to its default
         assert operations.run(conn, "lab/show_naptime").fetchone()[0] == "1min"
 
@@ -96,3 +99,6 @@ def test_autovacuum_lab_leaves_a_server_it_does_not_own_alone(db):
     r = operations.autovacuum_per_table(theirs, seconds=5)
     assert r.skipped.startswith("autovacuum_naptime is a server-wide setting") and r.runs == []
     assert "skipped" in r.summary()
+    from pgq_teach.widgets.dashboard import autovacuum_html
+
+    assert "Skipped: autovacuum_naptime" in autovacuum_html(r, None)

@@ -57,6 +57,10 @@ def test_drain_rate_completes_every_job_once(db):
     d = switching.drain_rate(db, jobs=5_000, batch=100, workers=3)
     assert d.completed == 5_000 and not d.stopped and d.jobs_per_s > 0
     assert d.guide_jobs_per_s == 25_000
+    from pgq_teach.widgets.switch_checklist import drain_html
+
+    html = drain_html(d, 7)
+    assert "seconds for 5,000 jobs" in html and "<td>7</td>" in html and "<td>25,000</td>" in html
 
 
 def test_the_stand_in_broker_refuses_while_down_and_the_consumer_deduplicates():

@@ -11,7 +11,7 @@ import ipywidgets as W
 
 from ..databases import Database
 from ..experiments.operations import Load, Snapshot, snapshot
-from .common import error_html
+from .common import comparison_html, error_html
 
 
 def snapshot_html(snap: Snapshot) -> str:
@@ -130,3 +130,27 @@ class Dashboard(W.VBox):
         if self.error is not None:
             raise self.error
         return self.snapshots
+
+
+def autovacuum_html(result, guess: int | None) -> str:
+    """The autovacuum lab's result: the guess, this server and the guide's rule, then the chart."""
+    if result.skipped:
+        return f"<p class='pgq-skipped'>Skipped: {escape(result.skipped)}</p>"
+    defaults, guide = result.run("defaults"), result.run("guide")
+    rows = [
+        (
+            "peak n_dead_tup, defaults",
+            guess,
+            defaults.peak_dead,
+            f"starts at 50 + 20% of rows = {defaults.starts_at(result.base_rows):,.0f}",
+        ),
+        (
+            "peak n_dead_tup, guide's settings",
+            None,
+            guide.peak_dead,
+            f"starts at 1000 + 1% of rows = {guide.starts_at(result.base_rows):,.0f}",
+        ),
+        ("autovacuum runs, defaults", None, defaults.autovacuums, None),
+        ("autovacuum runs, guide's settings", None, guide.autovacuums, None),
+    ]
+    return comparison_html(rows, version=result.server_version) + result.chart_svg()

@@ -10,6 +10,7 @@ import ipywidgets as W
 
 from .. import learner
 from ..experiments.switching import SIGNALS, Recommendation, recommend
+from .common import comparison_html
 
 FILE = "switch-checklist"
 COLOURS = {"stay": "#2e7d32", "fix first": "#b26a00", "move": "#b00020"}
@@ -66,3 +67,17 @@ class SwitchChecklist(W.VBox):
     def changed(self) -> None:
         learner.save(self.file, {"signals": sorted(self.ticked()), "fixes_tried": self.fixes.value})
         self.show()
+
+
+def drain_html(result, guess: float | None) -> str:
+    """The drain: the learner's guess and time beside the guide's #19."""
+    rows = [
+        (
+            "seconds for 100,000 jobs" if result.jobs == 100_000 else f"seconds for {result.jobs:,} jobs",
+            guess,
+            round(result.seconds, 2),
+            4.0 if result.jobs == 100_000 else None,
+        ),
+        ("jobs per second", None, round(result.jobs_per_s), round(result.guide_jobs_per_s)),
+    ]
+    return comparison_html(rows, version=result.server_version)

@@ -214,6 +214,29 @@ def cmd_load(args) -> int:
         max_attempts=args.max_attempts, seed=args.seed, progress=_progress_line()))
 
 
+def cmd_interview(args) -> int:
+    """The interview rehearsal on stdin/stdout; no database needed."""
+    from . import interview
+
+    if args.summary:
+        _say(interview.summary_markdown())
+        return 0
+    if args.html:
+        path = Path(args.html)
+        path.write_text("<!doctype html><meta charset='utf-8'><title>The job queue on one page</title>"
+                        + interview.summary_html(), encoding="utf-8")
+        _say(f"wrote the one-page summary to {path}; open it in a browser and print it")
+        return 0
+    steps = tuple(args.step) if args.step else interview.STEP_KEYS
+
+    def read() -> str | None:
+        line = sys.stdin.readline()
+        return line if line else None
+
+    record = interview.rehearse_in_terminal(read, _say, steps=steps, follow_ups=args.follow_ups)
+    return 0 if record is not None else 1
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pgq-teach", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -280,6 +303,14 @@ def parser() -> argparse.ArgumentParser:
     lod.add_argument("--seed", type=int, default=1, help="picks which calls fail")
     lod.add_argument("--db", default="load", help="database label (default load -> pgq_load; reset first)")
     lod.set_defaults(func=cmd_load)
+
+    itv = sub.add_parser("interview", help="rehearse the system-design interview answer, timed, in the terminal")
+    itv.add_argument("--step", action="append", help="only this step (repeatable): need, table, claim, "
+                                                     "failure, operations, numbers, exit")
+    itv.add_argument("--follow-ups", type=int, default=3, help="follow-up questions after the steps (0 to 12)")
+    itv.add_argument("--summary", action="store_true", help="print the one-page summary (markdown) and exit")
+    itv.add_argument("--html", metavar="FILE", help="write the one-page summary as printable HTML to FILE and exit")
+    itv.set_defaults(func=cmd_interview)
     return p
 
 

@@ -1,0 +1,100 @@
+"""Lesson 11: the signals' recommendation, the drain rate, and the outbox
+relay to a stand-in broker, on a real PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+from pgq_teach import learner
+from pgq_teach.errors import BadInput
+from pgq_teach.experiments import switching
+from pgq_teach.experiments.switching import BrokerDown, Consumer, StandInBroker, recommend
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "signals, fixes, verdict",
+    [
+        (set(), False, "stay"),
+        ({"churn"}, False, "fix first"),
+        ({"connections"}, False, "fix first"),
+        ({"churn", "connections"}, True, "move"),
+        ({"fan_out"}, False, "move"),
+        ({"replay"}, False, "move"),
+        ({"teams", "churn"}, False, "move"),
+    ],
+)
+def test_the_recommendation_follows_the_signals(signals, fixes, verdict):
+    assert recommend(signals, fixes_tried=fixes).verdict == verdict
+
+
+def test_stay_gives_the_guide_reasons_and_move_names_the_relay():
+    assert any("one team owns both" in r for r in recommend(set()).reasons)
+    assert any("outbox relay" in r for r in recommend({"replay"}).reasons)
+    with pytest.raises(BadInput):
+        recommend({"cheaper"})
+
+
+def test_the_checklist_widget_saves_its_ticks(tmp_path):
+    from pgq_teach.widgets.switch_checklist import SwitchChecklist
+
+    c = SwitchChecklist()
+    assert c.recommendation.verdict == "stay"
+    c.boxes["churn"].value = True
+    assert c.recommendation.verdict == "fix first" and "fix first" in c.output.value
+    c.fixes.value = True
+    assert c.recommendation.verdict == "move"
+    again = SwitchChecklist()  # after a kernel restart
+    assert again.ticked() == {"churn"} and again.fixes.value and again.recommendation.verdict == "move"
+    assert learner.load("switch-checklist") == {"signals": ["churn"], "fixes_tried": True}
+
+
+def test_drain_rate_completes_every_job_once(db):
+    d = switching.drain_rate(db, jobs=5_000, batch=100, workers=3)
+    assert d.completed == 5_000 and not d.stopped and d.jobs_per_s > 0
+    assert d.guide_jobs_per_s == 25_000
+    from pgq_teach.widgets.switch_checklist import drain_html
+
+    html = drain_html(d, 7)
+    assert "seconds for 5,000 jobs" in html and "<td>7</td>" in html and "<td>25,000</td>" in html
+
+
+def test_the_stand_in_broker_refuses_while_down_and_the_consumer_deduplicates():
+    broker, consumer = StandInBroker(), Consumer()
+    broker.publish(1, {})
+    broker.up = False
+    with pytest.raises(BrokerDown):
+        broker.publish(2, {})
+    broker.up = True
+    broker.publish(1, {})
+    broker.publish(2, {})
+    consumer.consume(broker)
+    consumer.consume(broker)  # a second pass reads only what is new
+    assert consumer.processed == [1, 2] and consumer.duplicates_skipped == 1 and broker.refused == 1
+
+
+def test_the_outbox_relay_loses_nothing_and_delivers_at_least_once(db):
+    r = switching.outbox_relay(db, orders=30, rolled_back=4, crash_batch=3)
+    assert r.nothing_lost and r.distinct_delivered == r.orders_committed == 30
+    assert r.refused_while_down == 10 and r.waiting_while_down == 10
+    assert r.broker_messages == 33 and r.republished_after_crash == 3
+    assert r.consumer_processed == 30 and r.duplicates_skipped == 3
+    assert r.status_counts == {"done": 30}
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"orders": 2}, {"crash_batch": 0}, {"crash_batch": 50}, {"rolled_back": -1}]
+)
+def test_the_outbox_relay_refuses_bad_input(db, kwargs):
+    with pytest.raises(BadInput):
+        switching.outbox_relay(db, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"jobs": 0}, {"batch": 100_000}, {"workers": True}])
+def test_drain_rate_refuses_bad_input(db, kwargs):
+    with pytest.raises(BadInput):
+        switching.drain_rate(db, **kwargs)

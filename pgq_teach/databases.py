@@ -48,7 +48,8 @@ class Database:
             run(conn, statement)
 
 
-def _admin(server: Server) -> psycopg.Connection:
+def _maintenance_connection(server: Server) -> psycopg.Connection:
+    """A connection to the server's own database, to create and drop the lessons' databases."""
     return psycopg.connect(server.dsn, autocommit=True, connect_timeout=5)
 
 
@@ -70,7 +71,7 @@ def open_database(label: str, *, reset: bool = False, schema: bool = True) -> Da
     with the course's tables in place."""
     name = database_name(label)
     server = get_server()
-    with _admin(server) as conn:
+    with _maintenance_connection(server) as conn:
         if reset:
             run(conn, "admin/drop_database", idents={"name": name})
         if not run(conn, "admin/database_exists", {"name": name}).fetchone():
@@ -83,5 +84,5 @@ def open_database(label: str, *, reset: bool = False, schema: bool = True) -> Da
 
 def drop_database(label: str) -> None:
     name = database_name(label)
-    with _admin(get_server()) as conn:
+    with _maintenance_connection(get_server()) as conn:
         run(conn, "admin/drop_database", idents={"name": name})

@@ -9,23 +9,20 @@ caller's transaction: that is the point of a queue in the same database.
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from psycopg.types.json import Jsonb
+import psycopg
+from psycopg.rows import dict_row
 
+from . import checks
 from .errors import BadInput
 from .statements import run
 
 MAX_BATCH = 10_000
-MAX_KIND_CHARS = 200  # the kind travels in NOTIFY, whose payload must stay under 8,000 bytes
-MAX_PAYLOAD_BYTES = 1_000_000  # bigger data belongs elsewhere; enqueue a key to it
 MAX_ERROR_CHARS = 4_000
 MAX_ATTEMPTS = 2**31 - 1  # the column is an int
-MAX_LEASE = timedelta(days=365)  # longer is surely a mistake, and would overflow timestamps
 DEFAULT_LEASE = timedelta(minutes=5)
 
 
@@ -45,74 +42,7 @@ class NotClaimed(BadInput):
     """complete() or fail() on a job this caller never held, or already finished."""
 
 
-# --- checks: each raises BadInput before any SQL runs -------------------------
-
-
-def _check_kind(kind: Any) -> str:
-    if not isinstance(kind, str) or not kind.strip():
-        raise BadInput(f"kind must be a non-empty string, got {kind!r}")
-    if "\x00" in kind:
-        raise BadInput("kind must not contain a NUL byte (PostgreSQL text cannot store one)")
-    if len(kind) > MAX_KIND_CHARS:
-        raise BadInput(f"kind is {len(kind)} characters; keep it to {MAX_KIND_CHARS} (it is sent in NOTIFY)")
-    if any("\ud800" <= ch <= "\udfff" for ch in kind):
-        raise BadInput("kind must be valid Unicode: it holds a lone surrogate, which UTF-8 cannot encode")
-    return kind
-
-
-def _check_payload(payload: Any) -> Jsonb:
-    try:
-        text = json.dumps(payload, allow_nan=False, ensure_ascii=False)
-    except RecursionError:
-        raise BadInput("payload is nested too deeply to serialise as JSON") from None
-    except (TypeError, ValueError) as exc:
-        raise BadInput(f"payload must be JSON-serialisable: {exc}") from None
-    if "\\u0000" in text:
-        raise BadInput("payload must not contain a NUL character (jsonb cannot store \\u0000)")
-    try:
-        size = len(text.encode())
-    except UnicodeEncodeError:
-        raise BadInput("payload must be valid Unicode: it holds a lone surrogate, which jsonb cannot store") from None
-    if size > MAX_PAYLOAD_BYTES:
-        raise BadInput(
-            f"payload is {size:,} bytes, over the {MAX_PAYLOAD_BYTES:,}-byte limit: "
-            "store large data elsewhere and enqueue its key"
-        )
-    return Jsonb(payload)
-
-
-def _check_positive_int(name: str, value: Any, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadInput(f"{name} must be a whole number, got {value!r}")
-    if value < low or (high is not None and value > high):
-        bound = f"between {low} and {high:,}" if high is not None else f"at least {low}"
-        raise BadInput(f"{name} must be {bound}, got {value:,}")
-    return value
-
-
-def as_lease(lease: Any) -> timedelta:
-    """A lease as a timedelta; numbers are seconds. Zero or less is refused."""
-    if isinstance(lease, (int, float)) and not isinstance(lease, bool):
-        if not math.isfinite(lease) or abs(lease) > MAX_LEASE.total_seconds():
-            raise BadInput(f"lease must be a finite number of seconds up to {MAX_LEASE.days} days, got {lease!r}")
-        lease = timedelta(seconds=lease)
-    if not isinstance(lease, timedelta):
-        raise BadInput(f"lease must be a timedelta or seconds, got {lease!r}")
-    if lease <= timedelta(0) or lease > MAX_LEASE:
-        raise BadInput(f"lease must be longer than zero and at most {MAX_LEASE.days} days, got {lease}")
-    return lease
-
-
-def _check_run_at(run_at: Any) -> datetime | None:
-    if run_at is None:
-        return None
-    if isinstance(run_at, timedelta):
-        return datetime.now(timezone.utc) + run_at
-    if not isinstance(run_at, datetime):
-        raise BadInput(f"run_at must be a datetime, a timedelta from now, or None; got {run_at!r}")
-    if run_at.tzinfo is None:
-        raise BadInput("run_at must be timezone-aware (for example datetime.now(timezone.utc))")
-    return run_at
+# --- checks: each raises BadInput before any SQL runs (most live in checks.py) ---
 
 
 def _check_job(job: Any) -> Job:
@@ -132,17 +62,25 @@ def _error_text(error: Any) -> str:
 # --- the queue ------------------------------------------------------------------
 
 
-def enqueue(conn, kind: str, payload: Any, *, run_at=None, max_attempts: int = 5, notify: bool = True) -> int:
+def enqueue(
+    conn: psycopg.Connection,
+    kind: str,
+    payload: Any,
+    *,
+    run_at: datetime | timedelta | None = None,
+    max_attempts: int = 5,
+    notify: bool = True,
+) -> int:
     """Add a job inside the caller's transaction and return its id.
 
     With notify (the default) idle workers are woken when the transaction
     commits; a rollback removes both the job and the notification.
     """
     params = {
-        "kind": _check_kind(kind),
-        "payload": _check_payload(payload),
-        "run_at": _check_run_at(run_at),
-        "max_attempts": _check_positive_int("max_attempts", max_attempts, 1, MAX_ATTEMPTS),
+        "kind": checks.job_kind(kind),
+        "payload": checks.job_payload(payload),
+        "run_at": checks.run_at(run_at),
+        "max_attempts": checks.whole_number("max_attempts", max_attempts, 1, MAX_ATTEMPTS),
     }
     with conn.transaction():
         job_id = run(conn, "enqueue", params).fetchone()[0]
@@ -151,18 +89,20 @@ def enqueue(conn, kind: str, payload: Any, *, run_at=None, max_attempts: int = 5
     return job_id
 
 
-def _job(row) -> Job:
+def _job(row: tuple[Any, ...]) -> Job:
     return Job(*row)
 
 
-def claim(conn, *, batch: int = 1, lease=DEFAULT_LEASE, statement: str = "claim") -> list[Job]:
+def claim(
+    conn: psycopg.Connection, *, batch: int = 1, lease: timedelta | float = DEFAULT_LEASE, statement: str = "claim"
+) -> list[Job]:
     """Claim up to `batch` due jobs with a lease; an empty list when none is due."""
-    params = {"batch": _check_positive_int("batch", batch, 1, MAX_BATCH), "lease": as_lease(lease)}
+    params = {"batch": checks.whole_number("batch", batch, 1, MAX_BATCH), "lease": checks.lease(lease)}
     with conn.transaction():
         return [_job(r) for r in run(conn, statement, params).fetchall()]
 
 
-def _explain_miss(conn, job: Job, verb: str) -> bool:
+def _explain_fence(conn: psycopg.Connection, job: Job, verb: str) -> bool:
     """After a fenced statement touched no row: False if a newer claim or the
     reaper fenced this worker out, an error if the call itself was wrong."""
     row = run(conn, "job_state", {"id": job.id}).fetchone()
@@ -178,16 +118,16 @@ def _explain_miss(conn, job: Job, verb: str) -> bool:
     return False
 
 
-def complete(conn, job: Job) -> bool:
+def complete(conn: psycopg.Connection, job: Job) -> bool:
     """Mark a claimed job done. False when a newer claim or the reaper fenced it out."""
     job = _check_job(job)
     with conn.transaction():
         if run(conn, "complete", {"id": job.id, "attempts": job.attempts}).fetchone():
             return True
-        return _explain_miss(conn, job, "complete")
+        return _explain_fence(conn, job, "complete")
 
 
-def fail(conn, job: Job, error: Any) -> Literal["ready", "dead", "fenced"]:
+def fail(conn: psycopg.Connection, job: Job, error: Any) -> Literal["ready", "dead", "fenced"]:
     """Record a failed try: "ready" (retry after backoff), "dead", or "fenced"
     when this worker no longer holds the claim."""
     job = _check_job(job)
@@ -196,35 +136,35 @@ def fail(conn, job: Job, error: Any) -> Literal["ready", "dead", "fenced"]:
         row = run(conn, "fail", params).fetchone()
         if row:
             return row[0]
-        _explain_miss(conn, job, "fail")
+        _explain_fence(conn, job, "fail")
         return "fenced"
 
 
-def extend_lease(conn, job: Job, lease=DEFAULT_LEASE) -> bool:
+def extend_lease(conn: psycopg.Connection, job: Job, lease: timedelta | float = DEFAULT_LEASE) -> bool:
     """Push the lease `lease` past now, while this claim still holds the job."""
     job = _check_job(job)
-    params = {"id": job.id, "attempts": job.attempts, "lease": as_lease(lease)}
+    params = {"id": job.id, "attempts": job.attempts, "lease": checks.lease(lease)}
     with conn.transaction():
         return run(conn, "extend_lease", params).fetchone() is not None
 
 
-def reap(conn) -> int:
+def reap(conn: psycopg.Connection) -> int:
     """Return expired leases to ready (or dead); the number of jobs reaped."""
     with conn.transaction():
         return len(run(conn, "reap").fetchall())
 
 
-def requeue_dead(conn, kind: str | None = None) -> int:
+def requeue_dead(conn: psycopg.Connection, kind: str | None = None) -> int:
     """Put dead jobs (of one kind, or all) back to ready with fresh attempts."""
     if kind is not None:
-        _check_kind(kind)
+        checks.job_kind(kind)
     with conn.transaction():
         return len(run(conn, "requeue_dead", {"kind": kind}).fetchall())
 
 
-def cleanup(conn, batch: int = 5000) -> int:
+def cleanup(conn: psycopg.Connection, batch: int = 5000) -> int:
     """Delete done jobs in small committed batches; the number deleted."""
-    batch = _check_positive_int("batch", batch, 1, MAX_BATCH * 10)
+    batch = checks.whole_number("batch", batch, 1, MAX_BATCH * 10)
     total = 0
     while True:
         with conn.transaction():
@@ -254,16 +194,20 @@ class Stats:
         return f"{counts}{wait}{dead}; {len(self.sessions)} session(s) holding a snapshot"
 
 
-def stats(conn) -> Stats:
+def status_counts(conn: psycopg.Connection) -> dict[str, int]:
+    """How many jobs are in each status, for example {"done": 3, "ready": 2}; absent statuses are left out."""
+    return {row["status"]: row["jobs"] for row in run(conn, "stats_status", row_factory=dict_row)}
+
+
+def stats(conn: psycopg.Connection) -> Stats:
+    """What an operator watches, read in three statements (see Stats)."""
     st = Stats()
-    for status, n, wait in run(conn, "stats_status").fetchall():
-        st.counts[status] = n
-        if wait is not None:
-            st.oldest_due_wait = wait
+    for row in run(conn, "stats_status", row_factory=dict_row):
+        st.counts[row["status"]] = row["jobs"]
+        if row["oldest_due_wait"] is not None:
+            st.oldest_due_wait = row["oldest_due_wait"]
     row = run(conn, "stats_vacuum").fetchone()
     if row:
         st.live_tuples, st.dead_tuples, st.last_autovacuum, st.autovacuum_count = row
-    cur = run(conn, "stats_sessions")
-    cols = [c.name for c in cur.description]
-    st.sessions = [dict(zip(cols, r)) for r in cur.fetchall()]
+    st.sessions = run(conn, "stats_sessions", row_factory=dict_row).fetchall()
     return st

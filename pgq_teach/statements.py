@@ -22,7 +22,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+import psycopg
 from psycopg import sql as pgsql
+from psycopg.rows import RowFactory
 
 from .errors import SetupError
 
@@ -110,11 +112,19 @@ def names() -> list[str]:
     return sorted(str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.sql"))
 
 
-def run(conn: Any, name: str, params: Mapping[str, Any] | None = None, *, idents: Mapping[str, str] | None = None):
+def run(
+    conn: psycopg.Connection,
+    name: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    idents: Mapping[str, str] | None = None,
+    row_factory: RowFactory[Any] | None = None,
+) -> psycopg.Cursor[Any]:
     """Execute a named statement on a connection and return the cursor.
 
     `params` are values (sent as parameters); `idents` are identifiers such
-    as a database name."""
+    as a database name. `row_factory` shapes the rows, for example
+    `psycopg.rows.dict_row` for dicts keyed by column name."""
     st = statement(name)
     params = dict(params or {})
     unknown = set(params) - set(st.params)
@@ -123,12 +133,13 @@ def run(conn: Any, name: str, params: Mapping[str, Any] | None = None, *, idents
         raise ValueError(
             f"{name}.sql takes {list(st.params)}; missing {sorted(missing)}, unexpected {sorted(unknown)}"
         )
+    cur = conn.cursor(row_factory=row_factory) if row_factory else conn.cursor()
     if st.utility:
-        return conn.execute(st.query(params, **(idents or {})))
-    return conn.execute(st.query(**(idents or {})), params if st.params else None)
+        return cur.execute(st.query(params, **(idents or {})))
+    return cur.execute(st.query(**(idents or {})), params if st.params else None)
 
 
-def explain(conn: Any, name: str, params: Mapping[str, Any] | None = None) -> list[str]:
+def explain(conn: psycopg.Connection, name: str, params: Mapping[str, Any] | None = None) -> list[str]:
     """The plan PostgreSQL would use for a named statement, without running it
     (EXPLAIN without ANALYZE executes nothing, so even an UPDATE is safe)."""
     st = statement(name)

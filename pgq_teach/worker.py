@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 import psycopg
 
-from . import queue
+from . import checks, queue
 from .errors import BadInput
 from .statements import run
 
@@ -30,6 +30,9 @@ _LOST = (psycopg.OperationalError, psycopg.errors.IdleInTransactionSessionTimeou
 
 @dataclass
 class WorkerReport:
+    """What one Worker did: jobs claimed, done, retried (failed, ready again
+    after a backoff), dead and fenced; reaper passes, wake-ups and reconnects."""
+
     claimed: int = 0
     done: int = 0
     retried: int = 0
@@ -44,12 +47,16 @@ class WorkerReport:
 
 
 class Worker:
+    """Runs handlers by kind until stopped: reap, claim with a lease, run the
+    handler, then complete or fail. Events: claimed, done, retried, dead,
+    fenced and reconnect, each passed to `on_event(name, job)`."""
+
     def __init__(
         self,
         dsn: str,
         handlers: dict[str, Handler],
         *,
-        lease=queue.DEFAULT_LEASE,
+        lease: timedelta | float = queue.DEFAULT_LEASE,
         batch: int = 1,
         poll: float = 5.0,
         heartbeat: bool = False,
@@ -57,12 +64,11 @@ class Worker:
     ):
         if not isinstance(handlers, Mapping) or not handlers or not all(callable(h) for h in handlers.values()):
             raise BadInput("handlers must map each kind to a callable")
-        if not (isinstance(poll, (int, float)) and poll > 0):
-            raise BadInput(f"poll must be a positive number of seconds, got {poll!r}")
+        poll = checks.seconds("poll", poll, 0.001, 86_400)
         self.dsn = dsn
         self.handlers = dict(handlers)
-        self.lease = queue.as_lease(lease)
-        self.batch = queue._check_positive_int("batch", batch, 1, queue.MAX_BATCH)
+        self.lease = checks.lease(lease)
+        self.batch = checks.whole_number("batch", batch, 1, queue.MAX_BATCH)
         self.poll = float(poll)
         self.heartbeat = heartbeat
         self.on_event = on_event or (lambda name, job: None)
@@ -129,13 +135,9 @@ class Worker:
                 handler(job)
         except Exception as exc:  # a handler's failure is data: record it on the job
             outcome = queue.fail(self._work, job, exc)
-            if outcome == "ready":
-                self.report.retried += 1
-            elif outcome == "dead":
-                self.report.dead += 1
-            else:
-                self.report.fenced += 1
-            self.on_event(outcome, job)
+            event = "retried" if outcome == "ready" else outcome  # ready again, after a backoff: a retry
+            setattr(self.report, event, getattr(self.report, event) + 1)
+            self.on_event(event, job)
             return
         if queue.complete(self._work, job):
             self.report.done += 1

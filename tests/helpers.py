@@ -2,22 +2,23 @@
 
 import time
 
+from psycopg.rows import dict_row
+
+from pgq_teach.queue import status_counts
+from pgq_teach.seeding import seed_jobs
 from pgq_teach.statements import run
 
 
-def job_row(conn, job_id: int) -> dict:
-    cur = run(conn, "lab/job_row", {"id": job_id})
-    cols = [c.name for c in cur.description]
-    row = cur.fetchone()
-    return dict(zip(cols, row)) if row else None
+def job_row(conn, job_id: int) -> dict | None:
+    return run(conn, "lab/job_row", {"id": job_id}, row_factory=dict_row).fetchone()
 
 
 def counts(conn) -> dict:
-    return {s: n for s, n, _ in run(conn, "stats_status").fetchall()}
+    return status_counts(conn)
 
 
 def seed(conn, n: int, kind: str = "send_receipt") -> None:
-    run(conn, "lab/seed_jobs", {"kind": kind, "count": n})
+    seed_jobs(conn, kind, n)
 
 
 def wait_for(check, timeout: float, step: float = 0.02) -> bool:

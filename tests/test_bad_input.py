@@ -78,7 +78,7 @@ def test_refused_before_sql_and_nothing_changes(db, case):
 
 def test_the_payload_limit_is_documented_and_notify_carries_only_the_kind(db):
     """Payloads up to the limit are accepted; NOTIFY sends the kind, never the data."""
-    assert pgq.queue.MAX_PAYLOAD_BYTES == 1_000_000
+    assert pgq.checks.MAX_PAYLOAD_BYTES == 1_000_000
     assert "1,000,000-byte limit" in str(pytest.raises(pgq.BadInput, pgq.enqueue, None, "k", {"b": "x" * 10**6}).value)
     with db.connection() as listener, db.connection() as conn:
         run(listener, "listen")

@@ -191,6 +191,32 @@ def test_stats_counts_and_waits(conn):
     assert "ready 2" in str(st)
 
 
+def test_status_counts_reads_each_status_once_and_leaves_out_absent_ones(conn):
+    assert pgq.queue.status_counts(conn) == {}
+    seed(conn, 4)
+    [done, dead] = pgq.claim(conn, batch=2)
+    pgq.complete(conn, done)
+    run(conn, "lab/set_max_attempts", {"id": dead.id, "max_attempts": 1})
+    assert pgq.fail(conn, dead, "boom") == "dead"
+    assert pgq.queue.status_counts(conn) == {"done": 1, "dead": 1, "ready": 2}
+    assert pgq.stats(conn).counts == pgq.queue.status_counts(conn)
+
+
+def test_reset_and_seed_starts_the_table_over_and_refuses_bad_input_first(conn):
+    from pgq_teach import seeding
+
+    seed(conn, 5)
+    with pytest.raises(pgq.BadInput, match="count"):
+        seeding.reset_and_seed(conn, "send_receipt", -1)
+    with pytest.raises(pgq.BadInput, match="kind"):
+        seeding.reset_and_seed(conn, "", 3)
+    assert counts(conn) == {"ready": 5}  # refused before the table was emptied
+    seeding.reset_and_seed(conn, "build_invoice", 3)
+    assert counts(conn) == {"ready": 3}
+    assert [job_row(conn, i)["kind"] for i in (1, 2, 3)] == ["build_invoice"] * 3  # ids start at 1 again
+    assert [j.id for j in pgq.claim(conn, batch=3)] == [1, 2, 3]  # oldest first
+
+
 def test_transactional_enqueue_rollback_leaves_nothing_commit_leaves_both(db):
     """Guide: a rolled-back order leaves no job and sends no notification;
     a committed order always has its job, and its notification arrives."""

@@ -53,10 +53,14 @@ def test_worker_runs_handlers_and_records_failures(db, conn):
     ids = [pgq.enqueue(conn, "send_receipt", {"n": n}) for n in range(3)]
     bad = pgq.enqueue(conn, "build_invoice", {})
     orphan = pgq.enqueue(conn, "unknown_kind", {})
-    worker = pgq.Worker(db.dsn, {"send_receipt": ok, "build_invoice": broken}, poll=0.2)
+    events = []
+    worker = pgq.Worker(db.dsn, {"send_receipt": ok, "build_invoice": broken}, poll=0.2,
+                        on_event=lambda name, job: events.append(name))
     report = worker.run(until_idle=True)
     assert sorted(seen) == [0, 1, 2]
     assert report.done == 3 and report.retried == 2 and sorted(report.done_ids) == ids
+    # One word per idea: the event is named as the count is.
+    assert sorted(events) == ["claimed"] * 5 + ["done"] * 3 + ["retried"] * 2
     assert job_row(conn, bad)["last_error"] == "ValueError: bad invoice template"
     assert job_row(conn, bad)["status"] == "ready"
     assert "no handler for kind 'unknown_kind'" in job_row(conn, orphan)["last_error"]

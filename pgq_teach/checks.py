@@ -1,0 +1,129 @@
+"""Input checks shared by the library, the fault runs, the experiments and the CLI.
+
+Each function takes the argument's name and value, returns the value in the
+form the caller wants, and raises `BadInput` with a message a learner can act
+on. Call them first, before any SQL runs, so refused input leaves the
+database as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Collection
+from datetime import datetime, timedelta, timezone
+from typing import Any, TypeVar
+
+from psycopg.types.json import Jsonb
+
+from .errors import BadInput
+
+MAX_KIND_CHARS = 200  # the kind travels in NOTIFY, whose payload must stay under 8,000 bytes
+MAX_PAYLOAD_BYTES = 1_000_000  # bigger data belongs elsewhere; enqueue a key to it
+MAX_LEASE = timedelta(days=365)  # longer is surely a mistake, and would overflow timestamps
+
+T = TypeVar("T")
+
+
+def whole_number(name: str, value: Any, low: int, high: int | None = None) -> int:
+    """An int from `low` to `high` (inclusive; no upper bound when None). True and False are refused."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadInput(f"{name} must be a whole number, got {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"from {low:,} to {high:,}" if high is not None else f"at least {low:,}"
+        raise BadInput(f"{name} must be {bound}, got {value:,}")
+    return value
+
+
+def number(name: str, value: Any, low: float, high: float, *, unit: str = "") -> float:
+    """A finite int or float from `low` to `high` (inclusive), as a float."""
+    of = f" of {unit}" if unit else ""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise BadInput(f"{name} must be a number{of} from {low:g} to {high:g}, got {value!r}")
+    if not low <= value <= high:
+        raise BadInput(f"{name} must be a number{of} from {low:g} to {high:g}, got {value:g}")
+    return float(value)
+
+
+def seconds(name: str, value: Any, low: float, high: float) -> float:
+    """A number of seconds from `low` to `high`."""
+    return number(name, value, low, high, unit="seconds")
+
+
+def fraction(name: str, value: Any) -> float:
+    """A share from 0 up to, but not including, 1 (a failure rate, say)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise BadInput(f"{name} must be a fraction from 0 up to (not including) 1, got {value!r}")
+    return float(value)
+
+
+def one_of(name: str, value: T, choices: Collection[T]) -> T:
+    """`value` if it is one of `choices`."""
+    try:
+        known = value in choices
+    except TypeError:  # an unhashable value asked of a set or dict
+        known = False
+    if not known:
+        raise BadInput(f"{name} must be one of {', '.join(map(str, choices))}; got {value!r}")
+    return value
+
+
+def job_kind(kind: Any) -> str:
+    """A job's kind: non-empty text PostgreSQL can store and NOTIFY can carry."""
+    if not isinstance(kind, str) or not kind.strip():
+        raise BadInput(f"kind must be a non-empty string, got {kind!r}")
+    if "\x00" in kind:
+        raise BadInput("kind must not contain a NUL byte (PostgreSQL text cannot store one)")
+    if len(kind) > MAX_KIND_CHARS:
+        raise BadInput(f"kind is {len(kind)} characters; keep it to {MAX_KIND_CHARS} (it is sent in NOTIFY)")
+    if any("\ud800" <= ch <= "\udfff" for ch in kind):
+        raise BadInput("kind must be valid Unicode: it holds a lone surrogate, which UTF-8 cannot encode")
+    return kind
+
+
+def job_payload(payload: Any) -> Jsonb:
+    """A payload jsonb can store, up to MAX_PAYLOAD_BYTES, ready to send."""
+    try:
+        text = json.dumps(payload, allow_nan=False, ensure_ascii=False)
+    except RecursionError:
+        raise BadInput("payload is nested too deeply to serialise as JSON") from None
+    except (TypeError, ValueError) as exc:
+        raise BadInput(f"payload must be JSON-serialisable: {exc}") from None
+    if "\\u0000" in text:
+        raise BadInput("payload must not contain a NUL character (jsonb cannot store \\u0000)")
+    try:
+        size = len(text.encode())
+    except UnicodeEncodeError:
+        raise BadInput("payload must be valid Unicode: it holds a lone surrogate, which jsonb cannot store") from None
+    if size > MAX_PAYLOAD_BYTES:
+        raise BadInput(
+            f"payload is {size:,} bytes, over the {MAX_PAYLOAD_BYTES:,}-byte limit: "
+            "store large data elsewhere and enqueue its key"
+        )
+    return Jsonb(payload)
+
+
+def lease(value: Any) -> timedelta:
+    """A lease as a timedelta; numbers are seconds. Zero or less, or over MAX_LEASE, is refused."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value) or abs(value) > MAX_LEASE.total_seconds():
+            raise BadInput(f"lease must be a finite number of seconds up to {MAX_LEASE.days} days, got {value!r}")
+        value = timedelta(seconds=value)
+    if not isinstance(value, timedelta):
+        raise BadInput(f"lease must be a timedelta or seconds, got {value!r}")
+    if value <= timedelta(0) or value > MAX_LEASE:
+        raise BadInput(f"lease must be longer than zero and at most {MAX_LEASE.days} days, got {value}")
+    return value
+
+
+def run_at(value: Any) -> datetime | None:
+    """When a job falls due: None (now), an aware datetime, or a timedelta from now."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        return datetime.now(timezone.utc) + value
+    if not isinstance(value, datetime):
+        raise BadInput(f"run_at must be a datetime, a timedelta from now, or None; got {value!r}")
+    if value.tzinfo is None:
+        raise BadInput("run_at must be timezone-aware (for example datetime.now(timezone.utc))")
+    return value

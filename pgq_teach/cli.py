@@ -11,9 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import embedded, queue
+from . import checks, embedded, queue
 from .databases import open_database
-from .errors import PgqError
+from .errors import BadInput, PgqError
 from .server import get_server
 from .worker import Worker
 
@@ -29,7 +29,7 @@ def _notebooks_dir() -> Path:
     return here if here.is_dir() else Path.cwd() / "notebooks"
 
 
-def cmd_lab(args) -> int:
+def cmd_lab(args: argparse.Namespace) -> int:
     server = get_server()
     _say(server.line())
     env = dict(os.environ)
@@ -48,7 +48,7 @@ def cmd_lab(args) -> int:
     return 0  # not reached
 
 
-def cmd_server(args) -> int:
+def cmd_server(args: argparse.Namespace) -> int:
     if args.action == "stop":
         _say("stopped the embedded PostgreSQL" if embedded.stop() else "the embedded PostgreSQL was not running")
         return 0
@@ -64,12 +64,12 @@ def cmd_server(args) -> int:
     return 0
 
 
-def cmd_enqueue(args) -> int:
+def cmd_enqueue(args: argparse.Namespace) -> int:
     try:
         payload = json.loads(args.payload)
     except json.JSONDecodeError as exc:
-        raise queue.BadInput(f"PAYLOAD is not valid JSON: {exc}") from None
-    queue._check_kind(args.kind)  # refuse before touching any database
+        raise BadInput(f"PAYLOAD is not valid JSON: {exc}") from None
+    checks.job_kind(args.kind)  # refuse before touching any database
     db = open_database(args.db)
     _say(db.server.line())
     with db.connection() as conn:
@@ -95,9 +95,8 @@ def demo_handler(sleep_ms: int, fail_rate: float):
     return handle
 
 
-def cmd_worker(args) -> int:
-    if not 0 <= args.fail_rate <= 1:
-        raise queue.BadInput("--fail-rate must be between 0 and 1")
+def cmd_worker(args: argparse.Namespace) -> int:
+    checks.number("--fail-rate", args.fail_rate, 0, 1)  # refuse before touching any database
     db = open_database(args.db)
     _say(db.server.line())
     handle = demo_handler(args.sleep_ms, args.fail_rate)
@@ -116,7 +115,7 @@ def cmd_worker(args) -> int:
     return 0
 
 
-def cmd_stats(args) -> int:
+def cmd_stats(args: argparse.Namespace) -> int:
     db = open_database(args.db)
     _say(db.server.line())
     with db.connection() as conn:
@@ -189,20 +188,20 @@ def _report(start) -> int:
     return 0 if report.ok else 1
 
 
-def cmd_torture(args) -> int:
-    from .faults import run_torture
+def cmd_fault_run(args: argparse.Namespace) -> int:
+    from .faults import run_faults
 
     db = open_database(args.db, reset=True)
     _say(db.server.line())
     _say(f"fault run in database {db.name}: {args.jobs:,} jobs due over {args.seconds:g} s, "
          f"{args.workers} worker processes; Ctrl-C stops it")
-    return _report(lambda: run_torture(
+    return _report(lambda: run_faults(
         db, jobs=args.jobs, workers=args.workers, seconds=args.seconds, lease=args.lease,
         kill_every=args.kill_every, terminate_every=args.terminate_every, pause_every=args.pause_every,
-        restart=not args.no_restart, progress=_progress_line()))
+        requeue_every=args.requeue_every, restart=not args.no_restart, progress=_progress_line()))
 
 
-def cmd_load(args) -> int:
+def cmd_load(args: argparse.Namespace) -> int:
     from .faults import run_load
 
     db = open_database(args.db, reset=True)
@@ -279,8 +278,9 @@ def parser() -> argparse.ArgumentParser:
     sts = sub.add_parser("stats", help="jobs by status, oldest due wait, dead row versions")
     db_option(sts)
     sts.set_defaults(func=cmd_stats)
-    tor = sub.add_parser("torture", help="the fault run: kill, freeze and cut off workers, restart the server, "
-                                        "then check that nothing was lost or done twice")
+    tor = sub.add_parser("fault-run", aliases=["torture"],
+                         help="the fault run: kill, freeze and cut off workers, restart the server, requeue "
+                              "dead jobs, then check that nothing was lost or done twice (alias: torture)")
     tor.add_argument("--jobs", type=_positive(int), default=2000)
     tor.add_argument("--workers", type=_positive(int), default=4, help="worker processes at a time")
     tor.add_argument("--seconds", type=_positive(float), default=20.0, help="how long jobs keep falling due and faults go on")
@@ -288,9 +288,11 @@ def parser() -> argparse.ArgumentParser:
     tor.add_argument("--kill-every", type=_positive(float), default=0.6, help="seconds between SIGKILLs")
     tor.add_argument("--terminate-every", type=_positive(float), default=1.0, help="seconds between pg_terminate_backend rounds")
     tor.add_argument("--pause-every", type=_positive(float), default=2.0, help="seconds between SIGSTOP pauses")
+    tor.add_argument("--requeue-every", type=_positive(float), default=0.5,
+                     help="seconds between requeues of dead jobs")
     tor.add_argument("--no-restart", action="store_true", help="do not restart PostgreSQL")
-    tor.add_argument("--db", default="torture", help="database label (default torture -> pgq_torture; reset first)")
-    tor.set_defaults(func=cmd_torture)
+    tor.add_argument("--db", default="fault_run", help="database label (default fault_run -> pgq_fault_run; reset first)")
+    tor.set_defaults(func=cmd_fault_run)
 
     prg = sub.add_parser("progress", help="which lessons' exercises you have passed")
     prg.set_defaults(func=cmd_progress)

@@ -1,12 +1,13 @@
 """The pgq-teach command: help everywhere, a round trip, and clear errors."""
 
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-COMMANDS = [[], ["lab"], ["server"], ["enqueue"], ["worker"], ["stats"]]
+COMMANDS = [[], ["lab"], ["server"], ["enqueue"], ["worker"], ["stats"], ["fault-run"], ["torture"], ["load"]]
 
 
 def cli(*args, env=None):
@@ -39,10 +40,24 @@ def test_server_start_prints_the_backend_line(pg):
     (["enqueue", "", "{}"], {}, "kind must be a non-empty string"),
     (["stats"], {"PGQ_BACKEND": "kafka"}, "auto, dsn, docker, embedded"),
     (["stats"], {"PGQ_BACKEND": "dsn", "PGQ_DSN": "postgresql://x:pw@127.0.0.1:9/db"}, "127.0.0.1:9"),
-    (["worker", "--fail-rate", "2"], {}, "--fail-rate must be between 0 and 1"),
+    (["worker", "--fail-rate", "2"], {}, "--fail-rate must be a number from 0 to 1, got 2"),
 ])
 def test_bad_input_is_one_clear_line_not_a_traceback(args, env, says):
     out = cli(*args, env=env)
     assert out.returncode == 2
     assert says in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_the_fault_run_is_named_fault_run_and_torture_is_its_alias():
+    top = cli("--help").stdout
+    assert "fault-run" in top
+    options = [set(re.findall(r"--[a-z-]+", cli(name, "--help").stdout)) for name in ("fault-run", "torture")]
+    assert options[0] == options[1] and "--requeue-every" in options[0]
+
+
+def test_the_worker_counts_a_retry_as_retried(db):
+    label = db.name[len("pgq_"):]
+    assert cli("enqueue", "send_receipt", '{"fail": true}', "--db", label, "--max-attempts", "2").returncode == 0
+    out = cli("worker", "--db", label, "--until-idle", "--sleep-ms", "0")
+    assert out.returncode == 0 and "retried 1," in out.stdout and "dead 0" in out.stdout

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import psutil
 import pytest
+from psycopg.rows import dict_row
 
 import pgq_teach as pgq
 from pgq_teach import faults
@@ -37,17 +38,25 @@ def restart_possible(db) -> bool:
 
 def test_fault_run_loses_nothing_and_fences_every_stale_completion(db):
     """Guide, leases and fencing: SIGKILLs mid-job, workers frozen past their
-    lease, sessions ended (LISTEN included) and a server restart, while 3,000
-    jobs fall due over 30 s. Sized for about 35 s."""
-    report = faults.run_torture(db, jobs=3_000, workers=4, seconds=30, lease=1.5)
+    lease, sessions ended (LISTEN included), a server restart and requeues of
+    dead jobs, while 3,000 jobs fall due over 30 s. Every second job has one
+    try only, so faults kill some and the requeues bring them back, and a
+    frozen worker can come back after its job was requeued and claimed
+    again: attempts then repeat, and only a fence that never repeats holds.
+    Sized for about 35 s."""
+    report = faults.run_faults(db, jobs=3_000, workers=4, seconds=30, lease=1.5)
     print("\n" + report.summary())
     assert report.violations == [], report.summary()
     assert report.lost == 0 and report.done + report.dead == 3_000
-    assert report.dead == 0  # 25 attempts each: no fault pattern here can use them all up
+    assert report.dead == 0  # dead jobs are requeued until the queue drains
     assert report.running_at_end == 0
     assert report.duplicate_effects == 0 and report.done_without_effect == 0
     assert report.verdict["effects"] == report.done  # exactly one effect row per done job
     assert report.stale_done_accepted == 0 and report.overwrites == 0 and report.jobs_done_twice == 0
+    assert report.done_by_stale_claim == 0
+    # Requeues happened, and a worker from before a requeue came back to be told so.
+    assert report.requeued >= 1 and report.requeued == report.verdict["requeued"]
+    assert report.outcomes_across_requeue >= 1, "no frozen worker outlived a requeue: that fence went untested"
     # The faults really happened, and really produced the cases the fences are for.
     assert report.kills >= 20 and report.kills_mid_job >= 10
     assert report.terminations >= 10 and report.sessions_ended >= 10
@@ -86,36 +95,63 @@ def test_load_run_keeps_attempts_errors_and_the_plan(db):
 def test_the_judge_catches_an_unfenced_completion(db):
     """The verdict is not blind: replay the guide's stale worker by hand, once
     with the fenced completion (complete.sql) and once with an unfenced one
-    (teaching/mark_done.sql), and the verdict tells them apart."""
-    with db.connection() as conn:
-        run(conn, "lab/fault_setup")
-        fenced_job = pgq.enqueue(conn, faults.KIND, {"n": 1})
-        broken_job = pgq.enqueue(conn, faults.KIND, {"n": 2})
+    (teaching/mark_done.sql), and the verdict tells them apart. Each worker
+    has its own session, named as the run names them (application_name)."""
+    with db.connection(application_name="A") as a, db.connection(application_name="B") as b:
+        run(a, "lab/fault_setup")
+        fenced_job = pgq.enqueue(a, faults.KIND, {"n": 1})
+        broken_job = pgq.enqueue(a, faults.KIND, {"n": 2})
         for job_id in (fenced_job, broken_job):
-            [stale] = pgq.claim(conn, lease=timedelta(milliseconds=50))
+            [stale] = pgq.claim(a, lease=timedelta(milliseconds=50))
             assert stale.id == job_id
-            ledger(conn, "lab/fault_call", stale, "A")
-            ledger(conn, "lab/fault_effect", stale, "A")
+            ledger(a, "lab/fault_call", stale, "A")
+            ledger(a, "lab/fault_effect", stale, "A")
             time.sleep(0.1)
-            assert pgq.reap(conn) == 1
-            [fresh] = pgq.claim(conn)
+            assert pgq.reap(b) == 1
+            [fresh] = pgq.claim(b)
             assert fresh.attempts == stale.attempts + 1
-            ledger(conn, "lab/fault_call", fresh, "B")
-            ledger(conn, "lab/fault_effect", fresh, "B")
-            assert pgq.complete(conn, fresh)
-            ledger(conn, "lab/fault_outcome", fresh, "B", outcome="done")
+            ledger(b, "lab/fault_call", fresh, "B")
+            ledger(b, "lab/fault_effect", fresh, "B")
+            assert pgq.complete(b, fresh)
+            ledger(b, "lab/fault_outcome", fresh, "B", outcome="done")
             if job_id == fenced_job:
-                assert pgq.complete(conn, stale) is False
-                ledger(conn, "lab/fault_outcome", stale, "A", outcome="fenced")
+                assert pgq.complete(a, stale) is False
+                ledger(a, "lab/fault_outcome", stale, "A", outcome="fenced")
             else:
-                assert run(conn, "teaching/mark_done", {"id": stale.id}).rowcount == 1
-                ledger(conn, "lab/fault_outcome", stale, "A", outcome="done")
-        cur = run(conn, "lab/fault_verdict")
-        verdict = dict(zip([c.name for c in cur.description], cur.fetchone()))
+                assert run(a, "teaching/mark_done", {"id": stale.id}).rowcount == 1
+                ledger(a, "lab/fault_outcome", stale, "A", outcome="done")
+        verdict = run(a, "lab/fault_verdict", row_factory=dict_row).fetchone()
     assert verdict["done"] == 2 and verdict["effects"] == 2 and verdict["absorbed"] == 2
     assert verdict["fenced"] == 1 and verdict["fenced_own_completion"] == 0
     assert verdict["stale_done_accepted"] == 1  # the unfenced one
     assert verdict["overwrites"] == 1 and verdict["done_transitions"] == 3
+    assert verdict["requeued"] == 0 and verdict["outcomes_across_requeue"] == 0
+
+
+def test_the_judge_catches_a_stale_completion_across_a_requeue(db):
+    """The case the fault run's requeues are for: worker A claims a job with
+    one try, stalls, the reaper kills the job, it is requeued (attempts back
+    to 0) and B claims it, so A's claim and B's have the same attempts. A's
+    unfenced completion (teaching/mark_done.sql) is judged stale all the same:
+    by who made the job's latest claim, not by attempts."""
+    with db.connection(application_name="A") as a, db.connection(application_name="B") as b:
+        run(a, "lab/fault_setup")
+        job_id = pgq.enqueue(a, faults.KIND, {"n": 1}, max_attempts=1)
+        [stale] = pgq.claim(a, lease=timedelta(milliseconds=50))
+        ledger(a, "lab/fault_call", stale, "A")
+        time.sleep(0.1)
+        assert pgq.reap(b) == 1 and pgq.requeue_dead(b) == 1
+        [fresh] = pgq.claim(b)
+        assert (fresh.id, fresh.attempts) == (job_id, stale.attempts)  # attempts alone cannot tell them apart
+        ledger(b, "lab/fault_call", fresh, "B")
+        ledger(b, "lab/fault_effect", fresh, "B")
+        assert run(a, "teaching/mark_done", {"id": job_id}).rowcount == 1
+        ledger(a, "lab/fault_outcome", stale, "A", outcome="done")
+        verdict = run(a, "lab/fault_verdict", row_factory=dict_row).fetchone()
+    assert verdict["requeued"] == 1 and verdict["overwrites"] == 0  # a requeue is not an overwrite
+    assert verdict["done_by_stale_claim"] == 1
+    assert verdict["outcomes_across_requeue"] == 1
+    assert verdict["claims_not_completing"] == 1  # B ran the handler; A's mark took the job
 
 
 def ledger(conn, name, job, worker, **extra):
@@ -133,7 +169,7 @@ def test_a_failing_run_still_stops_every_worker_process(db):
             raise RuntimeError("the caller gave up")
 
     with pytest.raises(RuntimeError, match="gave up"):
-        faults.run_torture(db, jobs=200, workers=3, seconds=30, restart=False, progress=progress)
+        faults.run_faults(db, jobs=200, workers=3, seconds=30, restart=False, progress=progress)
     assert fault_children() == []
 
 
@@ -142,7 +178,7 @@ def test_a_stopped_run_says_so_and_leaves_nothing_running(db):
     timer = threading.Timer(2.0, stop.set)
     timer.start()
     try:
-        report = faults.run_torture(db, jobs=200, workers=2, seconds=30, restart=False, stop=stop)
+        report = faults.run_faults(db, jobs=200, workers=2, seconds=30, restart=False, stop=stop)
     finally:
         timer.cancel()
     assert report.stopped and not report.ok
@@ -151,9 +187,9 @@ def test_a_stopped_run_says_so_and_leaves_nothing_running(db):
     assert report.crashes == []
 
 
-BAD_SETTINGS = [("run_torture", s) for s in (
+BAD_SETTINGS = [("run_faults", s) for s in (
     {"jobs": 0}, {"workers": 0}, {"workers": 65}, {"seconds": 0}, {"lease": 0},
-    {"kill_every": -1}, {"jobs": True}, {"seconds": float("nan")},
+    {"kill_every": -1}, {"jobs": True}, {"seconds": float("nan")}, {"requeue_every": 0}, {"fragile_every": -1},
 )] + [("run_load", s) for s in (
     {"fail_rate": 1.0}, {"fail_rate": -0.1}, {"max_attempts": 0}, {"jobs": -5}, {"workers": "16"},
 )]
@@ -180,8 +216,8 @@ def test_the_failure_plan_is_stable_and_about_the_rate():
 def test_a_run_whose_workers_cannot_start_fails_fast_with_their_error(db, monkeypatch):
     from pgq_teach.faults import fleet
 
-    monkeypatch.setattr(fleet, "_CHILD_CODE", "raise SystemExit('this worker cannot start')")
+    monkeypatch.setattr(fleet, "WORKER_CODE", "raise SystemExit('this worker cannot start')")
     started = time.monotonic()
     with pytest.raises(RuntimeError, match="this worker cannot start"):
-        faults.run_torture(db, jobs=50, workers=2, seconds=5, restart=False)
+        faults.run_faults(db, jobs=50, workers=2, seconds=5, restart=False)
     assert time.monotonic() - started < 30

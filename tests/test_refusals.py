@@ -45,9 +45,10 @@ def test_a_handler_that_is_not_callable_is_refused(db):
 
 
 @pytest.mark.parametrize("args, says", [
-    (["torture", "--jobs", "0"], "--jobs: '0' must be above zero"),
-    (["torture", "--seconds", "nan"], "--seconds: 'nan' must be above zero and finite"),
-    (["torture", "--workers", "two"], "--workers: 'two' is not a whole number"),
+    (["fault-run", "--jobs", "0"], "--jobs: '0' must be above zero"),
+    (["fault-run", "--seconds", "nan"], "--seconds: 'nan' must be above zero and finite"),
+    (["fault-run", "--requeue-every", "0"], "--requeue-every: '0' must be above zero"),
+    (["torture", "--workers", "two"], "--workers: 'two' is not a whole number"),  # the old name, an alias
     (["load", "--fail-rate", "1"], "--fail-rate: '1' must be from 0 up to (not including) 1"),
     (["load", "--max-attempts", "-3"], "--max-attempts: '-3' must be above zero"),
 ])

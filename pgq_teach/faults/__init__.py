@@ -1,13 +1,15 @@
 """Two runs that test the queue's promises on a live server, with real processes.
 
-`run_torture` (the fault run): worker processes, each running the library's
-Worker with a short lease, drain a queue while we SIGKILL them mid-job and
-start replacements, freeze them (SIGSTOP) past their lease and let them go on,
-end their sessions with pg_terminate_backend (LISTEN connection included), and
-restart PostgreSQL once. The handler is idempotent: one effect row per job,
-keyed on the job id, plus an append-only log of every call.
+`run_faults` (the fault run, `pgq-teach fault-run`): worker processes, each
+running the library's Worker with a short lease, drain a queue while we
+SIGKILL them mid-job and start replacements, freeze them (SIGSTOP) past their
+lease and let them go on, end their sessions with pg_terminate_backend (LISTEN
+connection included), restart PostgreSQL once, and requeue dead jobs, so a
+frozen worker can come back after its job was requeued and claimed again. The
+handler is idempotent: one effect row per job, keyed on the job id, plus an
+append-only log of every call.
 
-`run_load` (the load run): many workers, many jobs, a planned 10% of handler
+`run_load` (the load run, `pgq-teach load`): many workers, many jobs, a planned 10% of handler
 calls raising, max_attempts 3, no faults injected. The plan is known in
 advance, so each job's final status and attempts can be checked exactly.
 
@@ -16,13 +18,14 @@ SIGKILLed worker's in-memory report is gone, but every state change, call and
 effect was written on the server, the state changes by a trigger in the same
 transaction. Worker processes never print: their output goes to a log file in
 a temporary folder, read only when one crashes. Every child is stopped, or
-killed, before a run returns or raises.
+killed, before a run returns or raises: both runs hold their worker
+processes in a `Fleet`, a context manager.
 """
 
-from .fleet import KIND, OUTCOMES, restart_server
+from .fault_run import FaultReport, run_faults
+from .fleet import KIND, OUTCOMES, Fleet, restart_server
 from .load import LoadReport, run_load
 from .plan import planned_error, planned_failure, planned_result
-from .torture import TortureReport, run_torture
 
-__all__ = ["KIND", "OUTCOMES", "LoadReport", "TortureReport", "planned_error", "planned_failure",
-           "planned_result", "restart_server", "run_load", "run_torture"]
+__all__ = ["KIND", "OUTCOMES", "FaultReport", "Fleet", "LoadReport", "planned_error", "planned_failure",
+           "planned_result", "restart_server", "run_faults", "run_load"]

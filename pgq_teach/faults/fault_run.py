@@ -1,26 +1,24 @@
 """The fault run: kill, freeze and cut off workers and restart the server
 while they drain a queue; then judge from the database that nothing was lost,
-no effect happened twice and no stale completion was accepted."""
+no effect happened twice and no stale completion was accepted. Dead jobs are
+requeued as the run goes, so the verdict also covers a worker that comes back
+after its job was requeued and claimed again."""
 
 from __future__ import annotations
 
 import random
-import shutil
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
-from .. import queue
+from .. import checks, queue
 from ..databases import Database
-from ..queue import _check_positive_int, as_lease
-from .fleet import (Progress, _admin, _check_seconds, _Child, _Pool, _prepare, _Session, _verdict_lines,
-                    restart_server)
+from .fleet import Fleet, Progress, restart_server, verdict_lines
 
 
 @dataclass
-class TortureReport:
+class FaultReport:
     """What the fault run did and what the database says came of it."""
 
     server: str
@@ -36,6 +34,9 @@ class TortureReport:
     sessions_ended: int = 0
     restarts: int = 0
     restart_note: str = ""
+    requeue_rounds: int = 0
+    requeued: int = 0
+    outcomes_across_requeue: int = 0
     done: int = 0
     dead: int = 0
     lost: int = 0
@@ -47,6 +48,7 @@ class TortureReport:
     effects_after_done: int = 0
     fenced: int = 0
     stale_done_accepted: int = 0
+    done_by_stale_claim: int = 0
     fenced_own_completion: int = 0
     overwrites: int = 0
     jobs_done_twice: int = 0
@@ -61,7 +63,7 @@ class TortureReport:
     elapsed: float = 0.0
     drain_seconds: float = 0.0
     stopped: bool = False
-    verdict: dict = field(default_factory=dict)
+    verdict: dict[str, Any] = field(default_factory=dict)
 
     @property
     def violations(self) -> list[str]:
@@ -78,6 +80,8 @@ class TortureReport:
             v.append(f"{self.effects_after_done} effect(s) first recorded after their job was done")
         if self.stale_done_accepted:
             v.append(f"{self.stale_done_accepted} stale completion(s) accepted: not fenced")
+        if self.done_by_stale_claim:
+            v.append(f"{self.done_by_stale_claim} job(s) marked done by a worker whose claim was not the latest")
         if self.fenced_own_completion:
             v.append(f"{self.fenced_own_completion} completing claim(s) told they were fenced")
         if self.overwrites:
@@ -102,12 +106,15 @@ class TortureReport:
             f"  faults: {self.kills} SIGKILLs ({self.kills_mid_job} mid-job), {self.pauses} SIGSTOP pauses "
             f"past the lease, {self.terminations} pg_terminate_backend rounds ({self.sessions_ended} sessions), "
             f"{self.restarts} server restart(s)" + (f" [{self.restart_note}]" if self.restart_note else ""),
+            f"  requeues: {self.requeued} dead job(s) put back to ready in {self.requeue_rounds} round(s); "
+            f"outcomes reported by a claim from before its job's requeue {self.outcomes_across_requeue}",
             f"  result: done {self.done:,}, dead {self.dead:,}, lost {self.lost}, "
             f"still running after a final reaper pass {self.running_at_end} (that pass reaped {self.reaped_at_end})",
             f"  effects: duplicate effects {self.duplicate_effects}, done without effect "
             f"{self.done_without_effect}, effects of jobs not done {self.effects_not_done}",
             f"  fencing: {self.fenced} stale completion(s) fenced (reported by workers that lived to report), "
-            f"stale completions accepted {self.stale_done_accepted}, updates of finished jobs {self.overwrites}",
+            f"stale completions accepted {self.stale_done_accepted} (jobs marked done by a stale claim "
+            f"{self.done_by_stale_claim}), updates of finished jobs {self.overwrites}",
             f"  handler calls: {self.calls:,}, duplicate calls absorbed by the unique key {self.absorbed}, "
             f"calls that started after their job was done {self.calls_after_done}, claims that ran "
             f"but did not complete {self.claims_not_completing}",
@@ -115,10 +122,41 @@ class TortureReport:
             f"reconnects counted by the workers alive at the end: {self.reconnects_of_survivors}",
             f"  elapsed {self.elapsed:.1f} s (drain after the faults {self.drain_seconds:.1f} s)",
         ]
-        return "\n".join(lines + _verdict_lines(self.stopped, self.violations))
+        return "\n".join(lines + verdict_lines(self.stopped, self.violations))
 
 
-def run_torture(
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """A fault run's settings, each checked (BadInput) before anything starts."""
+
+    jobs: int
+    workers: int
+    seconds: float
+    lease: float
+    poll: float
+    kill_every: float
+    terminate_every: float
+    pause_every: float
+    requeue_every: float
+    fragile_every: int
+    restart: bool
+    max_attempts: int
+    drain_timeout: float
+
+    def __post_init__(self) -> None:
+        for name, low, high in (("jobs", 1, 1_000_000), ("workers", 1, 64), ("max_attempts", 1, 1_000),
+                                ("fragile_every", 0, 1_000_000)):
+            checks.whole_number(name, getattr(self, name), low, high)
+        for name, low, high in (("seconds", 1, 86_400), ("poll", 0.01, 60), ("kill_every", 0.05, 86_400),
+                                ("terminate_every", 0.05, 86_400), ("pause_every", 0.05, 86_400),
+                                ("requeue_every", 0.05, 86_400), ("drain_timeout", 1, 86_400)):
+            object.__setattr__(self, name, checks.seconds(name, getattr(self, name), low, high))
+        object.__setattr__(self, "lease", checks.lease(self.lease).total_seconds())
+
+
+def run_faults(
     db: Database,
     *,
     jobs: int = 2_000,
@@ -129,146 +167,160 @@ def run_torture(
     kill_every: float = 0.6,
     terminate_every: float = 1.0,
     pause_every: float = 2.0,
+    requeue_every: float = 0.5,
+    fragile_every: int = 2,
     restart: bool = True,
     max_attempts: int = 25,
     drain_timeout: float = 120.0,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
-) -> TortureReport:
+) -> FaultReport:
     """Drain `jobs` jobs, falling due evenly over `seconds`, with `workers`
-    worker processes while faults are injected for those `seconds`; then let
-    the queue drain and judge it. Resets the jobs table of `db`."""
-    jobs = _check_positive_int("jobs", jobs, 1, 1_000_000)
-    workers = _check_positive_int("workers", workers, 1, 64)
-    max_attempts = _check_positive_int("max_attempts", max_attempts, 1, 1_000)
-    seconds = _check_seconds("seconds", seconds, 1, 86_400)
-    lease = as_lease(lease).total_seconds()
-    poll = _check_seconds("poll", poll, 0.01, 60)
-    kill_every = _check_seconds("kill_every", kill_every, 0.05, 86_400)
-    terminate_every = _check_seconds("terminate_every", terminate_every, 0.05, 86_400)
-    pause_every = _check_seconds("pause_every", pause_every, 0.05, 86_400)
-    drain_timeout = _check_seconds("drain_timeout", drain_timeout, 1, 86_400)
+    worker processes while faults are injected for those `seconds`, and dead
+    jobs are requeued every `requeue_every` seconds until the queue drains;
+    then judge it. Every `fragile_every`-th job (none if 0) gets one try
+    only, so the faults kill some jobs for the requeues to bring back. Resets
+    the jobs table of `db`."""
+    s = _Settings(jobs, workers, seconds, lease, poll, kill_every, terminate_every, pause_every,
+                  requeue_every, fragile_every, restart, max_attempts, drain_timeout)
     stop = stop or threading.Event()
-
-    report = TortureReport(db.server.line(), jobs, workers, lease, seconds)
-    folder = Path(tempfile.mkdtemp(prefix="pgq-faults-"))
-    admin = _admin(db)
-    pool = _Pool(db, folder, "torture", {
-        "lease": lease, "poll": poll, "sleep_ms": (2, 12),
-        "max_seconds": seconds + drain_timeout + 60})
-    rng = random.Random()
-    began = time.monotonic()
-    try:
-        _prepare(db, jobs, seconds, max_attempts)
-        for _ in range(workers):
-            pool.start()
-        began = time.monotonic()
-        next_kill, next_term, next_pause = began + kill_every, began + terminate_every / 2, began + pause_every
-        restart_at = began + 0.4 * seconds if restart else None
-        chaos_end, deadline = began + seconds, began + seconds + drain_timeout
-        next_look = began
-        while not stop.is_set():
-            now = time.monotonic()
-            pool.resume_due()
-            for _ in range(pool.collect_crashes()):
-                pool.start()
-            if now < chaos_end:
-                if now >= next_kill:
-                    # Aim for a worker inside a job; after half a second of
-                    # finding none, take any.
-                    running = pool.alive(paused=False)
-                    mid = _busy(admin, running)
-                    if mid or now >= next_kill + 0.5:
-                        victim = rng.choice(mid or running or [None])
-                        if victim is not None:
-                            pool.kill(victim)
-                            pool.start()
-                            report.kills += 1
-                            report.kills_mid_job += bool(mid)
-                        next_kill = now + kill_every
-                if now >= next_term:
-                    # Frozen workers are left alone: they are there to come back late.
-                    victim = rng.choice(pool.alive(paused=False) or [None])
-                    if victim is not None:
-                        ended = admin.rows("lab/terminate_sessions_named", {"name": victim.name})
-                        report.terminations += 1
-                        report.sessions_ended += len(ended)
-                    next_term = now + terminate_every
-                if now >= next_pause:
-                    running = pool.alive(paused=False)
-                    mid = _busy(admin, running)
-                    if mid and len(running) > 1:
-                        victim = rng.choice(mid)
-                        pool.pause(victim, 2 * lease + 0.5)
-                        # Frozen now: is it still inside that job? If not, let it
-                        # go at once and try again on the next round.
-                        if _busy(admin, [victim]):
-                            report.pauses += 1
-                            next_pause = now + pause_every
-                        else:
-                            victim.paused_until = 0.0
-                            pool.resume_due()
-                    if now >= next_pause + 1.0:
-                        next_pause = now + pause_every  # nobody was inside a job for a second
-                if restart_at is not None and now >= restart_at:
-                    restart_at = None
-                    done, report.restart_note = restart_server(db, folder)
-                    report.restarts += done
-                    admin.close()
-            if now >= next_look:
-                p = admin.row("lab/fault_progress")
-                report.longest_overdue = max(report.longest_overdue, p["overdue_seconds"])
-                finished = p["done"] + p["dead"]
-                if progress:
-                    progress(finished, jobs)
-                if finished >= jobs and now >= chaos_end:
-                    break
-                if now > deadline:
-                    break
-                next_look = now + 0.25
+    report = FaultReport(db.server.line(), s.jobs, s.workers, s.lease, s.seconds)
+    settings = {"lease": s.lease, "poll": s.poll, "sleep_ms": (2, 12), "max_seconds": s.seconds + s.drain_timeout + 60}
+    with Fleet(db, "faults", settings) as fleet:
+        fleet.seed(s.jobs, spread=s.seconds, max_attempts=s.max_attempts, fragile_every=s.fragile_every)
+        fleet.start(s.workers)
+        faults = _Faults(fleet, s, report)
+        while not stop.is_set() and not faults.over(time.monotonic(), progress):
+            fleet.replace_crashed()
+            faults.inject(time.monotonic())
             time.sleep(0.02)
         report.stopped = stop.is_set()
-        report.drain_seconds = max(0.0, time.monotonic() - (began + seconds))
-    finally:
-        pool.stop_all()
-        report.elapsed = time.monotonic() - began
-        report.processes_started = pool.started
-        report.crashes = pool.crashes
-        report.reconnects_of_survivors = sum(r.get("reconnects", 0) for r in pool.reports)
-        shutil.rmtree(folder, ignore_errors=True)
+        report.drain_seconds = max(0.0, time.monotonic() - faults.chaos_end)
+    report.elapsed, report.processes_started, report.crashes = fleet.elapsed, fleet.pool.started, fleet.crashes
+    report.reconnects_of_survivors = sum(r.get("reconnects", 0) for r in fleet.survivor_reports)
     try:
         # One more reaper pass, once every lease has run out: nothing may be left.
         time.sleep(0.1)
-        report.reaped_at_end = _final_reap(admin, lease)
-        _judge(admin, report)
+        report.reaped_at_end = _final_reap(fleet, s.lease)
+        _judge(fleet.verdict(), report)
     finally:
-        admin.close()
+        fleet.session.close()
     return report
 
 
-def _busy(admin: _Session, children: list[_Child]) -> list[_Child]:
-    """Those of `children` in the middle of a job (by the call log)."""
-    if not children:
-        return []
-    names = {r[0] for r in admin.rows("lab/fault_busy_workers", {"names": [c.name for c in children]})}
-    return [c for c in children if c.name in names]
+class _Faults:
+    """The faults of one run, each on its own clock, injected while jobs fall
+    due; the requeues of dead jobs go on until the queue has drained."""
+
+    def __init__(self, fleet: Fleet, s: _Settings, report: FaultReport):
+        self.fleet, self.s, self.report = fleet, s, report
+        began = fleet.began
+        self.next_kill, self.next_term = began + s.kill_every, began + s.terminate_every / 2
+        self.next_pause, self.next_requeue, self.next_look = began + s.pause_every, began + s.requeue_every, began
+        self.restart_at = began + 0.4 * s.seconds if s.restart else None
+        self.chaos_end = began + s.seconds
+        self.deadline = self.chaos_end + s.drain_timeout
+        self.rng = random.Random()
+
+    def inject(self, now: float) -> None:
+        if now < self.chaos_end:
+            if now >= self.next_kill:
+                self.kill(now)
+            if now >= self.next_term:
+                self.terminate(now)
+            if now >= self.next_pause:
+                self.pause(now)
+            if self.restart_at is not None and now >= self.restart_at:
+                self.restart()
+        if now >= self.next_requeue:
+            self.requeue(now)
+
+    def over(self, now: float, progress: Progress | None) -> bool:
+        """Every quarter second: report progress; True once every job is done
+        after the faults, or the drain timeout has passed."""
+        if now < self.next_look:
+            return False
+        self.next_look = now + 0.25
+        p = self.fleet.progress()
+        self.report.longest_overdue = max(self.report.longest_overdue, p["overdue_seconds"])
+        if progress:
+            progress(p["done"] + p["dead"], self.s.jobs)
+        return (p["done"] >= self.s.jobs and now >= self.chaos_end) or now > self.deadline
+
+    def kill(self, now: float) -> None:
+        """SIGKILL a worker inside a job; after half a second of finding none, any worker."""
+        running = self.fleet.pool.alive(paused=False)
+        mid = self.fleet.busy(running)
+        if not mid and now < self.next_kill + 0.5:
+            return
+        victim = self.rng.choice(mid or running or [None])
+        if victim is not None:
+            self.fleet.pool.kill(victim)
+            self.fleet.pool.start()
+            self.report.kills += 1
+            self.report.kills_mid_job += bool(mid)
+        self.next_kill = now + self.s.kill_every
+
+    def terminate(self, now: float) -> None:
+        """End every session of one worker (LISTEN included) with pg_terminate_backend.
+        Frozen workers are left alone: they are there to come back late."""
+        victim = self.rng.choice(self.fleet.pool.alive(paused=False) or [None])
+        if victim is not None:
+            ended = self.fleet.session.rows("lab/terminate_sessions_named", {"name": victim.name})
+            self.report.terminations += 1
+            self.report.sessions_ended += len(ended)
+        self.next_term = now + self.s.terminate_every
+
+    def pause(self, now: float) -> None:
+        """SIGSTOP a worker inside a job for longer than its lease. Every other
+        pause prefers a fragile job, whose lost lease kills it: requeued and
+        claimed again, it meets the frozen worker coming back."""
+        running = self.fleet.pool.alive(paused=False)
+        fragile = self.report.pauses % 2 == 0
+        mid = self.fleet.busy(running, fragile=fragile) or self.fleet.busy(running)
+        if mid and len(running) > 1:
+            victim = self.rng.choice(mid)
+            self.fleet.pool.pause(victim, 2 * self.s.lease + 0.5)
+            # Frozen now: is it still inside that job? If not, let it go at
+            # once and try again on the next round.
+            if self.fleet.busy([victim]):
+                self.report.pauses += 1
+                self.next_pause = now + self.s.pause_every
+            else:
+                victim.paused_until = 0.0
+                self.fleet.pool.resume_due()
+        if now >= self.next_pause + 1.0:
+            self.next_pause = now + self.s.pause_every  # nobody was inside a job for a second
+
+    def restart(self) -> None:
+        self.restart_at = None
+        done, self.report.restart_note = restart_server(self.fleet.db, self.fleet.folder)
+        self.report.restarts += done
+        self.fleet.session.close()
+
+    def requeue(self, now: float) -> None:
+        """Put dead jobs back, as an operator would once the cause is fixed."""
+        n = self.fleet.requeue_dead()
+        self.report.requeue_rounds += bool(n)
+        self.report.requeued += n
+        self.next_requeue = now + self.s.requeue_every
 
 
-def _final_reap(admin: _Session, lease: float) -> int:
+def _final_reap(fleet: Fleet, lease: float) -> int:
     """Wait out the longest lease that can still be live, then reap once."""
-    if admin.row("lab/fault_progress")["running"]:
+    if fleet.progress()["running"]:
         time.sleep(lease + 0.5)
-    return admin.call(queue.reap)
+    return fleet.session.call(queue.reap)
 
 
-def _judge(admin: _Session, report: TortureReport) -> None:
-    v = admin.row("lab/fault_verdict")
+def _judge(v: dict[str, Any], report: FaultReport) -> None:
     report.verdict = v
     report.done, report.dead = v["done"], v["dead"]
     report.lost = v["enqueued"] - v["done"] - v["dead"]
     report.running_at_end = v["running"]
     for name in ("duplicate_effects", "done_without_effect", "effects_not_done", "effects_after_done",
-                 "fenced", "stale_done_accepted", "fenced_own_completion", "overwrites", "jobs_done_twice",
-                 "calls", "absorbed", "calls_after_done", "claims_not_completing"):
+                 "fenced", "stale_done_accepted", "done_by_stale_claim", "fenced_own_completion", "overwrites",
+                 "jobs_done_twice", "calls", "absorbed", "calls_after_done", "claims_not_completing",
+                 "outcomes_across_requeue"):
         setattr(report, name, v[name])
     report.over_attempts = v["over_attempts"] + v["transitions_over_attempts"] + v["calls_over_attempts"]

@@ -12,30 +12,33 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Literal
 
 import psycopg
 from psycopg.conninfo import make_conninfo
+from psycopg.rows import dict_row
 
-from .. import embedded
+from .. import embedded, queue, seeding
 from ..databases import Database
-from ..errors import BadInput
 from ..statements import run
 from ..worker import Worker
-
 from .plan import planned_error, planned_failure
 
 KIND = "fault_job"
-OUTCOMES = ("done", "fenced", "ready", "dead")
+OUTCOMES = ("done", "fenced", "retried", "dead")  # the Worker's events that end a claim
+ORCHESTRATOR = "pgq-faults-orchestrator"  # the application_name of the run's own session
 MAX_CRASHES = 3  # workers that exit on their own before a run gives up
 RETRY_SECONDS = 30.0  # how long a worker's ledger writes and our own queries ride out an outage
 Progress = Callable[[int, int], None]
@@ -43,7 +46,7 @@ Progress = Callable[[int, int], None]
 # --- inside a worker process ---------------------------------------------------
 
 
-class _Session:
+class Session:
     """One autocommit connection that rides out a terminated session or a
     server restart by reconnecting, for up to RETRY_SECONDS. A statement that
     may have landed just before the break is sent again, so use it only for
@@ -66,19 +69,18 @@ class _Session:
                     raise
                 time.sleep(self.pause)
 
-    def rows(self, name: str, params: dict | None = None) -> list:
-        def go(conn):
+    def rows(self, name: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """A named statement's rows (none for a statement that returns none)."""
+
+        def go(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
             cur = run(conn, name, params)
             return cur.fetchall() if cur.description else []
 
         return self.call(go)
 
-    def row(self, name: str) -> dict:
-        def go(conn):
-            cur = run(conn, name)
-            return dict(zip([c.name for c in cur.description], cur.fetchone()))
-
-        return self.call(go)
+    def row(self, name: str) -> dict[str, Any]:
+        """The one row of a named statement that takes no parameters, as a dict."""
+        return self.call(lambda conn: run(conn, name, row_factory=dict_row).fetchone())
 
     def close(self) -> None:
         if self.conn is not None:
@@ -89,7 +91,7 @@ class _Session:
         self.conn = None
 
 
-def _child() -> None:
+def worker_process() -> None:
     """Entry point of one worker process: its settings arrive as JSON on stdin
     (not argv, where a password in the DSN would show in `ps`). Its stdout and
     stderr are a log file the parent reads only if it crashes."""
@@ -109,7 +111,7 @@ def _child() -> None:
 def _serve(spec: dict) -> None:
     name = spec["name"]
     conninfo = make_conninfo(spec["dsn"], application_name=name)
-    ledger = _Session(conninfo)
+    ledger = Session(conninfo)
     rng = random.Random(spec["seed"])
     low, high = spec["sleep_ms"]
     load = spec["mode"] == "load"
@@ -156,7 +158,7 @@ def _serve(spec: dict) -> None:
 
 
 @dataclass
-class _Child:
+class Child:
     name: str
     process: subprocess.Popen
     report: Path
@@ -167,16 +169,16 @@ class _Child:
         return self.process.poll() is None
 
 
-_CHILD_CODE = "from pgq_teach.faults.fleet import _child; _child()"
+WORKER_CODE = "from pgq_teach.faults.fleet import worker_process; worker_process()"
 
 
-class _Pool:
+class Pool:
     """The worker processes of one run: fresh interpreters (nothing of the
     caller's __main__ is re-run in them), stopped or killed by stop_all()."""
 
     def __init__(self, db: Database, folder: Path, mode: str, settings: dict):
         self.db, self.folder, self.mode, self.settings = db, folder, mode, settings
-        self.children: dict[str, _Child] = {}
+        self.children: dict[str, Child] = {}
         self.started = 0
         self.crashes: list[str] = []
         self.reports: list[dict] = []
@@ -184,30 +186,30 @@ class _Pool:
         path = os.environ.get("PYTHONPATH")
         self.env = dict(os.environ, PYTHONPATH=package_root + (os.pathsep + path if path else ""))
 
-    def start(self) -> _Child:
+    def start(self) -> Child:
         self.started += 1
         name = f"pgq-{self.mode}-w{self.started:04d}"
         log, report = self.folder / f"{name}.log", self.folder / f"{name}.json"
         spec = dict(self.settings, name=name, dsn=self.db.dsn, mode=self.mode,
                     report=str(report), seed=self.started)
         with open(log, "wb") as out:
-            process = subprocess.Popen([sys.executable, "-c", _CHILD_CODE], stdin=subprocess.PIPE,
+            process = subprocess.Popen([sys.executable, "-c", WORKER_CODE], stdin=subprocess.PIPE,
                                        stdout=out, stderr=subprocess.STDOUT, env=self.env)
         process.stdin.write(json.dumps(spec).encode())
         process.stdin.close()
-        child = _Child(name, process, report, log)
+        child = Child(name, process, report, log)
         self.children[name] = child
         return child
 
-    def alive(self, *, paused: bool = True) -> list[_Child]:
+    def alive(self, *, paused: bool = True) -> list[Child]:
         return [c for c in self.children.values() if c.alive() and (paused or c.paused_until is None)]
 
-    def kill(self, child: _Child) -> None:
+    def kill(self, child: Child) -> None:
         child.process.kill()
         child.process.wait(10)
         del self.children[child.name]
 
-    def pause(self, child: _Child, seconds: float) -> None:
+    def pause(self, child: Child, seconds: float) -> None:
         child.process.send_signal(signal.SIGSTOP)
         child.paused_until = time.monotonic() + seconds
 
@@ -279,28 +281,99 @@ def restart_server(db: Database, folder: Path) -> tuple[bool, str]:
     return True, "PGQ_RESTART_CMD"
 
 
-def _check_seconds(name: str, value: Any, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise BadInput(f"{name} must be a number of seconds between {low} and {high}, got {value!r}")
-    return float(value)
-
-
-def _prepare(db: Database, jobs: int, spread: float, max_attempts: int) -> None:
-    """Ledgers in place, jobs and ledgers emptied, the jobs seeded. On a plain
-    connection: a seed must never be sent twice."""
-    with db.connection() as conn:
-        run(conn, "lab/fault_setup")
-        run(conn, "lab/reset_jobs")
-        run(conn, "lab/fault_reset")
-        run(conn, "lab/fault_seed", {"kind": KIND, "count": jobs, "spread": timedelta(seconds=spread),
-                                     "max_attempts": max_attempts})
-
-
-def _admin(db: Database) -> _Session:
+def orchestrator_session(db: Database) -> Session:
     """The run's own session, which reconnects across the restart we cause."""
-    return _Session(make_conninfo(db.dsn, application_name="pgq-faults-orchestrator"), pause=0.2)
+    return Session(make_conninfo(db.dsn, application_name=ORCHESTRATOR), pause=0.2)
 
 
-def _verdict_lines(stopped: bool, violations: list[str]) -> list[str]:
+def verdict_lines(stopped: bool, violations: list[str]) -> list[str]:
+    """The closing lines of a run's summary: STOPPED, then each violation or "every invariant held"."""
     lines = ["  STOPPED before the queue drained"] if stopped else []
     return lines + ([f"  VIOLATION: {v}" for v in violations] or ["  every invariant held"])
+
+
+class Fleet:
+    """What a fault or load run holds for its whole length: a temporary folder
+    for the workers' logs, the orchestrator's session, and the worker
+    processes. As a context manager it prepares nothing and hands back
+    everything: on leaving, every worker is stopped (SIGCONT, SIGTERM, then
+    SIGKILL), the folder removed and the session closed, whatever happened.
+    `session` reconnects if used again afterwards, to judge the run."""
+
+    def __init__(self, db: Database, mode: str, settings: dict[str, Any]):
+        self.db = db
+        self.folder = Path(tempfile.mkdtemp(prefix=f"pgq-{mode}-"))
+        self.session = orchestrator_session(db)
+        self.pool = Pool(db, self.folder, mode, settings)
+        self.began = time.monotonic()
+        self.elapsed = 0.0
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(self, *exc: object) -> Literal[False]:
+        try:
+            self.pool.stop_all()
+        finally:
+            self.elapsed = time.monotonic() - self.began
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.session.close()
+        return False
+
+    # --- set-up ------------------------------------------------------------------
+
+    def seed(self, jobs: int, *, spread: float, max_attempts: int, fragile_every: int = 0) -> None:
+        """Ledgers in place, jobs and ledgers emptied, the jobs seeded. On a
+        plain connection, not the session: a seed must never be sent twice."""
+        with self.db.connection() as conn:
+            run(conn, "lab/fault_setup")
+            seeding.reset_jobs(conn)
+            run(conn, "lab/fault_reset")
+            run(conn, "lab/fault_seed", {"kind": KIND, "count": jobs, "spread": timedelta(seconds=spread),
+                                         "max_attempts": max_attempts, "fragile_every": fragile_every})
+
+    def start(self, workers: int) -> None:
+        """Start `workers` worker processes; the run's clock starts now."""
+        self.began = time.monotonic()
+        for _ in range(workers):
+            self.pool.start()
+
+    # --- during the run ----------------------------------------------------------
+
+    def replace_crashed(self) -> None:
+        """Let frozen workers whose time is up go on, and replace any that exited on their own."""
+        self.pool.resume_due()
+        for _ in range(self.pool.collect_crashes()):
+            self.pool.start()
+
+    def progress(self) -> dict[str, Any]:
+        """Jobs by status, never claimed, and the most overdue lease (lab/fault_progress.sql)."""
+        return self.session.row("lab/fault_progress")
+
+    def busy(self, children: list[Child], *, fragile: bool | None = None) -> list[Child]:
+        """Those of `children` in the middle of a job (by the call log); with
+        `fragile` True or False, only those on a job allowed one try, or more."""
+        if not children:
+            return []
+        rows = self.session.rows("lab/fault_busy_workers", {"names": [c.name for c in children]})
+        names = {name for name, max_attempts in rows if fragile is None or (max_attempts == 1) == fragile}
+        return [c for c in children if c.name in names]
+
+    def requeue_dead(self) -> int:
+        """queue.requeue_dead on the orchestrator's session: the number of dead jobs put back to ready."""
+        return self.session.call(queue.requeue_dead)
+
+    # --- afterwards --------------------------------------------------------------
+
+    def verdict(self) -> dict[str, Any]:
+        """The run judged from the database alone (lab/fault_verdict.sql)."""
+        return self.session.row("lab/fault_verdict")
+
+    @property
+    def crashes(self) -> list[str]:
+        return self.pool.crashes
+
+    @property
+    def survivor_reports(self) -> list[dict[str, Any]]:
+        """The reports of the workers that were alive to stop at the end."""
+        return self.pool.reports

@@ -3,17 +3,14 @@ handler calls; every job's end is known in advance and checked exactly."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
+from .. import checks
 from ..databases import Database
-from ..errors import BadInput
-from ..queue import _check_positive_int, as_lease
-from .fleet import Progress, _admin, _check_seconds, _Pool, _prepare, _verdict_lines
+from .fleet import Fleet, Progress, verdict_lines
 from .plan import planned_error, planned_result
 
 
@@ -49,7 +46,7 @@ class LoadReport:
     first_pass_seconds: float = 0.0
     elapsed: float = 0.0
     stopped: bool = False
-    verdict: dict = field(default_factory=dict)
+    verdict: dict[str, Any] = field(default_factory=dict)
 
     @property
     def enqueued(self) -> int:
@@ -106,7 +103,7 @@ class LoadReport:
             f"({self.jobs / self.first_pass_seconds if self.first_pass_seconds else 0:,.0f} jobs/s); "
             f"drained in {self.elapsed:.1f} s (retries wait 20 s, then 40 s)",
         ]
-        return "\n".join(lines + _verdict_lines(self.stopped, self.violations))
+        return "\n".join(lines + verdict_lines(self.stopped, self.violations))
 
 
 def run_load(
@@ -127,58 +124,51 @@ def run_load(
     `fail_rate` of handler calls raise; judge the result against the plan.
     The lease is long on purpose: no lease may run out, so every attempt
     comes from a planned failure. Resets the jobs table of `db`."""
-    jobs = _check_positive_int("jobs", jobs, 1, 1_000_000)
-    workers = _check_positive_int("workers", workers, 1, 64)
-    max_attempts = _check_positive_int("max_attempts", max_attempts, 1, 20)
-    seed = _check_positive_int("seed", seed, 0)
-    if isinstance(fail_rate, bool) or not isinstance(fail_rate, (int, float)) or not 0 <= fail_rate < 1:
-        raise BadInput(f"fail_rate must be a fraction from 0 up to (not including) 1, got {fail_rate!r}")
-    lease = as_lease(lease).total_seconds()
-    poll = _check_seconds("poll", poll, 0.01, 60)
-    timeout = _check_seconds("timeout", timeout, 1, 86_400)
+    jobs = checks.whole_number("jobs", jobs, 1, 1_000_000)
+    workers = checks.whole_number("workers", workers, 1, 64)
+    max_attempts = checks.whole_number("max_attempts", max_attempts, 1, 20)
+    seed = checks.whole_number("seed", seed, 0)
+    fail_rate = checks.fraction("fail_rate", fail_rate)
+    lease = checks.lease(lease).total_seconds()
+    poll = checks.seconds("poll", poll, 0.01, 60)
+    timeout = checks.seconds("timeout", timeout, 1, 86_400)
     stop = stop or threading.Event()
 
-    report = LoadReport(db.server.line(), jobs, workers, float(fail_rate), max_attempts)
+    report = LoadReport(db.server.line(), jobs, workers, fail_rate, max_attempts)
     plan = {n: planned_result(seed, n, fail_rate, max_attempts) for n in range(1, jobs + 1)}
     report.planned_done = sum(1 for s, _ in plan.values() if s == "done")
     report.planned_dead = jobs - report.planned_done
     report.planned_calls = sum(a for _, a in plan.values())
     report.planned_failures = report.planned_calls - report.planned_done
 
-    folder = Path(tempfile.mkdtemp(prefix="pgq-load-"))
-    admin = _admin(db)
-    pool = _Pool(db, folder, "load", {
-        "lease": lease, "poll": poll, "sleep_ms": (0, 2), "fail_rate": fail_rate,
-        "plan_seed": seed, "max_seconds": timeout + 60})
-    began = time.monotonic()
-    try:
-        _prepare(db, jobs, 0, max_attempts)
-        began = time.monotonic()
-        for _ in range(workers):
-            pool.start()
+    settings = {"lease": lease, "poll": poll, "sleep_ms": (0, 2), "fail_rate": fail_rate, "plan_seed": seed,
+                "max_seconds": timeout + 60}
+    with Fleet(db, "load", settings) as fleet:
+        fleet.seed(jobs, spread=0, max_attempts=max_attempts)
+        fleet.start(workers)
         while not stop.is_set():
-            for _ in range(pool.collect_crashes()):
-                pool.start()
-            p = admin.row("lab/fault_progress")
+            fleet.replace_crashed()
+            p = fleet.progress()
             if not report.first_pass_seconds and p["never_claimed"] == 0:
-                report.first_pass_seconds = time.monotonic() - began
+                report.first_pass_seconds = time.monotonic() - fleet.began
             if progress:
                 progress(p["done"] + p["dead"], jobs)
-            if p["done"] + p["dead"] >= jobs or time.monotonic() - began > timeout:
+            if p["done"] + p["dead"] >= jobs or time.monotonic() - fleet.began > timeout:
                 break
             time.sleep(0.25)
         report.stopped = stop.is_set()
-    finally:
-        pool.stop_all()
-        report.elapsed = time.monotonic() - began
-        report.crashes = pool.crashes
-        shutil.rmtree(folder, ignore_errors=True)
+    report.elapsed, report.crashes = fleet.elapsed, fleet.crashes
     try:
-        v = admin.row("lab/fault_verdict")
-        results = admin.rows("lab/fault_job_results")
+        v = fleet.verdict()
+        results = fleet.session.rows("lab/fault_job_results")
     finally:
-        admin.close()
+        fleet.session.close()
+    _judge(v, results, plan, report)
+    return report
 
+
+def _judge(v: dict[str, Any], results: list[tuple[Any, ...]], plan: dict[int, tuple[str, int]],
+           report: LoadReport) -> None:
     report.verdict = v
     report.done, report.dead, report.running_at_end = v["done"], v["dead"], v["running"]
     report.calls, report.failures, report.fenced = v["calls"], v["failures"], v["fenced"]
@@ -193,4 +183,3 @@ def run_load(
             report.examples.append(f"job n={n} ended {status} after {attempts}, planned {want}")
         if status == "dead" and last_error != f"RuntimeError: {planned_error(n, attempts)}":
             report.dead_without_their_error += 1
-    return report

@@ -1,5 +1,5 @@
 -- lab/fault_outcome.sql: LAB HELPER. Log what the queue told a worker about
--- one claim: done, fenced, ready (retry) or dead.
+-- one claim: done, fenced, retried (ready again after a backoff) or dead.
 -- Safe: yes, inserts only.
 -- Parameters: job_id (bigint), attempts (int), worker (text), outcome (text).
 

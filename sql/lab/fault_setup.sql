@@ -4,8 +4,9 @@
 -- begins, an 'effect' row when it tries its effect, saying whether it applied);
 -- fault_effects, the handlers' one effect per job (its primary key is the
 -- idempotency key); fault_outcomes, what workers were told (done, fenced,
--- ready, dead); and fault_transitions, every update of a jobs row, written by
--- a trigger in the same transaction as the update itself.
+-- retried, dead); and fault_transitions, every update of a jobs row, written by
+-- a trigger in the same transaction as the update itself, with the session's
+-- application_name (each worker process sets its own name) as its actor.
 -- Safe: only in a lab's own database: it adds a trigger to jobs, which slows
 --   every update of a job a little. Creates what is missing; run
 --   lab/fault_reset.sql to empty the ledgers.
@@ -39,15 +40,17 @@ CREATE TABLE IF NOT EXISTS fault_outcomes (
 );
 
 CREATE TABLE IF NOT EXISTS fault_transitions (
+  id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   job_id       bigint      NOT NULL,
   old_status   text        NOT NULL,
   new_status   text        NOT NULL,
   old_attempts int         NOT NULL,
   new_attempts int         NOT NULL,
   max_attempts int         NOT NULL,
+  actor        text        NOT NULL DEFAULT current_setting('application_name'),
   at           timestamptz NOT NULL DEFAULT clock_timestamp()
 );
-CREATE INDEX IF NOT EXISTS fault_transitions_job_idx ON fault_transitions (job_id);
+CREATE INDEX IF NOT EXISTS fault_transitions_job_idx ON fault_transitions (job_id, id);
 
 CREATE OR REPLACE FUNCTION fault_record_transition() RETURNS trigger
 LANGUAGE plpgsql AS $fn$

@@ -1,5 +1,8 @@
 -- lab/fault_verdict.sql: LAB HELPER. One row that judges a fault or load run
 -- from the jobs table and the ledgers of lab/fault_setup.sql, nothing else.
+-- A claim is named by (job, attempts, worker): attempts alone repeats once
+-- requeue_dead.sql resets it. Which worker completed a job comes from the
+-- transition log's actor (the session's application_name).
 -- Jobs: enqueued, done, dead, running, ready, over_attempts (attempts above
 -- max_attempts), dead_without_error. Effects: effects, duplicate_effects (rows
 -- beyond one per job), done_without_effect, effects_not_done (an effect whose
@@ -8,16 +11,25 @@
 -- already there), calls_over_attempts, calls_after_done (calls that started
 -- after the job was done), claims_not_completing (claims that ran the handler
 -- but did not complete the job). Transitions: overwrites (any update of a done
--- or dead row), done_transitions, jobs_done_twice, transitions_over_attempts.
--- Outcomes: reported_done, fenced, failures, stale_done_accepted (a worker was
--- told done for a claim that is not the one that completed the job),
--- fenced_own_completion (a worker was told fenced for the completing claim).
+-- row, or of a dead row other than a requeue), requeued (dead jobs put back to
+-- ready), done_transitions, jobs_done_twice, transitions_over_attempts,
+-- done_by_stale_claim (a job marked done by a session other than the one that
+-- made its latest claim). Outcomes: reported_done, fenced, failures,
+-- stale_done_accepted (a worker was told done for a claim that is not the one
+-- that completed the job), fenced_own_completion (a worker was told fenced for
+-- the completing claim), outcomes_across_requeue (outcomes of a claim made
+-- before its job was requeued: the stale workers a requeue can leave behind).
 -- Safe: yes, read-only.
 -- Parameters: none.
 
-WITH done_at AS (
-  SELECT job_id, min(at) AS at FROM fault_transitions
-  WHERE new_status = 'done' GROUP BY job_id
+WITH done_by AS (
+  SELECT DISTINCT ON (job_id) job_id, at, actor FROM fault_transitions
+  WHERE new_status = 'done' ORDER BY job_id, id
+),
+completed AS (
+  SELECT jobs.id AS job_id, jobs.attempts, d.actor
+  FROM jobs JOIN done_by d ON d.job_id = jobs.id
+  WHERE jobs.status = 'done'
 ),
 j AS (
   SELECT count(*) AS enqueued,
@@ -38,7 +50,7 @@ e AS (
          count(*) FILTER (WHERE e.at > d.at) AS effects_after_done
   FROM fault_effects e
   LEFT JOIN jobs ON jobs.id = e.job_id
-  LEFT JOIN done_at d ON d.job_id = e.job_id
+  LEFT JOIN done_by d ON d.job_id = e.job_id
 ),
 c AS (
   SELECT count(*) FILTER (WHERE c.step = 'start') AS calls,
@@ -48,16 +60,18 @@ c AS (
          count(*) FILTER (WHERE c.step = 'start' AND c.at > d.at) AS calls_after_done
   FROM fault_calls c
   JOIN jobs ON jobs.id = c.job_id
-  LEFT JOIN done_at d ON d.job_id = c.job_id
+  LEFT JOIN done_by d ON d.job_id = c.job_id
 ),
 k AS (
   SELECT count(*) AS claims_not_completing
-  FROM (SELECT DISTINCT job_id, attempts FROM fault_calls WHERE step = 'start') claim
-  JOIN jobs ON jobs.id = claim.job_id
-  WHERE NOT (jobs.status = 'done' AND jobs.attempts = claim.attempts)
+  FROM (SELECT DISTINCT job_id, attempts, worker FROM fault_calls WHERE step = 'start') claim
+  WHERE NOT EXISTS (SELECT FROM completed w WHERE w.job_id = claim.job_id
+                    AND w.attempts = claim.attempts AND w.actor = claim.worker)
 ),
 t AS (
-  SELECT count(*) FILTER (WHERE old_status IN ('done', 'dead')) AS overwrites,
+  SELECT count(*) FILTER (WHERE old_status = 'done' OR (old_status = 'dead' AND NOT (
+                            new_status = 'ready' AND new_attempts = 0))) AS overwrites,
+         count(*) FILTER (WHERE old_status = 'dead' AND new_status = 'ready' AND new_attempts = 0) AS requeued,
          count(*) FILTER (WHERE new_status = 'done') AS done_transitions,
          count(*) FILTER (WHERE new_attempts > max_attempts) AS transitions_over_attempts
   FROM fault_transitions
@@ -67,15 +81,35 @@ twice AS (
   FROM (SELECT job_id FROM fault_transitions WHERE new_status = 'done'
         GROUP BY job_id HAVING count(*) > 1) x
 ),
+numbered AS (
+  -- Number each job's claims (a move into running from any other status) so
+  -- every later transition belongs to the claim before it.
+  SELECT job_id, id, new_status, actor,
+         count(*) FILTER (WHERE new_status = 'running' AND old_status <> 'running')
+           OVER (PARTITION BY job_id ORDER BY id) AS claim_no
+  FROM fault_transitions
+),
+s AS (
+  SELECT count(*) FILTER (WHERE new_status = 'done' AND actor IS DISTINCT FROM claimer) AS done_by_stale_claim
+  FROM (SELECT new_status, actor,
+               first_value(actor) OVER (PARTITION BY job_id, claim_no ORDER BY id) AS claimer
+        FROM numbered) x
+),
 o AS (
   SELECT count(*) FILTER (WHERE o.outcome = 'done') AS reported_done,
          count(*) FILTER (WHERE o.outcome = 'fenced') AS fenced,
-         count(*) FILTER (WHERE o.outcome IN ('ready', 'dead')) AS failures,
-         count(*) FILTER (WHERE o.outcome = 'done'
-                          AND NOT (jobs.status = 'done' AND jobs.attempts = o.attempts)) AS stale_done_accepted,
-         count(*) FILTER (WHERE o.outcome = 'fenced'
-                          AND jobs.status = 'done' AND jobs.attempts = o.attempts) AS fenced_own_completion
+         count(*) FILTER (WHERE o.outcome IN ('retried', 'dead')) AS failures,
+         count(*) FILTER (WHERE o.outcome = 'done' AND w.job_id IS NULL) AS stale_done_accepted,
+         count(*) FILTER (WHERE o.outcome = 'fenced' AND w.job_id IS NOT NULL) AS fenced_own_completion,
+         count(*) FILTER (WHERE EXISTS (
+           SELECT FROM fault_transitions r
+           WHERE r.job_id = o.job_id AND r.old_status = 'dead' AND r.new_status = 'ready'
+             AND r.new_attempts = 0 AND r.at < o.at
+             AND r.at > (SELECT max(c.at) FROM fault_calls c
+                         WHERE c.job_id = o.job_id AND c.attempts = o.attempts
+                           AND c.worker = o.worker AND c.step = 'start' AND c.at < o.at)))
+           AS outcomes_across_requeue
   FROM fault_outcomes o
-  JOIN jobs ON jobs.id = o.job_id
+  LEFT JOIN completed w ON w.job_id = o.job_id AND w.attempts = o.attempts AND w.actor = o.worker
 )
-SELECT * FROM j, e, c, k, t, twice, o;
+SELECT * FROM j, e, c, k, t, twice, s, o;

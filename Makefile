@@ -4,12 +4,18 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test install server-stop clean
+.PHONY: lab test lint install server-stop clean
 
 lab: $(STAMP)
 	$(BIN)/pgq-teach lab
 
-test: $(STAMP)
+# Lint and types first: they take seconds, and a failure there needs no server.
+lint: $(STAMP)
+	$(BIN)/ruff check pgq_teach
+	$(BIN)/ruff format --check pgq_teach
+	$(BIN)/mypy
+
+test: $(STAMP) lint
 	$(BIN)/pgq-teach server start
 	$(BIN)/pytest --nbval --nbval-current-env tests notebooks $(PYTEST_ARGS)
 
@@ -25,4 +31,4 @@ server-stop: $(STAMP)
 	$(BIN)/pgq-teach server stop
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -94,7 +94,9 @@ def job_payload(payload: Any) -> Jsonb:
     try:
         size = len(text.encode())
     except UnicodeEncodeError:
-        raise BadInput("payload must be valid Unicode: it holds a lone surrogate, which jsonb cannot store") from None
+        raise BadInput(
+            "payload must be valid Unicode: it holds a lone surrogate, which jsonb cannot store"
+        ) from None
     if size > MAX_PAYLOAD_BYTES:
         raise BadInput(
             f"payload is {size:,} bytes, over the {MAX_PAYLOAD_BYTES:,}-byte limit: "
@@ -107,7 +109,9 @@ def lease(value: Any) -> timedelta:
     """A lease as a timedelta; numbers are seconds. Zero or less, or over MAX_LEASE, is refused."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if not math.isfinite(value) or abs(value) > MAX_LEASE.total_seconds():
-            raise BadInput(f"lease must be a finite number of seconds up to {MAX_LEASE.days} days, got {value!r}")
+            raise BadInput(
+                f"lease must be a finite number of seconds up to {MAX_LEASE.days} days, got {value!r}"
+            )
         value = timedelta(seconds=value)
     if not isinstance(value, timedelta):
         raise BadInput(f"lease must be a timedelta or seconds, got {value!r}")

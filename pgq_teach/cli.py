@@ -50,7 +50,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
 
 def cmd_server(args: argparse.Namespace) -> int:
     if args.action == "stop":
-        _say("stopped the embedded PostgreSQL" if embedded.stop() else "the embedded PostgreSQL was not running")
+        stopped = embedded.stop()
+        _say("stopped the embedded PostgreSQL" if stopped else "the embedded PostgreSQL was not running")
         return 0
     if args.action == "status":
         st = embedded.status()
@@ -73,7 +74,9 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     db = open_database(args.db)
     _say(db.server.line())
     with db.connection() as conn:
-        job_id = queue.enqueue(conn, args.kind, payload, run_at=_delay(args.delay), max_attempts=args.max_attempts)
+        job_id = queue.enqueue(
+            conn, args.kind, payload, run_at=_delay(args.delay), max_attempts=args.max_attempts
+        )
     _say(f"enqueued job {job_id} ({args.kind}) in database {db.name}")
     return 0
 
@@ -145,7 +148,8 @@ def _positive(kind):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' if kind is int else ''}number") from None
+            whole = "whole " if kind is int else ""
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {whole}number") from None
         if not value > 0 or value != value or value == float("inf"):
             raise argparse.ArgumentTypeError(f"{text!r} must be above zero and finite")
         return value
@@ -254,7 +258,9 @@ def parser() -> argparse.ArgumentParser:
     srv.set_defaults(func=cmd_server)
 
     def db_option(sp):
-        sp.add_argument("--db", default=DEFAULT_DB, help=f"database label (default {DEFAULT_DB} -> pgq_{DEFAULT_DB})")
+        sp.add_argument(
+            "--db", default=DEFAULT_DB, help=f"database label (default {DEFAULT_DB} -> pgq_{DEFAULT_DB})"
+        )
 
     enq = sub.add_parser("enqueue", help="add one job")
     enq.add_argument("kind", help="the job's kind, for example send_receipt")
@@ -265,7 +271,9 @@ def parser() -> argparse.ArgumentParser:
     enq.set_defaults(func=cmd_enqueue)
 
     wrk = sub.add_parser("worker", help="run a demo worker whose handlers sleep, or fail on request")
-    wrk.add_argument("--kind", action="append", help="a kind to handle (repeatable; default: the store's three)")
+    wrk.add_argument(
+        "--kind", action="append", help="a kind to handle (repeatable; default: the store's three)"
+    )
     wrk.add_argument("--sleep-ms", type=int, default=10, help="work per job in milliseconds")
     wrk.add_argument("--fail-rate", type=float, default=0.0, help="fraction of calls that raise (0..1)")
     wrk.add_argument("--lease", type=float, default=300.0, help="lease in seconds")
@@ -281,17 +289,17 @@ def parser() -> argparse.ArgumentParser:
     tor = sub.add_parser("fault-run", aliases=["torture"],
                          help="the fault run: kill, freeze and cut off workers, restart the server, requeue "
                               "dead jobs, then check that nothing was lost or done twice (alias: torture)")
+    seconds = _positive(float)
     tor.add_argument("--jobs", type=_positive(int), default=2000)
     tor.add_argument("--workers", type=_positive(int), default=4, help="worker processes at a time")
-    tor.add_argument("--seconds", type=_positive(float), default=20.0, help="how long jobs keep falling due and faults go on")
-    tor.add_argument("--lease", type=_positive(float), default=1.5, help="the workers' lease in seconds")
-    tor.add_argument("--kill-every", type=_positive(float), default=0.6, help="seconds between SIGKILLs")
-    tor.add_argument("--terminate-every", type=_positive(float), default=1.0, help="seconds between pg_terminate_backend rounds")
-    tor.add_argument("--pause-every", type=_positive(float), default=2.0, help="seconds between SIGSTOP pauses")
-    tor.add_argument("--requeue-every", type=_positive(float), default=0.5,
-                     help="seconds between requeues of dead jobs")
+    tor.add_argument("--seconds", type=seconds, default=20.0, help="how long jobs fall due and faults go on")
+    tor.add_argument("--lease", type=seconds, default=1.5, help="the workers' lease in seconds")
+    tor.add_argument("--kill-every", type=seconds, default=0.6, help="seconds between SIGKILLs")
+    tor.add_argument("--terminate-every", type=seconds, default=1.0, help="seconds between sessions ended")
+    tor.add_argument("--pause-every", type=seconds, default=2.0, help="seconds between SIGSTOP pauses")
+    tor.add_argument("--requeue-every", type=seconds, default=0.5, help="seconds between dead-job requeues")
     tor.add_argument("--no-restart", action="store_true", help="do not restart PostgreSQL")
-    tor.add_argument("--db", default="fault_run", help="database label (default fault_run -> pgq_fault_run; reset first)")
+    tor.add_argument("--db", default="fault_run", help="database label (default pgq_fault_run; reset first)")
     tor.set_defaults(func=cmd_fault_run)
 
     prg = sub.add_parser("progress", help="which lessons' exercises you have passed")

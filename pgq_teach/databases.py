@@ -54,7 +54,7 @@ def _maintenance_connection(server: Server) -> psycopg.Connection:
 
 
 def _create(conn: psycopg.Connection, name: str) -> None:
-    allowed, role = run(conn, "admin/can_create_database").fetchone()
+    allowed, role = run(conn, "admin/can_create_database").fetchone() or (False, "(unknown)")
     if not allowed:
         raise SetupError(
             f"Role {role!r} cannot create databases, and each lesson needs its own. "

@@ -83,7 +83,7 @@ def enqueue(
         "max_attempts": checks.whole_number("max_attempts", max_attempts, 1, MAX_ATTEMPTS),
     }
     with conn.transaction():
-        job_id = run(conn, "enqueue", params).fetchone()[0]
+        [(job_id,)] = run(conn, "enqueue", params).fetchall()  # INSERT ... RETURNING id: one row
         if notify:
             run(conn, "notify_ready", {"kind": kind})
     return job_id
@@ -94,7 +94,11 @@ def _job(row: tuple[Any, ...]) -> Job:
 
 
 def claim(
-    conn: psycopg.Connection, *, batch: int = 1, lease: timedelta | float = DEFAULT_LEASE, statement: str = "claim"
+    conn: psycopg.Connection,
+    *,
+    batch: int = 1,
+    lease: timedelta | float = DEFAULT_LEASE,
+    statement: str = "claim",
 ) -> list[Job]:
     """Claim up to `batch` due jobs with a lease; an empty list when none is due."""
     params = {"batch": checks.whole_number("batch", batch, 1, MAX_BATCH), "lease": checks.lease(lease)}

@@ -17,10 +17,11 @@ travel as parameters, never formatted into the SQL text.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import psycopg
 from psycopg import sql as pgsql
@@ -35,7 +36,19 @@ _ROOTS = (_HERE / "sql", _HERE.parent / "sql")
 
 _VALUE = re.compile(r"(?<![:\w]):'(\w+)'|(?<![:\w]):(\w+)")
 _IDENT = re.compile(r"(?<![:\w]):\"(\w+)\"")
-_UTILITY = {"CREATE", "ALTER", "DROP", "GRANT", "REVOKE", "DO", "SET", "TRUNCATE", "VACUUM", "ANALYZE", "LISTEN"}
+_UTILITY = {
+    "CREATE",
+    "ALTER",
+    "DROP",
+    "GRANT",
+    "REVOKE",
+    "DO",
+    "SET",
+    "TRUNCATE",
+    "VACUUM",
+    "ANALYZE",
+    "LISTEN",
+}
 
 
 def sql_dir() -> Path:
@@ -77,7 +90,7 @@ class Statement:
             return body
         body = body.replace("{", "{{").replace("}", "}}")
         body = _IDENT.sub(lambda m: "{" + m.group(1) + "}", body)
-        parts = {k: pgsql.Identifier(v) for k, v in idents.items()}
+        parts: dict[str, pgsql.Composable] = {k: pgsql.Identifier(v) for k, v in idents.items()}
         if self.utility:
             body = _VALUE.sub(lambda m: "{" + (m.group(1) or m.group(2)) + "}", body)
             parts.update({k: pgsql.Literal(v) for k, v in (literals or {}).items()})
@@ -89,12 +102,12 @@ def _split(raw: str) -> tuple[str, str]:
     n = 0
     while n < len(lines) and (lines[n].startswith("--") or not lines[n].strip()):
         n += 1
-    header = "\n".join(l[2:].strip() for l in lines[:n] if l.startswith("--"))
-    body_lines = [l for l in lines[n:] if not l.lstrip().startswith("--")]
+    header = "\n".join(line[2:].strip() for line in lines[:n] if line.startswith("--"))
+    body_lines = [line for line in lines[n:] if not line.lstrip().startswith("--")]
     return header, "\n".join(body_lines).strip()
 
 
-@lru_cache(maxsize=None)
+@cache
 def statement(name: str) -> Statement:
     """The statement in sql/<name>.sql, for example "claim" or "teaching/naive_read"."""
     path = sql_dir() / f"{name}.sql"
@@ -136,7 +149,7 @@ def run(
     cur = conn.cursor(row_factory=row_factory) if row_factory else conn.cursor()
     if st.utility:
         return cur.execute(st.query(params, **(idents or {})))
-    return cur.execute(st.query(**(idents or {})), params if st.params else None)
+    return cur.execute(st.query(None, **(idents or {})), params if st.params else None)
 
 
 def explain(conn: psycopg.Connection, name: str, params: Mapping[str, Any] | None = None) -> list[str]:
@@ -148,5 +161,8 @@ def explain(conn: psycopg.Connection, name: str, params: Mapping[str, Any] | Non
     params = dict(params or {})
     if set(params) != set(st.params):
         raise ValueError(f"{name}.sql takes {list(st.params)}; got {sorted(params)}")
-    cur = conn.execute("EXPLAIN (COSTS OFF) " + st.query(), params if st.params else None)
+    query = st.query()
+    if not isinstance(query, str):  # a query without identifiers is plain text
+        raise ValueError(f"{name}.sql is not a query PostgreSQL can EXPLAIN")
+    cur = conn.execute("EXPLAIN (COSTS OFF) " + query, params if st.params else None)
     return [row[0] for row in cur.fetchall()]

@@ -11,9 +11,10 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import psycopg
 
@@ -62,7 +63,7 @@ class Worker:
         heartbeat: bool = False,
         on_event: Callable[[str, queue.Job | None], None] | None = None,
     ):
-        if not isinstance(handlers, Mapping) or not handlers or not all(callable(h) for h in handlers.values()):
+        if not isinstance(handlers, Mapping) or not handlers or not all(map(callable, handlers.values())):
             raise BadInput("handlers must map each kind to a callable")
         poll = checks.seconds("poll", poll, 0.001, 86_400)
         self.dsn = dsn

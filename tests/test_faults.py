@@ -221,3 +221,21 @@ def test_a_run_whose_workers_cannot_start_fails_fast_with_their_error(db, monkey
     with pytest.raises(RuntimeError, match="this worker cannot start"):
         faults.run_faults(db, jobs=50, workers=2, seconds=5, restart=False)
     assert time.monotonic() - started < 30
+
+
+def test_a_fleet_stops_its_workers_and_removes_its_folder_however_the_block_ends(db):
+    """The set-up and tear-down both runs share: leaving the block, by an
+    error here, stops every worker process and removes the log folder."""
+    settings = {"lease": 60.0, "poll": 0.2, "sleep_ms": (0, 1), "max_seconds": 120}
+    with pytest.raises(RuntimeError, match="the caller gave up"):
+        with faults.Fleet(db, "load", settings | {"fail_rate": 0.0, "plan_seed": 1}) as fleet:
+            fleet.seed(20, spread=0, max_attempts=3)
+            fleet.start(2)
+            assert len(fleet.pool.alive()) == 2 and fleet.folder.is_dir()
+            assert fleet.progress()["ready"] + fleet.progress()["running"] + fleet.progress()["done"] == 20
+            raise RuntimeError("the caller gave up")
+    assert fault_children() == [] and not fleet.folder.exists()
+    assert fleet.crashes == []
+    # The session reconnects to judge the run afterwards.
+    assert fleet.verdict()["enqueued"] == 20
+    fleet.session.close()

@@ -27,5 +27,16 @@ from .fleet import KIND, OUTCOMES, Fleet, restart_server
 from .load import LoadReport, run_load
 from .plan import planned_error, planned_failure, planned_result
 
-__all__ = ["KIND", "OUTCOMES", "FaultReport", "Fleet", "LoadReport", "planned_error", "planned_failure",
-           "planned_result", "restart_server", "run_faults", "run_load"]
+__all__ = [
+    "KIND",
+    "OUTCOMES",
+    "FaultReport",
+    "Fleet",
+    "LoadReport",
+    "planned_error",
+    "planned_failure",
+    "planned_result",
+    "restart_server",
+    "run_faults",
+    "run_load",
+]

@@ -81,7 +81,9 @@ class FaultReport:
         if self.stale_done_accepted:
             v.append(f"{self.stale_done_accepted} stale completion(s) accepted: not fenced")
         if self.done_by_stale_claim:
-            v.append(f"{self.done_by_stale_claim} job(s) marked done by a worker whose claim was not the latest")
+            v.append(
+                f"{self.done_by_stale_claim} job(s) marked done by a worker whose claim was not the latest"
+            )
         if self.fenced_own_completion:
             v.append(f"{self.fenced_own_completion} completing claim(s) told they were fenced")
         if self.overwrites:
@@ -104,27 +106,29 @@ class FaultReport:
             f"  {self.jobs:,} jobs, {self.workers} workers at a time ({self.processes_started} processes "
             f"started), lease {self.lease:g} s, faults for {self.chaos_seconds:g} s",
             f"  faults: {self.kills} SIGKILLs ({self.kills_mid_job} mid-job), {self.pauses} SIGSTOP pauses "
-            f"past the lease, {self.terminations} pg_terminate_backend rounds ({self.sessions_ended} sessions), "
+            f"past the lease, {self.terminations} pg_terminate_backend rounds "
+            f"({self.sessions_ended} sessions), "
             f"{self.restarts} server restart(s)" + (f" [{self.restart_note}]" if self.restart_note else ""),
             f"  requeues: {self.requeued} dead job(s) put back to ready in {self.requeue_rounds} round(s); "
             f"outcomes reported by a claim from before its job's requeue {self.outcomes_across_requeue}",
             f"  result: done {self.done:,}, dead {self.dead:,}, lost {self.lost}, "
-            f"still running after a final reaper pass {self.running_at_end} (that pass reaped {self.reaped_at_end})",
+            f"still running after a final reaper pass {self.running_at_end} "
+            f"(that pass reaped {self.reaped_at_end})",
             f"  effects: duplicate effects {self.duplicate_effects}, done without effect "
             f"{self.done_without_effect}, effects of jobs not done {self.effects_not_done}",
-            f"  fencing: {self.fenced} stale completion(s) fenced (reported by workers that lived to report), "
+            f"  fencing: {self.fenced} stale completion(s) fenced "
+            "(reported by workers that lived to report), "
             f"stale completions accepted {self.stale_done_accepted} (jobs marked done by a stale claim "
             f"{self.done_by_stale_claim}), updates of finished jobs {self.overwrites}",
             f"  handler calls: {self.calls:,}, duplicate calls absorbed by the unique key {self.absorbed}, "
             f"calls that started after their job was done {self.calls_after_done}, claims that ran "
             f"but did not complete {self.claims_not_completing}",
-            f"  longest a lease stayed expired before a reaper took the job back: {self.longest_overdue:.1f} s; "
+            "  longest a lease stayed expired before a reaper took the job back: "
+            f"{self.longest_overdue:.1f} s; "
             f"reconnects counted by the workers alive at the end: {self.reconnects_of_survivors}",
             f"  elapsed {self.elapsed:.1f} s (drain after the faults {self.drain_seconds:.1f} s)",
         ]
         return "\n".join(lines + verdict_lines(self.stopped, self.violations))
-
-
 
 
 @dataclass(frozen=True)
@@ -146,13 +150,23 @@ class _Settings:
     drain_timeout: float
 
     def __post_init__(self) -> None:
-        for name, low, high in (("jobs", 1, 1_000_000), ("workers", 1, 64), ("max_attempts", 1, 1_000),
-                                ("fragile_every", 0, 1_000_000)):
+        for name, low, high in (
+            ("jobs", 1, 1_000_000),
+            ("workers", 1, 64),
+            ("max_attempts", 1, 1_000),
+            ("fragile_every", 0, 1_000_000),
+        ):
             checks.whole_number(name, getattr(self, name), low, high)
-        for name, low, high in (("seconds", 1, 86_400), ("poll", 0.01, 60), ("kill_every", 0.05, 86_400),
-                                ("terminate_every", 0.05, 86_400), ("pause_every", 0.05, 86_400),
-                                ("requeue_every", 0.05, 86_400), ("drain_timeout", 1, 86_400)):
-            object.__setattr__(self, name, checks.seconds(name, getattr(self, name), low, high))
+        for name, shortest, longest in (
+            ("seconds", 1, 86_400),
+            ("poll", 0.01, 60),
+            ("kill_every", 0.05, 86_400),
+            ("terminate_every", 0.05, 86_400),
+            ("pause_every", 0.05, 86_400),
+            ("requeue_every", 0.05, 86_400),
+            ("drain_timeout", 1, 86_400),
+        ):
+            object.__setattr__(self, name, checks.seconds(name, getattr(self, name), shortest, longest))
         object.__setattr__(self, "lease", checks.lease(self.lease).total_seconds())
 
 
@@ -181,11 +195,29 @@ def run_faults(
     then judge it. Every `fragile_every`-th job (none if 0) gets one try
     only, so the faults kill some jobs for the requeues to bring back. Resets
     the jobs table of `db`."""
-    s = _Settings(jobs, workers, seconds, lease, poll, kill_every, terminate_every, pause_every,
-                  requeue_every, fragile_every, restart, max_attempts, drain_timeout)
+    s = _Settings(
+        jobs,
+        workers,
+        seconds,
+        lease,
+        poll,
+        kill_every,
+        terminate_every,
+        pause_every,
+        requeue_every,
+        fragile_every,
+        restart,
+        max_attempts,
+        drain_timeout,
+    )
     stop = stop or threading.Event()
     report = FaultReport(db.server.line(), s.jobs, s.workers, s.lease, s.seconds)
-    settings = {"lease": s.lease, "poll": s.poll, "sleep_ms": (2, 12), "max_seconds": s.seconds + s.drain_timeout + 60}
+    settings = {
+        "lease": s.lease,
+        "poll": s.poll,
+        "sleep_ms": (2, 12),
+        "max_seconds": s.seconds + s.drain_timeout + 60,
+    }
     with Fleet(db, "faults", settings) as fleet:
         fleet.seed(s.jobs, spread=s.seconds, max_attempts=s.max_attempts, fragile_every=s.fragile_every)
         fleet.start(s.workers)
@@ -196,7 +228,11 @@ def run_faults(
             time.sleep(0.02)
         report.stopped = stop.is_set()
         report.drain_seconds = max(0.0, time.monotonic() - faults.chaos_end)
-    report.elapsed, report.processes_started, report.crashes = fleet.elapsed, fleet.pool.started, fleet.crashes
+    report.elapsed, report.processes_started, report.crashes = (
+        fleet.elapsed,
+        fleet.pool.started,
+        fleet.crashes,
+    )
     report.reconnects_of_survivors = sum(r.get("reconnects", 0) for r in fleet.survivor_reports)
     try:
         # One more reaper pass, once every lease has run out: nothing may be left.
@@ -216,7 +252,11 @@ class _Faults:
         self.fleet, self.s, self.report = fleet, s, report
         began = fleet.began
         self.next_kill, self.next_term = began + s.kill_every, began + s.terminate_every / 2
-        self.next_pause, self.next_requeue, self.next_look = began + s.pause_every, began + s.requeue_every, began
+        self.next_pause, self.next_requeue, self.next_look = (
+            began + s.pause_every,
+            began + s.requeue_every,
+            began,
+        )
         self.restart_at = began + 0.4 * s.seconds if s.restart else None
         self.chaos_end = began + s.seconds
         self.deadline = self.chaos_end + s.drain_timeout
@@ -318,9 +358,22 @@ def _judge(v: dict[str, Any], report: FaultReport) -> None:
     report.done, report.dead = v["done"], v["dead"]
     report.lost = v["enqueued"] - v["done"] - v["dead"]
     report.running_at_end = v["running"]
-    for name in ("duplicate_effects", "done_without_effect", "effects_not_done", "effects_after_done",
-                 "fenced", "stale_done_accepted", "done_by_stale_claim", "fenced_own_completion", "overwrites",
-                 "jobs_done_twice", "calls", "absorbed", "calls_after_done", "claims_not_completing",
-                 "outcomes_across_requeue"):
+    for name in (
+        "duplicate_effects",
+        "done_without_effect",
+        "effects_not_done",
+        "effects_after_done",
+        "fenced",
+        "stale_done_accepted",
+        "done_by_stale_claim",
+        "fenced_own_completion",
+        "overwrites",
+        "jobs_done_twice",
+        "calls",
+        "absorbed",
+        "calls_after_done",
+        "claims_not_completing",
+        "outcomes_across_requeue",
+    ):
         setattr(report, name, v[name])
     report.over_attempts = v["over_attempts"] + v["transitions_over_attempts"] + v["calls_over_attempts"]

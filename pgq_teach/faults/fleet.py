@@ -129,8 +129,10 @@ def _serve(spec: dict) -> None:
         if job is None or event not in OUTCOMES:
             return
         try:
-            ledger.rows("lab/fault_outcome",
-                       {"job_id": job.id, "attempts": job.attempts, "worker": name, "outcome": event})
+            ledger.rows(
+                "lab/fault_outcome",
+                {"job_id": job.id, "attempts": job.attempts, "worker": name, "outcome": event},
+            )
         except psycopg.Error:
             pass  # the outcome log is a lower bound; the jobs table is the truth
 
@@ -149,9 +151,17 @@ def _serve(spec: dict) -> None:
     threading.Thread(target=watchdog, daemon=True).start()
     report = worker.run()
     ledger.close()
-    Path(spec["report"]).write_text(json.dumps(
-        {"claimed": report.claimed, "done": report.done, "fenced": report.fenced,
-         "reconnects": report.reconnects, "last_error": report.last_error}))
+    Path(spec["report"]).write_text(
+        json.dumps(
+            {
+                "claimed": report.claimed,
+                "done": report.done,
+                "fenced": report.fenced,
+                "reconnects": report.reconnects,
+                "last_error": report.last_error,
+            }
+        )
+    )
 
 
 # --- the parent's side ---------------------------------------------------------
@@ -190,13 +200,20 @@ class Pool:
         self.started += 1
         name = f"pgq-{self.mode}-w{self.started:04d}"
         log, report = self.folder / f"{name}.log", self.folder / f"{name}.json"
-        spec = dict(self.settings, name=name, dsn=self.db.dsn, mode=self.mode,
-                    report=str(report), seed=self.started)
+        spec = dict(
+            self.settings, name=name, dsn=self.db.dsn, mode=self.mode, report=str(report), seed=self.started
+        )
         with open(log, "wb") as out:
-            process = subprocess.Popen([sys.executable, "-c", WORKER_CODE], stdin=subprocess.PIPE,
-                                       stdout=out, stderr=subprocess.STDOUT, env=self.env)
-        process.stdin.write(json.dumps(spec).encode())
-        process.stdin.close()
+            process = subprocess.Popen(
+                [sys.executable, "-c", WORKER_CODE],
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+            )
+        if process.stdin is not None:  # always, with stdin=PIPE
+            process.stdin.write(json.dumps(spec).encode())
+            process.stdin.close()
         child = Child(name, process, report, log)
         self.children[name] = child
         return child
@@ -225,7 +242,9 @@ class Pool:
         gone = [c for c in self.children.values() if not c.alive()]
         for child in gone:
             del self.children[child.name]
-            self.crashes.append(f"{child.name} exited with code {child.process.returncode}: {_tail(child.log)}")
+            self.crashes.append(
+                f"{child.name} exited with code {child.process.returncode}: {_tail(child.log)}"
+            )
         if len(self.crashes) >= MAX_CRASHES:
             # A worker never exits on its own, so this is a broken setup, not
             # a fault we injected: stop now rather than wait out the drain.
@@ -248,7 +267,9 @@ class Pool:
                 self.crashes.append(f"{child.name} did not stop within 15 s of SIGTERM")
                 continue
             if child.process.returncode not in (0, -signal.SIGTERM):
-                self.crashes.append(f"{child.name} exited with code {child.process.returncode}: {_tail(child.log)}")
+                self.crashes.append(
+                    f"{child.name} exited with code {child.process.returncode}: {_tail(child.log)}"
+                )
             if child.report.exists():
                 self.reports.append(json.loads(child.report.read_text()))
         self.children.clear()
@@ -274,8 +295,9 @@ def restart_server(db: Database, folder: Path) -> tuple[bool, str]:
     # A file, not a pipe: the restarted postmaster inherits the output and would
     # hold a pipe open for good.
     with open(folder / "restart.log", "wb") as out:
-        done = subprocess.run(command, shell=True, stdin=subprocess.DEVNULL, stdout=out,
-                              stderr=subprocess.STDOUT, timeout=120)
+        done = subprocess.run(
+            command, shell=True, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, timeout=120
+        )
     if done.returncode != 0:
         raise RuntimeError(f"PGQ_RESTART_CMD exited with {done.returncode}: {_tail(folder / 'restart.log')}")
     return True, "PGQ_RESTART_CMD"
@@ -329,8 +351,17 @@ class Fleet:
             run(conn, "lab/fault_setup")
             seeding.reset_jobs(conn)
             run(conn, "lab/fault_reset")
-            run(conn, "lab/fault_seed", {"kind": KIND, "count": jobs, "spread": timedelta(seconds=spread),
-                                         "max_attempts": max_attempts, "fragile_every": fragile_every})
+            run(
+                conn,
+                "lab/fault_seed",
+                {
+                    "kind": KIND,
+                    "count": jobs,
+                    "spread": timedelta(seconds=spread),
+                    "max_attempts": max_attempts,
+                    "fragile_every": fragile_every,
+                },
+            )
 
     def start(self, workers: int) -> None:
         """Start `workers` worker processes; the run's clock starts now."""

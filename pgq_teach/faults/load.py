@@ -62,20 +62,24 @@ class LoadReport:
         if self.dead_without_their_error:
             v.append(f"{self.dead_without_their_error} dead job(s) without the error of their last try")
         if self.not_as_planned:
-            v.append(f"{self.not_as_planned} job(s) did not end as the failure plan dictates: "
-                     + "; ".join(self.examples[:3]))
+            v.append(
+                f"{self.not_as_planned} job(s) did not end as the failure plan dictates: "
+                + "; ".join(self.examples[:3])
+            )
         if self.calls != self.planned_calls:
             v.append(f"{self.calls} handler calls, the plan makes {self.planned_calls}")
         if self.failures != self.planned_failures:
             v.append(f"{self.failures} failures recorded, the plan makes {self.planned_failures}")
         if self.calls_after_done:
             v.append(f"{self.calls_after_done} handler call(s) started after their job was done")
-        for name, text in (("duplicate_effects", "duplicate effect(s)"),
-                           ("done_without_effect", "done job(s) without their effect"),
-                           ("overwrites", "update(s) of a job already done or dead"),
-                           ("jobs_done_twice", "job(s) done twice"),
-                           ("fenced", "fenced completion(s) though no lease can have run out"),
-                           ("running_at_end", "job(s) still running at the end")):
+        for name, text in (
+            ("duplicate_effects", "duplicate effect(s)"),
+            ("done_without_effect", "done job(s) without their effect"),
+            ("overwrites", "update(s) of a job already done or dead"),
+            ("jobs_done_twice", "job(s) done twice"),
+            ("fenced", "fenced completion(s) though no lease can have run out"),
+            ("running_at_end", "job(s) still running at the end"),
+        ):
             if getattr(self, name):
                 v.append(f"{getattr(self, name)} {text}")
         if self.crashes:
@@ -141,8 +145,14 @@ def run_load(
     report.planned_calls = sum(a for _, a in plan.values())
     report.planned_failures = report.planned_calls - report.planned_done
 
-    settings = {"lease": lease, "poll": poll, "sleep_ms": (0, 2), "fail_rate": fail_rate, "plan_seed": seed,
-                "max_seconds": timeout + 60}
+    settings = {
+        "lease": lease,
+        "poll": poll,
+        "sleep_ms": (0, 2),
+        "fail_rate": fail_rate,
+        "plan_seed": seed,
+        "max_seconds": timeout + 60,
+    }
     with Fleet(db, "load", settings) as fleet:
         fleet.seed(jobs, spread=0, max_attempts=max_attempts)
         fleet.start(workers)
@@ -167,8 +177,9 @@ def run_load(
     return report
 
 
-def _judge(v: dict[str, Any], results: list[tuple[Any, ...]], plan: dict[int, tuple[str, int]],
-           report: LoadReport) -> None:
+def _judge(
+    v: dict[str, Any], results: list[tuple[Any, ...]], plan: dict[int, tuple[str, int]], report: LoadReport
+) -> None:
     report.verdict = v
     report.done, report.dead, report.running_at_end = v["done"], v["dead"], v["running"]
     report.calls, report.failures, report.fenced = v["calls"], v["failures"], v["fenced"]

@@ -23,4 +23,3 @@ def planned_result(seed: int, n: int, rate: float, max_attempts: int) -> tuple[s
         if not planned_failure(seed, n, attempt, rate):
             return "done", attempt
     return "dead", max_attempts
-

@@ -9,10 +9,12 @@ import os
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from . import checks, embedded, queue
-from .databases import open_database
+from .databases import Database, open_database
 from .errors import BadInput, PgqError
 from .server import get_server
 from .worker import Worker
@@ -181,10 +183,14 @@ def _progress_line(every: float = 5.0):
     return progress
 
 
-def _report(start) -> int:
-    """Run a fault or load run; print its report; exit 1 if an invariant failed."""
+def _run_in_fresh_database(label: str, what: str, details: str, start: Callable[[Database], Any]) -> int:
+    """Reset the run's own database, say what runs, run it with Ctrl-C stopping
+    every worker process, print its report; exit 1 if an invariant failed."""
+    db = open_database(label, reset=True)
+    _say(db.server.line())
+    _say(f"{what} in database {db.name}: {details}; Ctrl-C stops it")
     try:
-        report = start()
+        report = start(db)
     except KeyboardInterrupt:
         _say("interrupted: every worker process was stopped")
         return 130
@@ -195,11 +201,9 @@ def _report(start) -> int:
 def cmd_fault_run(args: argparse.Namespace) -> int:
     from .faults import run_faults
 
-    db = open_database(args.db, reset=True)
-    _say(db.server.line())
-    _say(f"fault run in database {db.name}: {args.jobs:,} jobs due over {args.seconds:g} s, "
-         f"{args.workers} worker processes; Ctrl-C stops it")
-    return _report(lambda: run_faults(
+    details = (f"{args.jobs:,} jobs due over {args.seconds:g} s, {args.workers} worker processes, "
+               f"dead jobs requeued every {args.requeue_every:g} s")
+    return _run_in_fresh_database(args.db, "fault run", details, lambda db: run_faults(
         db, jobs=args.jobs, workers=args.workers, seconds=args.seconds, lease=args.lease,
         kill_every=args.kill_every, terminate_every=args.terminate_every, pause_every=args.pause_every,
         requeue_every=args.requeue_every, restart=not args.no_restart, progress=_progress_line()))
@@ -208,11 +212,9 @@ def cmd_fault_run(args: argparse.Namespace) -> int:
 def cmd_load(args: argparse.Namespace) -> int:
     from .faults import run_load
 
-    db = open_database(args.db, reset=True)
-    _say(db.server.line())
-    _say(f"load run in database {db.name}: {args.jobs:,} jobs, {args.workers} worker processes, "
-         f"{args.fail_rate:.0%} of calls raising; the retries alone take over 60 s; Ctrl-C stops it")
-    return _report(lambda: run_load(
+    details = (f"{args.jobs:,} jobs, {args.workers} worker processes, {args.fail_rate:.0%} of calls "
+               "raising; the retries alone take over 60 s")
+    return _run_in_fresh_database(args.db, "load run", details, lambda db: run_load(
         db, jobs=args.jobs, workers=args.workers, fail_rate=args.fail_rate,
         max_attempts=args.max_attempts, seed=args.seed, progress=_progress_line()))
 

@@ -14,7 +14,24 @@ from typing import Any
 
 from .. import checks, queue
 from ..databases import Database
-from .fleet import Fleet, Progress, restart_server, verdict_lines
+from .fleet import SHARED_INVARIANTS, Fleet, Progress, broken, copy_verdict, restart_server, verdict_lines
+
+# What the fault run must never see, as (report field, what a non-zero count means).
+_INVARIANTS = (
+    ("lost", "job(s) neither done nor dead: lost"),
+    ("running_at_end", "job(s) still running after a final reaper pass"),
+    ("effects_after_done", "effect(s) first recorded after their job was done"),
+    ("stale_done_accepted", "stale completion(s) accepted: not fenced"),
+    ("done_by_stale_claim", "job(s) marked done by a worker whose claim was not the latest"),
+    ("fenced_own_completion", "completing claim(s) told they were fenced"),
+    *SHARED_INVARIANTS,
+)
+_FROM_VERDICT = (
+    "done", "dead", "duplicate_effects", "done_without_effect", "effects_not_done", "effects_after_done",
+    "fenced", "stale_done_accepted", "done_by_stale_claim", "fenced_own_completion", "overwrites",
+    "jobs_done_twice", "calls", "absorbed", "calls_after_done", "claims_not_completing",
+    "outcomes_across_requeue",
+)  # fmt: skip
 
 
 @dataclass
@@ -67,34 +84,7 @@ class FaultReport:
 
     @property
     def violations(self) -> list[str]:
-        v = []
-        if self.lost:
-            v.append(f"{self.lost} job(s) neither done nor dead: lost")
-        if self.running_at_end:
-            v.append(f"{self.running_at_end} job(s) still running after a final reaper pass")
-        if self.duplicate_effects:
-            v.append(f"{self.duplicate_effects} duplicate effect(s)")
-        if self.done_without_effect:
-            v.append(f"{self.done_without_effect} done job(s) without their effect")
-        if self.effects_after_done:
-            v.append(f"{self.effects_after_done} effect(s) first recorded after their job was done")
-        if self.stale_done_accepted:
-            v.append(f"{self.stale_done_accepted} stale completion(s) accepted: not fenced")
-        if self.done_by_stale_claim:
-            v.append(
-                f"{self.done_by_stale_claim} job(s) marked done by a worker whose claim was not the latest"
-            )
-        if self.fenced_own_completion:
-            v.append(f"{self.fenced_own_completion} completing claim(s) told they were fenced")
-        if self.overwrites:
-            v.append(f"{self.overwrites} update(s) of a job that was already done or dead")
-        if self.jobs_done_twice:
-            v.append(f"{self.jobs_done_twice} job(s) marked done twice")
-        if self.over_attempts:
-            v.append(f"{self.over_attempts} job(s) over max_attempts")
-        if self.crashes:
-            v.append(f"{len(self.crashes)} worker process(es) crashed: {self.crashes[0]}")
-        return v
+        return broken(self, _INVARIANTS)
 
     @property
     def ok(self) -> bool:
@@ -354,26 +344,6 @@ def _final_reap(fleet: Fleet, lease: float) -> int:
 
 
 def _judge(v: dict[str, Any], report: FaultReport) -> None:
-    report.verdict = v
-    report.done, report.dead = v["done"], v["dead"]
+    copy_verdict(report, v, _FROM_VERDICT)
     report.lost = v["enqueued"] - v["done"] - v["dead"]
     report.running_at_end = v["running"]
-    for name in (
-        "duplicate_effects",
-        "done_without_effect",
-        "effects_not_done",
-        "effects_after_done",
-        "fenced",
-        "stale_done_accepted",
-        "done_by_stale_claim",
-        "fenced_own_completion",
-        "overwrites",
-        "jobs_done_twice",
-        "calls",
-        "absorbed",
-        "calls_after_done",
-        "claims_not_completing",
-        "outcomes_across_requeue",
-    ):
-        setattr(report, name, v[name])
-    report.over_attempts = v["over_attempts"] + v["transitions_over_attempts"] + v["calls_over_attempts"]

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import psycopg
 from psycopg.conninfo import make_conninfo
@@ -306,6 +306,43 @@ def restart_server(db: Database, folder: Path) -> tuple[bool, str]:
 def orchestrator_session(db: Database) -> Session:
     """The run's own session, which reconnects across the restart we cause."""
     return Session(make_conninfo(db.dsn, application_name=ORCHESTRATOR), pause=0.2)
+
+
+# The invariants both runs hold, as (report field, what a non-zero count of it means).
+SHARED_INVARIANTS = (
+    ("duplicate_effects", "duplicate effect(s)"),
+    ("done_without_effect", "done job(s) without their effect"),
+    ("overwrites", "update(s) of a job already done or dead"),
+    ("jobs_done_twice", "job(s) marked done twice"),
+    ("over_attempts", "job(s), transition(s) or call(s) over max_attempts"),
+)
+
+
+class Judged(Protocol):
+    """What the fault and load reports share: the verdict and what follows from it."""
+
+    verdict: dict[str, Any]
+    over_attempts: int
+    crashes: list[str]
+
+
+def broken(report: Judged, invariants: tuple[tuple[str, str], ...]) -> list[str]:
+    """A line ("3 duplicate effect(s)") for each invariant whose count on
+    `report` is not zero, then one for any crashed workers."""
+    lines = [f"{getattr(report, name)} {what}" for name, what in invariants if getattr(report, name)]
+    if report.crashes:
+        lines.append(f"{len(report.crashes)} worker process(es) crashed: {report.crashes[0]}")
+    return lines
+
+
+def copy_verdict(report: Judged, verdict: dict[str, Any], names: tuple[str, ...]) -> None:
+    """Keep the verdict on the report, copy the named counts onto it, and sum
+    the three ways to go over max_attempts (job, transition, call) into one."""
+    report.verdict = verdict
+    for name in names:
+        setattr(report, name, verdict[name])
+    over = ("over_attempts", "transitions_over_attempts", "calls_over_attempts")
+    report.over_attempts = sum(verdict[n] for n in over)
 
 
 def verdict_lines(stopped: bool, violations: list[str]) -> list[str]:

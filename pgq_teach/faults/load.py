@@ -10,8 +10,17 @@ from typing import Any
 
 from .. import checks
 from ..databases import Database
-from .fleet import Fleet, Progress, verdict_lines
+from .fleet import SHARED_INVARIANTS, Fleet, Progress, broken, copy_verdict, verdict_lines
 from .plan import planned_error, planned_result
+
+_SHARED = ("duplicate_effects", "done_without_effect", "overwrites", "jobs_done_twice")
+# What the load run must never see, beyond its plan, as (report field, what a non-zero count means).
+_INVARIANTS = (
+    ("calls_after_done", "handler call(s) started after their job was done"),
+    ("fenced", "fenced completion(s) though no lease can have run out"),
+    ("running_at_end", "job(s) still running at the end"),
+    *SHARED_INVARIANTS,
+)
 
 
 @dataclass
@@ -57,8 +66,6 @@ class LoadReport:
         v = []
         if self.done + self.dead != self.jobs:
             v.append(f"done {self.done} + dead {self.dead} != enqueued {self.jobs}")
-        if self.over_attempts:
-            v.append(f"{self.over_attempts} job(s), transition(s) or call(s) over max_attempts")
         if self.dead_without_their_error:
             v.append(f"{self.dead_without_their_error} dead job(s) without the error of their last try")
         if self.not_as_planned:
@@ -70,21 +77,7 @@ class LoadReport:
             v.append(f"{self.calls} handler calls, the plan makes {self.planned_calls}")
         if self.failures != self.planned_failures:
             v.append(f"{self.failures} failures recorded, the plan makes {self.planned_failures}")
-        if self.calls_after_done:
-            v.append(f"{self.calls_after_done} handler call(s) started after their job was done")
-        for name, text in (
-            ("duplicate_effects", "duplicate effect(s)"),
-            ("done_without_effect", "done job(s) without their effect"),
-            ("overwrites", "update(s) of a job already done or dead"),
-            ("jobs_done_twice", "job(s) done twice"),
-            ("fenced", "fenced completion(s) though no lease can have run out"),
-            ("running_at_end", "job(s) still running at the end"),
-        ):
-            if getattr(self, name):
-                v.append(f"{getattr(self, name)} {text}")
-        if self.crashes:
-            v.append(f"{len(self.crashes)} worker process(es) crashed: {self.crashes[0]}")
-        return v
+        return v + broken(self, _INVARIANTS)
 
     @property
     def ok(self) -> bool:
@@ -180,13 +173,9 @@ def run_load(
 def _judge(
     v: dict[str, Any], results: list[tuple[Any, ...]], plan: dict[int, tuple[str, int]], report: LoadReport
 ) -> None:
-    report.verdict = v
-    report.done, report.dead, report.running_at_end = v["done"], v["dead"], v["running"]
-    report.calls, report.failures, report.fenced = v["calls"], v["failures"], v["fenced"]
+    copy_verdict(report, v, ("done", "dead", "calls", "failures", "fenced", *_SHARED))
+    report.running_at_end = v["running"]
     report.calls_after_done = v["calls_after_done"] + v["effects_after_done"]
-    report.over_attempts = v["over_attempts"] + v["transitions_over_attempts"] + v["calls_over_attempts"]
-    for name in ("duplicate_effects", "done_without_effect", "overwrites", "jobs_done_twice"):
-        setattr(report, name, v[name])
     for n, status, attempts, _max, last_error in results:
         want = plan.get(n)
         if (status, attempts) != want:

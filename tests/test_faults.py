@@ -36,6 +36,7 @@ def restart_possible(db) -> bool:
     return db.server.backend == "embedded" or bool(os.environ.get("PGQ_RESTART_CMD", "").strip())
 
 
+@pytest.mark.slow
 def test_fault_run_loses_nothing_and_fences_every_stale_completion(db):
     """Guide, leases and fencing: SIGKILLs mid-job, workers frozen past their
     lease, sessions ended (LISTEN included), a server restart and requeues of
@@ -72,6 +73,7 @@ def test_fault_run_loses_nothing_and_fences_every_stale_completion(db):
     assert fault_children() == []
 
 
+@pytest.mark.slow
 def test_load_run_keeps_attempts_errors_and_the_plan(db):
     """16 workers, 10% of calls raising, max_attempts 3. 2,000 jobs rather than
     20,000: the retries' backoff (20 s, then 40 s) sets a floor of about 60 s

@@ -16,6 +16,22 @@ def test_every_file_has_the_three_part_header():
         assert "Parameters:" in header, name
 
 
+# The only files that hold more than one statement, as CONTRIBUTING.md names them.
+MULTI_STATEMENT = {"schema", "roles", "lab/fault_setup"}
+
+
+def statement_count(text: str) -> int:
+    """Statements in a file's body: lines ending in ';', outside dollar-quoted bodies."""
+    outside = re.sub(r"\$(\w*)\$.*?\$\1\$", "", text, flags=re.S)
+    return sum(1 for line in outside.splitlines() if line.rstrip().endswith(";")) or 1
+
+
+def test_only_the_named_files_hold_more_than_one_statement():
+    many = {name for name in statements.names() if statement_count(statement(name).text) > 1}
+    assert many == MULTI_STATEMENT
+    assert statement_count("SELECT 1;\nDO $x$ BEGIN PERFORM 1; END $x$;\nSELECT 2;") == 3
+
+
 def test_teaching_variants_say_so():
     teaching = [n for n in statements.names() if n.startswith("teaching/")]
     assert {"teaching/naive_read", "teaching/naive_mark", "teaching/hold_for_update",
@@ -55,13 +71,39 @@ def test_run_checks_parameters_before_sending(conn):
         statements.run(conn, "complete", {"id": 1})
 
 
-def test_python_holds_no_inline_sql():
+# Where SQL text must not appear: the package, the tests and the notebooks'
+# code cells. Exempt, by name: this file, whose pattern spells the keywords.
+SQL_TEXT = re.compile(r"\b(SELECT|UPDATE|INSERT INTO|DELETE FROM)\b[^\n\"']*\b(FROM|SET|VALUES|WHERE)\b")
+NO_SQL_EXEMPT = {"tests/test_statements.py"}
+
+
+def sources_that_must_hold_no_sql():
+    """(path relative to the repository, text) for every Python file of the
+    package and the tests, and every code cell of every notebook."""
+    import json
     from pathlib import Path
 
-    pattern = re.compile(r"\b(SELECT|UPDATE|INSERT INTO|DELETE FROM)\b[^\n\"']*\b(FROM|SET|VALUES|WHERE)\b")
-    root = Path(statements.__file__).parent
-    offenders = [str(p) for p in root.rglob("*.py") if pattern.search(p.read_text())]
+    repo = Path(__file__).resolve().parent.parent
+    for path in sorted([*(repo / "pgq_teach").rglob("*.py"), *(repo / "tests").rglob("*.py")]):
+        yield str(path.relative_to(repo)), path.read_text(encoding="utf-8")
+    for path in sorted((repo / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        for n, cell in enumerate(cells):
+            if cell["cell_type"] == "code":
+                yield f"{path.relative_to(repo)} cell {n}", "".join(cell["source"])
+
+
+def test_python_tests_and_notebooks_hold_no_inline_sql():
+    seen = dict(sources_that_must_hold_no_sql())
+    assert any(name.startswith("notebooks/") for name in seen) and "pgq_teach/queue.py" in seen
+    offenders = [name for name, text in seen.items() if name not in NO_SQL_EXEMPT and SQL_TEXT.search(text)]
     assert offenders == []
+
+
+def test_the_sql_check_would_catch_inline_sql():
+    assert SQL_TEXT.search('conn.execute("UPDATE jobs SET status = %s")')
+    assert SQL_TEXT.search("cur.execute('SELECT id FROM jobs')")
+    assert not SQL_TEXT.search('run(conn, "claim", {"batch": 1})')
 
 
 def test_wheel_ships_the_sql(tmp_path):

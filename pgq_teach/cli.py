@@ -243,6 +243,7 @@ def cmd_interview(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
+    """The command line: one subcommand each for lab, server, enqueue, worker, stats, fault-run and load."""
     p = argparse.ArgumentParser(prog="pgq-teach", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -327,6 +328,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; a PgqError is one line on stderr and exit code 2, never a traceback."""
     p = parser()
     args, extra = p.parse_known_args(argv)
     if extra and args.command != "lab":

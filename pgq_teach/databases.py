@@ -4,8 +4,10 @@ order and never touch the learner's own tables."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 
@@ -26,16 +28,20 @@ def database_name(label: str) -> str:
 
 @dataclass(frozen=True)
 class Database:
+    """One database on the course's server: its name, how to connect, and the server it lives on."""
+
     name: str
     dsn: str
     server: Server
 
-    def connect(self, *, autocommit: bool = True, **kwargs) -> psycopg.Connection:
+    def connect(self, *, autocommit: bool = True, **kwargs: Any) -> psycopg.Connection:
+        """A new connection (autocommit unless told otherwise); the caller closes it."""
         kwargs.setdefault("connect_timeout", 5)
         return psycopg.connect(self.dsn, autocommit=autocommit, **kwargs)
 
     @contextmanager
-    def connection(self, **kwargs):
+    def connection(self, **kwargs: Any) -> Iterator[psycopg.Connection]:
+        """A connection for a `with` block, closed when the block ends."""
         conn = self.connect(**kwargs)
         try:
             yield conn
@@ -83,6 +89,7 @@ def open_database(label: str, *, reset: bool = False, schema: bool = True) -> Da
 
 
 def drop_database(label: str) -> None:
+    """Drop the database for `label`, if it exists."""
     name = database_name(label)
     with _maintenance_connection(get_server()) as conn:
         run(conn, "admin/drop_database", idents={"name": name})

@@ -35,6 +35,7 @@ def home() -> Path:
 
 
 def path_of(name: str) -> Path:
+    """Where the learner file `name` lives; a name other than a-z, 0-9, - and _ is refused."""
     if not isinstance(name, str) or not name or not set(name) <= NAME_CHARS:
         raise BadInput(f"a learner file name is lower-case letters, digits, - and _; got {name!r}")
     return home() / f"{name}.json"

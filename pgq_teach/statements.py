@@ -52,6 +52,7 @@ _UTILITY = {
 
 
 def sql_dir() -> Path:
+    """The folder that holds the course's SQL files."""
     for root in _ROOTS:
         if (root / "schema.sql").is_file():
             return root
@@ -121,6 +122,7 @@ def statement(name: str) -> Statement:
 
 
 def names() -> list[str]:
+    """Every statement's name, such as "claim" or "lab/seed_jobs", sorted."""
     root = sql_dir()
     return sorted(str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.sql"))
 

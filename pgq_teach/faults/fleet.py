@@ -169,6 +169,8 @@ def _serve(spec: dict) -> None:
 
 @dataclass
 class Child:
+    """One worker process of a run: its name, process, report file and log, and when a pause ends."""
+
     name: str
     process: subprocess.Popen
     report: Path

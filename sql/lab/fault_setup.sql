@@ -50,6 +50,10 @@ CREATE TABLE IF NOT EXISTS fault_transitions (
   actor        text        NOT NULL DEFAULT current_setting('application_name'),
   at           timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+-- A log made before the actor was recorded gains the two columns the verdict reads.
+ALTER TABLE fault_transitions ADD COLUMN IF NOT EXISTS id bigint GENERATED ALWAYS AS IDENTITY;
+ALTER TABLE fault_transitions
+  ADD COLUMN IF NOT EXISTS actor text NOT NULL DEFAULT current_setting('application_name');
 CREATE INDEX IF NOT EXISTS fault_transitions_job_idx ON fault_transitions (job_id, id);
 
 CREATE OR REPLACE FUNCTION fault_record_transition() RETURNS trigger

@@ -102,6 +102,7 @@ def demo_handler(sleep_ms: int, fail_rate: float):
 
 def cmd_worker(args: argparse.Namespace) -> int:
     checks.number("--fail-rate", args.fail_rate, 0, 1)  # refuse before touching any database
+    checks.whole_number("--sleep-ms", args.sleep_ms, 0, 3_600_000)
     db = open_database(args.db)
     _say(db.server.line())
     handle = demo_handler(args.sleep_ms, args.fail_rate)

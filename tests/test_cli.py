@@ -41,6 +41,7 @@ def test_server_start_prints_the_backend_line(pg):
     (["stats"], {"PGQ_BACKEND": "kafka"}, "auto, dsn, docker, embedded"),
     (["stats"], {"PGQ_BACKEND": "dsn", "PGQ_DSN": "postgresql://x:pw@127.0.0.1:9/db"}, "127.0.0.1:9"),
     (["worker", "--fail-rate", "2"], {}, "--fail-rate must be a number from 0 to 1, got 2"),
+    (["worker", "--sleep-ms", "-5"], {}, "--sleep-ms must be from 0 to 3,600,000, got -5"),
 ])
 def test_bad_input_is_one_clear_line_not_a_traceback(args, env, says):
     out = cli(*args, env=env)

@@ -185,21 +185,8 @@ def run_faults(
     then judge it. Every `fragile_every`-th job (none if 0) gets one try
     only, so the faults kill some jobs for the requeues to bring back. Resets
     the jobs table of `db`."""
-    s = _Settings(
-        jobs,
-        workers,
-        seconds,
-        lease,
-        poll,
-        kill_every,
-        terminate_every,
-        pause_every,
-        requeue_every,
-        fragile_every,
-        restart,
-        max_attempts,
-        drain_timeout,
-    )
+    s = _Settings(jobs, workers, seconds, lease, poll, kill_every, terminate_every, pause_every,
+                  requeue_every, fragile_every, restart, max_attempts, drain_timeout)  # fmt: skip
     stop = stop or threading.Event()
     report = FaultReport(db.server.line(), s.jobs, s.workers, s.lease, s.seconds)
     settings = {
@@ -218,11 +205,8 @@ def run_faults(
             time.sleep(0.02)
         report.stopped = stop.is_set()
         report.drain_seconds = max(0.0, time.monotonic() - faults.chaos_end)
-    report.elapsed, report.processes_started, report.crashes = (
-        fleet.elapsed,
-        fleet.pool.started,
-        fleet.crashes,
-    )
+    report.elapsed, report.crashes = fleet.elapsed, fleet.crashes
+    report.processes_started = fleet.pool.started
     report.reconnects_of_survivors = sum(r.get("reconnects", 0) for r in fleet.survivor_reports)
     try:
         # One more reaper pass, once every lease has run out: nothing may be left.
@@ -242,11 +226,8 @@ class _Faults:
         self.fleet, self.s, self.report = fleet, s, report
         began = fleet.began
         self.next_kill, self.next_term = began + s.kill_every, began + s.terminate_every / 2
-        self.next_pause, self.next_requeue, self.next_look = (
-            began + s.pause_every,
-            began + s.requeue_every,
-            began,
-        )
+        self.next_pause, self.next_requeue = began + s.pause_every, began + s.requeue_every
+        self.next_look = began
         self.restart_at = began + 0.4 * s.seconds if s.restart else None
         self.chaos_end = began + s.seconds
         self.deadline = self.chaos_end + s.drain_timeout

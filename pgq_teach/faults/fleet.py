@@ -356,10 +356,10 @@ def verdict_lines(stopped: bool, violations: list[str]) -> list[str]:
 class Fleet:
     """What a fault or load run holds for its whole length: a temporary folder
     for the workers' logs, the orchestrator's session, and the worker
-    processes. As a context manager it prepares nothing and hands back
-    everything: on leaving, every worker is stopped (SIGCONT, SIGTERM, then
-    SIGKILL), the folder removed and the session closed, whatever happened.
-    `session` reconnects if used again afterwards, to judge the run."""
+    processes. Use it as a context manager: `seed()` and `start()` inside the
+    block; on leaving it, however the block ends, every worker is stopped
+    (SIGCONT, SIGTERM, then SIGKILL), the folder removed and the session
+    closed. `session` reconnects if used again afterwards, to judge the run."""
 
     def __init__(self, db: Database, mode: str, settings: dict[str, Any]):
         self.db = db

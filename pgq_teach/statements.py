@@ -148,10 +148,11 @@ def run(
         raise ValueError(
             f"{name}.sql takes {list(st.params)}; missing {sorted(missing)}, unexpected {sorted(unknown)}"
         )
-    cur = conn.cursor(row_factory=row_factory) if row_factory else conn.cursor()
+    # Without a row factory, conn.execute as ever: the connection's own rows (tuples by default).
+    execute = conn.cursor(row_factory=row_factory).execute if row_factory else conn.execute
     if st.utility:
-        return cur.execute(st.query(params, **(idents or {})))
-    return cur.execute(st.query(None, **(idents or {})), params if st.params else None)
+        return execute(st.query(params, **(idents or {})))
+    return execute(st.query(None, **(idents or {})), params if st.params else None)
 
 
 def explain(conn: psycopg.Connection, name: str, params: Mapping[str, Any] | None = None) -> list[str]:

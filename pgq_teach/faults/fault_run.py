@@ -9,12 +9,21 @@ from __future__ import annotations
 import random
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .. import checks, queue
 from ..databases import Database
-from .fleet import SHARED_INVARIANTS, Fleet, Progress, broken, copy_verdict, restart_server, verdict_lines
+from .fleet import (
+    SHARED_INVARIANTS,
+    Fleet,
+    Progress,
+    RunReport,
+    broken,
+    copy_verdict,
+    restart_server,
+    verdict_lines,
+)
 
 # What the fault run must never see, as (report field, what a non-zero count means).
 _INVARIANTS = (
@@ -34,13 +43,10 @@ _FROM_VERDICT = (
 )  # fmt: skip
 
 
-@dataclass
-class FaultReport:
+@dataclass(kw_only=True)
+class FaultReport(RunReport):
     """What the fault run did and what the database says came of it."""
 
-    server: str
-    jobs: int
-    workers: int
     lease: float
     chaos_seconds: float
     processes_started: int = 0
@@ -54,41 +60,22 @@ class FaultReport:
     requeue_rounds: int = 0
     requeued: int = 0
     outcomes_across_requeue: int = 0
-    done: int = 0
-    dead: int = 0
     lost: int = 0
-    running_at_end: int = 0
     reaped_at_end: int = 0
-    duplicate_effects: int = 0
-    done_without_effect: int = 0
     effects_not_done: int = 0
     effects_after_done: int = 0
-    fenced: int = 0
     stale_done_accepted: int = 0
     done_by_stale_claim: int = 0
     fenced_own_completion: int = 0
-    overwrites: int = 0
-    jobs_done_twice: int = 0
-    over_attempts: int = 0
-    calls: int = 0
     absorbed: int = 0
-    calls_after_done: int = 0
     claims_not_completing: int = 0
     longest_overdue: float = 0.0
     reconnects_of_survivors: int = 0
-    crashes: list[str] = field(default_factory=list)
-    elapsed: float = 0.0
     drain_seconds: float = 0.0
-    stopped: bool = False
-    verdict: dict[str, Any] = field(default_factory=dict)
 
     @property
     def violations(self) -> list[str]:
         return broken(self, _INVARIANTS)
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations and not self.stopped
 
     def summary(self) -> str:
         lines = [
@@ -188,7 +175,9 @@ def run_faults(
     s = _Settings(jobs, workers, seconds, lease, poll, kill_every, terminate_every, pause_every,
                   requeue_every, fragile_every, restart, max_attempts, drain_timeout)  # fmt: skip
     stop = stop or threading.Event()
-    report = FaultReport(db.server.line(), s.jobs, s.workers, s.lease, s.seconds)
+    report = FaultReport(
+        server=db.server.line(), jobs=s.jobs, workers=s.workers, lease=s.lease, chaos_seconds=s.seconds
+    )
     settings = {
         "lease": s.lease,
         "poll": s.poll,

@@ -21,10 +21,10 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import psycopg
 from psycopg.conninfo import make_conninfo
@@ -320,15 +320,42 @@ SHARED_INVARIANTS = (
 )
 
 
-class Judged(Protocol):
-    """What the fault and load reports share: the verdict and what follows from it."""
+@dataclass(kw_only=True)
+class RunReport:
+    """What the fault and load reports share: the run's size, the verdict and
+    the counts both judge by, the workers that crashed, and whether it was
+    stopped. Each report names its own `violations`; `ok` means none, and a
+    run that was not stopped."""
 
-    verdict: dict[str, Any]
-    over_attempts: int
-    crashes: list[str]
+    server: str
+    jobs: int
+    workers: int
+    done: int = 0
+    dead: int = 0
+    running_at_end: int = 0
+    calls: int = 0
+    calls_after_done: int = 0
+    fenced: int = 0
+    duplicate_effects: int = 0
+    done_without_effect: int = 0
+    overwrites: int = 0
+    jobs_done_twice: int = 0
+    over_attempts: int = 0
+    crashes: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+    stopped: bool = False
+    verdict: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def violations(self) -> list[str]:
+        raise NotImplementedError
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations and not self.stopped
 
 
-def broken(report: Judged, invariants: tuple[tuple[str, str], ...]) -> list[str]:
+def broken(report: RunReport, invariants: tuple[tuple[str, str], ...]) -> list[str]:
     """A line ("3 duplicate effect(s)") for each invariant whose count on
     `report` is not zero, then one for any crashed workers."""
     lines = [f"{getattr(report, name)} {what}" for name, what in invariants if getattr(report, name)]
@@ -337,7 +364,7 @@ def broken(report: Judged, invariants: tuple[tuple[str, str], ...]) -> list[str]
     return lines
 
 
-def copy_verdict(report: Judged, verdict: dict[str, Any], names: tuple[str, ...]) -> None:
+def copy_verdict(report: RunReport, verdict: dict[str, Any], names: tuple[str, ...]) -> None:
     """Keep the verdict on the report, copy the named counts onto it, and sum
     the three ways to go over max_attempts (job, transition, call) into one."""
     report.verdict = verdict

@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import checks
 from ..databases import Database
-from .fleet import SHARED_INVARIANTS, Fleet, Progress, broken, copy_verdict, verdict_lines
+from .fleet import SHARED_INVARIANTS, Fleet, Progress, RunReport, broken, copy_verdict, verdict_lines
 from .plan import planned_error, planned_result
 
 _SHARED = ("duplicate_effects", "done_without_effect", "overwrites", "jobs_done_twice")
@@ -23,39 +23,21 @@ _INVARIANTS = (
 )
 
 
-@dataclass
-class LoadReport:
+@dataclass(kw_only=True)
+class LoadReport(RunReport):
     """The load run: invariants from the database, timings for the record."""
 
-    server: str
-    jobs: int
-    workers: int
     fail_rate: float
     max_attempts: int
-    done: int = 0
-    dead: int = 0
     planned_done: int = 0
     planned_dead: int = 0
-    calls: int = 0
     planned_calls: int = 0
     failures: int = 0
     planned_failures: int = 0
-    over_attempts: int = 0
     dead_without_their_error: int = 0
     not_as_planned: int = 0
-    calls_after_done: int = 0
-    duplicate_effects: int = 0
-    done_without_effect: int = 0
-    overwrites: int = 0
-    jobs_done_twice: int = 0
-    fenced: int = 0
-    running_at_end: int = 0
     examples: list[str] = field(default_factory=list)
-    crashes: list[str] = field(default_factory=list)
     first_pass_seconds: float = 0.0
-    elapsed: float = 0.0
-    stopped: bool = False
-    verdict: dict[str, Any] = field(default_factory=dict)
 
     @property
     def enqueued(self) -> int:
@@ -78,10 +60,6 @@ class LoadReport:
         if self.failures != self.planned_failures:
             v.append(f"{self.failures} failures recorded, the plan makes {self.planned_failures}")
         return v + broken(self, _INVARIANTS)
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations and not self.stopped
 
     def summary(self) -> str:
         share = self.failures / self.calls if self.calls else 0.0
@@ -131,7 +109,9 @@ def run_load(
     timeout = checks.seconds("timeout", timeout, 1, 86_400)
     stop = stop or threading.Event()
 
-    report = LoadReport(db.server.line(), jobs, workers, fail_rate, max_attempts)
+    report = LoadReport(
+        server=db.server.line(), jobs=jobs, workers=workers, fail_rate=fail_rate, max_attempts=max_attempts
+    )
     plan = {n: planned_result(seed, n, fail_rate, max_attempts) for n in range(1, jobs + 1)}
     report.planned_done = sum(1 for s, _ in plan.values() if s == "done")
     report.planned_dead = jobs - report.planned_done

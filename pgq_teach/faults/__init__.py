@@ -23,7 +23,7 @@ processes in a `Fleet`, a context manager.
 """
 
 from .fault_run import FaultReport, run_faults
-from .fleet import KIND, OUTCOMES, Fleet, restart_server
+from .fleet import KIND, OUTCOMES, Fleet, RunReport, restart_server
 from .load import LoadReport, run_load
 from .plan import planned_error, planned_failure, planned_result
 
@@ -33,6 +33,7 @@ __all__ = [
     "FaultReport",
     "Fleet",
     "LoadReport",
+    "RunReport",
     "planned_error",
     "planned_failure",
     "planned_result",

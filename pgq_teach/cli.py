@@ -318,12 +318,15 @@ def parser() -> argparse.ArgumentParser:
     lod.add_argument("--db", default="load", help="database label (default load -> pgq_load; reset first)")
     lod.set_defaults(func=cmd_load)
 
-    itv = sub.add_parser("interview", help="rehearse the system-design interview answer, timed, in the terminal")
+    itv = sub.add_parser("interview",
+                         help="rehearse the system-design interview answer, timed, in the terminal")
     itv.add_argument("--step", action="append", help="only this step (repeatable): need, table, claim, "
                                                      "failure, operations, numbers, exit")
-    itv.add_argument("--follow-ups", type=int, default=3, help="follow-up questions after the steps (0 to 12)")
+    itv.add_argument("--follow-ups", type=int, default=3,
+                     help="follow-up questions after the steps (0 to 12)")
     itv.add_argument("--summary", action="store_true", help="print the one-page summary (markdown) and exit")
-    itv.add_argument("--html", metavar="FILE", help="write the one-page summary as printable HTML to FILE and exit")
+    itv.add_argument("--html", metavar="FILE",
+                     help="write the one-page summary as printable HTML to FILE and exit")
     itv.set_defaults(func=cmd_interview)
     return p
 

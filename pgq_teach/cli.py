@@ -13,8 +13,8 @@ from pathlib import Path
 
 from . import embedded, queue
 from .databases import open_database
-from .errors import PgqError
-from .server import get_server
+from .errors import PgqError, SetupError
+from .server import chosen_backend, describe, get_server, wanted_backend
 from .worker import Worker
 
 DEFAULT_DB = "shop"
@@ -36,7 +36,7 @@ def cmd_lab(args) -> int:
     # Kernels reuse this server instead of provisioning their own.
     env["PGQ_DSN"] = server.dsn
     env["PGQ_BACKEND"] = "dsn"
-    env["PGQ_ORIGIN"] = f"{server.backend}, started by pgq-teach lab"
+    env["PGQ_ORIGIN"] = f"{server.backend}{' ' + server.origin if server.origin else ''}, chosen by pgq-teach lab"
     folder = Path(args.dir).resolve() if args.dir else _notebooks_dir()
     argv = [sys.executable, "-m", "jupyter", "lab", f"--notebook-dir={folder}"]
     argv += [f"--port={args.port}"] if args.port else []
@@ -48,19 +48,73 @@ def cmd_lab(args) -> int:
     return 0  # not reached
 
 
+def _server_stop() -> None:
+    """Stop what pgq-teach started: the embedded server and the course's container."""
+    from . import container
+
+    if container.stop():
+        _say(f"removed the container {container.NAME} (its data goes with it)")
+    elif container.engine_answers():
+        _say("no pgq-teach container was running")
+    _say("stopped the embedded PostgreSQL" if embedded.stop() else "the embedded PostgreSQL was not running")
+    if os.environ.get("PGQ_DSN"):
+        _say(f"the PGQ_DSN server ({describe(os.environ['PGQ_DSN'])}) is yours to stop; pgq-teach leaves it alone")
+
+
+def _server_status() -> int:
+    """Report on the server the course would use, without starting one. Exit 1 if it is not up."""
+    from . import container
+
+    backend = chosen_backend()
+    if backend == "dsn":
+        dsn = os.environ.get("PGQ_DSN", "")
+        try:
+            found = get_server()
+        except PgqError as exc:
+            _say(f"PGQ_DSN server ({describe(dsn)}): not reachable. {exc}")
+            return 1
+        _say(f"PGQ_DSN server: up, {found.line()}")
+        return 0
+    if backend == "docker":
+        st = container.status()
+        if st["running"]:
+            _say(f"docker: container {st['name']} running ({st['image']})")
+            return 0
+        _say(f"docker: no container {st['name']} running (image {container.image()}); `pgq-teach server start` starts one")
+        if wanted_backend() == "docker":
+            return 1
+        _say("(in auto, a start falls back to the embedded PostgreSQL if that image cannot be had)")
+    st = embedded.status()
+    state = f"running (pid {st['pid']})" if st["running"] else "stopped"
+    _say(f"embedded PostgreSQL: {state}; data in {st['data_dir']}")
+    return 0 if st["running"] or backend == "docker" else 1
+
+
 def cmd_server(args) -> int:
     if args.action == "stop":
-        _say("stopped the embedded PostgreSQL" if embedded.stop() else "the embedded PostgreSQL was not running")
+        _server_stop()
         return 0
     if args.action == "status":
-        st = embedded.status()
-        state = f"running (pid {st['pid']})" if st["running"] else "stopped"
-        _say(f"embedded PostgreSQL: {state}; data in {st['data_dir']}")
-        if os.environ.get("PGQ_DSN"):
-            _say("note: PGQ_DSN is set, so the course uses that server instead")
-        return 0
+        return _server_status()
+    if args.action == "restart":
+        return _server_restart()
     server = get_server()
     _say(server.dsn if args.action == "url" else server.line())
+    return 0
+
+
+def _server_restart() -> int:
+    """A fast restart of the server in use (the fault tests use it through PGQ_RESTART_CMD)."""
+    from . import container
+
+    server = get_server()
+    if server.backend == "embedded":
+        embedded.restart()
+    elif server.backend == "docker":
+        container.restart()
+    else:
+        raise SetupError(f"pgq-teach does not restart a {server.backend} server; its operator does.")
+    _say(f"restarted: {server.line()}")
     return 0
 
 
@@ -249,9 +303,11 @@ def parser() -> argparse.ArgumentParser:
     lab.set_defaults(func=cmd_lab)
 
     srv = sub.add_parser("server", help="the PostgreSQL the course uses")
-    srv.add_argument("action", choices=["start", "stop", "status", "url"],
-                     help="start: provision and print the backend line; stop: stop the embedded server; "
-                          "status: is the embedded server running; url: print the connection string")
+    srv.add_argument("action", choices=["start", "stop", "status", "url", "restart"],
+                     help="start: find or start the server and print the backend line; stop: stop what "
+                          "pgq-teach started (the embedded server, the course's container), never a PGQ_DSN "
+                          "server; status: is the server the course would use up; url: print the connection "
+                          "string; restart: a fast restart of the embedded server or the container")
     srv.set_defaults(func=cmd_server)
 
     def db_option(sp):

@@ -49,16 +49,22 @@ def cmd_lab(args) -> int:
 
 
 def _server_stop() -> None:
-    """Stop what pgq-teach started: the embedded server and the course's container."""
+    """Stop what pgq-teach started for the chosen backend (in auto: its container and the
+    embedded server). A PGQ_DSN server is never touched."""
     from . import container
 
-    if container.stop():
-        _say(f"removed the container {container.NAME} (its data goes with it)")
-    elif container.engine_answers():
-        _say("no pgq-teach container was running")
-    _say("stopped the embedded PostgreSQL" if embedded.stop() else "the embedded PostgreSQL was not running")
-    if os.environ.get("PGQ_DSN"):
-        _say(f"the PGQ_DSN server ({describe(os.environ['PGQ_DSN'])}) is yours to stop; pgq-teach leaves it alone")
+    wanted = wanted_backend()
+    if wanted == "dsn" or (wanted == "auto" and os.environ.get("PGQ_DSN")):
+        _say(f"the PGQ_DSN server ({describe(os.environ.get('PGQ_DSN', ''))}) is yours to stop; "
+             "pgq-teach leaves it alone")
+        return
+    if wanted in ("auto", "docker"):
+        if container.stop():
+            _say(f"removed the container {container.name()} (its data goes with it)")
+        elif wanted == "docker" or container.engine_answers():
+            _say(f"no container {container.name()} was running")
+    if wanted in ("auto", "embedded"):
+        _say("stopped the embedded PostgreSQL" if embedded.stop() else "the embedded PostgreSQL was not running")
 
 
 def _server_status() -> int:

@@ -23,7 +23,7 @@ import psycopg
 from .errors import SetupError
 
 DEFAULT_IMAGE = "postgres:18"
-NAME = "pgq-teach-postgres"
+NAME = "pgq-teach-postgres"  # PGQ_CONTAINER names another (the tests use private ones)
 LABEL = "org.pgq-teach.server"
 READY_SECONDS = 90.0  # first start runs initdb; on the vfs storage driver that takes a few seconds
 
@@ -32,11 +32,15 @@ class NoImage(SetupError):
     """Docker answers, but the image is not here and cannot be pulled."""
 
 
+def name() -> str:
+    return os.environ.get("PGQ_CONTAINER", "").strip() or NAME
+
+
 def image() -> str:
     return os.environ.get("PGQ_IMAGE", "").strip() or DEFAULT_IMAGE
 
 
-def _client(timeout: float = 60.0):
+def client(timeout: float = 60.0):
     import docker
 
     return docker.from_env(timeout=timeout)
@@ -45,7 +49,7 @@ def _client(timeout: float = 60.0):
 def engine_answers(timeout: float = 1.0) -> bool:
     """True if a Docker engine answers a ping within `timeout` seconds."""
     try:
-        return bool(_client(timeout).ping())
+        return bool(client(timeout).ping())
     except Exception:
         return False
 
@@ -62,12 +66,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def find(client=None):
+def find(engine=None):
     """The course's container, running or not, or None."""
     import docker.errors
 
     try:
-        return (client or _client()).containers.get(NAME)
+        return (engine or client()).containers.get(name())
     except docker.errors.NotFound:
         return None
 
@@ -80,34 +84,34 @@ def _dsn(box) -> str:
         password=env.get("POSTGRES_PASSWORD", ""), dbname=env.get("POSTGRES_DB", "postgres"))
 
 
-def _ensure_image(client, name: str) -> None:
+def _ensure_image(engine, wanted: str) -> None:
     import docker.errors
 
     try:
-        client.images.get(name)
+        engine.images.get(wanted)
         return
     except docker.errors.ImageNotFound:
         pass
     try:
-        client.images.pull(name)
+        engine.images.pull(wanted)
     except docker.errors.DockerException as exc:
         why = getattr(exc, "explanation", None) or str(exc) or type(exc).__name__
-        raise NoImage(f"the image {name} is not here and cannot be pulled: {why.strip().splitlines()[0][:160]}") from None
+        raise NoImage(f"the image {wanted} is not here and cannot be pulled: {why.strip().splitlines()[0][:160]}") from None
 
 
-def _create(client, name: str):
+def _create(engine, wanted: str):
     import docker.errors
 
-    _ensure_image(client, name)
+    _ensure_image(engine, wanted)
     try:
-        return client.containers.run(
-            name, detach=True, name=NAME, labels={LABEL: "postgres", f"{LABEL}.image": name},
+        return engine.containers.run(
+            wanted, detach=True, name=name(), labels={LABEL: "postgres", f"{LABEL}.image": wanted},
             environment={"POSTGRES_USER": "postgres", "POSTGRES_PASSWORD": secrets.token_hex(12),
                          "POSTGRES_DB": "postgres"},
             ports={"5432/tcp": ("127.0.0.1" if _host() == "127.0.0.1" else "0.0.0.0", _free_port())})
     except docker.errors.APIError as exc:
         if exc.status_code == 409:  # another process made it a moment ago: use that one
-            return client.containers.get(NAME)
+            return engine.containers.get(name())
         raise
 
 
@@ -121,7 +125,7 @@ def _wait_ready(box, dsn: str) -> None:
             box.reload()
             if box.status in ("exited", "dead") or time.monotonic() > deadline:
                 tail = box.logs(tail=5).decode(errors="replace").strip()
-                raise SetupError(f"The container {NAME} ({box.image.tags or box.attrs['Config']['Image']}) "
+                raise SetupError(f"The container {name()} ({box.image.tags or box.attrs['Config']['Image']}) "
                                  f"did not accept connections ({exc}). Its last log lines:\n{tail}") from None
             time.sleep(0.3)
 
@@ -135,14 +139,14 @@ def start() -> tuple[str, str]:
 
     wanted = image()
     try:
-        client = _client()
-        box = find(client)
+        engine = client()
+        box = find(engine)
         if box is not None and box.attrs["Config"]["Labels"].get(f"{LABEL}.image") != wanted:
             running = box.attrs["Config"]["Labels"].get(f"{LABEL}.image")
-            raise SetupError(f"The course's container {NAME} runs {running}, but PGQ_IMAGE asks for {wanted}. "
+            raise SetupError(f"The course's container {name()} runs {running}, but PGQ_IMAGE asks for {wanted}. "
                              "`pgq-teach server stop` removes it; the next start uses the image you asked for.")
         if box is None:
-            box = _create(client, wanted)
+            box = _create(engine, wanted)
         elif box.status != "running":
             box.start()
         box.reload()
@@ -157,9 +161,9 @@ def start() -> tuple[str, str]:
 def status() -> dict:
     """Is the course's container there, and running? Never starts or pulls anything."""
     if not engine_answers():
-        return {"engine": False, "running": False, "name": NAME, "image": None}
+        return {"engine": False, "running": False, "name": name(), "image": None}
     box = find()
-    return {"engine": True, "running": box is not None and box.status == "running", "name": NAME,
+    return {"engine": True, "running": box is not None and box.status == "running", "name": name(),
             "image": box.attrs["Config"]["Labels"].get(f"{LABEL}.image") if box else None}
 
 
@@ -182,7 +186,7 @@ def restart() -> None:
     for every session to leave). The host port stays, so the DSN is unchanged."""
     box = find()
     if box is None or box.status != "running":
-        raise SetupError(f"The container {NAME} is not running; nothing to restart.")
+        raise SetupError(f"The container {name()} is not running; nothing to restart.")
     dsn = _dsn(box)
     box.kill(signal="SIGINT")
     box.wait(timeout=60)

@@ -32,6 +32,7 @@ def _notebooks_dir() -> Path:
 def cmd_lab(args) -> int:
     server = get_server()
     _say(server.line())
+    _say("Stopping the lab (Ctrl-C) leaves PostgreSQL running; `pgq-teach server stop` ends it.")
     env = dict(os.environ)
     # Kernels reuse this server instead of provisioning their own.
     env["PGQ_DSN"] = server.dsn
@@ -302,8 +303,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     lab = sub.add_parser("lab", help="open the course in JupyterLab on a live PostgreSQL")
-    lab.add_argument("--port", type=int, help="JupyterLab's port")
-    lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    lab.add_argument("--port", type=int, help="JupyterLab's port (default 8888, or the next free one)")
+    lab.add_argument("--no-browser", action="store_true", help="do not open a browser; open the printed URL yourself")
     lab.add_argument("--dir", help="the folder to serve (default: the course's notebooks/)")
     lab.epilog = "Any other options, such as --ServerApp.token=..., are passed on to jupyter lab."
     lab.set_defaults(func=cmd_lab)

@@ -49,8 +49,13 @@ def client(timeout: float = 60.0):
 def engine_answers(timeout: float = 1.0) -> bool:
     """True if a Docker engine answers a ping within `timeout` seconds."""
     try:
+        import docker.errors
+        import requests
+
         return bool(client(timeout).ping())
-    except Exception:
+    except ImportError:
+        return False  # testcontainers (and with it the docker package) is not installed
+    except (docker.errors.DockerException, requests.RequestException, OSError):
         return False
 
 
@@ -80,8 +85,12 @@ def _dsn(box) -> str:
     env = dict(item.split("=", 1) for item in box.attrs["Config"]["Env"] if "=" in item)
     port = box.attrs["HostConfig"]["PortBindings"]["5432/tcp"][0]["HostPort"]
     return psycopg.conninfo.make_conninfo(
-        host=_host(), port=port, user=env.get("POSTGRES_USER", "postgres"),
-        password=env.get("POSTGRES_PASSWORD", ""), dbname=env.get("POSTGRES_DB", "postgres"))
+        host=_host(),
+        port=port,
+        user=env.get("POSTGRES_USER", "postgres"),
+        password=env.get("POSTGRES_PASSWORD", ""),
+        dbname=env.get("POSTGRES_DB", "postgres"),
+    )
 
 
 def _ensure_image(engine, wanted: str) -> None:
@@ -96,7 +105,9 @@ def _ensure_image(engine, wanted: str) -> None:
         engine.images.pull(wanted)
     except docker.errors.DockerException as exc:
         why = getattr(exc, "explanation", None) or str(exc) or type(exc).__name__
-        raise NoImage(f"the image {wanted} is not here and cannot be pulled: {why.strip().splitlines()[0][:160]}") from None
+        raise NoImage(
+            f"the image {wanted} is not here and cannot be pulled: {why.strip().splitlines()[0][:160]}"
+        ) from None
 
 
 def _create(engine, wanted: str):
@@ -105,10 +116,17 @@ def _create(engine, wanted: str):
     _ensure_image(engine, wanted)
     try:
         return engine.containers.run(
-            wanted, detach=True, name=name(), labels={LABEL: "postgres", f"{LABEL}.image": wanted},
-            environment={"POSTGRES_USER": "postgres", "POSTGRES_PASSWORD": secrets.token_hex(12),
-                         "POSTGRES_DB": "postgres"},
-            ports={"5432/tcp": ("127.0.0.1" if _host() == "127.0.0.1" else "0.0.0.0", _free_port())})
+            wanted,
+            detach=True,
+            name=name(),
+            labels={LABEL: "postgres", f"{LABEL}.image": wanted},
+            environment={
+                "POSTGRES_USER": "postgres",
+                "POSTGRES_PASSWORD": secrets.token_hex(12),
+                "POSTGRES_DB": "postgres",
+            },
+            ports={"5432/tcp": ("127.0.0.1" if _host() == "127.0.0.1" else "0.0.0.0", _free_port())},
+        )
     except docker.errors.APIError as exc:
         if exc.status_code == 409:  # another process made it a moment ago: use that one
             return engine.containers.get(name())
@@ -125,8 +143,10 @@ def _wait_ready(box, dsn: str) -> None:
             box.reload()
             if box.status in ("exited", "dead") or time.monotonic() > deadline:
                 tail = box.logs(tail=5).decode(errors="replace").strip()
-                raise SetupError(f"The container {name()} ({box.image.tags or box.attrs['Config']['Image']}) "
-                                 f"did not accept connections ({exc}). Its last log lines:\n{tail}") from None
+                raise SetupError(
+                    f"The container {name()} ({box.image.tags or box.attrs['Config']['Image']}) "
+                    f"did not accept connections ({exc}). Its last log lines:\n{tail}"
+                ) from None
             time.sleep(0.3)
 
 
@@ -143,8 +163,10 @@ def start() -> tuple[str, str]:
         box = find(engine)
         if box is not None and box.attrs["Config"]["Labels"].get(f"{LABEL}.image") != wanted:
             running = box.attrs["Config"]["Labels"].get(f"{LABEL}.image")
-            raise SetupError(f"The course's container {name()} runs {running}, but PGQ_IMAGE asks for {wanted}. "
-                             "`pgq-teach server stop` removes it; the next start uses the image you asked for.")
+            raise SetupError(
+                f"The course's container {name()} runs {running}, but PGQ_IMAGE asks for {wanted}. "
+                "`pgq-teach server stop` removes it; the next start uses the image you asked for."
+            )
         if box is None:
             box = _create(engine, wanted)
         elif box.status != "running":
@@ -163,8 +185,12 @@ def status() -> dict:
     if not engine_answers():
         return {"engine": False, "running": False, "name": name(), "image": None}
     box = find()
-    return {"engine": True, "running": box is not None and box.status == "running", "name": name(),
-            "image": box.attrs["Config"]["Labels"].get(f"{LABEL}.image") if box else None}
+    return {
+        "engine": True,
+        "running": box is not None and box.status == "running",
+        "name": name(),
+        "image": box.attrs["Config"]["Labels"].get(f"{LABEL}.image") if box else None,
+    }
 
 
 def stop() -> bool:

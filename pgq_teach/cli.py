@@ -84,6 +84,9 @@ def _server_status() -> int:
         return 0
     if backend == "docker":
         st = container.status()
+        if not st["engine"]:
+            _say("docker: no Docker engine answers; start Docker, or unset PGQ_BACKEND for the embedded PostgreSQL")
+            return 1
         if st["running"]:
             _say(f"docker: container {st['name']} running ({st['image']})")
             return 0

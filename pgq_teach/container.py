@@ -169,9 +169,11 @@ def start() -> tuple[str, str]:
             )
         if box is None:
             box = _create(engine, wanted)
-        elif box.status != "running":
-            box.start()
         box.reload()
+        # Stopped (a reboot, `docker stop`), or made by another process that has yet to start it.
+        if box.status in ("exited", "created"):
+            box.start()
+            box.reload()
         dsn = _dsn(box)
         _wait_ready(box, dsn)
     except docker.errors.DockerException as exc:

@@ -178,7 +178,7 @@ def test_the_container_outlives_each_process_is_reused_and_server_stop_leaves_no
 
 @pytest.mark.docker
 @pytest.mark.skipif(not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried")
-def test_a_restart_keeps_the_connection_string_and_the_data(private_container):
+def test_a_restart_or_a_stopped_container_keeps_the_connection_string_and_the_data(private_container):
     import psycopg
 
     private_container.setenv("PGQ_BACKEND", "docker")
@@ -189,6 +189,11 @@ def test_a_restart_keeps_the_connection_string_and_the_data(private_container):
     assert container.start()[0] == dsn
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert conn.execute("SELECT pg_postmaster_start_time()").fetchone()[0] > before
+        conn.execute("CREATE TABLE kept (n int)")
+    container.find().stop(timeout=5)  # as a reboot would leave it
+    assert container.start()[0] == dsn  # started again, same port and password
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM kept").fetchone() == (0,)
 
 
 @pytest.mark.docker

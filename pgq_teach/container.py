@@ -128,9 +128,18 @@ def _create(engine, wanted: str):
             ports={"5432/tcp": ("127.0.0.1" if _host() == "127.0.0.1" else "0.0.0.0", _free_port())},
         )
     except docker.errors.APIError as exc:
-        if exc.status_code == 409:  # another process made it a moment ago: use that one
+        if exc.status_code != 409:
+            raise
+    # Another process is making it this moment. Docker reserves the name before the
+    # container can be looked up, so wait for it to appear, then use that one.
+    deadline = time.monotonic() + 10
+    while True:
+        try:
             return engine.containers.get(name())
-        raise
+        except docker.errors.NotFound:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _wait_ready(box, dsn: str) -> None:

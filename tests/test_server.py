@@ -178,6 +178,19 @@ def test_the_container_outlives_each_process_is_reused_and_server_stop_leaves_no
 
 @pytest.mark.docker
 @pytest.mark.skipif(not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried")
+def test_processes_starting_at_once_share_one_container(private_container):
+    # Kernels of a Run All, or CLI calls in a script, ask at the same moment.
+    private_container.setenv("PGQ_BACKEND", "docker")
+    calls = [subprocess.Popen([sys.executable, "-m", "pgq_teach.cli", "server", "url"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    answers = [call.communicate(timeout=180) for call in calls]
+    assert [err for _, err in answers] == [""] * 4
+    assert len({out for out, _ in answers}) == 1
+    assert [c.name for c in container.client().containers.list(all=True)].count(container.name()) == 1
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried")
 def test_a_restart_or_a_stopped_container_keeps_the_connection_string_and_the_data(private_container):
     import psycopg
 

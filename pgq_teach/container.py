@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import sys
 import time
 from urllib.parse import urlparse
 
@@ -95,15 +96,18 @@ def _dsn(box) -> str:
 
 def _ensure_image(engine, wanted: str) -> None:
     import docker.errors
+    import requests  # the engine's client raises its timeouts as these
 
     try:
         engine.images.get(wanted)
         return
     except docker.errors.ImageNotFound:
         pass
+    if sys.stderr.isatty():  # a terminal, never a notebook's output (nbval fails on stderr)
+        print(f"pgq-teach: pulling {wanted} once; the next start reuses it", file=sys.stderr, flush=True)
     try:
         engine.images.pull(wanted)
-    except docker.errors.DockerException as exc:
+    except (docker.errors.DockerException, requests.RequestException) as exc:
         why = getattr(exc, "explanation", None) or str(exc) or type(exc).__name__
         raise NoImage(
             f"the image {wanted} is not here and cannot be pulled: {why.strip().splitlines()[0][:160]}"
@@ -165,6 +169,7 @@ def start() -> tuple[str, str]:
     Raises NoImage when the image can be neither found nor pulled, and
     SetupError when no engine answers or the container will not come up."""
     import docker.errors
+    import requests
 
     wanted = image()
     try:
@@ -185,7 +190,7 @@ def start() -> tuple[str, str]:
             box.reload()
         dsn = _dsn(box)
         _wait_ready(box, dsn)
-    except docker.errors.DockerException as exc:
+    except (docker.errors.DockerException, requests.RequestException) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SetupError(f"Docker did not start {wanted}: {first[:300]}") from None
     return dsn, wanted

@@ -194,19 +194,21 @@ def test_processes_starting_at_once_share_one_container(private_container):
 def test_a_restart_or_a_stopped_container_keeps_the_connection_string_and_the_data(private_container):
     import psycopg
 
+    from pgq_teach.statements import run
+
     private_container.setenv("PGQ_BACKEND", "docker")
     dsn, _ = container.start()
     with psycopg.connect(dsn, autocommit=True) as conn:
-        before = conn.execute("SELECT pg_postmaster_start_time()").fetchone()[0]
+        before = run(conn, "lab/server_session").fetchone()[0]
     container.restart()
     assert container.start()[0] == dsn
     with psycopg.connect(dsn, autocommit=True) as conn:
-        assert conn.execute("SELECT pg_postmaster_start_time()").fetchone()[0] > before
-        conn.execute("CREATE TABLE kept (n int)")
+        assert run(conn, "lab/server_session").fetchone()[0] > before
+        run(conn, "admin/create_database", idents={"name": "pgq_kept"})
     container.find().stop(timeout=5)  # as a reboot would leave it
     assert container.start()[0] == dsn  # started again, same port and password
     with psycopg.connect(dsn, autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM kept").fetchone() == (0,)
+        assert run(conn, "admin/database_exists", {"name": "pgq_kept"}).fetchone() == (1,)
 
 
 @pytest.mark.docker
@@ -218,10 +220,12 @@ def test_the_image_serves_testcontainers_own_postgres_container(monkeypatch):
     from testcontainers.community.postgres import PostgresContainer
     from testcontainers.core.config import testcontainers_config
 
+    from pgq_teach.statements import run
+
     monkeypatch.setattr(testcontainers_config, "ryuk_disabled", True)  # its reaper image cannot be pulled offline
     with PostgresContainer(container.image()) as box:
         with psycopg.connect(box.get_connection_url(driver=None)) as conn:
-            assert conn.execute("SELECT current_user, current_database()").fetchone() == ("test", "test")
+            assert run(conn, "lab/server_session").fetchone()[1:] == ("test", "test")
         made = box.get_wrapped_container().id
     assert made not in {c.id for c in container.client().containers.list(all=True)}
 

@@ -31,7 +31,10 @@ DEFAULT_LEASE = timedelta(minutes=5)
 
 @dataclass(frozen=True)
 class Job:
-    """A claimed job. `attempts` is the fencing token of this claim."""
+    """A claimed job. `fence_token` names this claim: every claim takes a new
+    one and nothing resets it, so completing, failing or extending with it
+    matches the row only while this claim is the latest. `attempts` is the
+    retry count (requeue_dead resets it), never the fence."""
 
     id: int
     kind: str
@@ -39,6 +42,7 @@ class Job:
     attempts: int
     max_attempts: int = 5
     leased_until: datetime | None = None
+    fence_token: int = 0
 
 
 class NotClaimed(BadInput):
@@ -168,12 +172,12 @@ def _explain_miss(conn, job: Job, verb: str) -> bool:
     row = run(conn, "job_state", {"id": job.id}).fetchone()
     if row is None:
         raise NotClaimed(f"cannot {verb} job {job.id}: there is no such job")
-    status, attempts = row
-    if attempts == 0:
+    status, _attempts, fence_token = row
+    if fence_token == 0:
         raise NotClaimed(f"cannot {verb} job {job.id}: it was never claimed (status {status})")
-    if attempts == job.attempts and status == "done":
+    if fence_token == job.fence_token and status == "done":
         raise NotClaimed(f"cannot {verb} job {job.id}: this claim already completed it")
-    if attempts == job.attempts and status == "dead" and verb == "fail":
+    if fence_token == job.fence_token and status == "dead" and verb == "fail":
         raise NotClaimed(f"cannot fail job {job.id}: this claim already failed it for good")
     return False
 
@@ -182,7 +186,7 @@ def complete(conn, job: Job) -> bool:
     """Mark a claimed job done. False when a newer claim or the reaper fenced it out."""
     job = _check_job(job)
     with conn.transaction():
-        if run(conn, "complete", {"id": job.id, "attempts": job.attempts}).fetchone():
+        if run(conn, "complete", {"id": job.id, "fence_token": job.fence_token}).fetchone():
             return True
         return _explain_miss(conn, job, "complete")
 
@@ -192,7 +196,7 @@ def fail(conn, job: Job, error: Any) -> Literal["ready", "dead", "fenced"]:
     when this worker no longer holds the claim."""
     job = _check_job(job)
     with conn.transaction():
-        params = {"id": job.id, "attempts": job.attempts, "error": _error_text(error)}
+        params = {"id": job.id, "fence_token": job.fence_token, "error": _error_text(error)}
         row = run(conn, "fail", params).fetchone()
         if row:
             return row[0]
@@ -203,7 +207,7 @@ def fail(conn, job: Job, error: Any) -> Literal["ready", "dead", "fenced"]:
 def extend_lease(conn, job: Job, lease=DEFAULT_LEASE) -> bool:
     """Push the lease `lease` past now, while this claim still holds the job."""
     job = _check_job(job)
-    params = {"id": job.id, "attempts": job.attempts, "lease": as_lease(lease)}
+    params = {"id": job.id, "fence_token": job.fence_token, "lease": as_lease(lease)}
     with conn.transaction():
         return run(conn, "extend_lease", params).fetchone() is not None
 
@@ -215,7 +219,8 @@ def reap(conn) -> int:
 
 
 def requeue_dead(conn, kind: str | None = None) -> int:
-    """Put dead jobs (of one kind, or all) back to ready with fresh attempts."""
+    """Put dead jobs (of one kind, or all) back to ready with fresh attempts.
+    Their fencing tokens stay, so claims from before the requeue stay fenced."""
     if kind is not None:
         _check_kind(kind)
     with conn.transaction():

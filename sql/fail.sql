@@ -1,9 +1,9 @@
 -- fail.sql: record a failed try. The job goes back to ready with a wait of
 -- 10 s x 2^attempts, capped at one hour, or to dead once attempts reaches
 -- max_attempts. greatest() keeps that true if someone lowers max_attempts later.
--- Fenced on attempts like complete.sql.
+-- Fenced on the claim's fencing token like complete.sql.
 -- Safe: yes.
--- Parameters: id (bigint), attempts (int), error (text).
+-- Parameters: id (bigint), fence_token (bigint), error (text).
 
 UPDATE jobs
 SET status = CASE WHEN attempts = greatest(attempts, max_attempts)
@@ -12,5 +12,5 @@ SET status = CASE WHEN attempts = greatest(attempts, max_attempts)
                            interval '1 hour'),
     leased_until = NULL,
     last_error = :'error'
-WHERE id = :id AND status = 'running' AND attempts = :attempts
+WHERE id = :id AND status = 'running' AND fence_token = :fence_token
 RETURNING status, run_at;

@@ -152,6 +152,29 @@ def test_backoff_is_capped_at_one_hour(conn):
     assert abs(wait - 3600) < 1
 
 
+@pytest.mark.parametrize("attempts", [40, 1_000, 2**31 - 2])
+def test_fail_at_huge_attempts_backs_off_an_hour_without_overflow(conn, attempts):
+    """Issue 8: 2^attempts x 10 s overflowed an interval from attempts 40 on."""
+    job_id = pgq.enqueue(conn, "call_webhook", {}, max_attempts=pgq.queue.MAX_ATTEMPTS)
+    [job] = pgq.claim(conn)
+    run(conn, "lab/set_attempts", {"id": job_id, "attempts": attempts})
+    before = datetime.now(timezone.utc)
+    assert pgq.fail(conn, job, "down") == "ready"
+    row = job_row(conn, job_id)
+    assert row["status"] == "ready" and row["attempts"] == attempts
+    assert abs((row["run_at"] - before).total_seconds() - 3600) < 1
+
+
+@pytest.mark.parametrize("attempts", [40, 1_000, 2**31 - 2])
+def test_fail_at_huge_attempts_goes_dead_without_overflow(conn, attempts):
+    job_id = pgq.enqueue(conn, "call_webhook", {}, max_attempts=attempts)
+    [job] = pgq.claim(conn)
+    run(conn, "lab/set_attempts", {"id": job_id, "attempts": attempts})
+    assert pgq.fail(conn, job, "down for good") == "dead"
+    row = job_row(conn, job_id)
+    assert (row["status"], row["last_error"]) == ("dead", "down for good")
+
+
 def test_lowering_max_attempts_makes_the_next_failure_dead_and_requeue_revives(conn):
     job_id = pgq.enqueue(conn, "call_webhook", {})
     for _ in range(3):

@@ -148,7 +148,7 @@ def run_load(
     folder = Path(tempfile.mkdtemp(prefix="pgq-load-"))
     admin = _admin(db)
     pool = _Pool(db, folder, "load", {
-        "lease": lease, "poll": poll, "sleep_ms": (0, 2), "fail_rate": fail_rate,
+        "lease": lease, "poll": poll, "batch": 10, "sleep_ms": (0, 2), "fail_rate": fail_rate,
         "plan_seed": seed, "max_seconds": timeout + 60})
     began = time.monotonic()
     try:

@@ -154,7 +154,7 @@ def run_torture(
     folder = Path(tempfile.mkdtemp(prefix="pgq-faults-"))
     admin = _admin(db)
     pool = _Pool(db, folder, "torture", {
-        "lease": lease, "poll": poll, "sleep_ms": (2, 12),
+        "lease": lease, "poll": poll, "batch": 10, "sleep_ms": (2, 12),
         "max_seconds": seconds + drain_timeout + 60})
     rng = random.Random()
     began = time.monotonic()

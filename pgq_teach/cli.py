@@ -301,6 +301,37 @@ def cmd_interview(args) -> int:
     return 0 if record is not None else 1
 
 
+def _bar(width: int = 30):
+    """A progress(done, total) that draws a bar on stderr (one line, redrawn)."""
+    began = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        filled = width * done // max(total, 1)
+        end = "\n" if done >= total else ""
+        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} runs, {time.monotonic() - began:5.0f} s",
+              end=end, file=sys.stderr, flush=True)
+
+    return progress
+
+
+def cmd_bench(args) -> int:
+    from .bench import run_bench
+
+    jobs, repeats, samples = (300, 2, 10) if args.quick else (args.jobs, args.repeats, args.samples)
+    _say(f"bench: every setup {repeats} times, interleaved, {jobs:,} no-op jobs per run, each on a fresh "
+         f"database; Ctrl-C stops it")
+    try:
+        result = run_bench(jobs=jobs, repeats=repeats, samples=samples, progress=_bar())
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return 130
+    _say(result.summary())
+    out = Path(args.json or time.strftime("bench-%Y%m%d-%H%M%S.json"))
+    out.write_text(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    _say(f"JSON: {out}")
+    return 0 if result.ok else 1
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pgq-teach", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -377,6 +408,15 @@ def parser() -> argparse.ArgumentParser:
     itv.add_argument("--summary", action="store_true", help="print the one-page summary (markdown) and exit")
     itv.add_argument("--html", metavar="FILE", help="write the one-page summary as printable HTML to FILE and exit")
     itv.set_defaults(func=cmd_interview)
+
+    ben = sub.add_parser("bench", help="the queue's speed: the ceiling, the guide's loop, the Worker, bulk enqueue, "
+                                       "NOTIFY pickup and PgQueuer (if installed), side by side")
+    ben.add_argument("--jobs", type=_positive(int), default=20_000, help="jobs drained per run")
+    ben.add_argument("--repeats", type=_positive(int), default=3, help="runs of each setup, interleaved")
+    ben.add_argument("--samples", type=_positive(int), default=200, help="jobs timed for NOTIFY pickup")
+    ben.add_argument("--quick", action="store_true", help="a small run (300 jobs, 2 runs each) to check it works")
+    ben.add_argument("--json", help="where to write the JSON (default bench-DATE-TIME.json here)")
+    ben.set_defaults(func=cmd_bench)
     return p
 
 

@@ -24,6 +24,7 @@ import psycopg
 from . import queue
 from .databases import Database, open_database
 from .errors import BadInput
+from .guide import figure
 from .statements import run
 from .worker import Worker
 
@@ -126,6 +127,8 @@ class BenchResult:
     def summary(self) -> str:
         head = (f"{self.server_version}; {self.cpus} CPUs; {self.jobs:,} jobs per run; "
                 f"{self.repeats} runs each, interleaved, on a fresh database; PgQueuer: {self.pgqueuer}")
+        if self.guide is not None:
+            head += f"\nFor comparison, {self.guide} (an idle machine)"
         goals = "\n".join(f"- {text}: {got} ({'met' if met else 'not met' if met is False else 'n/a'})"
                           for text, got, met in self.targets)
         verdict = "every run ended with all jobs done, none claimed twice" if self.ok else "SOME RUNS FAILED their end-state check"
@@ -371,7 +374,8 @@ def run_bench(
     rows = [Row(s.name, s.unit, s.family, s.batch, s.workers) for s in chosen]
     db = open_database(label)
     result = BenchResult(db.server.line(), os.cpu_count() or 0, jobs, repeats, rows,
-                         f"installed {peer}" if peer else "not installed (pip install -e '.[bench]')")
+                         f"installed {peer}" if peer else "not installed (pip install -e '.[bench]')",
+                         guide=figure(19))
     total, done = repeats * len(chosen), 0
     for _ in range(repeats):
         for setup, row in zip(chosen, rows):
@@ -403,8 +407,8 @@ def _compare(result: BenchResult) -> None:
     top = ceiling_row.median if ceiling_row else None
     peers = {r.batch: r.median for r in result.rows if r.family == "pgqueuer" and r.median}
     for r in result.rows:
-        if r.unit != "jobs/s" or r.median is None:
-            continue
+        if r.unit != "jobs/s" or r.median is None or r.family == "enqueue":
+            continue  # enqueueing is not draining: no ratio to the drains' ceiling
         if top:
             r.vs_ceiling = r.median / top
         peer = peers.get(r.batch) if r.family in ("worker", "pgqueuer", "raw") else None

@@ -125,13 +125,21 @@ class BenchResult:
         return "\n".join(lines)
 
     def summary(self) -> str:
-        head = (f"{self.server_version}; {self.cpus} CPUs; {self.jobs:,} jobs per run; "
-                f"{self.repeats} runs each, interleaved, on a fresh database; PgQueuer: {self.pgqueuer}")
+        head = (
+            f"{self.server_version}; {self.cpus} CPUs; {self.jobs:,} jobs per run; "
+            f"{self.repeats} runs each, interleaved, on a fresh database; PgQueuer: {self.pgqueuer}"
+        )
         if self.guide is not None:
             head += f"\nFor comparison, {self.guide} (an idle machine)"
-        goals = "\n".join(f"- {text}: {got} ({'met' if met else 'not met' if met is False else 'n/a'})"
-                          for text, got, met in self.targets)
-        verdict = "every run ended with all jobs done, none claimed twice" if self.ok else "SOME RUNS FAILED their end-state check"
+        goals = "\n".join(
+            f"- {text}: {got} ({'met' if met else 'not met' if met is False else 'n/a'})"
+            for text, got, met in self.targets
+        )
+        verdict = (
+            "every run ended with all jobs done, none claimed twice"
+            if self.ok
+            else "SOME RUNS FAILED their end-state check"
+        )
         stopped = "\n(stopped early)" if self.stopped else ""
         return f"{head}\n\n{self.table()}\n\nTargets (issue 13):\n{goals}\n\n{verdict}{stopped}"
 
@@ -160,7 +168,10 @@ def _end_state(db: Database, jobs: int, *, claimed: bool = True) -> tuple[bool, 
         ok = total == done == jobs and twice == 0 and never == 0
     else:
         ok = total == jobs and done == 0 and never == jobs
-    return ok, "" if ok else f"{total:,} jobs, {done:,} done, {twice:,} claimed twice, {never:,} never claimed"
+    return (
+        ok,
+        "" if ok else f"{total:,} jobs, {done:,} done, {twice:,} claimed twice, {never:,} never claimed",
+    )
 
 
 def _threads(count: int, target: Callable[[int], None]) -> float:
@@ -239,8 +250,10 @@ def worker_drain(batch: int, workers: int, durable: bool = False) -> Callable[[D
 
     def go(db: Database, jobs: int) -> Outcome:
         _seed(db, jobs)
-        fleet = [Worker(db.dsn, {KIND: lambda job: None}, batch=batch, durable_completions=durable)
-                 for _ in range(workers)]
+        fleet = [
+            Worker(db.dsn, {KIND: lambda job: None}, batch=batch, durable_completions=durable)
+            for _ in range(workers)
+        ]
         took = _threads(workers, lambda i: fleet[i].run(until_idle=True))
         ok, note = _end_state(db, jobs)
         ids = [i for w in fleet for i in w.report.done_ids]
@@ -323,7 +336,9 @@ def pgqueuer_drain(batch: int) -> Callable[[Database, int], Outcome]:
 
         took, seen, left = pgqueuer_run(db, jobs, batch)
         ok = len(seen) == len(set(seen)) == jobs and left == 0
-        note = "" if ok else f"{len(seen):,} handler calls ({len(set(seen)):,} jobs) for {jobs:,}; {left:,} left"
+        note = (
+            "" if ok else f"{len(seen):,} handler calls ({len(set(seen)):,} jobs) for {jobs:,}; {left:,} left"
+        )
         return Outcome(jobs / took, ok, note)
 
     return go
@@ -331,17 +346,40 @@ def pgqueuer_drain(batch: int) -> Callable[[Database, int], Outcome]:
 
 def setups(samples: int, with_pgqueuer: bool) -> list[Setup]:
     out = [Setup("two set-based UPDATEs (the ceiling)", "jobs/s", ceiling, family="ceiling")]
-    out += [Setup(f"guide's raw loop, batch {RAW_BATCH}, {c} conn", "jobs/s", raw_loop(c), RAW_BATCH, c, "raw")
-            for c in RAW_CONNECTIONS]
-    out += [Setup(f"Worker batch {b}, {w} worker{'s' if w > 1 else ''}", "jobs/s", worker_drain(b, w), b, w, "worker")
-            for b in WORKER_BATCHES for w in WORKER_COUNTS]
-    out += [Setup(f"Worker batch 100, {w} worker{'s' if w > 1 else ''}, durable completions", "jobs/s",
-                  worker_drain(100, w, durable=True), 100, w, "durable") for w in RAW_CONNECTIONS]
+    out += [
+        Setup(f"guide's raw loop, batch {RAW_BATCH}, {c} conn", "jobs/s", raw_loop(c), RAW_BATCH, c, "raw")
+        for c in RAW_CONNECTIONS
+    ]
+    out += [
+        Setup(
+            f"Worker batch {b}, {w} worker{'s' if w > 1 else ''}",
+            "jobs/s",
+            worker_drain(b, w),
+            b,
+            w,
+            "worker",
+        )
+        for b in WORKER_BATCHES
+        for w in WORKER_COUNTS
+    ]
+    out += [
+        Setup(
+            f"Worker batch 100, {w} worker{'s' if w > 1 else ''}, durable completions",
+            "jobs/s",
+            worker_drain(100, w, durable=True),
+            100,
+            w,
+            "durable",
+        )
+        for w in RAW_CONNECTIONS
+    ]
     out.append(Setup("enqueue_many (bulk enqueue)", "jobs/s", bulk_enqueue, family="enqueue"))
     out.append(Setup("NOTIFY pickup, 1 idle Worker", "ms", pickup_latency(samples), family="latency"))
     if with_pgqueuer:
-        out += [Setup(f"PgQueuer batch {b}, 1 worker", "jobs/s", pgqueuer_drain(b), b, 1, "pgqueuer")
-                for b in PGQUEUER_BATCHES]
+        out += [
+            Setup(f"PgQueuer batch {b}, 1 worker", "jobs/s", pgqueuer_drain(b), b, 1, "pgqueuer")
+            for b in PGQUEUER_BATCHES
+        ]
     return out
 
 
@@ -349,8 +387,11 @@ def setups(samples: int, with_pgqueuer: bool) -> list[Setup]:
 
 
 def check_inputs(*, jobs: Any, repeats: Any, samples: Any) -> None:
-    for name, value, low, high in (("jobs", jobs, 100, 5_000_000), ("repeats", repeats, 1, 20),
-                                   ("samples", samples, 2, 10_000)):
+    for name, value, low, high in (
+        ("jobs", jobs, 100, 5_000_000),
+        ("repeats", repeats, 1, 20),
+        ("samples", samples, 2, 10_000),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise BadInput(f"{name} must be a whole number from {low:,} to {high:,}, got {value!r}")
 
@@ -373,9 +414,15 @@ def run_bench(
     chosen = [s for s in setups(samples, peer is not None) if only is None or only(s)]
     rows = [Row(s.name, s.unit, s.family, s.batch, s.workers) for s in chosen]
     db = open_database(label)
-    result = BenchResult(db.server.line(), os.cpu_count() or 0, jobs, repeats, rows,
-                         f"installed {peer}" if peer else "not installed (pip install -e '.[bench]')",
-                         guide=figure(19))
+    result = BenchResult(
+        db.server.line(),
+        os.cpu_count() or 0,
+        jobs,
+        repeats,
+        rows,
+        f"installed {peer}" if peer else "not installed (pip install -e '.[bench]')",
+        guide=figure(19),
+    )
     total, done = repeats * len(chosen), 0
     for _ in range(repeats):
         for setup, row in zip(chosen, rows):
@@ -424,18 +471,34 @@ def _ratio(a: Row | None, b: Row | None) -> float | None:
 def _targets(result: BenchResult) -> list[tuple[str, str, bool | None]]:
     out: list[tuple[str, str, bool | None]] = []
     for n in (1, 4):
-        got = _ratio(result.row(f"Worker batch 100, {n} worker{'s' if n > 1 else ''}"),
-                     result.row(f"guide's raw loop, batch {RAW_BATCH}, {n} conn"))
-        out.append((f"Worker batch 100 ≥ 0.8 × raw loop at {n} connection(s)",
-                    f"{got:.2f}" if got else "not measured", got >= 0.8 if got else None))
+        got = _ratio(
+            result.row(f"Worker batch 100, {n} worker{'s' if n > 1 else ''}"),
+            result.row(f"guide's raw loop, batch {RAW_BATCH}, {n} conn"),
+        )
+        out.append(
+            (
+                f"Worker batch 100 ≥ 0.8 × raw loop at {n} connection(s)",
+                f"{got:.2f}" if got else "not measured",
+                got >= 0.8 if got else None,
+            )
+        )
     got = _ratio(result.row("Worker batch 100, 1 worker"), result.row("PgQueuer batch 100, 1 worker"))
-    out.append(("Worker batch 100 ≥ 2 × PgQueuer batch 100 (1 worker each)",
-                f"{got:.2f}" if got else "not measured", got >= 2 if got else None))
+    out.append(
+        (
+            "Worker batch 100 ≥ 2 × PgQueuer batch 100 (1 worker each)",
+            f"{got:.2f}" if got else "not measured",
+            got >= 2 if got else None,
+        )
+    )
     lat = result.row("NOTIFY pickup, 1 idle Worker")
     if lat and lat.median is not None and lat.p99_median is not None:
-        out.append(("NOTIFY pickup p50 ≤ 10 ms and p99 ≤ 50 ms",
-                    f"p50 {lat.median:.1f} ms, p99 {lat.p99_median:.1f} ms",
-                    lat.median <= 10 and lat.p99_median <= 50))
+        out.append(
+            (
+                "NOTIFY pickup p50 ≤ 10 ms and p99 ≤ 50 ms",
+                f"p50 {lat.median:.1f} ms, p99 {lat.p99_median:.1f} ms",
+                lat.median <= 10 and lat.p99_median <= 50,
+            )
+        )
     enq = result.row("enqueue_many (bulk enqueue)")
     if enq and enq.median:
         out.append(("enqueue_many ≥ 100,000 jobs/s", f"{enq.median:,.0f} jobs/s", enq.median >= 100_000))

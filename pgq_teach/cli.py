@@ -308,8 +308,9 @@ def _bar(width: int = 30):
     def progress(done: int, total: int) -> None:
         filled = width * done // max(total, 1)
         end = "\n" if done >= total else ""
-        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} runs, {time.monotonic() - began:5.0f} s",
-              end=end, file=sys.stderr, flush=True)
+        bar = "#" * filled + "." * (width - filled)
+        line = f"\r[{bar}] {done}/{total} runs, {time.monotonic() - began:5.0f} s"
+        print(line, end=end, file=sys.stderr, flush=True)
 
     return progress
 
@@ -409,12 +410,13 @@ def parser() -> argparse.ArgumentParser:
     itv.add_argument("--html", metavar="FILE", help="write the one-page summary as printable HTML to FILE and exit")
     itv.set_defaults(func=cmd_interview)
 
-    ben = sub.add_parser("bench", help="the queue's speed: the ceiling, the guide's loop, the Worker, bulk enqueue, "
-                                       "NOTIFY pickup and PgQueuer (if installed), side by side")
+    ben = sub.add_parser("bench", help="the queue's speed: the ceiling, the guide's loop, the Worker, bulk "
+                                       "enqueue, NOTIFY pickup and PgQueuer (if installed), side by side")
     ben.add_argument("--jobs", type=_positive(int), default=20_000, help="jobs drained per run")
     ben.add_argument("--repeats", type=_positive(int), default=3, help="runs of each setup, interleaved")
     ben.add_argument("--samples", type=_positive(int), default=200, help="jobs timed for NOTIFY pickup")
-    ben.add_argument("--quick", action="store_true", help="a small run (300 jobs, 2 runs each) to check it works")
+    ben.add_argument("--quick", action="store_true",
+                     help="a small run (300 jobs, 2 runs each) to check it works")
     ben.add_argument("--json", help="where to write the JSON (default bench-DATE-TIME.json here)")
     ben.set_defaults(func=cmd_bench)
     return p

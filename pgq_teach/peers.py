@@ -23,9 +23,13 @@ async def _drain(db: Database, jobs: int, batch: int) -> tuple[float, list[int]]
     from pgqueuer.types import QueueExecutionMode
 
     parts = conninfo_to_dict(db.dsn)
-    conn = await asyncpg.connect(host=parts.get("host"), port=int(parts.get("port") or 5432),
-                                 user=parts.get("user"), password=parts.get("password"),
-                                 database=parts.get("dbname"))
+    conn = await asyncpg.connect(
+        host=parts.get("host"),
+        port=int(parts.get("port") or 5432),
+        user=parts.get("user"),
+        password=parts.get("password"),
+        database=parts.get("dbname"),
+    )
     try:
         queries = Queries(AsyncpgDriver(conn))
         await queries.install()

@@ -78,7 +78,9 @@ class Worker:
         if flush_after is None:
             flush_after = 0.0 if heartbeat else min(1.0, self.lease.total_seconds() / 10)
         if not (isinstance(flush_after, (int, float)) and 0 <= flush_after < self.lease.total_seconds()):
-            raise BadInput(f"flush_after must be 0 or more seconds and shorter than the lease, got {flush_after!r}")
+            raise BadInput(
+                f"flush_after must be 0 or more seconds and shorter than the lease, got {flush_after!r}"
+            )
         self.flush_after = float(flush_after)
         self.durable_completions = durable_completions
         # The reaper need not run before every claim: a lease cannot expire

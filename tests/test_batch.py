@@ -7,11 +7,10 @@ from datetime import timedelta
 
 import psycopg
 import pytest
+from helpers import counts, job_row, seed
 
 import pgq_teach as pgq
 from pgq_teach.statements import run
-
-from helpers import counts, job_row, seed
 
 
 def test_a_stale_workers_batch_is_fenced_row_by_row(conn):
@@ -67,16 +66,19 @@ def test_batch_backoff_matches_fail_and_never_overflows(conn):
     assert abs(waits[0] - 20) < 1 and abs(waits[1] - 3600) < 1
 
 
-@pytest.mark.parametrize("call", [
-    lambda c: pgq.complete_many(c, "not jobs"),
-    lambda c: pgq.complete_many(c, [1, 2]),
-    lambda c: pgq.fail_many(c, [("job", "error")]),
-    lambda c: pgq.fail_many(c, [1]),
-    lambda c: pgq.enqueue_many(c, "send_receipt", {"n": 1}),
-    lambda c: pgq.enqueue_many(c, "send_receipt", [{"n": 1}, {"bad": float("nan")}]),
-    lambda c: pgq.enqueue_many(c, "", [{"n": 1}]),
-    lambda c: pgq.enqueue_many(c, "send_receipt", [{"n": 1}], max_attempts=0),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: pgq.complete_many(c, "not jobs"),
+        lambda c: pgq.complete_many(c, [1, 2]),
+        lambda c: pgq.fail_many(c, [("job", "error")]),
+        lambda c: pgq.fail_many(c, [1]),
+        lambda c: pgq.enqueue_many(c, "send_receipt", {"n": 1}),
+        lambda c: pgq.enqueue_many(c, "send_receipt", [{"n": 1}, {"bad": float("nan")}]),
+        lambda c: pgq.enqueue_many(c, "", [{"n": 1}]),
+        lambda c: pgq.enqueue_many(c, "send_receipt", [{"n": 1}], max_attempts=0),
+    ],
+)
 def test_bad_batches_are_refused_before_any_sql(conn, call):
     seed(conn, 1)
     [job] = pgq.claim(conn)

@@ -59,9 +59,10 @@ class Worker:
         durable_completions: bool = False,
         on_event: Callable[[str, queue.Job | None], None] | None = None,
     ):
-        """`flush_after`: the longest a finished job's outcome waits (in
-        seconds) before the worker sends the outcomes it holds; they are also
-        sent at the end of every batch. Default: a tenth of the lease, at most
+        """`flush_after`: about the longest a finished job's outcome waits (in
+        seconds) before the worker sends the outcomes it holds: before each
+        job it sends them if running one more job as long as the last would
+        pass that. They are also sent at the end of every batch. Default: a tenth of the lease, at most
         one second, and 0 (each job on its own) with `heartbeat`, whose jobs are
         long. `durable_completions`: wait for the disk on every completion
         (see sql/relax_commit.sql for why the default need not)."""
@@ -143,12 +144,16 @@ class Worker:
         self.report.claimed += len(jobs)
         done: list[queue.Job] = []
         failed: list[tuple[queue.Job, Exception]] = []
-        waiting_since = 0.0
+        waiting_since = took = 0.0
         for job in jobs:
-            if (done or failed) and time.monotonic() - waiting_since >= self.flush_after:
+            # Send what is held if running one more job like the last would
+            # keep the oldest outcome waiting longer than flush_after.
+            if (done or failed) and time.monotonic() - waiting_since + took >= self.flush_after:
                 self._flush(done, failed)
             self.on_event("claimed", job)
+            began = time.monotonic()
             error = self._run_job(job)
+            took = time.monotonic() - began
             if not (done or failed):
                 waiting_since = time.monotonic()
             if error is None:

@@ -134,3 +134,32 @@ def test_enqueue_many_in_the_callers_transaction_with_one_notification(db, conn)
         raise RuntimeError("the order failed")
     assert counts(conn) == {"ready": 500}
     assert pgq.enqueue_many(conn, "send_receipt", []) == []
+
+
+@pytest.mark.parametrize("flush_after,earlier", [(0.1, "done"), (30.0, "running")])
+def test_outcomes_wait_for_the_batch_or_for_flush_after(db, conn, flush_after, earlier):
+    """Each handler sleeps 0.3 s and looks at the job before it. With
+    flush_after 0.1 s the earlier outcome was sent before this job started;
+    with 30 s it waits for the end of the batch (and the batch still fits in
+    the 60 s lease). Either way all five end done."""
+    seed(conn, 5, kind="slow")
+    seen = []
+
+    def slow(job):
+        with db.connection() as look:
+            if seen:
+                seen.append(job_row(look, job.id - 1)["status"])
+            else:
+                seen.append(None)
+        time.sleep(0.3)
+
+    worker = pgq.Worker(db.dsn, {"slow": slow}, batch=5, lease=60, flush_after=flush_after)
+    report = worker.run(until_idle=True)
+    assert seen == [None] + [earlier] * 4
+    assert report.done == 5 and counts(conn) == {"done": 5}
+
+
+@pytest.mark.parametrize("flush_after", [-1, 60, 61, "1", float("nan")])
+def test_a_flush_after_outside_the_lease_is_refused(db, flush_after):
+    with pytest.raises(pgq.BadInput, match="flush_after"):
+        pgq.Worker(db.dsn, {"noop": lambda job: None}, lease=60, flush_after=flush_after)

@@ -62,10 +62,11 @@ class Worker:
         """`flush_after`: about the longest a finished job's outcome waits (in
         seconds) before the worker sends the outcomes it holds: before each
         job it sends them if running one more job as long as the last would
-        pass that. They are also sent at the end of every batch. Default: a tenth of the lease, at most
-        one second, and 0 (each job on its own) with `heartbeat`, whose jobs are
-        long. `durable_completions`: wait for the disk on every completion
-        (see sql/relax_commit.sql for why the default need not)."""
+        pass that. They are also sent at the end of every batch. Default: a
+        tenth of the lease, at most one second, and 0 (each job on its own)
+        with `heartbeat`, whose jobs are long. `durable_completions`: wait for
+        the disk on every completion (sql/relax_commit.sql says why the
+        default need not)."""
         if not isinstance(handlers, Mapping) or not handlers or not all(callable(h) for h in handlers.values()):
             raise BadInput("handlers must map each kind to a callable")
         if not (isinstance(poll, (int, float)) and poll > 0):

@@ -15,8 +15,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check pgq_teach
 	$(BIN)/mypy
 
+# make test uses the embedded PostgreSQL unless PGQ_BACKEND or PGQ_DSN says otherwise:
+# a Docker daemon that happens to run (and may reach no registry) does not change
+# what the tests run on, and no pull is tried. PGQ_BACKEND=docker make test opts in.
 test: $(STAMP) lint
-	$(BIN)/pgq-teach server start
+	export PGQ_BACKEND="$${PGQ_BACKEND:-$${PGQ_DSN:+dsn}}"; export PGQ_BACKEND="$${PGQ_BACKEND:-embedded}"; \
+	$(BIN)/pgq-teach server start && \
 	$(BIN)/pytest --nbval --nbval-current-env tests notebooks $(PYTEST_ARGS)
 
 install: $(STAMP)

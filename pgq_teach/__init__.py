@@ -13,9 +13,12 @@ from .queue import (
     claim,
     cleanup,
     complete,
+    complete_many,
     enqueue,
+    enqueue_many,
     extend_lease,
     fail,
+    fail_many,
     reap,
     requeue_dead,
     stats,
@@ -30,4 +33,5 @@ __all__ = [
     "Stats", "Worker", "WorkerReport", "claim", "cleanup", "complete", "enqueue",
     "extend_lease", "fail", "get_server", "open_database", "reap", "requeue_dead",
     "run", "statement", "statement_names", "stats",
+    "complete_many", "enqueue_many", "fail_many",
 ]

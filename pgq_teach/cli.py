@@ -15,8 +15,8 @@ from typing import Any
 
 from . import checks, embedded, queue
 from .databases import Database, open_database
-from .errors import BadInput, PgqError
-from .server import get_server
+from .errors import BadInput, PgqError, SetupError
+from .server import chosen_backend, describe, get_server, wanted_backend
 from .worker import Worker
 
 DEFAULT_DB = "shop"
@@ -34,11 +34,14 @@ def _notebooks_dir() -> Path:
 def cmd_lab(args: argparse.Namespace) -> int:
     server = get_server()
     _say(server.line())
+    _say("Stopping the lab (Ctrl-C) leaves PostgreSQL running; `pgq-teach server stop` ends it.")
     env = dict(os.environ)
     # Kernels reuse this server instead of provisioning their own.
     env["PGQ_DSN"] = server.dsn
     env["PGQ_BACKEND"] = "dsn"
-    env["PGQ_ORIGIN"] = f"{server.backend}, started by pgq-teach lab"
+    env["PGQ_ORIGIN"] = (
+        f"{server.backend}{' ' + server.origin if server.origin else ''}, chosen by pgq-teach lab"
+    )
     folder = Path(args.dir).resolve() if args.dir else _notebooks_dir()
     argv = [sys.executable, "-m", "jupyter", "lab", f"--notebook-dir={folder}"]
     argv += [f"--port={args.port}"] if args.port else []
@@ -50,20 +53,94 @@ def cmd_lab(args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
+def _server_stop() -> None:
+    """Stop what pgq-teach started for the chosen backend (in auto: its container and the
+    embedded server). A PGQ_DSN server is never touched."""
+    from . import container
+
+    wanted = wanted_backend()
+    if wanted == "dsn" or (wanted == "auto" and os.environ.get("PGQ_DSN")):
+        _say(
+            f"the PGQ_DSN server ({describe(os.environ.get('PGQ_DSN', ''))}) is yours to stop; "
+            "pgq-teach leaves it alone"
+        )
+        return
+    if wanted in ("auto", "docker"):
+        if container.stop():
+            _say(f"removed the container {container.name()} (its data goes with it)")
+        elif wanted == "docker" or container.engine_answers():
+            _say(f"no container {container.name()} was running")
+    if wanted in ("auto", "embedded"):
+        _say(
+            "stopped the embedded PostgreSQL"
+            if embedded.stop()
+            else "the embedded PostgreSQL was not running"
+        )
+
+
+def _server_status() -> int:
+    """Report on the server the course would use, without starting one. Exit 1 if it is not up."""
+    from . import container
+
+    backend = chosen_backend()
+    if backend == "dsn":
+        dsn = os.environ.get("PGQ_DSN", "")
+        try:
+            found = get_server()
+        except PgqError as exc:
+            _say(f"PGQ_DSN server ({describe(dsn)}): not reachable. {exc}")
+            return 1
+        _say(f"PGQ_DSN server: up, {found.line()}")
+        return 0
+    if backend == "docker":
+        st = container.status()
+        if not st["engine"]:
+            _say(
+                "docker: no Docker engine answers; start Docker, "
+                "or unset PGQ_BACKEND for the embedded PostgreSQL"
+            )
+            return 1
+        if st["running"]:
+            _say(f"docker: container {st['name']} running ({st['image']})")
+            return 0
+        _say(
+            f"docker: no container {st['name']} running (image {container.image()}); "
+            "`pgq-teach server start` starts one"
+        )
+        if wanted_backend() == "docker":
+            return 1
+        _say("(in auto, a start falls back to the embedded PostgreSQL if that image cannot be had)")
+    st = embedded.status()
+    state = f"running (pid {st['pid']})" if st["running"] else "stopped"
+    _say(f"embedded PostgreSQL: {state}; data in {st['data_dir']}")
+    return 0 if st["running"] or backend == "docker" else 1
+
+
 def cmd_server(args: argparse.Namespace) -> int:
     if args.action == "stop":
-        stopped = embedded.stop()
-        _say("stopped the embedded PostgreSQL" if stopped else "the embedded PostgreSQL was not running")
+        _server_stop()
         return 0
     if args.action == "status":
-        st = embedded.status()
-        state = f"running (pid {st['pid']})" if st["running"] else "stopped"
-        _say(f"embedded PostgreSQL: {state}; data in {st['data_dir']}")
-        if os.environ.get("PGQ_DSN"):
-            _say("note: PGQ_DSN is set, so the course uses that server instead")
-        return 0
+        return _server_status()
+    if args.action == "restart":
+        return _server_restart()
     server = get_server()
     _say(server.dsn if args.action == "url" else server.line())
+    return 0
+
+
+def _server_restart() -> int:
+    """A fast restart of the server in use (the fault tests use it through PGQ_RESTART_CMD)."""
+    from . import container
+
+    server = get_server()
+    if server.backend == "embedded":
+        embedded.restart()
+    elif server.backend == "docker":
+        container.restart()
+    else:
+        raise SetupError(f"pgq-teach does not restart a {server.backend} server; its operator does.")
+    _say(f"restarted: {server.line()}")
     return 0
 
 
@@ -129,7 +206,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_progress(args) -> int:
+def cmd_progress(args: argparse.Namespace) -> int:
     from .exercises import EXERCISES, done
 
     passed = done()
@@ -151,8 +228,9 @@ def _positive(kind):
         try:
             value = kind(text)
         except ValueError:
-            whole = "whole " if kind is int else ""
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {whole}number") from None
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a {'whole ' if kind is int else ''}number"
+            ) from None
         if not value > 0 or value != value or value == float("inf"):
             raise argparse.ArgumentTypeError(f"{text!r} must be above zero and finite")
         return value
@@ -202,25 +280,54 @@ def _run_in_fresh_database(label: str, what: str, details: str, start: Callable[
 def cmd_fault_run(args: argparse.Namespace) -> int:
     from .faults import run_faults
 
-    details = (f"{args.jobs:,} jobs due over {args.seconds:g} s, {args.workers} worker processes, "
-               f"dead jobs requeued every {args.requeue_every:g} s")
-    return _run_in_fresh_database(args.db, "fault run", details, lambda db: run_faults(
-        db, jobs=args.jobs, workers=args.workers, seconds=args.seconds, lease=args.lease,
-        kill_every=args.kill_every, terminate_every=args.terminate_every, pause_every=args.pause_every,
-        requeue_every=args.requeue_every, restart=not args.no_restart, progress=_progress_line()))
+    details = (
+        f"{args.jobs:,} jobs due over {args.seconds:g} s, {args.workers} worker processes, "
+        f"dead jobs requeued every {args.requeue_every:g} s"
+    )
+    return _run_in_fresh_database(
+        args.db,
+        "fault run",
+        details,
+        lambda db: run_faults(
+            db,
+            jobs=args.jobs,
+            workers=args.workers,
+            seconds=args.seconds,
+            lease=args.lease,
+            kill_every=args.kill_every,
+            terminate_every=args.terminate_every,
+            pause_every=args.pause_every,
+            requeue_every=args.requeue_every,
+            restart=not args.no_restart,
+            progress=_progress_line(),
+        ),
+    )
 
 
 def cmd_load(args: argparse.Namespace) -> int:
     from .faults import run_load
 
-    details = (f"{args.jobs:,} jobs, {args.workers} worker processes, {args.fail_rate:.0%} of calls "
-               "raising; the retries alone take over 60 s")
-    return _run_in_fresh_database(args.db, "load run", details, lambda db: run_load(
-        db, jobs=args.jobs, workers=args.workers, fail_rate=args.fail_rate,
-        max_attempts=args.max_attempts, seed=args.seed, progress=_progress_line()))
+    details = (
+        f"{args.jobs:,} jobs, {args.workers} worker processes, {args.fail_rate:.0%} of calls "
+        "raising; the retries alone take over 60 s"
+    )
+    return _run_in_fresh_database(
+        args.db,
+        "load run",
+        details,
+        lambda db: run_load(
+            db,
+            jobs=args.jobs,
+            workers=args.workers,
+            fail_rate=args.fail_rate,
+            max_attempts=args.max_attempts,
+            seed=args.seed,
+            progress=_progress_line(),
+        ),
+    )
 
 
-def cmd_interview(args) -> int:
+def cmd_interview(args: argparse.Namespace) -> int:
     """The interview rehearsal on stdin/stdout; no database needed."""
     from . import interview
 
@@ -229,8 +336,11 @@ def cmd_interview(args) -> int:
         return 0
     if args.html:
         path = Path(args.html)
-        path.write_text("<!doctype html><meta charset='utf-8'><title>The job queue on one page</title>"
-                        + interview.summary_html(), encoding="utf-8")
+        path.write_text(
+            "<!doctype html><meta charset='utf-8'><title>The job queue on one page</title>"
+            + interview.summary_html(),
+            encoding="utf-8",
+        )
         _say(f"wrote the one-page summary to {path}; open it in a browser and print it")
         return 0
     steps = tuple(args.step) if args.step else interview.STEP_KEYS
@@ -243,22 +353,63 @@ def cmd_interview(args) -> int:
     return 0 if record is not None else 1
 
 
+def _bar(width: int = 30):
+    """A progress(done, total) that draws a bar on stderr (one line, redrawn)."""
+    began = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        filled = width * done // max(total, 1)
+        end = "\n" if done >= total else ""
+        bar = "#" * filled + "." * (width - filled)
+        line = f"\r[{bar}] {done}/{total} runs, {time.monotonic() - began:5.0f} s"
+        print(line, end=end, file=sys.stderr, flush=True)
+
+    return progress
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import run_bench
+
+    jobs, repeats, samples = (300, 2, 10) if args.quick else (args.jobs, args.repeats, args.samples)
+    _say(
+        f"bench: every setup {repeats} times, interleaved, {jobs:,} no-op jobs per run, each on a fresh "
+        f"database; Ctrl-C stops it"
+    )
+    try:
+        result = run_bench(jobs=jobs, repeats=repeats, samples=samples, progress=_bar())
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return 130
+    _say(result.summary())
+    out = Path(args.json or time.strftime("bench-%Y%m%d-%H%M%S.json"))
+    out.write_text(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    _say(f"JSON: {out}")
+    return 0 if result.ok else 1
+
+
 def parser() -> argparse.ArgumentParser:
-    """The command line: one subcommand each for lab, server, enqueue, worker, stats, fault-run and load."""
+    """The command line: a subcommand each for lab, server, enqueue, worker, stats, fault-run, load, ..."""
     p = argparse.ArgumentParser(prog="pgq-teach", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
     lab = sub.add_parser("lab", help="open the course in JupyterLab on a live PostgreSQL")
-    lab.add_argument("--port", type=int, help="JupyterLab's port")
-    lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    lab.add_argument("--port", type=int, help="JupyterLab's port (default 8888, or the next free one)")
+    lab.add_argument(
+        "--no-browser", action="store_true", help="do not open a browser; open the printed URL yourself"
+    )
     lab.add_argument("--dir", help="the folder to serve (default: the course's notebooks/)")
     lab.epilog = "Any other options, such as --ServerApp.token=..., are passed on to jupyter lab."
     lab.set_defaults(func=cmd_lab)
 
     srv = sub.add_parser("server", help="the PostgreSQL the course uses")
-    srv.add_argument("action", choices=["start", "stop", "status", "url"],
-                     help="start: provision and print the backend line; stop: stop the embedded server; "
-                          "status: is the embedded server running; url: print the connection string")
+    srv.add_argument(
+        "action",
+        choices=["start", "stop", "status", "url", "restart"],
+        help="start: find or start the server and print the backend line; stop: stop what "
+        "pgq-teach started (the embedded server, the course's container), never a PGQ_DSN "
+        "server; status: is the server the course would use up; url: print the connection "
+        "string; restart: a fast restart of the embedded server or the container",
+    )
     srv.set_defaults(func=cmd_server)
 
     def db_option(sp):
@@ -268,7 +419,7 @@ def parser() -> argparse.ArgumentParser:
 
     enq = sub.add_parser("enqueue", help="add one job")
     enq.add_argument("kind", help="the job's kind, for example send_receipt")
-    enq.add_argument("payload", help='the job\'s JSON payload, for example \'{"order_id": 101}\'')
+    enq.add_argument("payload", help="the job's JSON payload, for example '{\"order_id\": 101}'")
     enq.add_argument("--delay", type=float, help="seconds from now before it may run")
     enq.add_argument("--max-attempts", type=int, default=5)
     db_option(enq)
@@ -290,9 +441,12 @@ def parser() -> argparse.ArgumentParser:
     sts = sub.add_parser("stats", help="jobs by status, oldest due wait, dead row versions")
     db_option(sts)
     sts.set_defaults(func=cmd_stats)
-    tor = sub.add_parser("fault-run", aliases=["torture"],
-                         help="the fault run: kill, freeze and cut off workers, restart the server, requeue "
-                              "dead jobs, then check that nothing was lost or done twice (alias: torture)")
+    tor = sub.add_parser(
+        "fault-run",
+        aliases=["torture"],
+        help="the fault run: kill, freeze and cut off workers, restart the server, requeue "
+        "dead jobs, then check that nothing was lost or done twice (alias: torture)",
+    )
     seconds = _positive(float)
     tor.add_argument("--jobs", type=_positive(int), default=2000)
     tor.add_argument("--workers", type=_positive(int), default=4, help="worker processes at a time")
@@ -318,16 +472,36 @@ def parser() -> argparse.ArgumentParser:
     lod.add_argument("--db", default="load", help="database label (default load -> pgq_load; reset first)")
     lod.set_defaults(func=cmd_load)
 
-    itv = sub.add_parser("interview",
-                         help="rehearse the system-design interview answer, timed, in the terminal")
-    itv.add_argument("--step", action="append", help="only this step (repeatable): need, table, claim, "
-                                                     "failure, operations, numbers, exit")
-    itv.add_argument("--follow-ups", type=int, default=3,
-                     help="follow-up questions after the steps (0 to 12)")
+    itv = sub.add_parser(
+        "interview", help="rehearse the system-design interview answer, timed, in the terminal"
+    )
+    itv.add_argument(
+        "--step",
+        action="append",
+        help="only this step (repeatable): need, table, claim, failure, operations, numbers, exit",
+    )
+    itv.add_argument(
+        "--follow-ups", type=int, default=3, help="follow-up questions after the steps (0 to 12)"
+    )
     itv.add_argument("--summary", action="store_true", help="print the one-page summary (markdown) and exit")
-    itv.add_argument("--html", metavar="FILE",
-                     help="write the one-page summary as printable HTML to FILE and exit")
+    itv.add_argument(
+        "--html", metavar="FILE", help="write the one-page summary as printable HTML to FILE and exit"
+    )
     itv.set_defaults(func=cmd_interview)
+
+    ben = sub.add_parser(
+        "bench",
+        help="the queue's speed: the ceiling, the guide's loop, the Worker, bulk "
+        "enqueue, NOTIFY pickup and PgQueuer (if installed), side by side",
+    )
+    ben.add_argument("--jobs", type=_positive(int), default=20_000, help="jobs drained per run")
+    ben.add_argument("--repeats", type=_positive(int), default=3, help="runs of each setup, interleaved")
+    ben.add_argument("--samples", type=_positive(int), default=200, help="jobs timed for NOTIFY pickup")
+    ben.add_argument(
+        "--quick", action="store_true", help="a small run (300 jobs, 2 runs each) to check it works"
+    )
+    ben.add_argument("--json", help="where to write the JSON (default bench-DATE-TIME.json here)")
+    ben.set_defaults(func=cmd_bench)
     return p
 
 

@@ -1,11 +1,14 @@
 """Which PostgreSQL the course uses, chosen in one place.
 
 1. PGQ_DSN is set: that server, as it is.
-2. Docker answers a ping within a second (or PGQ_BACKEND=docker): a
-   testcontainers PostgresContainer, image $PGQ_IMAGE (postgres:18).
+2. Docker answers a ping within a second (or PGQ_BACKEND=docker): the
+   course's container, image $PGQ_IMAGE (postgres:18), found or started.
+   In auto, an image that is not here and cannot be pulled (offline, a
+   registry error) falls back to step 3, and the backend line says why.
 3. Otherwise the embedded PostgreSQL 18, which needs nothing installed.
 
-PGQ_BACKEND=auto|dsn|docker|embedded forces the choice.
+PGQ_BACKEND=auto|dsn|docker|embedded forces the choice; only an explicit
+choice fails when its server cannot be had.
 """
 
 from __future__ import annotations
@@ -51,25 +54,35 @@ class Server:
 
 
 def describe(dsn: str) -> str:
-    """Where a connection string points, with any password masked."""
+    """Where a connection string points, with any password masked. A Unix
+    socket is named as a folder, never as host:port, so it cannot be misread."""
     try:
         parts = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
         return "an unparseable PGQ_DSN"
     host = parts.get("host") or "localhost"
-    home = os.path.expanduser("~")
-    if host.startswith(home + os.sep):
-        host = "~" + host[len(home):]  # the learner's own path stays out of shared notebooks
-    place = f"socket {host}" if host.startswith("/") else f"{host}:{parts.get('port') or 5432}"
     user = parts.get("user") or "(default user)"
+    dbname = parts.get("dbname") or user
+    if host.startswith("/"):
+        home = os.path.expanduser("~")
+        if host.startswith(home + os.sep):
+            host = "~" + host[len(home):]  # the learner's own path stays out of shared notebooks
+        return f"user {user}, database {dbname}, Unix socket in {host} (no TCP port)"
     secret = ":***" if parts.get("password") else ""
-    return f"{user}{secret}@{place}/{parts.get('dbname') or user}"
+    return f"{user}{secret}@{host}:{parts.get('port') or 5432}/{dbname}"
 
 
-def chosen_backend() -> str:
+def wanted_backend() -> str:
+    """PGQ_BACKEND as set (auto when unset), checked."""
     value = os.environ.get("PGQ_BACKEND", "auto").strip().lower() or "auto"
     if value not in BACKENDS:
         raise SetupError(f"PGQ_BACKEND={value!r} is not one of: {', '.join(BACKENDS)}.")
+    return value
+
+
+def chosen_backend() -> str:
+    """The backend get_server() tries first (auto may still fall back to embedded)."""
+    value = wanted_backend()
     if value == "auto":
         if os.environ.get("PGQ_DSN"):
             return "dsn"
@@ -77,7 +90,11 @@ def chosen_backend() -> str:
     return value
 
 
-def _ways() -> str:
+def ways(backend: str) -> str:
+    """What to do when `backend` cannot be had, said about that backend."""
+    if backend == "dsn" and os.environ.get("PGQ_DSN"):
+        return ("Check that the server PGQ_DSN names is running and lets you in, or unset PGQ_DSN "
+                "(and PGQ_BACKEND) to use the embedded PostgreSQL, which needs nothing installed.")
     return (
         "The three ways: set PGQ_DSN to a server you run; or PGQ_BACKEND=docker "
         "with a Docker engine; or unset both for the embedded PostgreSQL."
@@ -90,22 +107,47 @@ def _probe(backend: str, dsn: str, origin: str = "") -> Server:
             version, num = run(conn, "admin/server_version").fetchone()
     except psycopg.OperationalError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SetupError(f"Cannot reach PostgreSQL at {describe(dsn)}: {first}. {_ways()}") from None
+        raise SetupError(f"Cannot reach PostgreSQL at {describe(dsn)}: {first}. {ways(backend)}") from None
     return Server(backend, dsn, version.split()[0], num, origin)
+
+
+def _docker(explicit: bool) -> Server:
+    try:
+        dsn, image = container.start()
+    except container.NoImage as exc:
+        if not explicit:
+            raise
+        raise SetupError(
+            f"PGQ_BACKEND=docker, but {exc}. Pull it where a registry is reachable (docker pull "
+            f"{container.image()}), or set PGQ_IMAGE to an image you have (offline, `python -m "
+            "pgq_teach.standin_image` builds pgq-local/postgres:18 from the embedded PostgreSQL), or unset "
+            "PGQ_BACKEND to use the embedded PostgreSQL, which needs nothing installed."
+        ) from None
+    return _probe("docker", dsn, image)
 
 
 @lru_cache(maxsize=1)
 def get_server() -> Server:
     """Provision (or find) the server once per process."""
-    backend = chosen_backend()
-    if backend == "dsn":
+    wanted = wanted_backend()
+    if wanted == "dsn" or (wanted == "auto" and os.environ.get("PGQ_DSN")):
         dsn = os.environ.get("PGQ_DSN")
         if not dsn:
-            raise SetupError(f"PGQ_BACKEND=dsn, but PGQ_DSN is not set. {_ways()}")
+            raise SetupError(f"PGQ_BACKEND=dsn, but PGQ_DSN is not set. {ways('none')}")
         return _probe("dsn", dsn, os.environ.get("PGQ_ORIGIN", ""))
-    if backend == "docker":
-        dsn, image = container.start()
-        return _probe("docker", dsn, image)
+    if wanted == "docker":
+        if not container.engine_answers():
+            raise SetupError(
+                "PGQ_BACKEND=docker, but no Docker engine answers. Start Docker, or unset PGQ_BACKEND "
+                "to use the embedded PostgreSQL, which needs nothing installed.")
+        return _docker(explicit=True)
+    if wanted == "auto" and container.engine_answers():
+        try:
+            return _docker(explicit=False)
+        except SetupError as exc:
+            # The one line that says why: it rides on the backend line every entry point prints.
+            why = str(exc)[:1].lower() + str(exc)[1:]
+            return _probe("embedded", embedded.start(), f"Docker answers, but {why.splitlines()[0]}")
     return _probe("embedded", embedded.start())
 
 

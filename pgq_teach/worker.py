@@ -1,6 +1,8 @@
-"""A worker that runs handlers by kind: reap, claim with a lease, run, then
-complete or fail. When nothing is due it waits on LISTEN, with a fallback
-poll, because a notification is a hint and can be lost.
+"""A worker that runs handlers by kind: reap, claim a batch with a lease, run
+each job, then send the batch's outcomes together: one fenced statement for
+the done jobs and one for the failed ones, each fenced row by row. When
+nothing is due it waits on LISTEN, with a fallback poll, because a
+notification is a hint and can be lost.
 
 It never prints. What happened is counted in `Worker.report`, and optional
 `on_event(name, job)` calls let experiments and widgets watch.
@@ -48,9 +50,10 @@ class WorkerReport:
 
 
 class Worker:
-    """Runs handlers by kind until stopped: reap, claim with a lease, run the
-    handler, then complete or fail. Events: claimed, done, retried, dead,
-    fenced and reconnect, each passed to `on_event(name, job)`."""
+    """Runs handlers by kind until stopped: reap, claim a batch with a lease,
+    run each handler, then send the outcomes (complete or fail, fenced row by
+    row). Events: claimed, done, retried, dead, fenced and reconnect, each
+    passed to `on_event(name, job)`."""
 
     def __init__(
         self,
@@ -61,8 +64,18 @@ class Worker:
         batch: int = 1,
         poll: float = 5.0,
         heartbeat: bool = False,
+        flush_after: float | None = None,
+        durable_completions: bool = False,
         on_event: Callable[[str, queue.Job | None], None] | None = None,
     ):
+        """`flush_after`: about the longest a finished job's outcome waits (in
+        seconds) before the worker sends the outcomes it holds: before each
+        job it sends them if running one more job as long as the last would
+        pass that. They are also sent at the end of every batch. Default: a
+        tenth of the lease, at most one second, and 0 (each job on its own)
+        with `heartbeat`, whose jobs are long. `durable_completions`: wait for
+        the disk on every completion (sql/relax_commit.sql says why the
+        default need not)."""
         if not isinstance(handlers, Mapping) or not handlers or not all(map(callable, handlers.values())):
             raise BadInput("handlers must map each kind to a callable")
         poll = checks.seconds("poll", poll, 0.001, 86_400)
@@ -72,6 +85,18 @@ class Worker:
         self.batch = checks.whole_number("batch", batch, 1, queue.MAX_BATCH)
         self.poll = float(poll)
         self.heartbeat = heartbeat
+        if flush_after is None:
+            flush_after = 0.0 if heartbeat else min(1.0, self.lease.total_seconds() / 10)
+        if not (isinstance(flush_after, (int, float)) and 0 <= flush_after < self.lease.total_seconds()):
+            raise BadInput(
+                f"flush_after must be 0 or more seconds and shorter than the lease, got {flush_after!r}"
+            )
+        self.flush_after = float(flush_after)
+        self.durable_completions = durable_completions
+        # The reaper need not run before every claim: a lease cannot expire
+        # sooner than its length after the claim that wrote it.
+        self.reap_every = min(1.0, self.lease.total_seconds() / 4)
+        self._next_reap = 0.0
         self.on_event = on_event or (lambda name, job: None)
         self.stop_event = threading.Event()
         self.report = WorkerReport()
@@ -116,18 +141,47 @@ class Worker:
     # --- one round ------------------------------------------------------------
 
     def run_once(self) -> int:
-        """Reap, claim one batch and run it; the number of jobs claimed."""
+        """Reap (at most every `reap_every` s), claim one batch, run it and
+        send its outcomes; the number of jobs claimed."""
         self._connect()
-        reaped = queue.reap(self._work)
-        self.report.reaped += reaped
+        reaped_now = self._reap(force=False)
         jobs = queue.claim(self._work, batch=self.batch, lease=self.lease)
+        if not jobs and not reaped_now:
+            # Before calling the queue idle, return any expired lease and look again.
+            self._reap(force=True)
+            jobs = queue.claim(self._work, batch=self.batch, lease=self.lease)
         self.report.claimed += len(jobs)
+        done: list[queue.Job] = []
+        failed: list[tuple[queue.Job, Exception]] = []
+        waiting_since = took = 0.0
         for job in jobs:
+            # Send what is held if running one more job like the last would
+            # keep the oldest outcome waiting longer than flush_after.
+            if (done or failed) and time.monotonic() - waiting_since + took >= self.flush_after:
+                self._flush(done, failed)
             self.on_event("claimed", job)
-            self._run_job(job)
+            began = time.monotonic()
+            error = self._run_job(job)
+            took = time.monotonic() - began
+            if not (done or failed):
+                waiting_since = time.monotonic()
+            if error is None:
+                done.append(job)
+            else:
+                failed.append((job, error))
+        self._flush(done, failed)
         return len(jobs)
 
-    def _run_job(self, job: queue.Job) -> None:
+    def _reap(self, *, force: bool) -> bool:
+        now = time.monotonic()
+        if not force and now < self._next_reap:
+            return False
+        self._next_reap = now + self.reap_every
+        self.report.reaped += queue.reap(self._work)
+        return True
+
+    def _run_job(self, job: queue.Job) -> Exception | None:
+        """Run the handler; the exception it raised, or None."""
         handler = self.handlers.get(job.kind)
         try:
             if handler is None:
@@ -135,18 +189,30 @@ class Worker:
             with self._heartbeat(job):
                 handler(job)
         except Exception as exc:  # a handler's failure is data: record it on the job
-            outcome = queue.fail(self._work, job, exc)
+            return exc
+        return None
+
+    def _flush(self, done: list[queue.Job], failed: list[tuple[queue.Job, Exception]]) -> None:
+        """Send the held outcomes, then count and announce each job's result.
+        Each list is one statement; they run one after the other, each in its
+        own transaction, so no transaction holds row locks from both."""
+        durable = self.durable_completions
+        completed = queue.complete_many(self._work, done, durable=durable) if done else []
+        outcomes = queue.fail_many(self._work, failed, durable=durable) if failed else []
+        for job, ok in zip(done, completed, strict=True):
+            if ok:
+                self.report.done += 1
+                self.report.done_ids.append(job.id)
+                self.on_event("done", job)
+            else:
+                self.report.fenced += 1
+                self.on_event("fenced", job)
+        for (job, _), outcome in zip(failed, outcomes, strict=True):
             event = "retried" if outcome == "ready" else outcome  # ready again, after a backoff: a retry
             setattr(self.report, event, getattr(self.report, event) + 1)
             self.on_event(event, job)
-            return
-        if queue.complete(self._work, job):
-            self.report.done += 1
-            self.report.done_ids.append(job.id)
-            self.on_event("done", job)
-        else:
-            self.report.fenced += 1
-            self.on_event("fenced", job)
+        done.clear()
+        failed.clear()
 
     def _heartbeat(self, job: queue.Job):
         return _Heartbeat(self.dsn, job, self.lease) if self.heartbeat else _Nothing()

@@ -1,6 +1,6 @@
 -- claim.sql: the claim the course teaches. One statement picks the oldest due
 -- ready jobs, locks them while skipping rows other workers hold, marks them
--- running, counts the attempt (the fencing token) and writes a lease.
+-- running, counts the attempt, takes a new fencing token and writes a lease.
 -- Safe: yes. This is the production claim.
 -- Parameters: batch (int, 1..10000), lease (interval).
 -- Notes: the locking clause sits inside the WITH query, which is the only way
@@ -17,7 +17,9 @@ WITH next AS (
 UPDATE jobs
 SET status = 'running',
     attempts = jobs.attempts + 1,
+    fence_token = jobs.fence_token + 1,
     leased_until = now() + :'lease'::interval
 FROM next
 WHERE jobs.id = next.id
-RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.leased_until;
+RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.leased_until,
+          jobs.fence_token;

@@ -1,9 +1,9 @@
 -- extend_lease.sql: a heartbeat for a long job. Pushes the lease forward, but
--- only while this worker still holds the claim (fenced on attempts).
+-- only while this worker still holds the claim (fenced on its fencing token).
 -- Safe: yes.
--- Parameters: id (bigint), attempts (int), lease (interval from now).
+-- Parameters: id (bigint), fence_token (bigint), lease (interval from now).
 
 UPDATE jobs
 SET leased_until = now() + :'lease'::interval
-WHERE id = :id AND status = 'running' AND attempts = :attempts
+WHERE id = :id AND status = 'running' AND fence_token = :fence_token
 RETURNING leased_until;

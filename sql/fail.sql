@@ -1,16 +1,19 @@
 -- fail.sql: record a failed try. The job goes back to ready with a wait of
 -- 10 s x 2^attempts, capped at one hour, or to dead once attempts reaches
 -- max_attempts. greatest() keeps that true if someone lowers max_attempts later.
--- Fenced on attempts like complete.sql.
+-- The exponent is capped at 20 before power() runs: 10 s x 2^20 is already far
+-- past the hour, and an uncapped 2^attempts overflows the interval from
+-- attempts 40 on ("interval out of range"), which would leave the job running
+-- until the reaper. Fenced on the claim's fencing token like complete.sql.
 -- Safe: yes.
--- Parameters: id (bigint), attempts (int), error (text).
+-- Parameters: id (bigint), fence_token (bigint), error (text).
 
 UPDATE jobs
 SET status = CASE WHEN attempts = greatest(attempts, max_attempts)
                   THEN 'dead' ELSE 'ready' END,
-    run_at = now() + least(power(2, attempts) * interval '10 seconds',
+    run_at = now() + least(power(2, least(attempts, 20)) * interval '10 seconds',
                            interval '1 hour'),
     leased_until = NULL,
     last_error = :'error'
-WHERE id = :id AND status = 'running' AND attempts = :attempts
+WHERE id = :id AND status = 'running' AND fence_token = :fence_token
 RETURNING status, run_at;

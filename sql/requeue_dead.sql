@@ -1,5 +1,7 @@
 -- requeue_dead.sql: put dead jobs back once their cause is fixed.
--- Safe: yes, but it is a human decision: read last_error first.
+-- Safe: yes, but it is a human decision: read last_error first. It resets
+--   attempts (the retry count) and never fence_token, so a worker still
+--   holding a claim from before the requeue stays fenced out.
 -- Parameters: kind (text, NULL = every kind).
 
 UPDATE jobs

@@ -42,7 +42,7 @@ REVOKE ALL ON TABLE jobs FROM :"role";
 GRANT USAGE ON SCHEMA public TO :"role";
 GRANT SELECT,
       INSERT (kind, payload, run_at, max_attempts),
-      UPDATE (status, run_at, attempts, leased_until, last_error)
+      UPDATE (status, run_at, attempts, fence_token, leased_until, last_error)
   ON TABLE jobs TO :"role";
 
 RESET pgq.worker_role;

@@ -18,10 +18,18 @@ CREATE TABLE IF NOT EXISTS jobs (
                CHECK (status IN ('ready', 'running', 'done', 'dead')),
   run_at       timestamptz NOT NULL DEFAULT now(),
   attempts     int         NOT NULL DEFAULT 0,
+  fence_token  bigint      NOT NULL DEFAULT 0,
   max_attempts int         NOT NULL DEFAULT 5,
   leased_until timestamptz,
   last_error   text
 );
+
+-- The fencing token: every claim adds one and nothing ever resets it, so a
+-- token names one claim over the job's whole life. attempts is the retry
+-- count, and requeue_dead.sql resets it, so it cannot be the fence (a worker
+-- from before a requeue would hold the same attempts as the next claim).
+-- A database made before the column existed gets it here.
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS fence_token bigint NOT NULL DEFAULT 0;
 
 -- Only the rows the hot queries look for are indexed, so both indexes stay
 -- tiny however many done rows pile up (guide, index section).

@@ -45,8 +45,14 @@ def test_server_start_status_stop_through_the_cli(private):
     with psycopg.connect(uri) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
     assert "stopped the embedded PostgreSQL" in cli("server", "stop").stdout
-    assert "stopped" in cli("server", "status").stdout
+    status = cli("server", "status")
+    assert "stopped" in status.stdout and status.returncode == 1  # scripts can ask "is it up?"
     assert "was not running" in cli("server", "stop").stdout
+
+
+def test_the_backend_line_names_the_socket_folder_not_a_port(private):
+    line = cli("server", "start").stdout
+    assert f"Unix socket in {private} (no TCP port)" in line and ":5432" not in line
 
 
 def test_it_listens_on_a_socket_only(private):

@@ -1,5 +1,6 @@
 """Every library function's effect on the rows."""
 
+import dataclasses
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -68,10 +69,44 @@ def test_a_stale_worker_is_fenced_out(conn):
     assert pgq.reap(conn) == 1
     [b] = pgq.claim(conn, lease=timedelta(seconds=60))
     assert (a.id, a.attempts, b.attempts) == (b.id, 1, 2)
+    assert (a.fence_token, b.fence_token) == (1, 2)
     assert pgq.complete(conn, a) is False
     assert job_row(conn, a.id)["status"] == "running"
     assert pgq.complete(conn, b) is True
     assert job_row(conn, a.id)["status"] == "done"
+
+
+def test_a_worker_from_before_a_requeue_stays_fenced(conn):
+    """Issue 8: requeue_dead resets attempts, so attempts cannot be the fence.
+    A claims (attempts 1), stalls; the job dies and is requeued; B claims and
+    also holds attempts 1. Only B's fencing token matches the row."""
+    job_id = pgq.enqueue(conn, "send_receipt", {}, max_attempts=1)
+    [a] = pgq.claim(conn, lease=timedelta(seconds=1))
+    time.sleep(1.2)
+    assert pgq.reap(conn) == 1
+    assert job_row(conn, job_id)["status"] == "dead"
+    assert pgq.requeue_dead(conn) == 1
+    [b] = pgq.claim(conn)
+    assert (a.id, a.attempts) == (b.id, b.attempts) == (job_id, 1)
+    assert b.fence_token > a.fence_token
+    assert run(conn, "complete", {"id": a.id, "fence_token": a.fence_token}).rowcount == 0
+    assert pgq.complete(conn, a) is False
+    assert pgq.fail(conn, a, "late") == "fenced"
+    assert pgq.extend_lease(conn, a) is False
+    assert job_row(conn, job_id)["status"] == "running"
+    assert run(conn, "complete", {"id": b.id, "fence_token": b.fence_token}).rowcount == 1
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"], row["fence_token"]) == ("done", 1, 2)
+
+
+def test_an_older_database_gains_the_fence_token(conn):
+    """schema.sql upgrades a jobs table made before fence_token existed."""
+    run(conn, "lab/drop_fence_token")
+    job_id = pgq.enqueue(conn, "send_receipt", {})
+    run(conn, "schema")
+    [job] = pgq.claim(conn)
+    assert (job.id, job.fence_token) == (job_id, 1)
+    assert pgq.complete(conn, job) is True
 
 
 def test_fenced_after_reap_before_reclaim(conn):
@@ -117,6 +152,29 @@ def test_backoff_is_capped_at_one_hour(conn):
     assert abs(wait - 3600) < 1
 
 
+@pytest.mark.parametrize("attempts", [40, 1_000, 2**31 - 2])
+def test_fail_at_huge_attempts_backs_off_an_hour_without_overflow(conn, attempts):
+    """Issue 8: 2^attempts x 10 s overflowed an interval from attempts 40 on."""
+    job_id = pgq.enqueue(conn, "call_webhook", {}, max_attempts=pgq.queue.MAX_ATTEMPTS)
+    [job] = pgq.claim(conn)
+    run(conn, "lab/set_attempts", {"id": job_id, "attempts": attempts})
+    before = datetime.now(timezone.utc)
+    assert pgq.fail(conn, job, "down") == "ready"
+    row = job_row(conn, job_id)
+    assert row["status"] == "ready" and row["attempts"] == attempts
+    assert abs((row["run_at"] - before).total_seconds() - 3600) < 1
+
+
+@pytest.mark.parametrize("attempts", [40, 1_000, 2**31 - 2])
+def test_fail_at_huge_attempts_goes_dead_without_overflow(conn, attempts):
+    job_id = pgq.enqueue(conn, "call_webhook", {}, max_attempts=attempts)
+    [job] = pgq.claim(conn)
+    run(conn, "lab/set_attempts", {"id": job_id, "attempts": attempts})
+    assert pgq.fail(conn, job, "down for good") == "dead"
+    row = job_row(conn, job_id)
+    assert (row["status"], row["last_error"]) == ("dead", "down for good")
+
+
 def test_lowering_max_attempts_makes_the_next_failure_dead_and_requeue_revives(conn):
     job_id = pgq.enqueue(conn, "call_webhook", {})
     for _ in range(3):
@@ -156,7 +214,7 @@ def test_extend_lease_moves_the_deadline_only_for_the_holder(conn):
     assert pgq.extend_lease(conn, job, timedelta(minutes=10)) is True
     left = (job_row(conn, job.id)["leased_until"] - datetime.now(timezone.utc)).total_seconds()
     assert left > 590
-    stale = pgq.Job(job.id, job.kind, job.payload, attempts=job.attempts - 1)
+    stale = dataclasses.replace(job, fence_token=job.fence_token - 1)
     assert pgq.extend_lease(conn, stale, timedelta(minutes=10)) is False
 
 

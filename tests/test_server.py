@@ -1,13 +1,34 @@
-"""Choosing the server, and the clear errors when it cannot be had."""
+"""Choosing the server, and the clear errors when it cannot be had. The
+Docker tests run where an engine answers (CI's container run); each uses a
+container of its own name, so the course's container is never disturbed."""
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+import uuid
+from pathlib import Path
 
 import pytest
 
 from pgq_teach import SetupError, container, server
+
+ENGINE = container.engine_answers()
+UNPULLABLE = "pgq-teach-test/never-published:0"  # no registry has it, reachable or not
+
+
+def image_is_here() -> bool:
+    if not ENGINE:
+        return False
+    import docker.errors
+
+    try:
+        container.client().images.get(container.image())
+        return True
+    except docker.errors.ImageNotFound:
+        return False
 
 
 @pytest.fixture
@@ -59,27 +80,162 @@ def test_password_is_masked_in_descriptions():
     assert server.describe("postgresql://u:pw@db.example:5433/shop") == "u:***@db.example:5433/shop"
 
 
-@pytest.mark.skipif(container.engine_answers(), reason="a Docker engine answers here")
 def test_docker_without_an_engine_suggests_the_embedded_default(fresh_choice):
     fresh_choice.setenv("PGQ_BACKEND", "docker")
+    fresh_choice.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     with pytest.raises(SetupError, match="no Docker engine answers.*embedded"):
         server.get_server()
 
 
-@pytest.mark.docker
-@pytest.mark.skipif(not container.engine_answers(), reason="no Docker engine answers a ping here")
-def test_docker_backend_starts_postgres(fresh_choice):
-    fresh_choice.setenv("PGQ_BACKEND", "docker")
+def test_a_socket_server_is_described_as_a_folder_not_a_port():
+    where = server.describe("host=/var/lib/pgq-teach/pg18 user=postgres dbname=shop")
+    assert where == "user postgres, database shop, Unix socket in /var/lib/pgq-teach/pg18 (no TCP port)"
+    assert ":5432" not in where
+
+
+def cli(*args, **env):
+    return subprocess.run([sys.executable, "-m", "pgq_teach.cli", *args], capture_output=True, text=True,
+                          timeout=180, env={**os.environ, **env}, check=False)
+
+
+def test_status_and_start_speak_about_an_unreachable_dsn_not_the_embedded_server():
+    dsn = "postgresql://learner:s3cret@127.0.0.1:9/shop"
+    status = cli("server", "status", PGQ_DSN=dsn, PGQ_BACKEND="auto")
+    assert status.returncode == 1
+    assert "PGQ_DSN server (learner:***@127.0.0.1:9/shop): not reachable" in status.stdout
+    assert "embedded" not in status.stdout.split("not reachable")[0] and "s3cret" not in status.stdout
+    start = cli("server", "start", PGQ_DSN=dsn, PGQ_BACKEND="auto")
+    assert start.returncode == 2 and "127.0.0.1:9" in start.stderr
+    assert "set PGQ_DSN to a server you run" not in start.stderr  # it is already set
+    assert "unset PGQ_DSN" in start.stderr
+
+
+@pytest.fixture
+def private_container(fresh_choice):
+    """A container name and an embedded data folder of this test's own."""
+    home = Path(tempfile.mkdtemp(prefix="pgq-teach-test-"))
+    fresh_choice.setenv("PGQ_CONTAINER", f"pgq-teach-test-{uuid.uuid4().hex[:8]}")
+    fresh_choice.setenv("PGQ_DATA_DIR", str(home / "pg18"))
     fresh_choice.delenv("PGQ_DSN", raising=False)
-    chosen = server.get_server()
-    assert chosen.backend == "docker" and chosen.major >= 16
+    yield fresh_choice
+    container.stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not ENGINE, reason="no Docker engine answers a ping here")
+def test_explicit_docker_names_the_image_that_cannot_be_pulled_and_the_fix(private_container):
+    private_container.setenv("PGQ_BACKEND", "docker")
+    private_container.setenv("PGQ_IMAGE", UNPULLABLE)
+    with pytest.raises(SetupError) as err:
+        server.get_server()
+    message = str(err.value)
+    assert f"the image {UNPULLABLE} is not here and cannot be pulled" in message
+    assert "PGQ_IMAGE" in message and "pgq_teach.standin_image" in message and "unset PGQ_BACKEND" in message
+    assert "no Docker engine answers" not in message
+    assert container.find() is None
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not ENGINE, reason="no Docker engine answers a ping here")
+def test_auto_falls_back_to_embedded_with_one_line_saying_why(private_container):
+    private_container.setenv("PGQ_BACKEND", "auto")
+    private_container.setenv("PGQ_IMAGE", UNPULLABLE)
+    out = cli("server", "start")
+    try:
+        assert out.returncode == 0 and out.stderr == "", out.stderr
+        [line] = out.stdout.splitlines()
+        assert "backend embedded (Docker answers, but the image" in line
+        assert f"{UNPULLABLE} is not here and cannot be pulled" in line
+        assert container.find() is None
+    finally:
+        assert "stopped the embedded PostgreSQL" in cli("server", "stop").stdout
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried")
+@pytest.mark.parametrize("ryuk_disabled", ["true", "false"])
+def test_the_container_outlives_each_process_is_reused_and_server_stop_leaves_none(private_container,
+                                                                                 ryuk_disabled):
+    private_container.setenv("PGQ_BACKEND", "docker")
+    private_container.setenv("TESTCONTAINERS_RYUK_DISABLED", ryuk_disabled)
+    client = container.client()
+    before = {c.id for c in client.containers.list(all=True)}
+    first = cli("server", "url")
+    assert first.returncode == 0 and first.stderr == "", first.stderr
+    box = container.find()
+    assert box is not None and box.status == "running"  # its process has ended; the container has not
+    second = cli("server", "url")
+    assert second.stdout == first.stdout  # found and reused, same port and password
+    line = cli("server", "start").stdout
+    assert f"backend docker ({container.image()})" in line
+    made = {c.id for c in client.containers.list(all=True)} - before
+    assert made == {box.id}  # one container, and no reaper beside it
+    stopped = cli("server", "stop")
+    assert f"removed the container {container.name()}" in stopped.stdout
+    assert {c.id for c in client.containers.list(all=True)} - before == set()
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried")
+def test_processes_starting_at_once_share_one_container(private_container):
+    # Kernels of a Run All, or CLI calls in a script, ask at the same moment.
+    private_container.setenv("PGQ_BACKEND", "docker")
+    calls = [subprocess.Popen([sys.executable, "-m", "pgq_teach.cli", "server", "url"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    answers = [call.communicate(timeout=180) for call in calls]
+    assert [err for _, err in answers] == [""] * 4
+    assert len({out for out, _ in answers}) == 1
+    assert [c.name for c in container.client().containers.list(all=True)].count(container.name()) == 1
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried")
+def test_a_restart_or_a_stopped_container_keeps_the_connection_string_and_the_data(private_container):
+    import psycopg
+
+    from pgq_teach.statements import run
+
+    private_container.setenv("PGQ_BACKEND", "docker")
+    dsn, _ = container.start()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        before = run(conn, "lab/server_session").fetchone()[0]
+    container.restart()
+    assert container.start()[0] == dsn
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert run(conn, "lab/server_session").fetchone()[0] > before
+        run(conn, "admin/create_database", idents={"name": "pgq_kept"})
+    container.find().stop(timeout=5)  # as a reboot would leave it
+    assert container.start()[0] == dsn  # started again, same port and password
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert run(conn, "admin/database_exists", {"name": "pgq_kept"}).fetchone() == (1,)
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried")
+def test_the_image_serves_testcontainers_own_postgres_container(monkeypatch):
+    # testcontainers' readiness check runs sh and psql inside the container, and passes its own
+    # user, password and database: the stand-in image must honour all of them.
+    import psycopg
+    from testcontainers.community.postgres import PostgresContainer
+    from testcontainers.core.config import testcontainers_config
+
+    from pgq_teach.statements import run
+
+    monkeypatch.setattr(testcontainers_config, "ryuk_disabled", True)  # its reaper image cannot be pulled offline
+    with PostgresContainer(container.image()) as box:
+        with psycopg.connect(box.get_connection_url(driver=None)) as conn:
+            assert run(conn, "lab/server_session").fetchone()[1:] == ("test", "test")
+        made = box.get_wrapped_container().id
+    assert made not in {c.id for c in container.client().containers.list(all=True)}
 
 
 def test_a_role_without_createdb_is_told_which_grant_it_needs(pg, fresh_choice):
-    from pgq_teach.databases import open_database
-    from pgq_teach.statements import run
     import psycopg
     from psycopg.conninfo import make_conninfo
+
+    from pgq_teach.databases import open_database
+    from pgq_teach.statements import run
 
     with psycopg.connect(pg.dsn, autocommit=True) as admin:
         run(admin, "lab/create_login_role", idents={"name": "pgq_no_createdb"}, params={"password": "pw"})

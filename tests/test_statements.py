@@ -50,7 +50,7 @@ def test_claim_uses_skip_locked_inside_the_with_and_a_literal_ready():
 
 def test_placeholders_become_parameters_never_text():
     q = statement("complete").query()
-    assert "%(id)s" in q and "%(attempts)s" in q
+    assert "%(id)s" in q and "%(fence_token)s" in q
     assert ":id" not in q
     # casts survive untouched
     assert "%(lease)s::interval" in statement("claim").query()

@@ -167,11 +167,7 @@ def drain(
             got = queue.claim(conn, batch=batch)
             if not got:
                 break
-            run(
-                conn,
-                "lab/complete_batch",
-                {"ids": [j.id for j in got], "attempts": [j.attempts for j in got]},
-            )
+            queue.complete_many(conn, got)
             drained += len(got)
             if drained >= next_sample:
                 s0 = time.perf_counter()

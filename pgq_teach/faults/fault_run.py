@@ -181,6 +181,7 @@ def run_faults(
     settings = {
         "lease": s.lease,
         "poll": s.poll,
+        "batch": 10,  # so outcomes wait for their flush while faults strike
         "sleep_ms": (2, 12),
         "max_seconds": s.seconds + s.drain_timeout + 60,
     }

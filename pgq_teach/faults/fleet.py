@@ -136,7 +136,15 @@ def _serve(spec: dict) -> None:
         except psycopg.Error:
             pass  # the outcome log is a lower bound; the jobs table is the truth
 
-    worker = Worker(conninfo, {KIND: handle}, lease=spec["lease"], poll=spec["poll"], on_event=on_event)
+    # Batches of 10, so outcomes wait for their flush while faults strike.
+    worker = Worker(
+        conninfo,
+        {KIND: handle},
+        lease=spec["lease"],
+        poll=spec["poll"],
+        batch=spec.get("batch", 1),
+        on_event=on_event,
+    )
     worker.stop_on_sigterm()
     parent = os.getppid()
     deadline = time.monotonic() + spec["max_seconds"]

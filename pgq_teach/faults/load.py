@@ -121,6 +121,7 @@ def run_load(
     settings = {
         "lease": lease,
         "poll": poll,
+        "batch": 10,  # so outcomes wait for their flush while workers run
         "sleep_ms": (0, 2),
         "fail_rate": fail_rate,
         "plan_seed": seed,

@@ -11,6 +11,7 @@
 UPDATE jobs
 SET status = 'running',
     attempts = jobs.attempts + 1,
+    fence_token = jobs.fence_token + 1,
     leased_until = now() + :'lease'::interval
 WHERE jobs.id IN (
   SELECT id FROM jobs
@@ -19,4 +20,5 @@ WHERE jobs.id IN (
   LIMIT :batch
   FOR UPDATE SKIP LOCKED
 )
-RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.leased_until;
+RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.leased_until,
+          jobs.fence_token;

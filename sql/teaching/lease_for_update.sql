@@ -14,7 +14,9 @@ WITH next AS (
 UPDATE jobs
 SET status = 'running',
     attempts = jobs.attempts + 1,
+    fence_token = jobs.fence_token + 1,
     leased_until = now() + :'lease'::interval
 FROM next
 WHERE jobs.id = next.id
-RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.leased_until;
+RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.leased_until,
+          jobs.fence_token;

@@ -1,0 +1,505 @@
+"""`pgq-teach bench`: the queue's speed, every setup side by side in one run on
+one server (issue 13).
+
+Each setup drains the same no-op jobs from a fresh database, three times,
+interleaved (setup A, B, C, then A, B, C again), so a busy moment on a shared
+machine hits every setup alike. Every run's end state is checked on the
+server: all jobs done, none claimed twice (each claim adds one to a job's
+fencing token, so a token above 1 is a second claim). Timings are reported,
+never asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from typing import Any, Callable
+
+import psycopg
+
+from . import queue
+from .databases import Database, open_database
+from .errors import BadInput
+from .guide import figure
+from .statements import run
+from .worker import Worker
+
+KIND = "noop"
+RAW_BATCH = 100  # the guide's batch
+WORKER_BATCHES = (1, 10, 100)
+WORKER_COUNTS = (1, 4, 16)
+RAW_CONNECTIONS = (1, 4)
+PGQUEUER_BATCHES = (10, 100)
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class Outcome:
+    """One run of one setup: what it measured and whether its end state held."""
+
+    value: float
+    ok: bool
+    note: str = ""
+    p99_ms: float | None = None
+
+
+@dataclass
+class Setup:
+    name: str
+    unit: str  # "jobs/s" or "ms"
+    go: Callable[[Database, int], Outcome]
+    batch: int | None = None
+    workers: int | None = None
+    family: str = ""
+
+
+@dataclass
+class Row:
+    name: str
+    unit: str
+    family: str
+    batch: int | None
+    workers: int | None
+    values: list[float] = field(default_factory=list)
+    p99_ms: list[float] = field(default_factory=list)
+    ok: bool = True
+    notes: list[str] = field(default_factory=list)
+    vs_ceiling: float | None = None
+    vs_pgqueuer: float | None = None
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.values) if self.values else None
+
+    @property
+    def p99_median(self) -> float | None:
+        return statistics.median(self.p99_ms) if self.p99_ms else None
+
+
+@dataclass
+class BenchResult:
+    server_version: str
+    cpus: int
+    jobs: int
+    repeats: int
+    rows: list[Row]
+    pgqueuer: str  # "installed 1.6.0" or why its rows are missing
+    stopped: bool = False
+    guess: Any = None
+    guide: Any = None
+    targets: list[tuple[str, str, bool | None]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Every run's end state held (all done, none claimed twice)."""
+        return all(row.ok for row in self.rows)
+
+    def row(self, name: str) -> Row | None:
+        return next((r for r in self.rows if r.name == name), None)
+
+    def table(self) -> str:
+        """A Markdown table: median, min-max, ratios, end state."""
+        lines = [
+            "| setup | median | min–max | × ceiling | × PgQueuer | end state |",
+            "|---|---:|---:|---:|---:|---|",
+        ]
+        for r in self.rows:
+            if not r.values:
+                lines.append(f"| {r.name} | – | – | – | – | {'; '.join(r.notes) or 'not run'} |")
+                continue
+            if r.unit == "ms":
+                med = f"p50 {r.median:.1f} ms, p99 {r.p99_median:.1f} ms"
+                spread = f"p50 {min(r.values):.1f}–{max(r.values):.1f}"
+            else:
+                med = f"{r.median:,.0f} jobs/s"
+                spread = f"{min(r.values):,.0f}–{max(r.values):,.0f}"
+            ceil = f"{r.vs_ceiling:.2f}" if r.vs_ceiling is not None else "–"
+            peer = f"{r.vs_pgqueuer:.2f}" if r.vs_pgqueuer is not None else "–"
+            state = "ok" if r.ok else "FAILED: " + "; ".join(r.notes)
+            lines.append(f"| {r.name} | {med} | {spread} | {ceil} | {peer} | {state} |")
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        head = (
+            f"{self.server_version}; {self.cpus} CPUs; {self.jobs:,} jobs per run; "
+            f"{self.repeats} runs each, interleaved, on a fresh database; PgQueuer: {self.pgqueuer}"
+        )
+        if self.guide is not None:
+            head += f"\nFor comparison, {self.guide} (an idle machine)"
+        goals = "\n".join(
+            f"- {text}: {got} ({'met' if met else 'not met' if met is False else 'n/a'})"
+            for text, got, met in self.targets
+        )
+        verdict = (
+            "every run ended with all jobs done, none claimed twice"
+            if self.ok
+            else "SOME RUNS FAILED their end-state check"
+        )
+        stopped = "\n(stopped early)" if self.stopped else ""
+        return f"{head}\n\n{self.table()}\n\nTargets (issue 13):\n{goals}\n\n{verdict}{stopped}"
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        for row, out in zip(self.rows, data["rows"]):
+            out["median"] = row.median
+            out["p99_ms_median"] = row.p99_median
+        data["ok"] = self.ok
+        return data
+
+
+# --- the setups ------------------------------------------------------------------
+
+
+def _seed(db: Database, jobs: int) -> None:
+    with db.connection() as conn:
+        run(conn, "lab/seed_jobs", {"kind": KIND, "count": jobs})
+        run(conn, "lab/analyze_jobs")
+
+
+def _end_state(db: Database, jobs: int, *, claimed: bool = True) -> tuple[bool, str]:
+    with db.connection() as conn:
+        total, done, twice, never = run(conn, "lab/bench_end_state").fetchone()
+    if claimed:
+        ok = total == done == jobs and twice == 0 and never == 0
+    else:
+        ok = total == jobs and done == 0 and never == jobs
+    return (
+        ok,
+        "" if ok else f"{total:,} jobs, {done:,} done, {twice:,} claimed twice, {never:,} never claimed",
+    )
+
+
+def _threads(count: int, target: Callable[[int], None]) -> float:
+    """Run target(i) on `count` threads started together; seconds taken.
+    A thread's error is raised here."""
+    errors: list[BaseException] = []
+    gate = threading.Barrier(count + 1)
+
+    def go(i: int) -> None:
+        try:
+            gate.wait()
+            target(i)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=go, args=(i,), daemon=True) for i in range(count)]
+    for t in threads:
+        t.start()
+    gate.wait()
+    began = time.perf_counter()
+    for t in threads:
+        t.join()
+    took = time.perf_counter() - began
+    if errors:
+        raise errors[0]
+    return took
+
+
+def ceiling(db: Database, jobs: int) -> Outcome:
+    """Two set-based UPDATEs: every job claimed at once, then every job done."""
+    _seed(db, jobs)
+    with db.connection() as conn:
+        began = time.perf_counter()
+        run(conn, "lab/bench_claim_all")
+        run(conn, "lab/bench_complete_all")
+        took = time.perf_counter() - began
+    ok, note = _end_state(db, jobs)
+    return Outcome(jobs / took, ok, note)
+
+
+def raw_loop(connections: int) -> Callable[[Database, int], Outcome]:
+    """The guide's loop on `connections` connections: claim 100 (claim.sql),
+    then one fenced set-based completion (complete_many.sql), each statement
+    committed on its own, durably."""
+
+    def go(db: Database, jobs: int) -> Outcome:
+        _seed(db, jobs)
+        conns = [db.connect() for _ in range(connections)]
+        completed: list[list[int]] = [[] for _ in conns]
+        lease = timedelta(minutes=5)
+
+        def drain(i: int) -> None:
+            conn = conns[i]
+            while rows := run(conn, "claim", {"batch": RAW_BATCH, "lease": lease}).fetchall():
+                params = {"ids": [r[0] for r in rows], "fence_tokens": [r[6] for r in rows]}
+                completed[i] += [r[0] for r in run(conn, "complete_many", params).fetchall()]
+
+        try:
+            took = _threads(connections, drain)
+        finally:
+            for conn in conns:
+                conn.close()
+        ok, note = _end_state(db, jobs)
+        ids = [i for part in completed for i in part]
+        if len(ids) != len(set(ids)) or len(ids) != jobs:
+            ok, note = False, f"{len(ids):,} completions reported for {jobs:,} jobs"
+        return Outcome(jobs / took, ok, note)
+
+    return go
+
+
+def worker_drain(batch: int, workers: int, durable: bool = False) -> Callable[[Database, int], Outcome]:
+    """The library's Worker, `workers` of them on threads (in one process, as
+    the raw loop's connections are), at `batch`; with `durable`, every
+    completion waits for its WAL flush."""
+
+    def go(db: Database, jobs: int) -> Outcome:
+        _seed(db, jobs)
+        fleet = [
+            Worker(db.dsn, {KIND: lambda job: None}, batch=batch, durable_completions=durable)
+            for _ in range(workers)
+        ]
+        took = _threads(workers, lambda i: fleet[i].run(until_idle=True))
+        ok, note = _end_state(db, jobs)
+        ids = [i for w in fleet for i in w.report.done_ids]
+        trouble = sum(w.report.fenced + w.report.reconnects + w.report.retried for w in fleet)
+        if len(ids) != len(set(ids)) or len(ids) != jobs or trouble:
+            ok, note = False, f"{len(ids):,} done for {jobs:,} jobs; {trouble} fenced, reconnects or retries"
+        return Outcome(jobs / took, ok, note)
+
+    return go
+
+
+def bulk_enqueue(db: Database, jobs: int) -> Outcome:
+    """enqueue_many of `jobs` payloads in one transaction, committed."""
+    payloads = [{"n": n} for n in range(jobs)]
+    with db.connection() as conn:
+        began = time.perf_counter()
+        with conn.transaction():
+            ids = queue.enqueue_many(conn, KIND, payloads)
+        took = time.perf_counter() - began
+    ok, note = _end_state(db, jobs, claimed=False)
+    if len(set(ids)) != jobs:
+        ok, note = False, f"{len(set(ids)):,} distinct ids for {jobs:,} payloads"
+    return Outcome(jobs / took, ok, note)
+
+
+def pickup_latency(samples: int) -> Callable[[Database, int], Outcome]:
+    """One idle Worker waiting on LISTEN (fallback poll 5 s, so only the
+    notification can wake it in time): from just before enqueue() to the
+    handler starting, `samples` times."""
+
+    def go(db: Database, jobs: int) -> Outcome:
+        started: dict[int, float] = {}
+        arrived = threading.Event()
+
+        def handler(job: queue.Job) -> None:
+            started[job.id] = time.perf_counter()
+            arrived.set()
+
+        worker = Worker(db.dsn, {KIND: handler}, poll=5.0)
+        thread = threading.Thread(target=worker.run, daemon=True)
+        thread.start()
+        waits: list[float] = []
+        try:
+            with db.connection() as conn:
+                time.sleep(0.3)  # let it go idle on LISTEN
+                for _ in range(samples):
+                    arrived.clear()
+                    sent = time.perf_counter()
+                    job_id = queue.enqueue(conn, KIND, {})
+                    if not arrived.wait(10):
+                        break
+                    waits.append((started[job_id] - sent) * 1000)
+                    time.sleep(0.02)  # back to its LISTEN wait before the next one
+        finally:
+            worker.stop()
+            thread.join(10)
+        ok, note = _end_state(db, samples)
+        if len(waits) != samples:
+            ok, note = False, f"{len(waits)} of {samples} jobs picked up within 10 s"
+        cuts = statistics.quantiles(waits, n=100, method="inclusive") if len(waits) > 1 else waits * 99
+        return Outcome(cuts[49], ok, note, p99_ms=cuts[98])
+
+    return go
+
+
+def pgqueuer_version() -> str | None:
+    try:
+        from importlib.metadata import version
+
+        import pgqueuer  # noqa: F401
+
+        return version("pgqueuer")
+    except Exception:
+        return None
+
+
+def pgqueuer_drain(batch: int) -> Callable[[Database, int], Outcome]:
+    def go(db: Database, jobs: int) -> Outcome:
+        from .peers import pgqueuer_run
+
+        took, seen, left = pgqueuer_run(db, jobs, batch)
+        ok = len(seen) == len(set(seen)) == jobs and left == 0
+        note = (
+            "" if ok else f"{len(seen):,} handler calls ({len(set(seen)):,} jobs) for {jobs:,}; {left:,} left"
+        )
+        return Outcome(jobs / took, ok, note)
+
+    return go
+
+
+def setups(samples: int, with_pgqueuer: bool) -> list[Setup]:
+    out = [Setup("two set-based UPDATEs (the ceiling)", "jobs/s", ceiling, family="ceiling")]
+    out += [
+        Setup(f"guide's raw loop, batch {RAW_BATCH}, {c} conn", "jobs/s", raw_loop(c), RAW_BATCH, c, "raw")
+        for c in RAW_CONNECTIONS
+    ]
+    out += [
+        Setup(
+            f"Worker batch {b}, {w} worker{'s' if w > 1 else ''}",
+            "jobs/s",
+            worker_drain(b, w),
+            b,
+            w,
+            "worker",
+        )
+        for b in WORKER_BATCHES
+        for w in WORKER_COUNTS
+    ]
+    out += [
+        Setup(
+            f"Worker batch 100, {w} worker{'s' if w > 1 else ''}, durable completions",
+            "jobs/s",
+            worker_drain(100, w, durable=True),
+            100,
+            w,
+            "durable",
+        )
+        for w in RAW_CONNECTIONS
+    ]
+    out.append(Setup("enqueue_many (bulk enqueue)", "jobs/s", bulk_enqueue, family="enqueue"))
+    out.append(Setup("NOTIFY pickup, 1 idle Worker", "ms", pickup_latency(samples), family="latency"))
+    if with_pgqueuer:
+        out += [
+            Setup(f"PgQueuer batch {b}, 1 worker", "jobs/s", pgqueuer_drain(b), b, 1, "pgqueuer")
+            for b in PGQUEUER_BATCHES
+        ]
+    return out
+
+
+# --- the run -----------------------------------------------------------------------
+
+
+def check_inputs(*, jobs: Any, repeats: Any, samples: Any) -> None:
+    for name, value, low, high in (
+        ("jobs", jobs, 100, 5_000_000),
+        ("repeats", repeats, 1, 20),
+        ("samples", samples, 2, 10_000),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise BadInput(f"{name} must be a whole number from {low:,} to {high:,}, got {value!r}")
+
+
+def run_bench(
+    *,
+    jobs: int = 20_000,
+    repeats: int = 3,
+    samples: int = 200,
+    label: str = "bench",
+    only: Callable[[Setup], bool] | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+) -> BenchResult:
+    """Run every setup `repeats` times, interleaved, each on a fresh database
+    (`label`, dropped and made again before every run)."""
+    check_inputs(jobs=jobs, repeats=repeats, samples=samples)
+    stop = stop or threading.Event()
+    peer = pgqueuer_version()
+    chosen = [s for s in setups(samples, peer is not None) if only is None or only(s)]
+    rows = [Row(s.name, s.unit, s.family, s.batch, s.workers) for s in chosen]
+    db = open_database(label)
+    result = BenchResult(
+        db.server.line(),
+        os.cpu_count() or 0,
+        jobs,
+        repeats,
+        rows,
+        f"installed {peer}" if peer else "not installed (pip install -e '.[bench]')",
+        guide=figure(19),
+    )
+    total, done = repeats * len(chosen), 0
+    for _ in range(repeats):
+        for setup, row in zip(chosen, rows):
+            if stop.is_set():
+                result.stopped = True
+                break
+            db = open_database(label, reset=True)
+            try:
+                outcome = setup.go(db, jobs)
+            except psycopg.Error as exc:
+                row.ok = False
+                row.notes.append(f"{type(exc).__name__}: {exc}".strip())
+            else:
+                row.values.append(outcome.value)
+                if outcome.p99_ms is not None:
+                    row.p99_ms.append(outcome.p99_ms)
+                if not outcome.ok:
+                    row.ok = False
+                    row.notes.append(outcome.note)
+            done += 1
+            if progress:
+                progress(done, total)
+    _compare(result)
+    return result
+
+
+def _compare(result: BenchResult) -> None:
+    ceiling_row = result.row("two set-based UPDATEs (the ceiling)")
+    top = ceiling_row.median if ceiling_row else None
+    peers = {r.batch: r.median for r in result.rows if r.family == "pgqueuer" and r.median}
+    for r in result.rows:
+        if r.unit != "jobs/s" or r.median is None or r.family == "enqueue":
+            continue  # enqueueing is not draining: no ratio to the drains' ceiling
+        if top:
+            r.vs_ceiling = r.median / top
+        peer = peers.get(r.batch) if r.family in ("worker", "pgqueuer", "raw") else None
+        if peer:
+            r.vs_pgqueuer = r.median / peer
+    result.targets = _targets(result)
+
+
+def _ratio(a: Row | None, b: Row | None) -> float | None:
+    return a.median / b.median if a and b and a.median and b.median else None
+
+
+def _targets(result: BenchResult) -> list[tuple[str, str, bool | None]]:
+    out: list[tuple[str, str, bool | None]] = []
+    for n in (1, 4):
+        got = _ratio(
+            result.row(f"Worker batch 100, {n} worker{'s' if n > 1 else ''}"),
+            result.row(f"guide's raw loop, batch {RAW_BATCH}, {n} conn"),
+        )
+        out.append(
+            (
+                f"Worker batch 100 ≥ 0.8 × raw loop at {n} connection(s)",
+                f"{got:.2f}" if got else "not measured",
+                got >= 0.8 if got else None,
+            )
+        )
+    got = _ratio(result.row("Worker batch 100, 1 worker"), result.row("PgQueuer batch 100, 1 worker"))
+    out.append(
+        (
+            "Worker batch 100 ≥ 2 × PgQueuer batch 100 (1 worker each)",
+            f"{got:.2f}" if got else "not measured",
+            got >= 2 if got else None,
+        )
+    )
+    lat = result.row("NOTIFY pickup, 1 idle Worker")
+    if lat and lat.median is not None and lat.p99_median is not None:
+        out.append(
+            (
+                "NOTIFY pickup p50 ≤ 10 ms and p99 ≤ 50 ms",
+                f"p50 {lat.median:.1f} ms, p99 {lat.p99_median:.1f} ms",
+                lat.median <= 10 and lat.p99_median <= 50,
+            )
+        )
+    enq = result.row("enqueue_many (bulk enqueue)")
+    if enq and enq.median:
+        out.append(("enqueue_many ≥ 100,000 jobs/s", f"{enq.median:,.0f} jobs/s", enq.median >= 100_000))
+    return out

@@ -1,0 +1,13 @@
+-- enqueue_many.sql: add many jobs of one kind in one statement, one row per
+-- element of a JSON array, ids in array order. Run it in the caller's
+-- transaction, like enqueue.sql, then notify_ready.sql once for the whole
+-- statement.
+-- Safe: yes.
+-- Parameters: kind (text), payloads (jsonb, an array: one element per job),
+--             run_at (timestamptz, NULL = now), max_attempts (int).
+
+INSERT INTO jobs (kind, payload, run_at, max_attempts)
+SELECT :'kind', p.payload, coalesce(:'run_at'::timestamptz, now()), :'max_attempts'
+FROM jsonb_array_elements(:'payloads'::jsonb) WITH ORDINALITY AS p (payload, n)
+ORDER BY p.n
+RETURNING id;

@@ -1,0 +1,165 @@
+"""Batch completion (issue 13): outcomes sent together, still fenced row by
+row, locked in one order so any number of workers never deadlock."""
+
+import threading
+import time
+from datetime import timedelta
+
+import psycopg
+import pytest
+from helpers import counts, job_row, seed
+
+import pgq_teach as pgq
+from pgq_teach.statements import run
+
+
+def test_a_stale_workers_batch_is_fenced_row_by_row(conn):
+    """A holds four jobs; two of its leases run out and B claims those two.
+    A's one statement completes its two current rows and matches neither
+    stale one; B's completes its two."""
+    seed(conn, 4)
+    short = pgq.claim(conn, batch=2, lease=timedelta(seconds=1))
+    long = pgq.claim(conn, batch=2, lease=timedelta(minutes=5))
+    a = short + long
+    time.sleep(1.2)
+    assert pgq.reap(conn) == 2
+    b = pgq.claim(conn, batch=4)
+    assert sorted(j.id for j in b) == sorted(j.id for j in short)
+    params = {"ids": [j.id for j in a], "fence_tokens": [j.fence_token for j in a]}
+    with conn.transaction():
+        assert run(conn, "complete_many", params).rowcount == 2  # the statement alone
+        raise psycopg.Rollback()
+    # The same batch through the library, which says which rows were fenced.
+    assert pgq.complete_many(conn, a, durable=False) == [False, False, True, True]
+    assert [job_row(conn, j.id)["status"] for j in a] == ["running", "running", "done", "done"]
+    assert pgq.complete_many(conn, b) == [True, True]
+    assert counts(conn) == {"done": 4}
+    assert pgq.complete_many(conn, a) == [False] * 4  # nothing left to complete twice
+
+
+def test_a_stale_workers_failures_are_fenced_row_by_row(conn):
+    seed(conn, 3, kind="call_webhook")
+    stale = pgq.claim(conn, batch=1, lease=timedelta(seconds=1))
+    current = pgq.claim(conn, batch=2)
+    time.sleep(1.2)
+    assert pgq.reap(conn) == 1
+    [fresh] = pgq.claim(conn)
+    run(conn, "lab/set_max_attempts", {"id": current[1].id, "max_attempts": 1})
+    failures = [(stale[0], "late"), (current[0], "HTTP 503"), (current[1], ValueError("bad"))]
+    assert pgq.fail_many(conn, failures, durable=False) == ["fenced", "ready", "dead"]
+    assert job_row(conn, fresh.id)["status"] == "running"  # the stale failure left it alone
+    rows = [job_row(conn, j.id) for j in current]
+    assert [r["last_error"] for r in rows] == ["HTTP 503", "ValueError: bad"]
+    assert pgq.complete_many(conn, [fresh]) == [True]
+
+
+def test_batch_backoff_matches_fail_and_never_overflows(conn):
+    """fail_many backs off like fail.sql: 10 s x 2^attempts, capped at an hour,
+    even at a retry count where 2^attempts would overflow an interval."""
+    seed(conn, 2, kind="call_webhook")
+    jobs = pgq.claim(conn, batch=2)
+    run(conn, "lab/set_max_attempts", {"id": jobs[1].id, "max_attempts": pgq.queue.MAX_ATTEMPTS})
+    run(conn, "lab/set_attempts", {"id": jobs[1].id, "attempts": 2**31 - 2})
+    before = time.time()
+    assert pgq.fail_many(conn, [(j, "down") for j in jobs]) == ["ready", "ready"]
+    waits = [job_row(conn, j.id)["run_at"].timestamp() - before for j in jobs]
+    assert abs(waits[0] - 20) < 1 and abs(waits[1] - 3600) < 1
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: pgq.complete_many(c, "not jobs"),
+        lambda c: pgq.complete_many(c, [1, 2]),
+        lambda c: pgq.fail_many(c, [("job", "error")]),
+        lambda c: pgq.fail_many(c, [1]),
+        lambda c: pgq.enqueue_many(c, "send_receipt", {"n": 1}),
+        lambda c: pgq.enqueue_many(c, "send_receipt", [{"n": 1}, {"bad": float("nan")}]),
+        lambda c: pgq.enqueue_many(c, "", [{"n": 1}]),
+        lambda c: pgq.enqueue_many(c, "send_receipt", [{"n": 1}], max_attempts=0),
+    ],
+)
+def test_bad_batches_are_refused_before_any_sql(conn, call):
+    seed(conn, 1)
+    [job] = pgq.claim(conn)
+    before = job_row(conn, job.id)
+    with pytest.raises(pgq.BadInput):
+        call(conn)
+    assert job_row(conn, job.id) == before and counts(conn) == {"running": 1}
+
+
+def test_sixteen_workers_never_deadlock_nor_retry(db, conn):
+    """16 workers at batch 10 drain 4,000 jobs: every job done once, no
+    deadlock detected by the server, no worker error or reconnect, nothing
+    fenced (no lease ran out), and no failure retried."""
+    seed(conn, 4_000, kind="noop")
+    before = run(conn, "lab/deadlocks").fetchone()[0]
+    workers = [pgq.Worker(db.dsn, {"noop": lambda job: None}, batch=10) for _ in range(16)]
+    errors = []
+
+    def go(worker):
+        try:
+            worker.run(until_idle=True)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=go, args=(w,)) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == [] and not any(t.is_alive() for t in threads)
+    done_ids = [i for w in workers for i in w.report.done_ids]
+    assert len(done_ids) == len(set(done_ids)) == 4_000
+    assert counts(conn) == {"done": 4_000}
+    assert sum(w.report.retried + w.report.fenced + w.report.reconnects for w in workers) == 0
+    assert all(w.report.last_error is None for w in workers)
+    time.sleep(1.1)  # a backend reports its deadlock count within a second
+    with db.connection() as fresh:
+        assert run(fresh, "lab/deadlocks").fetchone()[0] == before
+
+
+def test_enqueue_many_in_the_callers_transaction_with_one_notification(db, conn):
+    with db.connection() as listener:
+        run(listener, "listen")
+        with conn.transaction():
+            ids = pgq.enqueue_many(conn, "send_receipt", [{"n": n} for n in range(500)])
+            assert len(list(listener.notifies(timeout=0.2))) == 0  # not before the commit
+        heard = list(listener.notifies(timeout=0.5))
+    assert [n.payload for n in heard] == ["send_receipt"]
+    assert ids == sorted(ids) and len(set(ids)) == 500
+    assert [job_row(conn, i)["payload"]["n"] for i in (ids[0], ids[250], ids[-1])] == [0, 250, 499]
+    with pytest.raises(RuntimeError), conn.transaction():
+        pgq.enqueue_many(conn, "send_receipt", [{"n": 1}, {"n": 2}])
+        raise RuntimeError("the order failed")
+    assert counts(conn) == {"ready": 500}
+    assert pgq.enqueue_many(conn, "send_receipt", []) == []
+
+
+@pytest.mark.parametrize("flush_after,earlier", [(0.1, "done"), (30.0, "running")])
+def test_outcomes_wait_for_the_batch_or_for_flush_after(db, conn, flush_after, earlier):
+    """Each handler sleeps 0.3 s and looks at the job before it. With
+    flush_after 0.1 s the earlier outcome was sent before this job started;
+    with 30 s it waits for the end of the batch (and the batch still fits in
+    the 60 s lease). Either way all five end done."""
+    seed(conn, 5, kind="slow")
+    seen = []
+
+    def slow(job):
+        with db.connection() as look:
+            if seen:
+                seen.append(job_row(look, job.id - 1)["status"])
+            else:
+                seen.append(None)
+        time.sleep(0.3)
+
+    worker = pgq.Worker(db.dsn, {"slow": slow}, batch=5, lease=60, flush_after=flush_after)
+    report = worker.run(until_idle=True)
+    assert seen == [None] + [earlier] * 4
+    assert report.done == 5 and counts(conn) == {"done": 5}
+
+
+@pytest.mark.parametrize("flush_after", [-1, 60, 61, "1", float("nan")])
+def test_a_flush_after_outside_the_lease_is_refused(db, flush_after):
+    with pytest.raises(pgq.BadInput, match="flush_after"):
+        pgq.Worker(db.dsn, {"noop": lambda job: None}, lease=60, flush_after=flush_after)

@@ -1,7 +1,8 @@
 -- lab/fault_verdict.sql: LAB HELPER. One row that judges a fault or load run
 -- from the jobs table and the ledgers of lab/fault_setup.sql, nothing else.
 -- A claim is named by (job, attempts, worker): attempts alone repeats once
--- requeue_dead.sql resets it. Which worker completed a job comes from the
+-- requeue_dead.sql resets it, and where one worker claims a job again after a
+-- requeue, the times of the two tell them apart. Which worker completed a job comes from the
 -- transition log's actor (the session's application_name).
 -- Jobs: enqueued, done, dead, running, ready, over_attempts (attempts above
 -- max_attempts), dead_without_error. Effects: effects, duplicate_effects (rows
@@ -27,7 +28,7 @@ WITH done_by AS (
   WHERE new_status = 'done' ORDER BY job_id, id
 ),
 completed AS (
-  SELECT jobs.id AS job_id, jobs.attempts, d.actor
+  SELECT jobs.id AS job_id, jobs.attempts, d.actor, d.at
   FROM jobs JOIN done_by d ON d.job_id = jobs.id
   WHERE jobs.status = 'done'
 ),
@@ -63,10 +64,12 @@ c AS (
   LEFT JOIN done_by d ON d.job_id = c.job_id
 ),
 k AS (
-  SELECT count(*) AS claims_not_completing
-  FROM (SELECT DISTINCT job_id, attempts, worker FROM fault_calls WHERE step = 'start') claim
-  WHERE NOT EXISTS (SELECT FROM completed w WHERE w.job_id = claim.job_id
-                    AND w.attempts = claim.attempts AND w.actor = claim.worker)
+  -- Each claim calls the handler once, so every 'start' row is a claim; all
+  -- but the completing one of each done job did not complete it.
+  SELECT (SELECT count(*) FROM fault_calls WHERE step = 'start')
+         - (SELECT count(*) FROM completed w WHERE EXISTS (
+              SELECT FROM fault_calls c WHERE c.step = 'start' AND c.job_id = w.job_id
+                AND c.attempts = w.attempts AND c.worker = w.actor)) AS claims_not_completing
 ),
 t AS (
   SELECT count(*) FILTER (WHERE old_status = 'done' OR (old_status = 'dead' AND NOT (
@@ -100,7 +103,10 @@ o AS (
          count(*) FILTER (WHERE o.outcome = 'fenced') AS fenced,
          count(*) FILTER (WHERE o.outcome IN ('retried', 'dead')) AS failures,
          count(*) FILTER (WHERE o.outcome = 'done' AND w.job_id IS NULL) AS stale_done_accepted,
-         count(*) FILTER (WHERE o.outcome = 'fenced' AND w.job_id IS NOT NULL) AS fenced_own_completion,
+         -- Told fenced after its own completion committed: a worker's earlier
+         -- claim of the same job (same attempts, after a requeue) was told so before.
+         count(*) FILTER (WHERE o.outcome = 'fenced' AND w.job_id IS NOT NULL AND o.at > w.at)
+           AS fenced_own_completion,
          count(*) FILTER (WHERE EXISTS (
            SELECT FROM fault_transitions r
            WHERE r.job_id = o.job_id AND r.old_status = 'dead' AND r.new_status = 'ready'

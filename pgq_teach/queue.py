@@ -205,11 +205,11 @@ def _job(row) -> Job:
     return Job(*row)
 
 
-def claim(conn, *, batch: int = 1, lease=DEFAULT_LEASE, statement: str = "claim") -> list[Job]:
+def claim(conn, *, batch: int = 1, lease=DEFAULT_LEASE) -> list[Job]:
     """Claim up to `batch` due jobs with a lease; an empty list when none is due."""
     params = {"batch": _check_positive_int("batch", batch, 1, MAX_BATCH), "lease": as_lease(lease)}
     with atomic(conn):
-        return [_job(r) for r in run(conn, statement, params).fetchall()]
+        return [_job(r) for r in run(conn, "claim", params).fetchall()]
 
 
 def _explain_miss(conn, job: Job, verb: str) -> bool:

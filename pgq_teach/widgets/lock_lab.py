@@ -67,13 +67,24 @@ class ReplayView:
         return result_html(self.result)
 
 
+def settle_labs(db: Database) -> None:
+    """Reset any open lock lab on this database: a replay empties the jobs
+    table, which must first wait for the lab's open transactions to end."""
+    for lab in list(_open_labs):
+        if lab.db.name == db.name and not lab.closed:
+            lab.reset()
+            lab.wait()
+
+
 def replay(db: Database, clause: str = "for_update", **settings) -> ReplayView:
     """Run the guide's two-session sequence (experiments.locks.replay) and show it."""
+    settle_labs(db)
     return ReplayView(locks.replay(db, clause, **settings))
 
 
 def line_of_waiters(db: Database) -> ReplayView:
     """A, B and C on one row (experiments.locks.line_of_waiters), shown."""
+    settle_labs(db)
     return ReplayView(locks.line_of_waiters(db))
 
 
@@ -197,7 +208,7 @@ class LockLab(W.VBox):
         self.db = db
         if reset:
             prepare(db)
-        self._closed = False
+        self.closed = False
         self.activity = W.HTML(value=activity_html([]))
         self.activity.add_class("pgq-activity")
         self.monitor = ActivityMonitor(db, on_rows=self._show_rows, on_error=self._show_monitor_error,
@@ -264,7 +275,7 @@ class LockLab(W.VBox):
         return self.runner.wait(timeout)
 
     def _start(self, job: Callable[[], object], message: str) -> bool:
-        if self._closed or self.runner.busy:
+        if self.closed or self.runner.busy:
             return False
         self._enable(False)
         self.lab_status.value = message
@@ -303,7 +314,7 @@ class LockLab(W.VBox):
     def _enable(self, on: bool) -> None:
         # Clicks during a reset or replay would take the replay's jobs.
         for button in (*self.a.buttons, *self.b.buttons, self.reset_button, self.replay_button):
-            button.disabled = not on or self._closed
+            button.disabled = not on or self.closed
 
     # --- the live activity view ---------------------------------------------------
 
@@ -362,9 +373,9 @@ class LockLab(W.VBox):
     def close(self) -> None:
         """Stop the monitor, end both sessions (open transactions roll back)
         and close every connection. Safe to call twice."""
-        if self._closed:
+        if self.closed:
             return
-        self._closed = True
+        self.closed = True
         _open_labs.discard(self)
         self.runner.stop()
         if self.runner.thread is not None:

@@ -101,13 +101,16 @@ def series(points: list[tuple[int, list[tuple[str, float]]]], *, width: int = 72
     for i in range(5):
         y = top_y * i / 4
         body.append(f'<text x="{left - 4}" y="{py(y) + 4:.1f}" text-anchor="end">{y:,.0f}</text>')
-        body.append(f'<line x1="{left}" y1="{py(y):.1f}" x2="{left + plot_w}" y2="{py(y):.1f}" stroke="#ddd"/>')
-    body.append(f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle">{escape(x_label)}</text>')
+        body.append(f'<line x1="{left}" y1="{py(y):.1f}" x2="{left + plot_w}" y2="{py(y):.1f}" '
+                    'stroke="#ddd"/>')
+    body.append(f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle">'
+                f'{escape(x_label)}</text>')
     body.append(f'<text x="4" y="{top - 6}">{escape(y_label)}</text>')
     for n, name in enumerate(names):
         colour = colours[n % len(colours)]
         line = " ".join(f"{px(x):.1f},{py(dict(ys)[name]):.1f}" for x, ys in points)
-        body.append(f'<polyline class="series" points="{line}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        body.append(f'<polyline class="series" points="{line}" fill="none" stroke="{colour}" '
+                    'stroke-width="2"/>')
         for x, ys in points:
             body.append(f'<circle cx="{px(x):.1f}" cy="{py(dict(ys)[name]):.1f}" r="3" fill="{colour}"/>')
         body.append(f'<rect x="{left + 10 + n * 250}" y="20" width="14" height="4" fill="{colour}"/>')

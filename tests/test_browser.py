@@ -65,7 +65,7 @@ def assert_guess_fields_are_wide(page) -> int:
         field = fields.nth(i)
         field.scroll_into_view_if_needed()
         size = field.evaluate(CHAR_WIDTH_JS)
-        assert size["width"] >= 8 * size["char"], f"guess field {i} is {size['width']:.0f} px, under 8 characters"
+        assert size["width"] >= 8 * size["char"], f"guess field {i}: {size['width']:.0f} px, under 8 chars"
     return count
 
 

@@ -288,7 +288,10 @@ def test_the_monitor_surfaces_its_errors(db, monkeypatch):
     from pgq_teach.experiments import sessions
 
     monitor = sessions.ActivityMonitor(db)
-    monkeypatch.setattr(sessions, "activity", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("monitor broke")))
+    def broken(*args, **kwargs):
+        raise RuntimeError("monitor broke")
+
+    monkeypatch.setattr(sessions, "activity", broken)
     with pytest.raises(RuntimeError, match="monitor broke"):
         monitor.wait_for(lambda r: True, "anything", timeout=2)
     assert isinstance(monitor.error, RuntimeError)

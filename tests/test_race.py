@@ -1,10 +1,10 @@
 """Concurrency through the library's claim, and the naive claim's real bug."""
 
+import threading
+
 import pytest
 
 from pgq_teach import BadInput
-import threading
-
 from pgq_teach.experiments import race
 from pgq_teach.experiments.race import run_race
 

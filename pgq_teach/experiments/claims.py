@@ -15,9 +15,9 @@ import statistics
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Callable
 
 from .. import charts, queue
 from ..databases import Database
@@ -25,7 +25,7 @@ from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import explain, run
 from . import race
-from .race import STYLES, RaceResult, status_counts
+from .race import RaceResult, status_counts
 from .results import Comparison, Result, guess_text, server_fields
 
 Progress = Callable[[int, int], None]
@@ -41,7 +41,8 @@ SHORT = {
     "lease_for_update": "lease + FOR UPDATE",
     "lease_skip_locked": "lease + SKIP LOCKED",
 }
-FIVE_WAYS = ("naive", "hold_for_update", "hold_skip_locked", "lease_for_update", "lease_skip_locked")  # guide #6
+# the guide's five claim styles (#6)
+FIVE_WAYS = ("naive", "hold_for_update", "hold_skip_locked", "lease_for_update", "lease_skip_locked")
 LOCKING_STYLES = tuple(m for m in FIVE_WAYS if m != "naive")
 ZERO_WORK_STYLES = ("lease_skip_locked", "lease_for_update")
 # Two medians closer than this are within the noise of a shared 2-CPU machine.
@@ -103,13 +104,15 @@ class BatchDrainResult(Result):
 
     def summary(self) -> str:
         return "\n".join([
-            f"batch drain: {self.jobs:,} jobs, batches of up to {self.batch:,}, {self.workers} workers at once"
+            f"batch drain: {self.jobs:,} jobs, batches of up to {self.batch:,}, "
+            f"{self.workers} workers at once"
             + self.stopped_note,
             f"  batches: {self.batches:,}  (your guess: {guess_text(self.guess)})",
             f"  largest batch: {self.largest_batch:,} rows; total claimed: {self.total_claimed:,}",
             f"  every job claimed by one batch only: {'yes' if self.every_job_once else 'NO'}",
             f"  jobs by status afterwards: {self.status_counts}",
-            f"  elapsed {self.elapsed_s:.2f} s ({self.total_claimed / max(self.elapsed_s, 1e-9):,.0f} jobs/s claimed)",
+            f"  elapsed {self.elapsed_s:.2f} s "
+            f"({self.total_claimed / max(self.elapsed_s, 1e-9):,.0f} jobs/s claimed)",
         ] + self.footer())
 
 
@@ -171,7 +174,8 @@ def batch_drain(
     if progress and not stop.is_set():
         progress(jobs, jobs)
     return BatchDrainResult(
-        jobs=jobs, batch=batch, workers=workers, batch_sizes=sizes, claims_per_job=claims, elapsed_s=elapsed,
+        jobs=jobs, batch=batch, workers=workers, batch_sizes=sizes, claims_per_job=claims,
+        elapsed_s=elapsed,
         status_counts=status_counts(db), stopped=stop.is_set() and sum(sizes) < jobs, guess=guess,
         **server_fields(db),
     )
@@ -252,9 +256,11 @@ class FiveWayResult(Result, race.Ideals):
     def comparison(self) -> list[Comparison]:
         """The guess is for hold + FOR UPDATE, in seconds."""
         g = self.guide.values
-        rows: list[Comparison] = [("hold + FOR UPDATE, s (median)", self.guess_cell, self.median("hold_for_update"),
+        hold = self.median("hold_for_update")
+        rows: list[Comparison] = [("hold + FOR UPDATE, s (median)", self.guess_cell, hold,
                                    f"slower than the {g['serial_s']:.1f} s serial ideal")]
-        rows += [(f"{SHORT[m]}, s (median)", None, self.median(m), None) for m in FIVE_WAYS if m != "hold_for_update"]
+        rows += [(f"{SHORT[m]}, s (median)", None, self.median(m), None)
+                 for m in FIVE_WAYS if m != "hold_for_update"]
         naive = max(self.run_more_than_once["naive"], default=None)
         rows += [
             ("serial ideal, s", None, self.serial_ideal_s, g["serial_s"]),
@@ -408,7 +414,8 @@ def zero_work(
     _check_whole("rounds", rounds)
     race.check_inputs(workers=workers, jobs=jobs, work_ms=0, mode="lease_skip_locked")
     stop = stop or threading.Event()
-    plan = [mode for n in range(rounds) for mode in (ZERO_WORK_STYLES if n % 2 == 0 else ZERO_WORK_STYLES[::-1])]
+    plan = [mode for n in range(rounds)
+            for mode in (ZERO_WORK_STYLES if n % 2 == 0 else ZERO_WORK_STYLES[::-1])]
     races, stopped = _rounds_of_races(db, plan, workers=workers, jobs=jobs, work_ms=0,
                                       progress=progress, stop=stop)
     return ZeroWorkResult(workers=workers, jobs=jobs, rounds=rounds, races=races,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -31,8 +31,6 @@ EMAIL = "asha@example.com"  # the made-up store's customer
 TOTAL = Decimal("1499.00")  # the order total in the guide's example
 QUIET_LIMITS = (0.05, 10.0)  # seconds to listen for a notification that should not come
 DELIVERY_WAIT = 5.0  # seconds to wait for one that should; it normally takes milliseconds
-# The guide's transactional-enqueue finding, in the course's words (it has no figure number).
-GUIDE_FINDING = "the guide: rolling back an order took its job with it; every committed order came with its job"
 
 
 @dataclass(frozen=True)

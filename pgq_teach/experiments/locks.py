@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import psycopg
 
@@ -25,8 +25,23 @@ from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
 from ..statements import run
 from .results import Comparison, Result, guess_text, server_fields
-from .sessions import (CLOSED, DONE, ERROR, GOT_JOB, IDLE, IN_TRANSACTION, LAB_PREFIX, NO_JOB, PHASES,
-                       WAITING, ActivityRow, Session, SessionState, Step, activity)
+from .sessions import (
+    CLOSED,
+    DONE,
+    ERROR,
+    GOT_JOB,
+    IDLE,
+    IN_TRANSACTION,
+    LAB_PREFIX,
+    NO_JOB,
+    PHASES,
+    WAITING,
+    ActivityRow,
+    Session,
+    SessionState,
+    Step,
+    activity,
+)
 
 __all__ = ["CLAUSES", "CLOSED", "DONE", "ERROR", "GOT_JOB", "IDLE", "IN_TRANSACTION", "LAB_PREFIX", "NO_JOB",
            "PHASES", "WAITING", "ActivityRow", "JobsBusy", "LockSession", "ReplayResult", "Session",
@@ -263,6 +278,12 @@ class WaitersResult(Result):
     guide: GuideFigure = field(default_factory=lambda: figure(2))
 
     @property
+    def c_blocker_text(self) -> str:
+        if self.c_waits_behind_b:
+            return "B"
+        return str(self.c_row.blocking_pids) if self.c_row else "none"
+
+    @property
     def c_waits_behind_b(self) -> bool:
         """C's blocker is B, the first waiter, not A who holds the row."""
         return self.c_row is not None and self.c_row.blocking_pids == (self.b_pid,)
@@ -273,8 +294,7 @@ class WaitersResult(Result):
              " / ".join(self.guide.values["wait_event"])),
             ("C (second waiter) waited on", None, self.c_row.wait_event_text if self.c_row else "none",
              "not measured"),
-            ("pg_blocking_pids(C)", None, "B" if self.c_waits_behind_b else str(self.c_row and self.c_row.blocking_pids),
-             "not measured"),
+            ("pg_blocking_pids(C)", None, self.c_blocker_text, "not measured"),
         ]
 
     def summary(self) -> str:
@@ -290,7 +310,7 @@ class WaitersResult(Result):
         return "\n".join(lines + self.footer())
 
 
-def line_of_waiters(db: Database, *, settle_s: float = 5.0) -> WaitersResult:
+def line_of_waiters(db: Database, *, settle_s: float = 15.0) -> WaitersResult:
     """A locks job 1 and holds it. B claims with FOR UPDATE and waits; then C
     does the same. We read pg_stat_activity while both wait, then A commits
     (job 1 done), B gets job 2 and commits, and C finds no ready job."""

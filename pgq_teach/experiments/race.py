@@ -7,9 +7,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Callable
 
 import psycopg
 
@@ -209,8 +209,9 @@ def style_claimer(style: str, wasted: Callable[[], None]) -> Claimer:
                 row = run(conn, "teaching/naive_read").fetchone()
                 if row is None:
                     return None
-                if run(conn, "teaching/guarded_mark", {"id": row[0]}).rowcount == 1:
-                    return row[0], lambda: run(conn, "teaching/mark_done", {"id": row[0]})
+                job_id = row[0]
+                if run(conn, "teaching/guarded_mark", {"id": job_id}).rowcount == 1:
+                    return job_id, lambda job_id=job_id: run(conn, "teaching/mark_done", {"id": job_id})
                 wasted()  # another worker marked it first: read again
         return claim_one
 
@@ -397,18 +398,21 @@ class SweepResult(Result):
         return race.guide_figure_text() if race.workers == self.guide.values["workers"] else None
 
     def summary(self) -> str:
-        lines = [f"naive race, {self.jobs:,} jobs, {self.work_ms:g} ms each, by worker count" + self.stopped_note]
+        lines = [f"naive race, {self.jobs:,} jobs, {self.work_ms:g} ms each, by worker count"
+                 + self.stopped_note]
         for r in self.races:
             per = self.runs_per_duplicate(r.workers)
+            per_text = f" ({per:.1f} runs per such job)" if per else ""
             lines.append(f"  {r.workers:>2} workers: {r.run_more_than_once:>4,} jobs run more than once, "
-                         f"{r.extra_runs:>4,} extra runs" + (f" ({per:.1f} runs per such job)" if per else ""))
+                         f"{r.extra_runs:>4,} extra runs{per_text}")
         return "\n".join(lines + self.footer())
 
     def chart_svg(self, width: int = 720) -> str:
         points = [(r.workers, [("jobs run more than once", r.run_more_than_once),
                                ("extra runs (work done again)", r.extra_runs)]) for r in self.races]
         return charts.series(points, width=width, x_label="workers", y_label="jobs / runs",
-                             title=f"Naive race, {self.jobs:,} jobs of {self.work_ms:g} ms, by number of workers")
+                             title=f"Naive race, {self.jobs:,} jobs of {self.work_ms:g} ms, "
+                                   "by number of workers")
 
 
 def sweep_workers(

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from queue import SimpleQueue
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -171,7 +172,8 @@ class Session:
     def begin(self) -> None:
         self.submit(self.do_begin)
 
-    def run(self, statement: str, params: Mapping[str, Any] | None = None, *, label: str | None = None) -> None:
+    def run(self, statement: str, params: Mapping[str, Any] | None = None, *,
+            label: str | None = None) -> None:
         """Run the named statement from sql/ (as `statements.run` does)."""
         self.submit(self.do_run, statement, params, label or statement)
 

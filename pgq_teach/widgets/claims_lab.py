@@ -45,13 +45,15 @@ class BatchDrainLab(ExperimentPanel):
             return claims.batch_drain(db, jobs=jobs, batch=batch, workers=workers, **run)
 
         super().__init__(experiment, batch_drain_html, css_class="pgq-drain-lab",
-                         guess_label=f"Your guess: how many batches will {jobs:,} jobs take, at {batch} per batch?")
+                         guess_label=f"Your guess: how many batches will {jobs:,} jobs take, "
+                                     f"at {batch} per batch?")
 
 
 class FiveWayLab(ExperimentPanel):
     """Guide #6: the five claim styles, several rounds each."""
 
-    def __init__(self, db: Database, *, rounds: int = 3, workers: int = 8, jobs: int = 400, work_ms: int = 10):
+    def __init__(self, db: Database, *, rounds: int = 3, workers: int = 8, jobs: int = 400,
+                 work_ms: int = 10):
         def experiment(**run: Any) -> FiveWayResult:
             return claims.five_way(db, rounds=rounds, workers=workers, jobs=jobs, work_ms=work_ms, **run)
 

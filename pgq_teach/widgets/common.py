@@ -4,8 +4,9 @@ the guess / this server / guide comparison, and small HTML helpers."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from html import escape
-from typing import Any, Callable
+from typing import Any
 
 import ipywidgets as W
 
@@ -87,8 +88,10 @@ def cell_html(value: Any) -> str:
 def comparison_html(rows: list[tuple[str, Any, Any, Any]], *, version: str = "") -> str:
     """A table of (measure, your guess, this server, the guide), from a result's comparison()."""
     head = "<tr><th>measure</th><th>your guess</th><th>this server</th><th>the guide</th></tr>"
-    body = "".join(f"<tr><td>{escape(m)}</td>{cell_html(g)}{cell_html(s)}{cell_html(r)}</tr>" for m, g, s, r in rows)
-    note = f"<caption style='caption-side:bottom'>this server: PostgreSQL {escape(version)}</caption>" if version else ""
+    body = "".join(f"<tr><td>{escape(m)}</td>{cell_html(g)}{cell_html(s)}{cell_html(r)}</tr>"
+                   for m, g, s, r in rows)
+    note = (f"<caption style='caption-side:bottom'>this server: PostgreSQL {escape(version)}</caption>"
+            if version else "")
     return f'{TABLE_STYLE}<table class="pgq-compare pgq-table">{head}{body}{note}</table>'
 
 
@@ -163,7 +166,7 @@ class ProgressRelay:
             if last_round:
                 return
 
-    def __enter__(self) -> "ProgressRelay":
+    def __enter__(self) -> ProgressRelay:
         self.thread.start()
         return self
 

@@ -32,8 +32,8 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from html import escape
-from typing import Callable
 
 import ipywidgets as W
 

@@ -20,7 +20,15 @@ from html import escape
 import ipywidgets as W
 
 from ..databases import Database
-from ..experiments.race import STYLES, RaceResult, SweepResult, guide_rows, run_race, style_name, sweep_workers
+from ..experiments.race import (
+    STYLES,
+    RaceResult,
+    SweepResult,
+    guide_rows,
+    run_race,
+    style_name,
+    sweep_workers,
+)
 from .common import TABLE_STYLE, ExperimentPanel, comparison_html
 
 GUESS_LABEL = "Your guess: how many jobs will run more than once?"
@@ -42,7 +50,8 @@ def _guide_table(result: RaceResult) -> str:
         matched = version == result.compared_version
         mark = f" ◀ compared with this server (PostgreSQL {escape(result.server_version)})" if matched else ""
         weight = "bold" if matched else "normal"
-        rows.append(f"<tr style='font-weight:{weight}'><td>PostgreSQL {version}</td><td>{escape(text)}{mark}</td></tr>")
+        rows.append(f"<tr style='font-weight:{weight}'><td>PostgreSQL {version}</td>"
+                    f"<td>{escape(text)}{mark}</td></tr>")
     return (
         f'{TABLE_STYLE}<table class="pgq-guide pgq-table"><caption style="text-align:left">'
         f"guide #{result.guide.number}: {escape(result.guide.experiment)} — jobs claimed more than once"
@@ -106,7 +115,8 @@ def sweep_html(result: SweepResult) -> str:
 class SweepLab(ExperimentPanel):
     """The naive race for 1 to 16 workers, charted: duplicates against worker count."""
 
-    def __init__(self, db: Database, *, jobs: int = 200, work_ms: int = 10, workers: tuple[int, ...] = tuple(range(1, 17))):
+    def __init__(self, db: Database, *, jobs: int = 200, work_ms: int = 10,
+                 workers: tuple[int, ...] = tuple(range(1, 17))):
         super().__init__(
             lambda *, progress, stop, guess: sweep_workers(db, workers=workers, jobs=jobs, work_ms=work_ms,
                                                            guess=guess, progress=progress, stop=stop),

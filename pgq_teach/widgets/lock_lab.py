@@ -63,6 +63,9 @@ class ReplayView:
     def __getattr__(self, name: str):
         return getattr(self.result, name)
 
+    def __repr__(self) -> str:
+        return self.result.summary()
+
     def _repr_html_(self) -> str:
         return result_html(self.result)
 

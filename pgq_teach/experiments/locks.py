@@ -138,7 +138,7 @@ class ReplayResult(Result):
     b_pid: int
     sqlstate: str | None
     message: str | None
-    a_held: float  # seconds from B's claim to A's COMMIT
+    a_held: float  # seconds from the start of B's claim to A's COMMIT
     guide: GuideFigure = field(default_factory=lambda: figure(2))
 
     @property
@@ -239,11 +239,14 @@ def replay(db: Database, clause: str = "for_update", hold_seconds: float = 2.0, 
             progress(1, 2)
         stop = stop or threading.Event()
         stop.wait(max(0.0, started + hold_seconds - time.monotonic()))
+        commit_at = time.monotonic()  # A's COMMIT goes out at this moment or a little later
         a.commit()
         a.wait_done()
-        a_held = time.monotonic() - started
 
         b_state = b.wait_done(timeout=hold_seconds + 30)
+        # How long A held the lock after B's claim began, on the same clock as B's
+        # own timing, so "B waited at least as long as A held" is a fair comparison.
+        a_held = commit_at - (b.opened + b.timeline[-1].started)
         b.rollback()
         b.wait_done()
         if progress:

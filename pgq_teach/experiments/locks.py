@@ -275,8 +275,9 @@ class WaitersResult(Result):
     c_pid: int
     b_row: ActivityRow | None
     c_row: ActivityRow | None
-    b_job: int | None  # what B got once A committed
-    c_job: int | None  # what C got once B committed
+    b_job: int | None  # what B's claim returned once A committed
+    c_job: int | None  # what C's claim returned
+    served_first: str  # "B" or "C": the first waiter is not promised to be served first
     timeline: dict[str, list[Step]]
     guide: GuideFigure = field(default_factory=lambda: figure(2))
 
@@ -307,8 +308,9 @@ class WaitersResult(Result):
             f"blocked by {self.b_row.blocking_pids if self.b_row else ()} (A is {self.a_pid})",
             f"  C waited on {self.c_row.wait_event_text if self.c_row else 'none'}, "
             f"blocked by {self.c_row.blocking_pids if self.c_row else ()} (B is {self.b_pid})",
-            f"  after A's COMMIT B got job {self.b_job}; after B's COMMIT C got "
-            + (f"job {self.c_job}" if self.c_job else "no job"),
+            f"  after A's COMMIT {self.served_first} was served first: B got "
+            + (f"job {self.b_job}" if self.b_job else "no job")
+            + ", C got " + (f"job {self.c_job}" if self.c_job else "no job"),
         ]
         return "\n".join(lines + self.footer())
 
@@ -316,7 +318,8 @@ class WaitersResult(Result):
 def line_of_waiters(db: Database, *, settle_s: float = 15.0) -> WaitersResult:
     """A locks job 1 and holds it. B claims with FOR UPDATE and waits; then C
     does the same. We read pg_stat_activity while both wait, then A commits
-    (job 1 done), B gets job 2 and commits, and C finds no ready job."""
+    (job 1 done); one of B and C gets job 2 and commits, the other finds no
+    ready job."""
     prepare(db)
     names = ("A", "B", "C")
     opened: list[LockSession] = []
@@ -334,17 +337,26 @@ def line_of_waiters(db: Database, *, settle_s: float = 15.0) -> WaitersResult:
         c.claim("for_update")
         rows = wait_seen(db, c, settle_s)
         a.commit()
-        b_state = b.wait_done(timeout=settle_s)
-        b.commit()
-        c_state = c.wait_done(timeout=settle_s)
-        c.rollback()
-        c.wait_done()
+        # Who is served first is not fixed: when A's lock goes, C can lock the
+        # new row version before B does, and then B waits on C. So wait for
+        # whichever finishes first, commit it, and let the other finish.
+        deadline = time.monotonic() + settle_s
+        while b.busy and c.busy:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"neither B nor C finished within {settle_s:g} s of A's COMMIT")
+            time.sleep(0.01)
+        first, second = (b, c) if not b.busy else (c, b)
+        got = {first.name: first.wait_done(timeout=settle_s).job_id}
+        first.commit()
+        got[second.name] = second.wait_done(timeout=settle_s).job_id
+        second.rollback()
+        second.wait_done()
     finally:
         for s in opened:
             s.close()
     return WaitersResult(
         a_pid=a.pid, b_pid=b.pid, c_pid=c.pid, b_row=row_of(rows, b), c_row=row_of(rows, c),
-        b_job=b_state.job_id, c_job=c_state.job_id,
+        b_job=got["B"], c_job=got["C"], served_first=first.name,
         timeline={s.name: list(s.timeline) for s in opened}, **server_fields(db),
     )
 

@@ -137,3 +137,17 @@ def test_the_panel_sets_its_progress_bar_from_one_thread_only(db):
     assert panel.wait(10) == "ok"
     assert panel.progress.value == panel.progress.max == 40
     assert len(senders) == 1 and threading.get_ident() not in senders
+
+
+def test_the_panel_still_runs_an_experiment_and_render_written_the_old_way():
+    """Lessons written before results carried the guess pass (progress, stop)
+    experiments and render(result, guess); the panel hands them the guess read at Run."""
+    from pgq_teach.widgets.common import ExperimentPanel
+
+    panel = ExperimentPanel(lambda progress, stop: "ran", lambda result, guess: f"{result} {guess}",
+                            guess_label="guess?")
+    panel.guess.value = 3
+    assert panel.run_and_wait(10) == "ran"
+    assert panel.output.value == "ran 3"
+    panel.guess.box.value = "not a number"
+    assert panel.guess.value is None

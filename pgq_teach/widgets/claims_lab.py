@@ -72,3 +72,9 @@ class ZeroWorkLab(ExperimentPanel):
         super().__init__(experiment, zero_work_html, css_class="pgq-zero-work-lab",
                          guess_label=f"Your guess: how many milliseconds for {jobs:,} zero-work jobs "
                                      "with SKIP LOCKED?")
+
+
+def run_and_wait(panel: ExperimentPanel, timeout: float | None = None) -> Any:
+    """Press Run unless the learner already has, then wait for the result
+    (the same as `panel.run_and_wait()`, kept for lessons that call it this way)."""
+    return panel.run_and_wait(timeout)

@@ -3,6 +3,8 @@ the guess / this server / guide comparison, and small HTML helpers."""
 
 from __future__ import annotations
 
+import inspect
+import math
 import threading
 from collections.abc import Callable
 from html import escape
@@ -103,9 +105,12 @@ def result_html(result: Any) -> str:
 
 class Prediction(W.HBox):
     """The 'predict, then run' field: a label and a box wide enough to read.
-    Empty means no guess; `value` is the number typed, or None."""
+    Empty means no guess; `value` is the number typed, or None (also when it
+    is not a number or falls outside `minimum`..`maximum`)."""
 
-    def __init__(self, description: str, value: float | None = None):
+    def __init__(self, description: str, value: float | None = None, *,
+                 minimum: float | None = None, maximum: float | None = None):
+        self.minimum, self.maximum = minimum, maximum
         self.label = W.HTML(value=escape(description))
         self.box = W.Text(value="" if value is None else f"{value:g}", placeholder="no guess",
                           layout=W.Layout(width=GUESS_WIDTH))
@@ -119,6 +124,9 @@ class Prediction(W.HBox):
             number = float(text)
         except ValueError:
             return None
+        if not math.isfinite(number) or (self.minimum is not None and number < self.minimum) \
+                or (self.maximum is not None and number > self.maximum):
+            return None
         return int(number) if number.is_integer() else number
 
     @value.setter
@@ -126,9 +134,21 @@ class Prediction(W.HBox):
         self.box.value = "" if number is None else f"{number:g}"
 
 
-def prediction(description: str, value: float | None = None) -> Prediction:
+def prediction(description: str, value: float | None = None, *, minimum: float | None = None,
+               maximum: float | None = None) -> Prediction:
     """The 'predict, then run' field."""
-    return Prediction(description, value)
+    return Prediction(description, value, minimum=minimum, maximum=maximum)
+
+
+def accepts(function: Callable[..., Any], name: str) -> bool:
+    """Whether `function` takes the keyword `name` (or any keyword)."""
+    parameters = inspect.signature(function).parameters.values()
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def positional_count(function: Callable[..., Any]) -> int:
+    parameters = inspect.signature(function).parameters.values()
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
 
 
 class ProgressRelay:
@@ -206,6 +226,7 @@ class ExperimentPanel(W.VBox):
         self.status = W.HTML(value="")
         self.output = W.HTML(value="")
         self.runner = Runner(self._done, self._failed)
+        self.run_guess: float | None = None
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.runner.stop())
         controls = list(settings or []) + ([self.guess] if self.guess else [])
@@ -226,12 +247,15 @@ class ExperimentPanel(W.VBox):
         self.progress.value = 0
         self.output.value = ""  # the old result must not sit under "running…"
         self.status.value = "running…"
-        guess = self.guess.value if self.guess else None  # read now, on the caller's thread
-        return self.runner.start(lambda stop: self._run(stop, guess))
+        self.run_guess = self.guess.value if self.guess else None  # read now, on the caller's thread
+        return self.runner.start(lambda stop: self._run(stop, self.run_guess))
 
     def _run(self, stop: threading.Event, guess: float | None) -> Any:
         with ProgressRelay(self._progress) as relay:
-            return self.experiment(progress=relay.update, stop=stop, guess=guess)
+            if accepts(self.experiment, "guess"):
+                return self.experiment(progress=relay.update, stop=stop, guess=guess)
+            # an experiment written as (progress, stop), from before results carried the guess
+            return self.experiment(relay.update, stop)
 
     def _progress(self, done: int, total: int) -> None:
         self.progress.max = max(total, 1)
@@ -241,7 +265,10 @@ class ExperimentPanel(W.VBox):
         self.run_button.disabled, self.stop_button.disabled = False, True
 
     def _done(self, result: Any) -> None:
-        self.output.value = self.render(result)
+        if positional_count(self.render) >= 2:  # a render(result, guess) from before
+            self.output.value = self.render(result, self.run_guess)
+        else:
+            self.output.value = self.render(result)
         self.status.value = "stopped early" if getattr(result, "stopped", False) else "done"
         self._finish()
 

@@ -109,10 +109,11 @@ class Prediction(W.HBox):
     is not a number or falls outside `minimum`..`maximum`)."""
 
     def __init__(self, description: str, value: float | None = None, *,
-                 minimum: float | None = None, maximum: float | None = None):
-        self.minimum, self.maximum = minimum, maximum
+                 minimum: float | None = None, maximum: float | None = None, empty: float | None = None):
+        self.minimum, self.maximum, self.empty = minimum, maximum, empty
         self.label = W.HTML(value=escape(description))
-        self.box = W.Text(value="" if value is None else f"{value:g}", placeholder="no guess",
+        shown = "" if value is None or value == empty else f"{value:g}"
+        self.box = W.Text(value=shown, placeholder="no guess",
                           layout=W.Layout(width=GUESS_WIDTH))
         super().__init__([self.label, self.box], layout=W.Layout(align_items="center", grid_gap="8px"))
         self.add_class("pgq-guess")
@@ -123,10 +124,10 @@ class Prediction(W.HBox):
         try:
             number = float(text)
         except ValueError:
-            return None
+            return self.empty
         if not math.isfinite(number) or (self.minimum is not None and number < self.minimum) \
                 or (self.maximum is not None and number > self.maximum):
-            return None
+            return self.empty
         return int(number) if number.is_integer() else number
 
     @value.setter
@@ -134,10 +135,18 @@ class Prediction(W.HBox):
         self.box.value = "" if number is None else f"{number:g}"
 
 
-def prediction(description: str, value: float | None = None, *, minimum: float | None = None,
-               maximum: float | None = None) -> Prediction:
-    """The 'predict, then run' field."""
+def guess_field(description: str, value: float | None = None, *, minimum: float | None = None,
+                maximum: float | None = None) -> Prediction:
+    """The 'predict, then run' field: `value` is None until the learner types
+    a number, so a result can say "no guess" rather than 0."""
     return Prediction(description, value, minimum=minimum, maximum=maximum)
+
+
+def prediction(description: str, value: float = 0, *, minimum: float | None = 0,
+               maximum: float | None = None) -> Prediction:
+    """The same wide field for lessons that read an unmade guess as 0 (their
+    code formats `.value` as a number); new lessons use guess_field."""
+    return Prediction(description, value, minimum=minimum, maximum=maximum, empty=0)
 
 
 def accepts(function: Callable[..., Any], name: str) -> bool:
@@ -219,7 +228,7 @@ class ExperimentPanel(W.VBox):
         css_class: str = "pgq-panel",
     ):
         self.experiment, self.render = experiment, render
-        self.guess = prediction(guess_label, guess_value) if guess_label else None
+        self.guess = guess_field(guess_label, guess_value) if guess_label else None
         self.run_button = W.Button(description="Run", button_style="primary", icon="play")
         self.stop_button = W.Button(description="Stop", icon="stop", disabled=True)
         self.progress = W.IntProgress(value=0, min=0, max=100, description="progress")

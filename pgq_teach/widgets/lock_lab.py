@@ -41,7 +41,7 @@ from ..databases import Database
 from ..experiments import locks
 from ..experiments.locks import CLAUSES, IDLE, WAITING, LockSession, ReplayResult, SessionState, prepare
 from ..experiments.sessions import ActivityMonitor, ActivityRow
-from .common import TABLE_STYLE, Runner, error_html, prediction, result_html
+from .common import TABLE_STYLE, Runner, error_html, guess_field, result_html
 
 # A click returns once its command has finished or the server shows it waiting
 # for a lock (at most this long), so clicks on A then B reach the server in that
@@ -229,7 +229,7 @@ class LockLab(W.VBox):
         self.mode = W.Dropdown(options=[(words, mode) for mode, words in CLAUSES.items()], value="for_update",
                                description="B claims with", style={"description_width": "initial"},
                                layout=W.Layout(width="16em"))
-        self.guess = prediction("Your guess: how many seconds will B wait?")
+        self.guess = guess_field("Your guess: how many seconds will B wait?")
         self.replay_button = W.Button(description="Replay the guide's sequence", button_style="primary",
                                       icon="play", layout=W.Layout(width="auto"))
         self.replay_output = W.HTML()

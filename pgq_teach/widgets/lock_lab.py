@@ -39,7 +39,15 @@ import ipywidgets as W
 
 from ..databases import Database
 from ..experiments import locks
-from ..experiments.locks import CLAUSES, IDLE, WAITING, LockSession, ReplayResult, SessionState, prepare
+from ..experiments.locks import (
+    CLAUSES,
+    IDLE,
+    WAITING,
+    LockSession,
+    ReplayResult,
+    SessionState,
+    prepare,
+)
 from ..experiments.sessions import ActivityMonitor, ActivityRow
 from .common import TABLE_STYLE, Runner, error_html, guess_field, result_html
 

@@ -50,9 +50,10 @@ FIGURES = {
                     "waits 20, 40, 80, 160 s (cap 1 h); the fifth failure is dead",
                     {"waits_s": (20, 40, 80, 160), "cap_s": 3600}),
         GuideFigure(12, "NOTIFY rules",
-                    "rolled back: never delivered; delivered after COMMIT; 3 identical -> 1, "
-                    "3 distinct -> 3; a listener inside a transaction gets nothing until it ends; "
-                    "no listener: lost"),
+                    "a NOTIFY in a rolled-back transaction is never delivered; one in a committed transaction "
+                    "arrives after COMMIT; three identical notifications in one transaction arrive as one, "
+                    "three different ones as three; a listener inside a transaction gets nothing until "
+                    "it ends; with no listener, a notification is lost"),
         GuideFigure(13, "pickup latency", "with NOTIFY within 10 ms; without, at the 5 s poll",
                     {"notify_s": 0.010, "poll_s": 5.0}),
         GuideFigure(14, "100,000 done + 100 ready, indexes rebuilt",

@@ -144,17 +144,11 @@ def _job(row: tuple[Any, ...]) -> Job:
     return Job(*row)
 
 
-def claim(
-    conn: psycopg.Connection,
-    *,
-    batch: int = 1,
-    lease: timedelta | float = DEFAULT_LEASE,
-    statement: str = "claim",
-) -> list[Job]:
+def claim(conn: psycopg.Connection, *, batch: int = 1, lease: timedelta | float = DEFAULT_LEASE) -> list[Job]:
     """Claim up to `batch` due jobs with a lease; an empty list when none is due."""
     params = {"batch": checks.whole_number("batch", batch, 1, MAX_BATCH), "lease": checks.lease(lease)}
     with atomic(conn):
-        return [_job(r) for r in run(conn, statement, params).fetchall()]
+        return [_job(r) for r in run(conn, "claim", params).fetchall()]
 
 
 def _explain_fence(conn: psycopg.Connection, job: Job, verb: str) -> bool:

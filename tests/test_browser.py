@@ -48,10 +48,44 @@ def page(browser, lab, request):
     context.close()
 
 
+# The width of `chars` characters ("0") in an element's own font, in pixels.
+CHAR_WIDTH_JS = """(el) => {
+    const canvas = document.createElement('canvas').getContext('2d');
+    const style = getComputedStyle(el);
+    canvas.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    return {width: el.getBoundingClientRect().width, char: canvas.measureText('0').width};
+}"""
+
+
+def assert_guess_fields_are_wide(page) -> int:
+    """Every prediction field can show at least 8 characters; returns how many were checked."""
+    fields = page.locator(".pgq-guess input")
+    count = fields.count()
+    for i in range(count):
+        field = fields.nth(i)
+        field.scroll_into_view_if_needed()
+        size = field.evaluate(CHAR_WIDTH_JS)
+        assert size["width"] >= 8 * size["char"], f"guess field {i}: {size['width']:.0f} px, under 8 chars"
+    return count
+
+
+def assert_cells_are_padded(table) -> None:
+    """Table cells have visible padding, so columns do not run together."""
+    for cell in (table.locator("td").first, table.locator("th").first):
+        left = float(cell.evaluate("el => parseFloat(getComputedStyle(el).paddingLeft)"))
+        right = float(cell.evaluate("el => parseFloat(getComputedStyle(el).paddingRight)"))
+        assert left >= 4 and right >= 4, (left, right)
+
+
 def test_start_here_connects_and_prints_the_server_version(page, lab):
     open_and_run_all(page, lab, "00-start-here.ipynb")
     line = page.locator(".jp-OutputArea-output", has_text="backend").first
     assert "PostgreSQL 1" in line.inner_text()  # 15, 16, 17, 18 ...
+    assert assert_guess_fields_are_wide(page) == 1
+    summary = page.locator(".jp-OutputArea-output", has_text="Notifications heard in all").first
+    summary.scroll_into_view_if_needed()
+    assert "no guess" in summary.inner_text()
+    summary.screenshot(path=str(ARTIFACTS / "00-enqueue-summary.png"))
     page.screenshot(path=str(ARTIFACTS / "00-start-here.png"), full_page=False)
 
 
@@ -78,7 +112,22 @@ def test_race_lab_runs_from_its_run_button(page, lab):
     assert twice > 0
     assert panel.locator("svg.pgq-chart rect.twice").count() > 0
     assert "8 workers" in panel.locator(".pgq-result").inner_text()
+    assert_cells_are_padded(panel.locator(".pgq-compare"))
     panel.screenshot(path=str(ARTIFACTS / "01-double-send.png"))
+    assert assert_guess_fields_are_wide(page) >= 4  # three race labs and the sweep
+
+    # A new run clears the old result before anything else: no old count under "running…".
+    set_slider(panel, "jobs", 2000)
+    panel.locator("button", has_text="Run").click()
+    status.filter(has_text="running").wait_for()
+    assert panel.locator(".pgq-result").inner_text().strip() == ""
+    panel.locator("button", has_text="Stop").click()
+    status.filter(has_text="stopped early").wait_for(timeout=60_000)
+    sweep = page.locator(".pgq-sweep-lab").first
+    chart = sweep.locator("svg.pgq-chart").first
+    chart.scroll_into_view_if_needed()
+    assert sweep.locator("svg.pgq-chart polyline.series").count() == 2
+    chart.screenshot(path=str(ARTIFACTS / "01-sweep.png"))
 
 
 def test_lock_lab_shows_waiting_then_served_and_skip_locked_at_once(page, lab):
@@ -86,7 +135,11 @@ def test_lock_lab_shows_waiting_then_served_and_skip_locked_at_once(page, lab):
     lock_lab = page.locator(".pgq-lock-lab").first
     lock_lab.scroll_into_view_if_needed()
     a, b = lock_lab.locator(".pgq-session-a"), lock_lab.locator(".pgq-session-b")
+    assert assert_guess_fields_are_wide(page) >= 1
+    label = lock_lab.locator("label", has_text="B claims with").first
+    assert label.evaluate("el => el.scrollWidth <= el.clientWidth"), "the label 'B claims with' is cut"
     reset(lock_lab)
+    columns = [column_x(a, b)]
 
     # FOR UPDATE: B queues behind A's row lock, and the activity panel says why.
     a.locator(".pgq-begin").click()
@@ -98,14 +151,20 @@ def test_lock_lab_shows_waiting_then_served_and_skip_locked_at_once(page, lab):
     waiting_row.wait_for()
     row_text = waiting_row.inner_text()
     assert "Lock" in row_text and "transactionid" in row_text
+    assert_cells_are_padded(lock_lab.locator(".pgq-activity table"))
+    columns.append(column_x(a, b))
     lock_lab.screenshot(path=str(ARTIFACTS / "02-row-locks-waiting.png"))
     a.locator(".pgq-commit").click()
     b.locator(".pgq-status").filter(has_text="job 2").wait_for()
+    columns.append(column_x(a, b))
     lock_lab.screenshot(path=str(ARTIFACTS / "02-row-locks-served.png"))
     b.locator(".pgq-commit").click()
 
     # SKIP LOCKED: B passes over A's locked row and is served without waiting.
     reset(lock_lab)
+    columns.append(column_x(a, b))
+    # the session columns hold still through a wait, a commit and a reset
+    assert all(abs(x[0] - columns[0][0]) <= 1 and abs(x[1] - columns[0][1]) <= 1 for x in columns), columns
     a.locator(".pgq-begin").click()
     a.locator(".pgq-claim-for-update").click()
     a.locator(".pgq-status").filter(has_text="job 1").wait_for()
@@ -114,6 +173,11 @@ def test_lock_lab_shows_waiting_then_served_and_skip_locked_at_once(page, lab):
     assert "waiting" not in b.locator(".pgq-status").inner_text()
     lock_lab.screenshot(path=str(ARTIFACTS / "02-row-locks.png"))
     a.locator(".pgq-rollback").click()
+
+
+def column_x(a, b) -> tuple[float, float]:
+    """The left edge of each session's column, in pixels."""
+    return a.bounding_box()["x"], b.bounding_box()["x"]
 
 
 def reset(lock_lab) -> None:

@@ -81,7 +81,9 @@ def test_idle_transaction_lab_holds_back_vacuum_until_ended(page, lab):
 
     idle.locator(".pgq-open").click()
     idle.locator(".pgq-transaction [data-open='yes']").wait_for()
-    assert "idle in transaction" in idle.locator(".pgq-holders").inner_text()
+    # The holders table is a second widget, refreshed by its own query after
+    # the open: wait for it to show the session rather than read it at once.
+    idle.locator(".pgq-holders").filter(has_text="idle in transaction").wait_for()
 
     idle.locator(".pgq-drain").click()
     idle.locator(".pgq-status").filter(has_text="done: after drain").wait_for(timeout=DRAIN_MS)

@@ -32,8 +32,11 @@ def test_the_result_counts_and_summarises_both_transactions(db, conn):
     assert result.notifications_heard == 1 and result.guess == 2
     assert counts(conn) == {"ready": 1}
     text = result.summary()
-    assert "rollback" in text and "commit" in text and "your guess: 2" in text
+    assert "Rolled back:" in text and "Committed:" in text and "your guess: 2" in text
     assert "guide #12" in text and f"PostgreSQL {db.server.version}" in text
+    # short lines in words a first-day learner reads: nothing wraps, no "->" shorthand
+    assert max(len(line) for line in text.splitlines()) <= 80 and "->" not in text
+    assert "no guess" in transactional_enqueue(db, quiet_s=0.05).summary()
 
 
 def test_it_runs_again_in_the_same_database(db):

@@ -8,7 +8,8 @@ from helpers import job_row, seed
 
 from pgq_teach import BadInput
 from pgq_teach.experiments import locks
-from pgq_teach.experiments.locks import Session, activity, prepare, replay
+from pgq_teach.experiments.locks import LockSession as Session
+from pgq_teach.experiments.locks import activity, prepare, replay
 
 
 def lab_threads():
@@ -41,6 +42,7 @@ def test_for_update_waits_on_a_transaction_lock_then_takes_job_2(db):
     assert result.blocked_by_a
     assert result.a_job == 1 and result.b_job == 2
     assert 1.3 <= result.b_seconds < 6  # about the hold; wide, the machine is shared
+    assert result.b_seconds >= result.a_held  # B waited for the whole time A held the lock
     assert result.sqlstate is None
     assert result.guide.number == 2
     with db.connection() as conn:
@@ -89,13 +91,13 @@ def test_replay_closes_everything_when_it_fails_midway(db, monkeypatch):
     assert lab_threads() == []
 
 
-@pytest.mark.parametrize("bad", [dict(mode="yolo"), dict(hold_seconds=0), dict(hold_seconds=100),
+@pytest.mark.parametrize("bad", [dict(clause="yolo"), dict(hold_seconds=0), dict(hold_seconds=100),
                                  dict(hold_seconds="2"), dict(hold_seconds=True)])
 def test_replay_refuses_bad_input_before_touching_the_table(db, bad):
     with db.connection() as conn:
         seed(conn, 3)
     with pytest.raises(BadInput):
-        replay(db, **{"mode": "for_update", "hold_seconds": 1.0, **bad})
+        replay(db, **{"clause": "for_update", "hold_seconds": 1.0, **bad})
     with db.connection() as conn:
         assert job_row(conn, 3)["status"] == "ready"
 
@@ -254,3 +256,46 @@ def test_a_reset_gives_up_with_advice_while_a_session_holds_a_job(two_jobs, sess
     a.rollback()
     a.wait_done()
     prepare(two_jobs, lock_timeout_ms=200)  # nothing in the way now
+
+
+def test_only_the_first_waiter_waits_on_the_transaction_the_next_on_the_tuple(db):
+    """Issue 8 point 4: B queues on A's transaction; C queues on the row's
+    tuple lock, which B holds, so pg_blocking_pids(C) names B, not A."""
+    result = locks.line_of_waiters(db)
+    assert (result.b_row.wait_event_type, result.b_row.wait_event) == ("Lock", "transactionid")
+    assert result.b_row.blocking_pids == (result.a_pid,)
+    assert (result.c_row.wait_event_type, result.c_row.wait_event) == ("Lock", "tuple")
+    assert result.c_waits_behind_b
+    assert {result.b_job, result.c_job} == {2, None} and result.served_first in ("B", "C")
+    assert activity(db) == [] and lab_threads() == []
+
+
+def test_a_session_runs_any_named_statement_and_records_its_timeline(two_jobs):
+    from pgq_teach.experiments.sessions import Session as Scripted
+
+    with Scripted(two_jobs, "S") as s:
+        s.run("lab/job_row", {"id": 1})
+        s.begin()
+        s.run("teaching/hold_nowait")
+        s.rollback()
+        s.wait_done()
+        steps = s.timeline
+    assert steps[0].statement == "lab/job_row" and steps[0].rows and not steps[0].failed
+    assert steps[1].statement == "teaching/hold_nowait" and steps[1].in_transaction
+    assert steps[0].started <= steps[0].ended <= steps[1].started
+
+
+def test_the_monitor_surfaces_its_errors(db, monkeypatch):
+    from pgq_teach.experiments import sessions
+
+    monitor = sessions.ActivityMonitor(db)
+    def broken(*args, **kwargs):
+        raise RuntimeError("monitor broke")
+
+    monkeypatch.setattr(sessions, "activity", broken)
+    with pytest.raises(RuntimeError, match="monitor broke"):
+        monitor.wait_for(lambda r: True, "anything", timeout=2)
+    assert isinstance(monitor.error, RuntimeError)
+    with pytest.raises(RuntimeError):
+        monitor.read()
+    monitor.close()

@@ -1,8 +1,11 @@
 """Concurrency through the library's claim, and the naive claim's real bug."""
 
+import threading
+
 import pytest
 
 from pgq_teach import BadInput
+from pgq_teach.experiments import race
 from pgq_teach.experiments.race import run_race
 
 
@@ -24,6 +27,69 @@ def test_naive_claim_runs_some_jobs_more_than_once(db):
 def test_the_locking_claims_never_run_a_job_twice(db, mode):
     result = run_race(db, workers=4, jobs=80, work_ms=2, mode=mode)
     assert result.run_more_than_once == 0 and result.done == 80
+
+
+def test_the_guarded_update_runs_no_job_twice_and_counts_its_wasted_claims(db):
+    """Issue 8 point 3: UPDATE ... WHERE id = :id AND status = 'ready' re-checks
+    the status, so a worker that lost the race updates 0 rows and reads again."""
+    result = run_race(db, workers=8, jobs=400, work_ms=10, mode="guarded_update")
+    assert result.run_more_than_once == 0 and result.total_runs == result.done == 400
+    assert result.wasted_claims > 0  # the price: claims that matched 0 rows
+    assert ("wasted claims (matched 0 rows)", None, result.wasted_claims, None) in result.comparison()
+
+
+def test_a_claimer_replaces_the_built_in_style(db):
+    """The exercises' checker races the learner's own claim through claimer=."""
+    made = []
+
+    def claimer(conn):
+        made.append(conn)
+        return race.style_claimer("lease_skip_locked", lambda: None)(conn)
+
+    result = run_race(db, workers=3, jobs=30, work_ms=0, claimer=claimer)
+    assert len(made) == 3 and result.mode == race.CUSTOM and result.done == 30
+    assert "your own claim" in result.summary()
+    assert all(conn.closed for conn in made)
+
+
+def test_a_failing_claimer_is_raised_and_every_connection_closed(db):
+    made = []
+
+    def claimer(conn):
+        made.append(conn)
+        if len(made) == 2:
+            raise RuntimeError("the learner's claim is broken")
+        return lambda: None
+
+    with pytest.raises(RuntimeError, match="broken"):
+        run_race(db, workers=3, jobs=5, work_ms=0, claimer=claimer)
+    assert len(made) == 3 and all(conn.closed for conn in made)
+
+
+def test_no_connection_leaks_when_one_connect_fails(db, monkeypatch):
+    opened = []
+    real = db.connect
+
+    def connect(**kwargs):
+        if len(opened) == 2:
+            raise OSError("no more connections")
+        conn = real(**kwargs)
+        opened.append(conn)
+        return conn
+
+    monkeypatch.setattr(type(db), "connect", lambda self, **kw: connect(**kw))
+    with pytest.raises(OSError):
+        run_race(db, workers=4, jobs=5, work_ms=0, mode="naive")
+    assert len(opened) == 2 and all(conn.closed for conn in opened)
+
+
+def test_the_sweep_runs_the_naive_race_once_per_worker_count(db):
+    stop = threading.Event()
+    result = race.sweep_workers(db, workers=(1, 2, 4), jobs=60, work_ms=2, stop=stop)
+    assert result.workers == [1, 2, 4] and not result.stopped
+    assert result.run_more_than_once[1] == 0 and result.extra_runs[1] == 0  # one worker cannot race itself
+    assert all(r.done == 60 for r in result.races)
+    assert 'class="series"' in result.chart_svg()
 
 
 @pytest.mark.parametrize("bad", [dict(workers=0), dict(jobs=0), dict(work_ms=-1), dict(mode="yolo"),

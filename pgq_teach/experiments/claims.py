@@ -1,8 +1,8 @@
 """Lesson 03, the claim with a lease, measured on the live server:
 
-- batch_drain: claim many jobs in batches and check no batch is over its LIMIT
-  and every job is claimed exactly once (guide #5);
-- five_way: the same race with the five claim styles, several rounds (guide #6);
+- batch_drain: several workers at once claim many jobs in batches; no batch
+  is over its LIMIT and no job is claimed by two batches (guide #5);
+- five_way: the same race with the guide's five claim styles, several rounds (guide #6);
 - zero_work: lease claims with and without SKIP LOCKED when claiming is the
   whole cost (guide #7);
 - explain_claims: the plans of the locking read, the whole claim, and the
@@ -15,8 +15,9 @@ import statistics
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Callable
 
 from .. import charts, queue
 from ..databases import Database
@@ -24,22 +25,26 @@ from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import explain, run
 from . import race
-from .race import MODES, RaceResult
+from .race import RaceResult, status_counts
+from .results import Comparison, Result, guess_text, server_fields
 
 Progress = Callable[[int, int], None]
 
-LIMITS = {"jobs": (1, 200_000), "batch": (1, queue.MAX_BATCH), "rounds": (1, 10)}
+LIMITS = {"jobs": (1, 200_000), "batch": (1, queue.MAX_BATCH), "rounds": (1, 10), "workers": (1, 64)}
 
-# Short names for charts and tables; race.MODES keeps the long ones.
+# Short names for charts and tables; race.STYLES keeps the long ones.
 SHORT = {
     "naive": "naive",
+    "guarded_update": "guarded update",
     "hold_for_update": "hold + FOR UPDATE",
     "hold_skip_locked": "hold + SKIP LOCKED",
     "lease_for_update": "lease + FOR UPDATE",
     "lease_skip_locked": "lease + SKIP LOCKED",
 }
-LOCKING_MODES = tuple(m for m in MODES if m != "naive")
-ZERO_WORK_MODES = ("lease_skip_locked", "lease_for_update")
+# the guide's five claim styles (#6)
+FIVE_WAYS = ("naive", "hold_for_update", "hold_skip_locked", "lease_for_update", "lease_skip_locked")
+LOCKING_STYLES = tuple(m for m in FIVE_WAYS if m != "naive")
+ZERO_WORK_STYLES = ("lease_skip_locked", "lease_for_update")
 # Two medians closer than this are within the noise of a shared 2-CPU machine.
 TOO_CLOSE_TO_CALL = 0.05
 
@@ -51,25 +56,18 @@ def _check_whole(name: str, value) -> int:
     return value
 
 
-def _status_counts(db: Database) -> dict[str, int]:
-    with db.connection() as conn:
-        return {s: n for s, n, _ in run(conn, "stats_status").fetchall()}
-
-
 # --- batch claims (guide #5) --------------------------------------------------
 
 
-@dataclass
-class BatchDrainResult:
+@dataclass(kw_only=True)
+class BatchDrainResult(Result):
     jobs: int
     batch: int
+    workers: int
     batch_sizes: list[int]
     claims_per_job: Counter
-    elapsed: float
+    elapsed_s: float
     status_counts: dict[str, int]
-    server_version: str
-    stopped: bool = False
-    guess: int | None = None
     guide: GuideFigure = field(default_factory=lambda: figure(5))
 
     @property
@@ -94,60 +92,96 @@ class BatchDrainResult:
         return (not self.stopped and set(self.claims_per_job) == set(range(1, self.jobs + 1))
                 and self.run_more_than_once == 0)
 
+    def comparison(self) -> list[Comparison]:
+        g = self.guide.values
+        return [
+            ("batches", self.guess_cell, self.batches, g["batches"]),
+            ("largest batch, rows", None, self.largest_batch, f"none over {g['batch']}"),
+            ("jobs claimed", None, self.total_claimed, g["jobs"]),
+            ("jobs claimed by two batches", None, self.run_more_than_once, None),
+            ("seconds to claim them all", None, self.elapsed_s, None),
+        ]
+
     def summary(self) -> str:
         return "\n".join([
-            f"batch drain: {self.jobs:,} jobs, batches of up to {self.batch:,}"
-            + (" (stopped early)" if self.stopped else ""),
-            f"  batches: {self.batches:,}" + (f"  (your guess: {self.guess:,})" if self.guess is not None else ""),
+            f"batch drain: {self.jobs:,} jobs, batches of up to {self.batch:,}, "
+            f"{self.workers} workers at once"
+            + self.stopped_note,
+            f"  batches: {self.batches:,}  (your guess: {guess_text(self.guess)})",
             f"  largest batch: {self.largest_batch:,} rows; total claimed: {self.total_claimed:,}",
-            f"  every job claimed exactly once: {'yes' if self.every_job_once else 'NO'}",
+            f"  every job claimed by one batch only: {'yes' if self.every_job_once else 'NO'}",
             f"  jobs by status afterwards: {self.status_counts}",
-            f"  elapsed {self.elapsed:.2f} s ({self.total_claimed / max(self.elapsed, 1e-9):,.0f} jobs/s claimed)",
-            f"  {self.guide}",
-            f"  this server: PostgreSQL {self.server_version}",
-        ])
+            f"  elapsed {self.elapsed_s:.2f} s "
+            f"({self.total_claimed / max(self.elapsed_s, 1e-9):,.0f} jobs/s claimed)",
+        ] + self.footer())
 
 
 def batch_drain(
     db: Database,
+    *,
     jobs: int = 100_000,
     batch: int = 100,
+    workers: int = 4,
+    guess: int | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
-    *,
-    guess: int | None = None,
 ) -> BatchDrainResult:
-    """Seed `jobs` due jobs, then claim them with claim.sql `batch` at a time
-    until a claim comes back empty. Nothing is completed: the point is the
-    claim itself, so every job ends 'running' with attempts 1."""
+    """Seed `jobs` due jobs, then let `workers` sessions at once claim them with
+    claim.sql, `batch` at a time, each until a claim comes back empty. Nothing
+    is completed: the point is the claim itself, so every job ends 'running'."""
     _check_whole("jobs", jobs)
     _check_whole("batch", batch)
+    _check_whole("workers", workers)
     stop = stop or threading.Event()
     race.prepare(db, jobs)  # empty the table, then ids 1..jobs, all due
     sizes: list[int] = []
     claims: Counter = Counter()
+    errors: list[BaseException] = []
+    lock = threading.Lock()
     report_every = max(1, jobs // batch // 100)  # about a hundred progress steps
-    with db.connection() as conn:
+
+    def work(conn) -> None:
+        try:
+            while not stop.is_set():
+                got = queue.claim(conn, batch=batch)
+                if not got:
+                    return  # the empty claim that ends the drain is not a batch
+                with lock:
+                    sizes.append(len(got))
+                    claims.update(job.id for job in got)
+                    count, claimed = len(sizes), sum(sizes)
+                if progress and count % report_every == 0:
+                    progress(min(claimed, jobs), jobs)
+        except BaseException as exc:  # raised again below, after every worker stopped
+            errors.append(exc)
+            stop.set()
+
+    with ExitStack() as stack:
+        conns = []
+        for _ in range(workers):
+            conn = db.connect()
+            stack.callback(conn.close)
+            conns.append(conn)
+        threads = [threading.Thread(target=work, args=(c,), daemon=True) for c in conns]
         t0 = time.perf_counter()
-        while not stop.is_set():
-            got = queue.claim(conn, batch=batch)
-            if not got:
-                break  # the empty claim that ends the drain is not a batch
-            sizes.append(len(got))
-            claims.update(job.id for job in got)
-            if progress and len(sizes) % report_every == 0:
-                progress(min(sum(sizes), jobs), jobs)
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         elapsed = time.perf_counter() - t0
+    if errors:
+        raise errors[0]
     if progress and not stop.is_set():
         progress(jobs, jobs)
     return BatchDrainResult(
-        jobs=jobs, batch=batch, batch_sizes=sizes, claims_per_job=claims, elapsed=elapsed,
-        status_counts=_status_counts(db), server_version=db.server.version,
-        stopped=stop.is_set() and sum(sizes) < jobs, guess=guess,
+        jobs=jobs, batch=batch, workers=workers, batch_sizes=sizes, claims_per_job=claims,
+        elapsed_s=elapsed,
+        status_counts=status_counts(db), stopped=stop.is_set() and sum(sizes) < jobs, guess=guess,
+        **server_fields(db),
     )
 
 
-# --- races over several modes and rounds (guide #6 and #7) ---------------------
+# --- races over several styles and rounds (guide #6 and #7) ---------------------
 
 
 def _rounds_of_races(
@@ -177,78 +211,89 @@ def _rounds_of_races(
     return finished, False
 
 
-def _by_mode(races: list[RaceResult], modes, value) -> dict[str, list]:
-    return {m: [value(r) for r in races if r.mode == m] for m in modes}
+def _by_style(races: list[RaceResult], styles, value) -> dict[str, list]:
+    return {m: [value(r) for r in races if r.mode == m] for m in styles}
 
 
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-@dataclass
-class FiveWayResult(race.Ideals):
+@dataclass(kw_only=True)
+class FiveWayResult(Result, race.Ideals):
     workers: int
     jobs: int
     work_ms: float
     rounds: int
     races: list[RaceResult]
-    server_version: str
-    stopped: bool = False
-    guess: int | None = None
     guide: GuideFigure = field(default_factory=lambda: figure(6))
 
     @property
-    def elapsed(self) -> dict[str, list[float]]:
-        """Seconds per finished race, by mode, in round order."""
-        return _by_mode(self.races, MODES, lambda r: r.elapsed)
+    def elapsed_s(self) -> dict[str, list[float]]:
+        """Seconds per finished race, by style, in round order."""
+        return _by_style(self.races, FIVE_WAYS, lambda r: r.elapsed_s)
 
     @property
     def run_more_than_once(self) -> dict[str, list[int]]:
-        """Jobs run by more than one claim, per finished race, by mode."""
-        return _by_mode(self.races, MODES, lambda r: r.run_more_than_once)
+        """Jobs run by more than one claim, per finished race, by style."""
+        return _by_style(self.races, FIVE_WAYS, lambda r: r.run_more_than_once)
 
     def median(self, mode: str) -> float | None:
-        return _median(self.elapsed[mode])
+        return _median(self.elapsed_s[mode])
 
     def jobs_in_flight(self, mode: str) -> float | None:
         """On average, how many jobs were being worked on at once: the time
         spent on jobs divided by the drain time (1 means one at a time)."""
-        races = [r for r in self.races if r.mode == mode and r.elapsed > 0]
+        races = [r for r in self.races if r.mode == mode and r.elapsed_s > 0]
         if not races:
             return None
-        return statistics.mean(sum(run.end - run.start for run in r.runs) / r.elapsed for r in races)
+        return statistics.mean(sum(run.end - run.start for run in r.runs) / r.elapsed_s for r in races)
 
     def race(self, mode: str, round_number: int = 1) -> RaceResult:
         """One finished race, to look at its timeline."""
         return [r for r in self.races if r.mode == mode][round_number - 1]
 
+    def comparison(self) -> list[Comparison]:
+        """The guess is for hold + FOR UPDATE, in seconds."""
+        g = self.guide.values
+        hold = self.median("hold_for_update")
+        rows: list[Comparison] = [("hold + FOR UPDATE, s (median)", self.guess_cell, hold,
+                                   f"slower than the {g['serial_s']:.1f} s serial ideal")]
+        rows += [(f"{SHORT[m]}, s (median)", None, self.median(m), None)
+                 for m in FIVE_WAYS if m != "hold_for_update"]
+        naive = max(self.run_more_than_once["naive"], default=None)
+        rows += [
+            ("serial ideal, s", None, self.serial_ideal_s, g["serial_s"]),
+            ("shared ideal, s", None, self.shared_ideal_s, g["shared_s"]),
+            ("naive: jobs run more than once (max)", None, naive, "212 to 260 (guide #1)"),
+        ]
+        return rows
+
     def summary(self) -> str:
         lines = [
             f"five ways: {self.workers} workers, {self.jobs:,} jobs, {self.work_ms:g} ms each, "
-            f"{self.rounds} round(s)" + (" (stopped early)" if self.stopped else ""),
-            f"  ideal {self.serial_ideal:.2f} s serial, {self.shared_ideal:.2f} s shared",
+            f"{self.rounds} round(s)" + self.stopped_note,
+            f"  ideal {self.serial_ideal_s:.2f} s serial, {self.shared_ideal_s:.2f} s shared",
         ]
-        for mode in MODES:
-            times = ", ".join(f"{t:.2f}" for t in self.elapsed[mode]) or "–"
+        for mode in FIVE_WAYS:
+            times = ", ".join(f"{t:.2f}" for t in self.elapsed_s[mode]) or "–"
             twice = ", ".join(f"{n:,}" for n in self.run_more_than_once[mode]) or "–"
             flight = self.jobs_in_flight(mode)
             flight = f"; {flight:.1f} jobs in flight on average" if flight is not None else ""
             lines.append(f"  {SHORT[mode]:<20} {times} s; run more than once: {twice}{flight}")
-        if self.guess is not None:
-            lines.append(f"  your guess for hold + FOR UPDATE: {self.guess:,} s")
-        lines += [f"  {self.guide}", f"  this server: PostgreSQL {self.server_version}"]
-        return "\n".join(lines)
+        lines.append(f"  your guess for hold + FOR UPDATE: {guess_text(self.guess, ' s')}")
+        return "\n".join(lines + self.footer())
 
     def chart_svg(self, width: int = 720) -> str:
         rows = []
-        for mode in MODES:
-            if not self.elapsed[mode]:
+        for mode in FIVE_WAYS:
+            if not self.elapsed_s[mode]:
                 continue
             twice = max(self.run_more_than_once[mode])
             noted = f"{twice:,} jobs run more than once" if twice else "no job run twice"
             rows.append((f"{SHORT[mode]} ({noted})", self.median(mode), ""))
-        lines = [(f"serial {self.serial_ideal:.1f} s", self.serial_ideal),
-                 (f"shared {self.shared_ideal:.1f} s", self.shared_ideal)]
+        lines = [(f"serial {self.serial_ideal_s:.1f} s", self.serial_ideal_s),
+                 (f"shared {self.shared_ideal_s:.1f} s", self.shared_ideal_s)]
         return charts.bars(rows, lines=lines, width=width,
                            title=f"Drain time, median of {self.rounds} round(s); duplicates: most in any round; "
                                  "dashed: the ideals")
@@ -256,48 +301,45 @@ class FiveWayResult(race.Ideals):
 
 def five_way(
     db: Database,
+    *,
     rounds: int = 3,
     workers: int = 8,
     jobs: int = 400,
     work_ms: float = 10,
+    guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
-    *,
-    guess: int | None = None,
 ) -> FiveWayResult:
-    """Race the five claim styles, `rounds` times each (guide #6). Each round
-    runs the modes in the course's order; progress covers every race."""
+    """Race the guide's five claim styles, `rounds` times each (guide #6). Each
+    round runs the styles in the course's order; progress covers every race."""
     _check_whole("rounds", rounds)
     race.check_inputs(workers=workers, jobs=jobs, work_ms=work_ms, mode="naive")
     stop = stop or threading.Event()
-    plan = [mode for _ in range(rounds) for mode in MODES]
+    plan = [mode for _ in range(rounds) for mode in FIVE_WAYS]
     races, stopped = _rounds_of_races(db, plan, workers=workers, jobs=jobs, work_ms=work_ms,
                                       progress=progress, stop=stop)
     return FiveWayResult(workers=workers, jobs=jobs, work_ms=work_ms, rounds=rounds, races=races,
-                         server_version=db.server.version, stopped=stopped, guess=guess)
+                         stopped=stopped, guess=guess, **server_fields(db))
 
 
-@dataclass
-class ZeroWorkResult:
+@dataclass(kw_only=True)
+class ZeroWorkResult(Result):
     workers: int
     jobs: int
     rounds: int
     races: list[RaceResult]
-    server_version: str
-    stopped: bool = False
-    guess: int | None = None
     guide: GuideFigure = field(default_factory=lambda: figure(7))
 
     @property
-    def elapsed(self) -> dict[str, list[float]]:
-        return _by_mode(self.races, ZERO_WORK_MODES, lambda r: r.elapsed)
+    def elapsed_s(self) -> dict[str, list[float]]:
+        return _by_style(self.races, ZERO_WORK_STYLES, lambda r: r.elapsed_s)
 
     def median(self, mode: str) -> float | None:
-        return _median(self.elapsed[mode])
+        return _median(self.elapsed_s[mode])
 
     @property
     def every_job_once(self) -> bool:
-        """In every finished race, each job ran exactly once and ended done."""
+        """In every finished race, each job ran once and ended done."""
         return bool(self.races) and all(
             r.run_more_than_once == 0 and r.total_runs == self.jobs and r.done == self.jobs
             for r in self.races)
@@ -321,22 +363,36 @@ class ZeroWorkResult:
         faster = "faster" if saving > 0 else "slower"
         return f"SKIP LOCKED was {abs(saving):.0%} {faster} (medians) on this run"
 
+    def comparison(self) -> list[Comparison]:
+        """The guess is for SKIP LOCKED, in milliseconds."""
+        low, high = self.guide.values["skip_locked_s"]
+        wait_low, wait_high = self.guide.values["for_update_s"]
+
+        def ms(seconds):
+            return None if seconds is None else round(seconds * 1000)
+
+        return [
+            ("lease + SKIP LOCKED, ms (median)", self.guess_cell, ms(self.median("lease_skip_locked")),
+             f"{low * 1000:,.0f} to {high * 1000:,.0f}"),
+            ("lease + FOR UPDATE, ms (median)", None, ms(self.median("lease_for_update")),
+             f"{wait_low * 1000:,.0f} to {wait_high * 1000:,.0f}"),
+            ("every job run once", None, "yes" if self.every_job_once else "NO", None),
+        ]
+
     def summary(self) -> str:
         lines = [f"zero work: {self.workers} workers, {self.jobs:,} jobs, {self.rounds} round(s)"
-                 + (" (stopped early)" if self.stopped else "")]
-        for mode in ZERO_WORK_MODES:
-            times = ", ".join(f"{t:.2f}" for t in self.elapsed[mode]) or "–"
+                 + self.stopped_note]
+        for mode in ZERO_WORK_STYLES:
+            times = ", ".join(f"{t:.2f}" for t in self.elapsed_s[mode]) or "–"
             lines.append(f"  {SHORT[mode]:<20} {times} s")
-        lines.append(f"  every job exactly once: {'yes' if self.every_job_once else 'NO'}")
+        lines.append(f"  every job run once: {'yes' if self.every_job_once else 'NO'}")
         lines.append(f"  {self.verdict()}")
-        if self.guess is not None:
-            lines.append(f"  your guess for SKIP LOCKED: {self.guess:,} ms")
-        lines += [f"  {self.guide}", f"  this server: PostgreSQL {self.server_version}"]
-        return "\n".join(lines)
+        lines.append(f"  your guess for SKIP LOCKED: {guess_text(self.guess, ' ms')}")
+        return "\n".join(lines + self.footer())
 
     def chart_svg(self, width: int = 720) -> str:
-        rows = [(f"{SHORT[r.mode]}, round {n}", r.elapsed, "")
-                for mode in ZERO_WORK_MODES
+        rows = [(f"{SHORT[r.mode]}, round {n}", r.elapsed_s, "")
+                for mode in ZERO_WORK_STYLES
                 for n, r in enumerate((r for r in self.races if r.mode == mode), start=1)]
         return charts.bars(rows, width=width,
                            title=f"Zero work: {self.jobs:,} jobs, {self.workers} workers, each round")
@@ -344,38 +400,38 @@ class ZeroWorkResult:
 
 def zero_work(
     db: Database,
+    *,
     jobs: int = 3000,
     workers: int = 8,
     rounds: int = 3,
+    guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
-    *,
-    guess: int | None = None,
 ) -> ZeroWorkResult:
     """Lease claims with and without SKIP LOCKED and no work per job, so the
-    claims are the whole cost (guide #7). The two modes swap order every
+    claims are the whole cost (guide #7). The two styles swap order every
     round, so neither always runs first on a cold cache."""
     _check_whole("rounds", rounds)
     race.check_inputs(workers=workers, jobs=jobs, work_ms=0, mode="lease_skip_locked")
     stop = stop or threading.Event()
-    plan = [mode for n in range(rounds) for mode in (ZERO_WORK_MODES if n % 2 == 0 else ZERO_WORK_MODES[::-1])]
+    plan = [mode for n in range(rounds)
+            for mode in (ZERO_WORK_STYLES if n % 2 == 0 else ZERO_WORK_STYLES[::-1])]
     races, stopped = _rounds_of_races(db, plan, workers=workers, jobs=jobs, work_ms=0,
                                       progress=progress, stop=stop)
     return ZeroWorkResult(workers=workers, jobs=jobs, rounds=rounds, races=races,
-                          server_version=db.server.version, stopped=stopped, guess=guess)
+                          stopped=stopped, guess=guess, **server_fields(db))
 
 
 # --- plans (guide #16) -----------------------------------------------------------
 
 
-@dataclass
-class ClaimPlans:
+@dataclass(kw_only=True)
+class ClaimPlans(Result):
     ready: int
     claimed: int
     locking_read: str
     whole_claim: str
     in_subquery: str
-    server_version: str
     guide: GuideFigure = field(default_factory=lambda: figure(16))
 
     @property
@@ -424,5 +480,5 @@ def explain_claims(db: Database, ready: int = 50, claimed: int = 4950, batch: in
             locking_read=_plan(conn, "explain_claim"),
             whole_claim="\n".join(explain(conn, "claim", params)),
             in_subquery="\n".join(explain(conn, "teaching/claim_in_subquery", params)),
-            server_version=db.server.version,
+            **server_fields(db),
         )

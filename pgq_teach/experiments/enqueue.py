@@ -11,7 +11,9 @@ arrives only after COMMIT (guide #12).
 from __future__ import annotations
 
 import math
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -22,14 +24,13 @@ from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import run
+from .results import Result, guess_text, server_fields
 
 KIND = "send_receipt"
 EMAIL = "asha@example.com"  # the made-up store's customer
 TOTAL = Decimal("1499.00")  # the order total in the guide's example
 QUIET_LIMITS = (0.05, 10.0)  # seconds to listen for a notification that should not come
 DELIVERY_WAIT = 5.0  # seconds to wait for one that should; it normally takes milliseconds
-# The guide's transactional-enqueue finding, in the course's words (it has no figure number).
-GUIDE_CLAIM = "the guide: rolling back an order took its job with it; every committed order came with its job"
 
 
 @dataclass(frozen=True)
@@ -50,13 +51,11 @@ class Outcome:
         return len(self.heard_while_open) + len(self.heard_after)
 
 
-@dataclass
-class EnqueueResult:
+@dataclass(kw_only=True)
+class EnqueueResult(Result):
     rolled_back: Outcome
     committed: Outcome
     quiet_s: float
-    server_version: str
-    guess: int | None = None  # the learner's guess: notifications heard in all
     guide: GuideFigure = field(default_factory=lambda: figure(12))
 
     @property
@@ -68,18 +67,22 @@ class EnqueueResult:
         return sum(o.heard for o in self.outcomes)
 
     def summary(self) -> str:
-        lines = ["order + receipt job in one transaction, a separate session listening"]
+        lines = ["An order and its receipt job in one transaction; another session listening."]
         for o in self.outcomes:
-            lines.append(
-                f"  {o.ending:8}: order kept {'yes' if o.order_kept else 'no'}, "
-                f"jobs for the order {o.jobs_for_order}, "
-                f"notifications heard while open {len(o.heard_while_open)}, after {len(o.heard_after)}"
-            )
-        lines.append(f"  notifications heard in all: {self.notifications_heard}"
-                     + (f"  (your guess: {self.guess})" if self.guess is not None else ""))
-        lines.append(f"  {GUIDE_CLAIM}")
-        lines.append(f"  {self.guide}")
-        lines.append(f"  this server: PostgreSQL {self.server_version}")
+            ending = "Rolled back" if o.ending == "rollback" else "Committed"
+            lines += [
+                f"{ending}:",
+                f"  the order is {'still there' if o.order_kept else 'gone'}; "
+                f"jobs for this order: {o.jobs_for_order}",
+                f"  notifications heard while the transaction was open: {len(o.heard_while_open)}",
+                f"  notifications heard after it ended: {len(o.heard_after)}",
+            ]
+        lines += [f"Notifications heard in all: {self.notifications_heard} "
+                  f"(your guess: {guess_text(self.guess)})",
+                  "The guide found: rolling back an order took its job with it;",
+                  "every committed order came with its job; a notification is sent",
+                  "only when its transaction commits (guide #12).",
+                  f"This server: PostgreSQL {self.server_version}"]
         return "\n".join(lines)
 
 
@@ -121,15 +124,24 @@ def _place_order_and_enqueue(db: Database, listener: psycopg.Connection, ending:
                    tuple(heard_after), delivered_after)
 
 
-def transactional_enqueue(db: Database, *, quiet_s: float = 0.3, guess: int | None = None) -> EnqueueResult:
+def transactional_enqueue(db: Database, *, quiet_s: float = 0.3, guess: int | None = None,
+                          progress: Callable[[int, int], None] | None = None,
+                          stop: threading.Event | None = None) -> EnqueueResult:
     """Place an order and enqueue its receipt job in one transaction twice:
     first rolled back, then committed. A separate autocommit session LISTENs
     throughout; `quiet_s` is how long it listens for notifications that
     should not arrive (while a transaction is open, and after the rollback).
+    `stop` is accepted so every experiment takes the same keywords; this one
+    takes about a second and always finishes both transactions.
     """
     check_inputs(quiet_s=quiet_s, guess=guess)
     with db.connection() as listener:  # its own session, outside any transaction
         run(listener, "listen")
         rolled_back = _place_order_and_enqueue(db, listener, "rollback", quiet_s)
+        if progress:
+            progress(1, 2)
         committed = _place_order_and_enqueue(db, listener, "commit", quiet_s)
-    return EnqueueResult(rolled_back, committed, quiet_s, db.server.version, guess)
+        if progress:
+            progress(2, 2)
+    return EnqueueResult(rolled_back=rolled_back, committed=committed, quiet_s=quiet_s, guess=guess,
+                         **server_fields(db))

@@ -3,9 +3,12 @@ the guess / this server / guide comparison, and small HTML helpers."""
 
 from __future__ import annotations
 
+import inspect
+import math
 import threading
+from collections.abc import Callable
 from html import escape
-from typing import Any, Callable
+from typing import Any
 
 import ipywidgets as W
 
@@ -68,29 +71,93 @@ def error_html(exc: BaseException) -> str:
     return f'<div class="pgq-error" style="color:#b00020"><b>{escape(type(exc).__name__)}:</b> {escape(str(exc))}</div>'
 
 
+TABLE_STYLE = ("<style>.pgq-table{border-collapse:collapse}"
+               ".pgq-table td,.pgq-table th{padding:4px 12px;text-align:left;border-bottom:1px solid #ddd}"
+               "</style>")
+GUESS_WIDTH = "12em"  # wide enough to read what you type (at least 8 characters)
+
+
+def cell_html(value: Any) -> str:
+    if value is None:
+        return "<td>–</td>"
+    if isinstance(value, float):
+        return f"<td>{value:,.2f}</td>"
+    if isinstance(value, int):
+        return f"<td>{value:,}</td>"
+    return f"<td>{escape(str(value))}</td>"
+
+
 def comparison_html(rows: list[tuple[str, Any, Any, Any]], *, version: str = "") -> str:
-    """A table of (measure, your guess, this server, the guide)."""
+    """A table of (measure, your guess, this server, the guide), from a result's comparison()."""
     head = "<tr><th>measure</th><th>your guess</th><th>this server</th><th>the guide</th></tr>"
-
-    def cell(v):
-        if v is None:
-            return "<td>–</td>"
-        if isinstance(v, float):
-            return f"<td>{v:,.2f}</td>"
-        if isinstance(v, int):
-            return f"<td>{v:,}</td>"
-        return f"<td>{escape(str(v))}</td>"
-
-    body = "".join(f"<tr><td>{escape(m)}</td>{cell(g)}{cell(s)}{cell(r)}</tr>" for m, g, s, r in rows)
-    note = f"<caption style='caption-side:bottom'>this server: PostgreSQL {escape(version)}</caption>" if version else ""
-    style = "<style>.pgq-compare td,.pgq-compare th{padding:2px 10px;text-align:left}</style>"
-    return f'{style}<table class="pgq-compare" style="border-collapse:collapse">{head}{body}{note}</table>'
+    body = "".join(f"<tr><td>{escape(m)}</td>{cell_html(g)}{cell_html(s)}{cell_html(r)}</tr>"
+                   for m, g, s, r in rows)
+    note = (f"<caption style='caption-side:bottom'>this server: PostgreSQL {escape(version)}</caption>"
+            if version else "")
+    return f'{TABLE_STYLE}<table class="pgq-compare pgq-table">{head}{body}{note}</table>'
 
 
-def prediction(description: str, value: int = 0, *, minimum: int = 0, maximum: int = 1_000_000) -> W.BoundedIntText:
-    """The 'predict, then run' field."""
-    return W.BoundedIntText(value=value, min=minimum, max=maximum, description=description,
-                            style={"description_width": "initial"})
+def result_html(result: Any) -> str:
+    """Any experiment result: its comparison table, then its summary."""
+    return (comparison_html(result.comparison(), version=result.server_version)
+            + f"<pre class='pgq-summary'>{escape(result.summary())}</pre>")
+
+
+class Prediction(W.HBox):
+    """The 'predict, then run' field: a label and a box wide enough to read.
+    Empty means no guess; `value` is the number typed, or None (also when it
+    is not a number or falls outside `minimum`..`maximum`)."""
+
+    def __init__(self, description: str, value: float | None = None, *,
+                 minimum: float | None = None, maximum: float | None = None, empty: float | None = None):
+        self.minimum, self.maximum, self.empty = minimum, maximum, empty
+        self.label = W.HTML(value=escape(description))
+        shown = "" if value is None or value == empty else f"{value:g}"
+        self.box = W.Text(value=shown, placeholder="no guess",
+                          layout=W.Layout(width=GUESS_WIDTH))
+        super().__init__([self.label, self.box], layout=W.Layout(align_items="center", grid_gap="8px"))
+        self.add_class("pgq-guess")
+
+    @property
+    def value(self) -> float | None:
+        text = self.box.value.strip().replace(",", "")
+        try:
+            number = float(text)
+        except ValueError:
+            return self.empty
+        if not math.isfinite(number) or (self.minimum is not None and number < self.minimum) \
+                or (self.maximum is not None and number > self.maximum):
+            return self.empty
+        return int(number) if number.is_integer() else number
+
+    @value.setter
+    def value(self, number: float | None) -> None:
+        self.box.value = "" if number is None else f"{number:g}"
+
+
+def guess_field(description: str, value: float | None = None, *, minimum: float | None = None,
+                maximum: float | None = None) -> Prediction:
+    """The 'predict, then run' field: `value` is None until the learner types
+    a number, so a result can say "no guess" rather than 0."""
+    return Prediction(description, value, minimum=minimum, maximum=maximum)
+
+
+def prediction(description: str, value: float = 0, *, minimum: float | None = 0,
+               maximum: float | None = None) -> Prediction:
+    """The same wide field for lessons that read an unmade guess as 0 (their
+    code formats `.value` as a number); new lessons use guess_field."""
+    return Prediction(description, value, minimum=minimum, maximum=maximum, empty=0)
+
+
+def accepts(function: Callable[..., Any], name: str) -> bool:
+    """Whether `function` takes the keyword `name` (or any keyword)."""
+    parameters = inspect.signature(function).parameters.values()
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def positional_count(function: Callable[..., Any]) -> int:
+    parameters = inspect.signature(function).parameters.values()
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
 
 
 class ProgressRelay:
@@ -128,7 +195,7 @@ class ProgressRelay:
             if last_round:
                 return
 
-    def __enter__(self) -> "ProgressRelay":
+    def __enter__(self) -> ProgressRelay:
         self.thread.start()
         return self
 
@@ -141,8 +208,10 @@ class ExperimentPanel(W.VBox):
     """Predict, then run: a guess field, Run and Stop, a progress bar, and the
     result, for any experiment function.
 
-    `experiment(progress, stop)` runs on a thread and returns a result object;
-    `render(result, guess)` turns it into HTML (the comparison table, a chart).
+    `experiment(progress=, stop=, guess=)` runs on a thread and returns a
+    result object, which carries the guess read when Run was pressed;
+    `render(result)` turns it into HTML (the comparison table, a chart).
+    A new run clears the old result first.
     Settings widgets passed in `settings` sit above the buttons; the
     experiment reads them itself. Headless: `panel.run_button.click()`, then
     `panel.wait()` returns the result or raises the experiment's error.
@@ -150,22 +219,23 @@ class ExperimentPanel(W.VBox):
 
     def __init__(
         self,
-        experiment: Callable[[Callable[[int, int], None], threading.Event], Any],
-        render: Callable[[Any, int | None], str],
+        experiment: Callable[..., Any],
+        render: Callable[[Any], str] = result_html,
         *,
         guess_label: str | None = None,
-        guess_value: int = 0,
+        guess_value: float | None = None,
         settings: list[W.Widget] | None = None,
         css_class: str = "pgq-panel",
     ):
         self.experiment, self.render = experiment, render
-        self.guess = prediction(guess_label, guess_value) if guess_label else None
+        self.guess = guess_field(guess_label, guess_value) if guess_label else None
         self.run_button = W.Button(description="Run", button_style="primary", icon="play")
         self.stop_button = W.Button(description="Stop", icon="stop", disabled=True)
         self.progress = W.IntProgress(value=0, min=0, max=100, description="progress")
         self.status = W.HTML(value="")
         self.output = W.HTML(value="")
         self.runner = Runner(self._done, self._failed)
+        self.run_guess: float | None = None
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.runner.stop())
         controls = list(settings or []) + ([self.guess] if self.guess else [])
@@ -184,11 +254,16 @@ class ExperimentPanel(W.VBox):
             return False
         self.run_button.disabled, self.stop_button.disabled = True, False
         self.progress.value = 0
+        self.output.value = ""  # the old result must not sit under "running…"
         self.status.value = "running…"
-        return self.runner.start(self._run)
+        self.run_guess = self.guess.value if self.guess else None  # read now, on the caller's thread
+        return self.runner.start(lambda stop: self._run(stop, self.run_guess))
 
-    def _run(self, stop: threading.Event) -> Any:
+    def _run(self, stop: threading.Event, guess: float | None) -> Any:
         with ProgressRelay(self._progress) as relay:
+            if accepts(self.experiment, "guess"):
+                return self.experiment(progress=relay.update, stop=stop, guess=guess)
+            # an experiment written as (progress, stop), from before results carried the guess
             return self.experiment(relay.update, stop)
 
     def _progress(self, done: int, total: int) -> None:
@@ -199,8 +274,10 @@ class ExperimentPanel(W.VBox):
         self.run_button.disabled, self.stop_button.disabled = False, True
 
     def _done(self, result: Any) -> None:
-        guess = self.guess.value if self.guess else None
-        self.output.value = self.render(result, guess)
+        if positional_count(self.render) >= 2:  # a render(result, guess) from before
+            self.output.value = self.render(result, self.run_guess)
+        else:
+            self.output.value = self.render(result)
         self.status.value = "stopped early" if getattr(result, "stopped", False) else "done"
         self._finish()
 
@@ -210,3 +287,14 @@ class ExperimentPanel(W.VBox):
 
     def wait(self, timeout: float | None = None) -> Any:
         return self.runner.wait(timeout)
+
+    def run_and_wait(self, timeout: float | None = None) -> Any:
+        """Press Run unless the learner already has, then wait for the result.
+        Lets a notebook run top to bottom while a reader can still type a guess
+        and press Run by hand first."""
+        if self.result is None and not self.runner.busy:
+            self.run_button.click()
+        result = self.wait(timeout)
+        if result is None:  # experiments always return a result; None means nothing ran
+            raise RuntimeError("Pressing Run started no experiment, so there is no result to show.")
+        return result

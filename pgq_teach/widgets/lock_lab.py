@@ -32,22 +32,71 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from html import escape
-from typing import Callable
 
 import ipywidgets as W
 
-from ..experiments.locks import (MODES, WAITING, ActivityRow, ReplayResult, Session, SessionState, activity,
-                                 prepare, replay)
-from .common import Runner, comparison_html, error_html, prediction
+from ..databases import Database
+from ..experiments import locks
+from ..experiments.locks import (
+    CLAUSES,
+    IDLE,
+    WAITING,
+    LockSession,
+    ReplayResult,
+    SessionState,
+    prepare,
+)
+from ..experiments.sessions import ActivityMonitor, ActivityRow
+from .common import TABLE_STYLE, Runner, error_html, guess_field, result_html
 
-REFRESH_SECONDS = 0.25  # how often the activity view refreshes while a session waits
 # A click returns once its command has finished or the server shows it waiting
 # for a lock (at most this long), so clicks on A then B reach the server in that
 # order, as typed in two psql windows.
 SETTLE_SECONDS = 5.0
 _open_labs: weakref.WeakSet = weakref.WeakSet()  # so a new lab can close an old one
 ACTIVITY_COLUMNS = ("session", "pid", "state", "wait_event_type", "wait_event", "pg_blocking_pids")
+PANEL_WIDTH = "470px"  # fixed, so a session's column never moves as its status text changes
+STATUS_HEIGHT = "4.5em"  # room for the longest status line, wrapped
+
+
+class ReplayView:
+    """A replay's result that shows itself in a notebook as its comparison
+    table and summary; attributes are the result's (`view.b_seconds`)."""
+
+    def __init__(self, result: ReplayResult):
+        self.result = result
+
+    def __getattr__(self, name: str):
+        return getattr(self.result, name)
+
+    def __repr__(self) -> str:
+        return self.result.summary()
+
+    def _repr_html_(self) -> str:
+        return result_html(self.result)
+
+
+def settle_labs(db: Database) -> None:
+    """Reset any open lock lab on this database: a replay empties the jobs
+    table, which must first wait for the lab's open transactions to end."""
+    for lab in list(_open_labs):
+        if lab.db.name == db.name and not lab.closed:
+            lab.reset()
+            lab.wait()
+
+
+def replay(db: Database, clause: str = "for_update", **settings) -> ReplayView:
+    """Run the guide's two-session sequence (experiments.locks.replay) and show it."""
+    settle_labs(db)
+    return ReplayView(locks.replay(db, clause, **settings))
+
+
+def line_of_waiters(db: Database) -> ReplayView:
+    """A, B and C on one row (experiments.locks.line_of_waiters), shown."""
+    settle_labs(db)
+    return ReplayView(locks.line_of_waiters(db))
 
 
 def status_html(state: SessionState, queued: int = 0) -> str:
@@ -75,7 +124,7 @@ def activity_html(rows: list[ActivityRow], names: dict[int, str] | None = None, 
         for r in rows
     ) or f'<tr><td colspan="{len(ACTIVITY_COLUMNS)}">no lab session is connected</td></tr>'
     when = "live, while a session waits" if live else "as of the last change"
-    return (f'<table style="border-collapse:collapse"><caption style="caption-side:top;text-align:left">'
+    return (f'{TABLE_STYLE}<table class="pgq-table"><caption style="caption-side:top;text-align:left">'
             f"<b>pg_stat_activity</b> for the lab's sessions ({when})</caption>"
             f"<tr>{head}</tr>{body}</table>")
 
@@ -95,13 +144,13 @@ class SessionPanel(W.VBox):
         self.begin_button = W.Button(description="BEGIN", tooltip="start a transaction")
         self.claim_buttons = {
             mode: W.Button(description=words, tooltip=f"claim the oldest ready job with {words}")
-            for mode, words in MODES.items()
+            for mode, words in CLAUSES.items()
         }
         self.commit_button = W.Button(description="COMMIT",
                                       tooltip="mark the jobs this transaction claimed done, then COMMIT")
         self.rollback_button = W.Button(description="ROLLBACK",
                                         tooltip="end the transaction; its jobs stay ready")
-        self.session = Session(db, name, on_change=lambda _state: self._changed())
+        self.session = LockSession(db, name, on_change=lambda _state: self._changed())
         self.title.value = f"<b>Session {escape(name)}</b> · backend pid {self.session.pid}"
 
         self.begin_button.on_click(lambda _: self._run_command(self.session.begin))
@@ -113,8 +162,10 @@ class SessionPanel(W.VBox):
         self.begin_button.add_class("pgq-begin")
         self.commit_button.add_class("pgq-commit")
         self.rollback_button.add_class("pgq-rollback")
+        self.status.layout = W.Layout(width="100%", min_height=STATUS_HEIGHT)
         super().__init__([self.title, self.begin_button, W.HBox(list(self.claim_buttons.values())),
-                          W.HBox([self.commit_button, self.rollback_button]), self.status])
+                          W.HBox([self.commit_button, self.rollback_button]), self.status],
+                         layout=W.Layout(width=PANEL_WIDTH, min_width=PANEL_WIDTH, max_width=PANEL_WIDTH))
         self.add_class(f"pgq-session-{name.lower()}")
 
     @property
@@ -139,8 +190,8 @@ class SessionPanel(W.VBox):
             self._settle(self)
         except TimeoutError:
             pass  # still running: the status line shows it live
-        except Exception:
-            pass  # kept by the session (or the lab) and raised again by their waits
+        except Exception as exc:  # shown, and kept by the session (or the lab) for their waits
+            self.status.value = error_html(exc)
 
     def render_status(self) -> None:
         # Read the state and write the HTML under one lock, so a slow writer
@@ -161,38 +212,32 @@ class LockLab(W.VBox):
     database (re-running a notebook cell), whose open transactions would
     otherwise block the reset."""
 
-    def __init__(self, db, *, reset: bool = True):
+    def __init__(self, db: Database, *, reset: bool = True):
         for earlier in list(_open_labs):
             if earlier.db.name == db.name:
                 earlier.close()
         self.db = db
         if reset:
             prepare(db)
-        self.refresh_error: BaseException | None = None
-        self._closed = False
-        self._stop = threading.Event()
-        self._refresh_lock = threading.Lock()  # guards the refresher's start and end
-        self._refresher: threading.Thread | None = None
-        self._refresh_wanted = False
-        self._monitor = None  # the activity view's own connection
-        self._monitor_lock = threading.Lock()
-        self._activity_changed = threading.Condition()
-        self.activity_rows: list[ActivityRow] = []
-
+        self.closed = False
         self.activity = W.HTML(value=activity_html([]))
         self.activity.add_class("pgq-activity")
-        self.a = SessionPanel(db, "A", self._kick, self._settle)
+        self.monitor = ActivityMonitor(db, on_rows=self._show_rows, on_error=self._show_monitor_error,
+                                       busy=self._anything_running)
+        self.a = SessionPanel(db, "A", self.monitor.watch, self._settle)
         try:
-            self.b = SessionPanel(db, "B", self._kick, self._settle)
+            self.b = SessionPanel(db, "B", self.monitor.watch, self._settle)
         except BaseException:
             self.a.session.close()
+            self.monitor.close()
             raise
         self.reset_button = W.Button(description="Reset", icon="refresh",
                                      tooltip="roll both sessions back and start again from two ready jobs")
         self.lab_status = W.HTML(value="two ready jobs: 1 and 2")
-        self.mode = W.Dropdown(options=[(words, mode) for mode, words in MODES.items()], value="for_update",
-                               description="B claims with")
-        self.guess = prediction("Your guess: how many seconds will B wait?", 0, maximum=60)
+        self.mode = W.Dropdown(options=[(words, mode) for mode, words in CLAUSES.items()], value="for_update",
+                               description="B claims with", style={"description_width": "initial"},
+                               layout=W.Layout(width="16em"))
+        self.guess = guess_field("Your guess: how many seconds will B wait?")
         self.replay_button = W.Button(description="Replay the guide's sequence", button_style="primary",
                                       icon="play", layout=W.Layout(width="auto"))
         self.replay_output = W.HTML()
@@ -201,19 +246,20 @@ class LockLab(W.VBox):
 
         self.reset_button.on_click(lambda _: self.reset())
         self.replay_button.on_click(lambda _: self.start_replay())
-        sessions = W.HBox([self.a, self.b], layout=W.Layout(justify_content="space-around"))
+        sessions = W.HBox([self.a, self.b], layout=W.Layout(justify_content="flex-start", grid_gap="24px"))
         super().__init__([
             sessions, self.activity, W.HBox([self.reset_button, self.lab_status]),
             W.HTML("<b>Replay the guide's sequence</b>: A locks job 1 and holds it for 2 s; "
                    "B claims while A holds it."),
-            W.HBox([self.mode, self.guess]), self.replay_button, self.replay_output,
+            W.HBox([self.mode, self.guess], layout=W.Layout(grid_gap="16px")), self.replay_button,
+            self.replay_output,
         ])
         self.add_class("pgq-lock-lab")
         self.reset_button.add_class("pgq-reset")
         self.replay_button.add_class("pgq-replay")
         self.lab_status.add_class("pgq-lab-status")
         _open_labs.add(self)
-        self._kick()
+        self.monitor.watch()
 
     # --- the lab's background jobs: reset and replay --------------------------
 
@@ -222,25 +268,30 @@ class LockLab(W.VBox):
         """The last replay's result."""
         return self.runner.result if isinstance(self.runner.result, ReplayResult) else None
 
+    @property
+    def refresh_error(self) -> BaseException | None:
+        return self.monitor.error
+
     def reset(self) -> bool:
         """Roll both sessions back and reseed two ready jobs, in the background."""
         return self._start(lambda: self._settle_and_seed(), "resetting…")
 
     def start_replay(self) -> bool:
-        mode, guess = self.mode.value, self.guess.value
-        return self._start(lambda: self._replay(mode, guess), f"replaying with {MODES[mode]}…")
+        clause, guess = self.mode.value, self.guess.value
+        self.replay_output.value = ""  # the old result must not sit beside the new run
+        return self._start(lambda: self._replay(clause, guess), f"replaying with {CLAUSES[clause]}…")
 
     def wait(self, timeout: float | None = 60) -> ReplayResult | None:
         """Wait for a reset or replay; raise again any error it hit."""
         return self.runner.wait(timeout)
 
     def _start(self, job: Callable[[], object], message: str) -> bool:
-        if self._closed or self.runner.busy:
+        if self.closed or self.runner.busy:
             return False
         self._enable(False)
         self.lab_status.value = message
         started = self.runner.start(lambda _stop: job())
-        self._kick()  # the activity view follows the replay's sessions live
+        self.monitor.watch()  # the activity view follows the replay's sessions live
         return started
 
     def _settle_and_seed(self) -> None:
@@ -251,20 +302,21 @@ class LockLab(W.VBox):
         for panel in (self.a, self.b):
             panel.session.wait_done(timeout=30)
         prepare(self.db)
+        for panel in (self.a, self.b):  # a fresh start: no old job or error left on screen
+            panel.session.set(SessionState(IDLE, note="reset: two ready jobs"))
 
-    def _replay(self, mode: str, guess: int) -> ReplayResult:
+    def _replay(self, clause: str, guess: float | None) -> ReplayResult:
         self._settle_and_seed()
-        result = replay(self.db, mode, guess=guess)
+        result = locks.replay(self.db, clause, guess=guess)
         prepare(self.db)  # leave two ready jobs for the next experiment
         return result
 
     def _job_done(self, result) -> None:
         if isinstance(result, ReplayResult):
-            self.replay_output.value = (comparison_html(result.comparison(), version=result.server_version)
-                                        + f"<pre>{escape(result.summary())}</pre>")
+            self.replay_output.value = result_html(result)
         self.lab_status.value = "two ready jobs: 1 and 2"
         self._enable(True)
-        self._kick()
+        self.monitor.watch()
 
     def _job_failed(self, exc: BaseException) -> None:
         self.lab_status.value = error_html(exc)
@@ -273,50 +325,42 @@ class LockLab(W.VBox):
     def _enable(self, on: bool) -> None:
         # Clicks during a reset or replay would take the replay's jobs.
         for button in (*self.a.buttons, *self.b.buttons, self.reset_button, self.replay_button):
-            button.disabled = not on or self._closed
+            button.disabled = not on or self.closed
 
     # --- the live activity view ---------------------------------------------------
 
-    def refresh_activity(self) -> list[ActivityRow]:
-        """Read pg_stat_activity now and redraw the view and waiting statuses."""
-        with self._monitor_lock:
-            if self._closed:
-                return self.activity_rows
-            if self._monitor is None or self._monitor.closed:
-                self._monitor = self.db.connect(application_name="pgq-teach monitor")
-            rows = activity(self._monitor)
+    def _show_rows(self, rows: list[ActivityRow]) -> None:
         names = {self.a.session.pid: "A", self.b.session.pid: "B"}
         self.activity.value = activity_html(rows, names, live=self._anything_running())
         for panel in (self.a, self.b):
             if panel.state.phase == WAITING:
                 panel.render_status()  # the live 'waiting… 1.2 s'
-        with self._activity_changed:
-            self.activity_rows = rows
-            self._activity_changed.notify_all()
-        return rows
+
+    def _show_monitor_error(self, exc: BaseException) -> None:
+        self.activity.value = error_html(exc)
+
+    @property
+    def activity_rows(self) -> list[ActivityRow]:
+        return self.monitor.rows
+
+    def refresh_activity(self) -> list[ActivityRow]:
+        """Read pg_stat_activity now and redraw the view and waiting statuses."""
+        return self.monitor.read()
 
     def wait_until_blocked(self, panel: SessionPanel, timeout: float = 5.0) -> ActivityRow:
         """Wait until the activity view shows `panel`'s session waiting for a
         lock; return its row."""
-        deadline = time.monotonic() + timeout
-        while True:
-            self._kick()
-            with self._activity_changed:
-                if self.refresh_error is not None:
-                    raise self.refresh_error
-                row = next((r for r in self.activity_rows
-                            if r.pid == panel.session.pid and r.waits_for_lock), None)
-                if row is not None:
-                    return row
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"session {panel.session.name} was not seen waiting for a lock "
-                                       f"within {timeout:g} s; it is {panel.state.describe()}")
-                self._activity_changed.wait(min(remaining, REFRESH_SECONDS))
+        pid = panel.session.pid
+        try:
+            return self.monitor.wait_for(lambda r: r.pid == pid and r.waits_for_lock,
+                                         f"session {panel.session.name} waiting for a lock", timeout)
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; it is {panel.state.describe()}") from None
 
     def _settle(self, panel: SessionPanel) -> None:
         """Return when `panel`'s commands have finished, or its claim is seen
-        waiting for a lock in pg_stat_activity; give up after SETTLE_SECONDS."""
+        waiting for a lock in pg_stat_activity; give up after SETTLE_SECONDS.
+        A monitor error is raised (and shown), not dropped."""
         deadline = time.monotonic() + SETTLE_SECONDS
         while time.monotonic() < deadline:
             try:
@@ -331,64 +375,24 @@ class LockLab(W.VBox):
     def _anything_running(self) -> bool:
         return self.runner.busy or any(p.state.phase == WAITING for p in (self.a, self.b))
 
-    def _kick(self) -> None:
-        """Something changed: refresh the view soon, and keep refreshing while
-        anything waits. Starts the refresher thread if it is not running."""
-        with self._refresh_lock:
-            if self._closed:
-                return
-            self._refresh_wanted = True
-            if self._refresher is None or not self._refresher.is_alive():
-                self._refresher = threading.Thread(target=self._refresh_loop, name="pgq-lab activity",
-                                                   daemon=True)
-                self._refresher.start()
-
-    def _refresh_loop(self) -> None:
-        # Runs only while there is something to show; never prints.
-        try:
-            while not self._stop.is_set():
-                with self._refresh_lock:
-                    self._refresh_wanted = False
-                self.refresh_activity()
-                with self._refresh_lock:
-                    if not self._refresh_wanted and not self._anything_running():
-                        self._refresher = None
-                        return
-                self._stop.wait(REFRESH_SECONDS)
-        except BaseException as exc:  # kept, shown, and raised again by wait_until_blocked
-            if self._closed:
-                return  # the monitor connection closed under us: expected
-            self.refresh_error = exc
-            self.activity.value = error_html(exc)
-            with self._activity_changed:
-                self._activity_changed.notify_all()
-
     @property
     def refreshing(self) -> bool:
-        refresher = self._refresher
-        return refresher is not None and refresher.is_alive()
+        return self.monitor.watching
 
     # --- the end ------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the refresher, end both sessions (open transactions roll back)
+        """Stop the monitor, end both sessions (open transactions roll back)
         and close every connection. Safe to call twice."""
-        with self._refresh_lock:
-            if self._closed:
-                return
-            self._closed = True
-            refresher = self._refresher
+        if self.closed:
+            return
+        self.closed = True
         _open_labs.discard(self)
-        self._stop.set()
         self.runner.stop()
         if self.runner.thread is not None:
             self.runner.thread.join(60)
-        if refresher is not None:
-            refresher.join(10)
+        self.monitor.close()
         for panel in (self.a, self.b):
             panel.session.close()
-        with self._monitor_lock:
-            if self._monitor is not None:
-                self._monitor.close()
         self._enable(False)
         self.lab_status.value = "closed: run the cell that made the lab again to start over"

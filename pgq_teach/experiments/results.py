@@ -1,0 +1,59 @@
+"""What every experiment's result shares: the server it ran on, the learner's
+guess, the guide's figure, whether it was stopped early, the footer of its
+summary, and the rows that set the guess, this server and the guide side by side.
+
+Widgets draw these rows; they never work them out (or change a result) themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..databases import Database
+from ..guide import GuideFigure
+
+# One row of a comparison table: (measure, your guess, this server, the guide).
+Comparison = tuple[str, Any, Any, Any]
+NO_GUESS = "no guess"
+
+
+def server_fields(db: Database) -> dict[str, Any]:
+    """The result fields that say which server measured it."""
+    return {"server_version": db.server.version, "server_major": db.server.major}
+
+
+def guess_text(guess: float | None, unit: str = "") -> str:
+    """A guess as a person reads it: "no guess" when the learner made none."""
+    if guess is None:
+        return NO_GUESS
+    return f"{guess:,g}{unit}"
+
+
+@dataclass(kw_only=True)
+class Result:
+    """The base of every experiment result (keyword-only fields, so a result
+    lists its own measurements first)."""
+
+    server_version: str
+    server_major: int
+    guide: GuideFigure
+    guess: float | None = None
+    stopped: bool = False
+
+    @property
+    def guess_cell(self) -> Any:
+        """The guess as its table cell shows it: "no guess" when none was made."""
+        return NO_GUESS if self.guess is None else self.guess
+
+    def comparison(self) -> list[Comparison]:
+        """Rows of (measure, your guess, this server, the guide)."""
+        return []
+
+    def footer(self) -> list[str]:
+        """The last lines of every summary: the guide's figure and this server."""
+        return [f"  {self.guide}", f"  this server: PostgreSQL {self.server_version}"]
+
+    @property
+    def stopped_note(self) -> str:
+        return " (stopped early)" if self.stopped else ""

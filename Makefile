@@ -18,8 +18,11 @@ lint: $(STAMP)
 # make test uses the embedded PostgreSQL unless PGQ_BACKEND or PGQ_DSN says otherwise:
 # a Docker daemon that happens to run (and may reach no registry) does not change
 # what the tests run on, and no pull is tried. PGQ_BACKEND=docker make test opts in.
+# The notebooks' Your turn cells save verdicts: point them at a throwaway folder,
+# so a test run never writes into the learner's own progress and answers.
 test: $(STAMP) lint
 	export PGQ_BACKEND="$${PGQ_BACKEND:-$${PGQ_DSN:+dsn}}"; export PGQ_BACKEND="$${PGQ_BACKEND:-embedded}"; \
+	export PGQ_HOME="$$(mktemp -d)"; \
 	$(BIN)/pgq-teach server start && \
 	$(BIN)/pytest --nbval --nbval-current-env tests notebooks $(PYTEST_ARGS)
 

@@ -1,0 +1,260 @@
+"""The crash lab (lesson 04): a hold-style and a lease-style worker side by
+side, each with an "end its session" button, a third worker, the reaper, and
+a live board of the jobs and of who holds a lock on the table.
+
+Thin: every action is a `CrashScene` method (pgq_teach.experiments.crash);
+the board is redrawn from the server by one refresher thread while a lease
+counts down. Headless: `lab.run_button.click(); lab.wait()` runs the guide's
+sequence and leaves its `CrashResult` in `lab.result`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from html import escape
+
+import ipywidgets as W
+
+from ..experiments.crash import DEFAULT_LEASE_S, BoardRow, CrashResult, CrashScene, LockHolder, crash_both
+from .common import Runner, comparison_html, error_html
+
+REFRESH_SECONDS = 0.25
+LIVE_AFTER_CLICK_S = 3.0  # keep redrawing this long after a click, beyond any lease still running
+
+
+def lease_text(row: BoardRow) -> str:
+    if row.lease_left_s is None:
+        return "–"
+    if row.lease_left_s >= 0:
+        return f"{row.lease_left_s:.1f} s left"
+    return f"passed {-row.lease_left_s:.1f} s ago"
+
+
+def board_html(rows: list[BoardRow], holders: list[LockHolder], hold_job: int | None) -> str:
+    """The jobs, and the sessions pg_locks shows holding a lock on the jobs table."""
+    holding = [h for h in holders if h.mode == "RowShareLock"]
+    head = "<tr><th>job</th><th>status</th><th>attempts</th><th>lease</th><th>row lock</th><th>last error</th></tr>"
+    body = ""
+    for r in rows:
+        lock = "hold worker (FOR UPDATE)" if holding and r.id == hold_job else "–"
+        body += (f'<tr data-job="{r.id}" data-status="{escape(r.status)}"><td>{r.id}</td>'
+                 f"<td>{escape(r.status)}</td><td>{r.attempts}</td><td>{lease_text(r)}</td>"
+                 f"<td>{lock}</td><td>{escape(r.last_error or '–')}</td></tr>")
+    locks = "".join(f"<li>{escape(h.worker)} (pid {h.pid}, {escape(h.state or '')}): {escape(h.mode)}</li>"
+                    for h in holders) or "<li>none</li>"
+    style = "<style>.pgq-board td,.pgq-board th{padding:2px 10px;text-align:left}</style>"
+    return (f'{style}<table class="pgq-board" style="border-collapse:collapse"><tr>{head}</tr>{body}</table>'
+            f"<div><b>pg_locks</b>: sessions holding a lock on <code>jobs</code> "
+            f"(a row lock lives in the row itself; FOR UPDATE also takes RowShareLock on the table)"
+            f"<ul class='pgq-lock-holders'>{locks}</ul></div>")
+
+
+def result_html(result: CrashResult) -> str:
+    return (comparison_html(result.comparison(), version=result.server_version)
+            + f"<pre>{escape(result.summary())}</pre>")
+
+
+class WorkerPanel(W.VBox):
+    """One worker: what it does, Start, End its session, and a status line."""
+
+    def __init__(self, title: str, what: str, css: str):
+        self.start_button = W.Button(description="Start", icon="play", tooltip="claim one job and start working")
+        self.end_button = W.Button(description="End its session", icon="times", disabled=True,
+                                   tooltip="pg_terminate_backend, from a third session", button_style="danger")
+        self.status = W.HTML(value="not started")
+        self.status.add_class("pgq-status")
+        self.start_button.add_class("pgq-start")
+        self.end_button.add_class("pgq-end")
+        super().__init__([W.HTML(f"<b>{escape(title)}</b><br><small>{escape(what)}</small>"),
+                          W.HBox([self.start_button, self.end_button]), self.status],
+                         layout=W.Layout(width="48%"))
+        self.add_class(css)
+
+
+class CrashLab(W.VBox):
+    """Two workers, a third worker and the reaper, a live board, and the
+    guide's sequence. Call `close()` when done."""
+
+    def __init__(self, db, lease_s: float = DEFAULT_LEASE_S):
+        self.db, self.lease_s = db, lease_s
+        self.scene: CrashScene | None = None
+        self.refresh_error: BaseException | None = None
+        self._closed = False
+        self._live_until = 0.0
+        self._refresh_lock = threading.Lock()
+        self._refresher: threading.Thread | None = None
+
+        self.hold_panel = WorkerPanel("hold-style worker", "BEGIN; claim FOR UPDATE SKIP LOCKED; work inside "
+                                      "the transaction", "pgq-hold-worker")
+        self.lease_panel = WorkerPanel("lease-style worker", f"claim with a {lease_s:g} s lease; commit; work "
+                                       "with no transaction open", "pgq-lease-worker")
+        self.claim_button = W.Button(description="Third worker claims", icon="hand-paper-o")
+        self.reap_button = W.Button(description="Run the reaper", icon="recycle")
+        self.reset_button = W.Button(description="Reset", icon="refresh", tooltip="two ready jobs again")
+        self.third_status = W.HTML(value="")
+        self.board = W.HTML(value="")
+        self.guess = W.BoundedFloatText(value=0, min=0, max=60, step=0.5,
+                                        description="Your guess: seconds until the leased job is ready again",
+                                        style={"description_width": "initial"})
+        self.run_button = W.Button(description="Run the guide's sequence", button_style="primary", icon="play",
+                                   layout=W.Layout(width="auto"))
+        self.output = W.HTML()
+        self.runner = Runner(self._done, self._failed)
+        for button, css in ((self.claim_button, "pgq-third-claim"), (self.reap_button, "pgq-reap"),
+                            (self.reset_button, "pgq-reset"), (self.run_button, "pgq-replay")):
+            button.add_class(css)
+        self.third_status.add_class("pgq-third-status")
+        self.board.add_class("pgq-crash-board")
+        self.output.add_class("pgq-result")
+
+        self.hold_panel.start_button.on_click(lambda _: self._act(self._start_hold))
+        self.lease_panel.start_button.on_click(lambda _: self._act(self._start_lease))
+        self.hold_panel.end_button.on_click(lambda _: self._act(self._end, self.hold_panel, "hold"))
+        self.lease_panel.end_button.on_click(lambda _: self._act(self._end, self.lease_panel, "lease"))
+        self.claim_button.on_click(lambda _: self._act(self._third_claim))
+        self.reap_button.on_click(lambda _: self._act(self._reap))
+        self.reset_button.on_click(lambda _: self._act(self.reset))
+        self.run_button.on_click(lambda _: self.start_replay())
+        super().__init__([
+            W.HBox([self.hold_panel, self.lease_panel], layout=W.Layout(justify_content="space-between")),
+            W.HBox([self.claim_button, self.reap_button, self.reset_button]), self.third_status, self.board,
+            W.HTML("<b>The guide's sequence</b>: both workers start, each session is ended in turn, a third "
+                   "worker claims and the reaper runs until the leased job comes back."),
+            self.guess, self.run_button, self.output,
+        ])
+        self.add_class("pgq-crash-lab")
+        self.reset()
+
+    # --- the hands-on part --------------------------------------------------------
+
+    def reset(self) -> None:
+        """End both workers and start again from two ready jobs."""
+        if self.scene is not None:
+            self.scene.close()
+        self.scene = CrashScene(self.db, self.lease_s)
+        for panel in (self.hold_panel, self.lease_panel):
+            panel.start_button.disabled, panel.end_button.disabled = False, True
+            panel.status.value = "not started"
+        self.third_status.value = "two ready jobs: 1 and 2. Start the hold-style worker first."
+        self.refresh()
+
+    def _act(self, action, *args) -> None:
+        if self._closed or self.runner.busy:
+            return
+        try:
+            action(*args)
+        except Exception as exc:  # shown where the learner looks; the scene stays usable
+            self.third_status.value = error_html(exc)
+        self._live_until = time.monotonic() + self.lease_s + LIVE_AFTER_CLICK_S
+        self.refresh()
+        self._keep_refreshing()
+
+    def _start_hold(self) -> None:
+        job = self.scene.start_hold_worker()
+        self._started(self.hold_panel, f"working on job {job}, its transaction open (row lock held)")
+
+    def _start_lease(self) -> None:
+        job = self.scene.start_lease_worker()
+        self._started(self.lease_panel, f"working on job {job.id} (attempts {job.attempts}), "
+                                        f"no transaction open; lease {self.lease_s:g} s")
+
+    @staticmethod
+    def _started(panel: WorkerPanel, text: str) -> None:
+        panel.start_button.disabled, panel.end_button.disabled = True, False
+        panel.status.value = text
+
+    def _end(self, panel: WorkerPanel, worker: str) -> None:
+        ended = self.scene.end_session(worker)
+        panel.end_button.disabled = True
+        panel.status.value = "session ended (pg_terminate_backend)" if ended else "it was not running"
+
+    def _third_claim(self) -> None:
+        job, took = self.scene.third_claim()
+        self.third_status.value = (f"third worker claimed job {job.id} in {took * 1000:.1f} ms"
+                                   if job else f"third worker: no job it could claim ({took * 1000:.1f} ms)")
+
+    def _reap(self) -> None:
+        n = self.scene.reap()
+        self.third_status.value = f"the reaper handed back {n} job(s)"
+
+    # --- the live board ---------------------------------------------------------------
+
+    def refresh(self) -> None:
+        if self._closed or self.scene is None:
+            return
+        self.board.value = board_html(self.scene.board(), self.scene.lock_holders(), self.scene.hold_job)
+
+    def _keep_refreshing(self) -> None:
+        with self._refresh_lock:
+            if self._refresher is None or not self._refresher.is_alive():
+                self._refresher = threading.Thread(target=self._refresh_loop, name="pgq-crash board",
+                                                   daemon=True)
+                self._refresher.start()
+
+    def _refresh_loop(self) -> None:
+        # One long-lived thread sets the board while a lease counts down; it never prints.
+        try:
+            while not self._closed and time.monotonic() < self._live_until:
+                time.sleep(REFRESH_SECONDS)
+                self.refresh()
+        except BaseException as exc:  # kept and shown
+            if not self._closed:
+                self.refresh_error = exc
+                self.board.value = error_html(exc)
+
+    @property
+    def refreshing(self) -> bool:
+        return self._refresher is not None and self._refresher.is_alive()
+
+    # --- the guide's sequence ---------------------------------------------------------
+
+    @property
+    def result(self) -> CrashResult | None:
+        return self.runner.result if isinstance(self.runner.result, CrashResult) else None
+
+    def start_replay(self) -> bool:
+        if self._closed or self.runner.busy:
+            return False
+        if self.scene is not None:
+            self.scene.close()  # its open transaction would block the replay's reset
+            self.scene = None
+        self._enable(False)
+        self.third_status.value = "running the guide's sequence…"
+        guess = self.guess.value
+        return self.runner.start(lambda stop: crash_both(self.db, self.lease_s, guess=guess, stop=stop))
+
+    def wait(self, timeout: float | None = 60) -> CrashResult | None:
+        """Wait for the guide's sequence; raise again any error it hit."""
+        return self.runner.wait(timeout)
+
+    def _done(self, result: CrashResult) -> None:
+        self.output.value = result_html(result)
+        self._enable(True)
+        self.reset()  # two ready jobs again, to try it by hand
+
+    def _failed(self, exc: BaseException) -> None:
+        self.third_status.value = error_html(exc)
+        self._enable(True)
+
+    def _enable(self, on: bool) -> None:
+        for button in (self.claim_button, self.reap_button, self.reset_button, self.run_button):
+            button.disabled = not on or self._closed
+        if not on:
+            for panel in (self.hold_panel, self.lease_panel):
+                panel.start_button.disabled = panel.end_button.disabled = True
+
+    def close(self) -> None:
+        """Stop the board, close every connection. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self.runner.stop()
+        if self.runner.thread is not None:
+            self.runner.thread.join(60)
+        if self._refresher is not None:
+            self._refresher.join(5)
+        if self.scene is not None:
+            self.scene.close()
+        self._enable(False)
+        self.third_status.value = "closed: run the cell that made the lab again to start over"

@@ -1,0 +1,93 @@
+"""Lesson 04 on a real server: a crashed hold-style worker frees its job at
+once, a crashed lease-style worker's job waits for its lease and the reaper,
+a held transaction keeps VACUUM from removing dead rows, and the reaper's
+plan uses the partial index."""
+
+import pytest
+
+from pgq_teach.errors import BadInput
+from pgq_teach.experiments import crash
+from pgq_teach.widgets.crash_lab import CrashLab
+
+
+def test_held_job_is_ready_at_once_and_leased_job_waits_for_its_lease(db):
+    result = crash.crash_both(db, lease_s=1.0)
+    assert (result.hold_job, result.lease_job, result.lease_attempts) == (1, 2, 1)
+    assert result.claim_before_crash is None  # both jobs taken while both workers live
+    assert result.held_job_claimed == 1
+    assert result.held_job_claim_s < 1.0  # at once; a wide bound on a busy machine
+    assert result.lease_status_after_end == "running"
+    assert result.reaped_at_once == 0
+    assert result.lease_left_at_end_s > 0.5
+    assert result.back_after_s >= result.lease_left_at_end_s - 0.05
+    assert result.reaped_after_lease and result.leased_job_after.attempts == 1
+    assert not result.stopped and "guide #8" in result.summary()
+
+
+def test_by_hand_pg_locks_shows_the_hold_worker_until_its_session_ends(db):
+    with crash.CrashScene(db, lease_s=5) as scene:
+        assert scene.start_hold_worker() == 1
+        assert scene.start_lease_worker().id == 2
+        holders = scene.lock_holders()
+        assert [(h.worker, h.mode) for h in holders] == [("hold worker", "RowShareLock")]
+        assert scene.third_claim()[0] is None
+        assert scene.end_session("hold") == 1
+        assert scene.lock_holders() == []
+        assert scene.third_claim()[0].id == 1
+        assert scene.end_session("hold") == 0
+        assert scene.end_session("lease") == 1
+        assert scene.reap() == 0 and scene.row(2).status == "running"
+
+
+def test_a_held_transaction_keeps_vacuum_from_removing_dead_rows(db):
+    result = crash.cleanup_held_back(db, others=300)
+    assert result.updated == 300
+    assert result.during.removed == 0
+    assert result.during.dead_not_removable == 300
+    # after the commit: the 300, plus the old version of job 1 the worker marked done
+    assert result.after.removed == 301
+    assert result.after.dead_not_removable == 0
+    assert result.culprit["backend_xid"] is not None
+    assert result.culprit["state"] == "idle in transaction"
+
+
+def test_the_reaper_uses_the_partial_index_on_leased_until(db):
+    plan = crash.reaper_plan(db)
+    assert plan.uses_running_index, plan.plan
+    assert plan.reaped_now == 0  # every lease still has five minutes to run
+
+
+@pytest.mark.parametrize("call", [
+    lambda db: crash.crash_both(db, lease_s=0),
+    lambda db: crash.crash_both(db, lease_s="2"),
+    lambda db: crash.cleanup_held_back(db, others=0),
+    lambda db: crash.reaper_plan(db, running=True),
+])
+def test_bad_input_is_refused_before_anything_runs(db, call):
+    with pytest.raises(BadInput):
+        call(db)
+
+
+def test_end_session_names_a_worker(db):
+    with crash.CrashScene(db) as scene, pytest.raises(BadInput):
+        scene.end_session("third")
+
+
+def test_the_lab_by_clicking(db):
+    lab = CrashLab(db, lease_s=1.0)
+    try:
+        lab.hold_panel.start_button.click()
+        lab.lease_panel.start_button.click()
+        assert "RowShareLock" in lab.board.value and 'data-job="2" data-status="running"' in lab.board.value
+        lab.hold_panel.end_button.click()
+        lab.claim_button.click()
+        assert "claimed job 1" in lab.third_status.value
+        lab.lease_panel.end_button.click()
+        lab.reap_button.click()
+        assert "handed back 0" in lab.third_status.value
+        lab.run_button.click()
+        result = lab.wait(30)
+        assert result.reaped_after_lease and "guide #8" in lab.output.value
+        assert "two ready jobs" in lab.third_status.value  # reset for trying by hand
+    finally:
+        lab.close()

@@ -16,7 +16,15 @@ from html import escape
 
 import ipywidgets as W
 
-from ..experiments.crash import DEFAULT_LEASE_S, BoardRow, CrashResult, CrashScene, LockHolder, crash_both
+from ..experiments.crash import (
+    DEFAULT_LEASE_S,
+    BoardRow,
+    CleanupResult,
+    CrashResult,
+    CrashScene,
+    LockHolder,
+    crash_both,
+)
 from .common import Runner, comparison_html, error_html
 
 REFRESH_SECONDS = 0.25
@@ -51,6 +59,12 @@ def board_html(rows: list[BoardRow], holders: list[LockHolder], hold_job: int | 
 
 
 def result_html(result: CrashResult) -> str:
+    return (comparison_html(result.comparison(), version=result.server_version)
+            + f"<pre>{escape(result.summary())}</pre>")
+
+
+def cleanup_html(result: CleanupResult, guess: int | None = None) -> str:
+    """The VACUUM experiment beside the guide's figure #9 (for an ExperimentPanel)."""
     return (comparison_html(result.comparison(), version=result.server_version)
             + f"<pre>{escape(result.summary())}</pre>")
 

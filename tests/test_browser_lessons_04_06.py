@@ -1,0 +1,85 @@
+"""The crash, fencing and retry labs (lessons 04 to 06) draw, respond to
+clicks and finish in a real JupyterLab, in a real browser."""
+
+from __future__ import annotations
+
+import pytest
+
+from jupyter_browser import ARTIFACTS, CHROMIUM_FLAGS, LabServer, chromium_path, open_and_run_all
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(chromium_path() is None,
+                       reason="no Chromium at /usr/bin/chromium: install it with `apt-get install chromium` "
+                              "(or set PGQ_CHROMIUM to a Chromium binary)"),
+]
+
+STEP_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    server = LabServer(tmp_path_factory.mktemp("jupyterlab")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, lab, request):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(STEP_MS)
+    yield page
+    call = getattr(request.node, "rep_call", None)
+    if call is None or call.failed:
+        shot = ARTIFACTS / f"{request.node.name}-last.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"\nlast screenshot: {shot}\nJupyterLab log tail:\n{lab.log_tail()}")
+    context.close()
+
+
+def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, lab):
+    open_and_run_all(page, lab, "04-crashed-workers.ipynb")
+    crash = page.locator(".pgq-crash-lab").first
+    crash.scroll_into_view_if_needed()
+    hold, lease = crash.locator(".pgq-hold-worker"), crash.locator(".pgq-lease-worker")
+    crash.locator(".pgq-reset").click()
+    hold.locator(".pgq-start:not([disabled])").wait_for()
+
+    hold.locator(".pgq-start").click()
+    hold.locator(".pgq-status").filter(has_text="working on job 1").wait_for()
+    lease.locator(".pgq-start").click()
+    lease.locator(".pgq-status").filter(has_text="working on job 2").wait_for()
+    board = crash.locator(".pgq-crash-board")
+    board.locator("tr[data-job='2'][data-status='running']").wait_for()
+    assert "RowShareLock" in board.inner_text()
+    crash.screenshot(path=str(ARTIFACTS / "04-crash-lab-working.png"))
+
+    # End the hold worker's session: a third worker takes job 1 at once.
+    hold.locator(".pgq-end").click()
+    hold.locator(".pgq-status").filter(has_text="session ended").wait_for()
+    crash.locator(".pgq-third-claim").click()
+    crash.locator(".pgq-third-status").filter(has_text="claimed job 1").wait_for()
+
+    # End the lease worker's session: job 2 stays running until its lease passes.
+    lease.locator(".pgq-end").click()
+    lease.locator(".pgq-status").filter(has_text="session ended").wait_for()
+    crash.locator(".pgq-reap").click()
+    crash.locator(".pgq-third-status").filter(has_text="handed back 0").wait_for()
+    board.locator("tr[data-job='2'][data-status='running']").wait_for()
+    board.filter(has_text="passed").wait_for(timeout=10_000)  # the live countdown ran out
+    crash.locator(".pgq-reap").click()
+    crash.locator(".pgq-third-status").filter(has_text="handed back 1").wait_for()
+    board.locator("tr[data-job='2'][data-status='ready']").wait_for()
+    assert "lease expired" in board.inner_text()
+    crash.screenshot(path=str(ARTIFACTS / "04-crash-lab.png"))

@@ -1,0 +1,381 @@
+"""Lesson 05, the stalled worker: a slow worker is not a dead one.
+
+`stale_worker()` runs the guide's sequence (figure #10) with a 1 s lease:
+A claims the job and sends the receipt email, then stalls; the reaper hands
+the job back and B claims it; A's completion updates 0 rows, B's 1. It also
+counts the customer's inbox, with a plain handler (two receipts) or an
+idempotent one (one). Every step is an `Event` for the timeline.
+
+`long_job()` runs a job longer than its lease on two library `Worker`s, with
+and without `heartbeat=True`, and samples the lease deadline as it moves.
+
+`token_after_requeue()` shows whether the fencing token repeats once a dead
+job is put back by hand.
+
+Workers are plain psycopg connections here, small enough to move onto the
+shared scripted sessions later.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import psycopg
+
+from .. import queue
+from ..databases import Database
+from ..errors import BadInput, PgqError
+from ..guide import GuideFigure, figure
+from ..statements import run
+from ..worker import Worker
+
+KIND = "send_receipt"
+ORDER = 101
+HANDLERS = ("plain", "idempotent")
+LAB_PREFIX = "pgq-fence"
+# Short leases so the lab runs in seconds; the library's default is five
+# minutes, because a lease must outlast the slowest healthy run of a job.
+LEASE_LIMITS = (0.5, 10.0)
+WORK_LIMITS = (0.5, 30.0)
+
+Progress = Callable[[int, int], None] | None
+
+
+def fencing_token(job: queue.Job) -> int:
+    """The number that proves a claim is still current. The course keeps it in
+    its own column, `fence_token`, once the schema has it; before that the
+    claim's `attempts` plays the part."""
+    return getattr(job, "fence_token", job.attempts)
+
+
+def check_seconds(name: str, value, limits: tuple[float, float]) -> float:
+    low, high = limits
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise BadInput(f"{name} must be a number of seconds from {low:g} to {high:g}, got {value!r}")
+    return float(value)
+
+
+def check_handler(handler) -> str:
+    if handler not in HANDLERS:
+        raise BadInput(f"handler must be one of {', '.join(HANDLERS)}; got {handler!r}")
+    return handler
+
+
+def tell(progress: Progress, done: int, total: int) -> None:
+    if progress is not None:
+        progress(done, total)
+
+
+def prepare(db: Database) -> int:
+    """Empty the jobs, the inbox and the receipts record; enqueue one receipt job. Its id."""
+    with db.connection() as conn:
+        run(conn, "lab/reset_jobs")
+        run(conn, "lab/inbox_create")
+        run(conn, "lab/receipts_sent_create")
+        run(conn, "lab/inbox_reset")
+        return queue.enqueue(conn, KIND, {"order": ORDER}, notify=False)
+
+
+def send_receipt(conn: psycopg.Connection, order_id: int, worker: str, handler: str) -> bool:
+    """The job's work: email the receipt. The idempotent handler first records
+    "receipt for this order sent" under a unique key and sends only if that
+    record is new. True if an email went out."""
+    if handler == "idempotent" and run(conn, "lab/record_receipt_sent",
+                                       {"order_id": order_id, "worker": worker}).fetchone() is None:
+        return False
+    run(conn, "lab/send_receipt_email", {"order_id": order_id, "worker": worker})
+    return True
+
+
+def inbox_count(conn: psycopg.Connection, order_id: int = ORDER) -> int:
+    return run(conn, "lab/inbox_count", {"order_id": order_id}).fetchone()[0]
+
+
+# --- the guide's sequence (figure #10) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Event:
+    """One step on the timeline: when (seconds from the start), whose lane, what."""
+
+    t_s: float
+    lane: str  # "A", "B" or "reaper"
+    what: str
+
+
+@dataclass
+class FencingResult:
+    handler: str
+    lease_s: float
+    a_token: int
+    b_token: int
+    a_attempts: int
+    b_attempts: int
+    reaped: int
+    a_rows: int  # rows A's completion updated
+    b_rows: int
+    emails: int  # receipts in the customer's inbox
+    final_status: str
+    events: list[Event]
+    server_version: str
+    guess: int | None = None
+    guide: GuideFigure = field(default_factory=lambda: figure(10))
+    stopped: bool = False
+
+    def summary(self) -> str:
+        guess = f" (your guess: {self.guess})" if self.guess is not None else ""
+        steps = [f"  {e.t_s:5.2f} s  {e.lane:<6} {e.what}" for e in self.events]
+        return "\n".join([
+            f"one receipt job, a {self.lease_s:g} s lease, {self.handler} handler",
+            *steps,
+            f"  A's completion updated {self.a_rows} row(s), B's {self.b_rows}; the job is {self.final_status}",
+            f"  the customer's inbox: {self.emails} receipt(s){guess}",
+            f"  {self.guide}",
+            f"  this server: PostgreSQL {self.server_version}",
+        ])
+
+    def comparison(self) -> list[tuple[str, object, object, object]]:
+        values = self.guide.values
+        return [("A's completion, rows updated", None, self.a_rows, values["a_rows"]),
+                ("B's completion, rows updated", None, self.b_rows, values["b_rows"]),
+                ("fencing token, A then B", None, f"{self.a_token} then {self.b_token}", "1 then 2"),
+                (f"receipts in the inbox ({self.handler} handler)", self.guess, self.emails,
+                 "two: fencing cannot unsend" if self.handler == "plain" else "–")]
+
+
+def stale_worker(db: Database, lease_s: float = 1.0, *, handler: str = "plain", guess: int | None = None,
+                 progress: Progress = None, stop: threading.Event | None = None) -> FencingResult:
+    """A claims and sends, then stalls past its lease; the reaper runs; B
+    claims and sends; A completes (fenced out), then B completes."""
+    lease_s = check_seconds("lease_s", lease_s, LEASE_LIMITS)
+    handler = check_handler(handler)
+    stop = stop or threading.Event()
+    job_id = prepare(db)
+    events: list[Event] = []
+    started = time.monotonic()
+
+    def note(lane: str, what: str) -> None:
+        events.append(Event(time.monotonic() - started, lane, what))
+
+    total = 6
+    with db.connection(application_name=f"{LAB_PREFIX} A") as a, \
+            db.connection(application_name=f"{LAB_PREFIX} B") as b, \
+            db.connection(application_name=f"{LAB_PREFIX} reaper") as reaper:
+        a_job = queue.claim(a, lease=lease_s)[0]
+        note("A", f"claims job {job_id}: fencing token {fencing_token(a_job)}, lease {lease_s:g} s")
+        sent = send_receipt(a, a_job.payload["order"], "A", handler)
+        note("A", "sends the receipt email, then stalls" if sent else "finds the receipt recorded; sends nothing")
+        tell(progress, 1, total)
+
+        # A stalls until its lease has passed: a long GC pause, a slow disk, a stuck call.
+        stop.wait(max(0.0, (a_job.leased_until.timestamp() - time.time()) + 0.1))
+        reaped = queue.reap(reaper)
+        note("reaper", f"lease passed: hands back {reaped} job(s)")
+        tell(progress, 2, total)
+
+        claimed = queue.claim(b, lease=lease_s * 10)  # B's lease is long enough for its work
+        if not claimed:
+            raise PgqError("B found no job to claim: the reaper did not hand it back")
+        b_job = claimed[0]
+        note("B", f"claims job {job_id}: fencing token {fencing_token(b_job)}")
+        sent = send_receipt(b, b_job.payload["order"], "B", handler)
+        note("B", "sends the receipt email" if sent else "finds the receipt recorded; sends nothing")
+        tell(progress, 3, total)
+
+        a_rows = int(queue.complete(a, a_job))
+        note("A", f"wakes and completes with token {fencing_token(a_job)}: {a_rows} row(s) updated")
+        tell(progress, 4, total)
+        b_rows = int(queue.complete(b, b_job))
+        note("B", f"completes with token {fencing_token(b_job)}: {b_rows} row(s) updated")
+        tell(progress, 5, total)
+        emails = inbox_count(reaper)
+        final = run(reaper, "job_state", {"id": job_id}).fetchone()[0]
+        tell(progress, 6, total)
+    return FencingResult(
+        handler=handler, lease_s=lease_s, a_token=fencing_token(a_job), b_token=fencing_token(b_job),
+        a_attempts=a_job.attempts, b_attempts=b_job.attempts, reaped=reaped, a_rows=a_rows, b_rows=b_rows,
+        emails=emails, final_status=final, events=events, server_version=db.server.version, guess=guess,
+        stopped=stop.is_set(),
+    )
+
+
+# --- long jobs on purpose: the heartbeat ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of the job's handler by one worker, in seconds from the start."""
+
+    worker: str
+    token: int
+    start_s: float
+    end_s: float
+    outcome: str  # "done" (its completion updated the row) or "fenced" (it updated nothing)
+
+
+@dataclass
+class LongJobResult:
+    heartbeat: bool
+    lease_s: float
+    work_s: float
+    runs: list[Run]
+    final_status: str
+    last_error: str | None
+    lease_samples: list[tuple[float, int, float]]  # (seconds from start, attempts, seconds left on the lease)
+    server_version: str
+    stopped: bool = False
+
+    @property
+    def times_run(self) -> int:
+        return len(self.runs)
+
+    @property
+    def lease_moved(self) -> bool:
+        """Did one claim's deadline move later while its job ran (a heartbeat extending it)?"""
+        claims: dict[int, list[float]] = {}
+        for t, attempts, left in self.lease_samples:
+            claims.setdefault(attempts, []).append(t + left)
+        return any(max(d) - min(d) > self.lease_s / 2 for d in claims.values())
+
+    def summary(self) -> str:
+        runs = "\n".join(f"    {r.worker} (token {r.token}) {r.start_s:5.2f} to {r.end_s:5.2f} s: {r.outcome}"
+                         for r in self.runs)
+        return "\n".join([
+            f"{'with' if self.heartbeat else 'without'} a heartbeat: {self.work_s:g} s of work, "
+            f"{self.lease_s:g} s lease, two workers",
+            f"  the handler ran {self.times_run} time(s):",
+            runs,
+            f"  the job ended {self.final_status}" + (f" ({self.last_error})" if self.last_error else ""),
+            f"  each claim's lease deadline {'moved with the work' if self.lease_moved else 'stayed where the claim put it'}",
+            f"  this server: PostgreSQL {self.server_version}",
+        ])
+
+
+def long_job(db: Database, *, heartbeat: bool, lease_s: float = 1.0, work_s: float = 3.0,
+             progress: Progress = None, stop: threading.Event | None = None) -> LongJobResult:
+    """One job that takes `work_s` seconds; two library `Worker`s with a
+    `lease_s` lease, polling every 0.2 s; W1 claims first. Runs until the job
+    is done or dead and every handler has returned."""
+    lease_s = check_seconds("lease_s", lease_s, LEASE_LIMITS)
+    work_s = check_seconds("work_s", work_s, WORK_LIMITS)
+    if not isinstance(heartbeat, bool):
+        raise BadInput(f"heartbeat must be True or False, got {heartbeat!r}")
+    stop = stop or threading.Event()
+    job_id = prepare(db)
+    started = time.monotonic()
+    runs: list[Run] = []
+    claims: list[str] = []
+    lock = threading.Lock()
+
+    def worker(name: str) -> Worker:
+        begun: dict[int, float] = {}
+
+        def handle(job: queue.Job) -> None:
+            begun[fencing_token(job)] = time.monotonic() - started
+            stop.wait(work_s)
+
+        def on_event(event: str, job) -> None:
+            if event == "claimed":
+                with lock:
+                    claims.append(name)
+            elif event in ("done", "fenced"):
+                token = fencing_token(job)
+                with lock:
+                    runs.append(Run(name, token, begun[token], time.monotonic() - started, event))
+
+        return Worker(db.dsn, {KIND: handle}, lease=lease_s, poll=0.2, heartbeat=heartbeat, on_event=on_event)
+
+    workers = [worker("W1"), worker("W2")]
+    threads = [threading.Thread(target=w.run, daemon=True) for w in workers]
+    samples: list[tuple[float, int, float]] = []
+    limit = started + work_s * 6 + lease_s * 6 + 10
+    expected = work_s * 3  # for the progress bar only
+    try:
+        threads[0].start()
+        with db.connection(application_name=f"{LAB_PREFIX} monitor") as monitor:
+            while run(monitor, "lab/lease_left", {"id": job_id}).fetchone()[0] == "ready":
+                time.sleep(0.01)  # W1 claims first, so the story is the same every run
+            threads[1].start()
+            while not stop.is_set():
+                status, attempts, left = run(monitor, "lab/lease_left", {"id": job_id}).fetchone()
+                now = time.monotonic()
+                if status == "running" and left is not None:
+                    samples.append((now - started, attempts, left))
+                with lock:
+                    settled = len(runs) == len(claims)
+                if status in ("done", "dead") and settled:
+                    break
+                if now > limit:
+                    raise PgqError(f"the long job had not settled within {limit - started:.0f} s")
+                tell(progress, min(int((now - started) * 10), int(expected * 10)), int(expected * 10))
+                time.sleep(0.1)
+    finally:
+        for w in workers:
+            w.stop()
+        for t in threads:
+            if t.is_alive():
+                t.join(work_s + 5)
+    with db.connection() as conn:
+        cur = run(conn, "lab/job_row", {"id": job_id})
+        names = [c.name for c in cur.description]
+        row = dict(zip(names, cur.fetchone()))
+    with lock:
+        return LongJobResult(heartbeat=heartbeat, lease_s=lease_s, work_s=work_s,
+                             runs=sorted(runs, key=lambda r: r.start_s), final_status=row["status"],
+                             last_error=row["last_error"], lease_samples=samples,
+                             server_version=db.server.version, stopped=stop.is_set())
+
+
+# --- the token over a job's whole life ------------------------------------------------------
+
+
+@dataclass
+class RequeueResult:
+    token_column: bool  # does the claim return a fence_token of its own?
+    a_token: int  # the stalled first claim's token
+    c_token: int  # the claim after a person requeued the dead job
+    a_rows: int  # rows the stalled worker's late completion updated
+    c_rows: int
+    c_error: str | None  # what the library told C, if its completion was refused
+    server_version: str
+
+    @property
+    def token_repeated(self) -> bool:
+        return self.a_token == self.c_token
+
+    def summary(self) -> str:
+        name = "fence_token" if self.token_column else "attempts (reset to 0 by the requeue)"
+        return "\n".join([
+            f"the fencing token here is {name}",
+            f"  A claimed with token {self.a_token} and stalled; the job was reaped, dead, and requeued by hand",
+            f"  C claimed it with token {self.c_token}: {'the same number' if self.token_repeated else 'a new number'}",
+            f"  A's late completion updated {self.a_rows} row(s); C's updated {self.c_rows}"
+            + (f" ({self.c_error})" if self.c_error else ""),
+            f"  this server: PostgreSQL {self.server_version}",
+        ])
+
+
+def token_after_requeue(db: Database, lease_s: float = 0.5) -> RequeueResult:
+    """A claims a one-attempt job and stalls; the reaper makes it dead; a
+    person requeues it; C claims it; then A completes, late."""
+    lease_s = check_seconds("lease_s", lease_s, LEASE_LIMITS)
+    prepare(db)
+    with db.connection() as conn:
+        run(conn, "lab/reset_jobs")
+        queue.enqueue(conn, KIND, {"order": ORDER}, max_attempts=1, notify=False)
+        a_job = queue.claim(conn, lease=lease_s)[0]
+        time.sleep(max(0.0, a_job.leased_until.timestamp() - time.time()) + 0.1)
+        if queue.reap(conn) != 1 or queue.requeue_dead(conn, KIND) != 1:
+            raise PgqError("the job was not reaped to dead and requeued as expected")
+        c_job = queue.claim(conn, lease=60)[0]
+        a_rows = int(queue.complete(conn, a_job))
+        try:
+            c_rows, c_error = int(queue.complete(conn, c_job)), None
+        except queue.NotClaimed as exc:  # A's stale completion took C's: the library says so
+            c_rows, c_error = 0, str(exc)
+    return RequeueResult(token_column=hasattr(a_job, "fence_token"), a_token=fencing_token(a_job),
+                         c_token=fencing_token(c_job), a_rows=a_rows, c_rows=c_rows, c_error=c_error,
+                         server_version=db.server.version)

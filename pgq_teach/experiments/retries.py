@@ -1,0 +1,304 @@
+"""Lesson 06, retries and dead jobs: the backoff schedule fail.sql sets, why
+its dead test uses greatest(), requeuing dead jobs by hand, and what jitter
+does to a thundering herd.
+
+`FailureStepper` is the "fail it" lab: one job, claimed and failed once per
+call, made due at once so the lab need not wait out the backoff (it says so).
+The waits are read back from the server, never computed here.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable
+
+import psycopg
+
+from .. import queue
+from ..charts import bars
+from ..databases import Database
+from ..errors import BadInput, PgqError
+from ..guide import GuideFigure, figure
+from ..statements import run
+
+KIND = "call_webhook"
+ERROR = "HTTP 503 from webhook"
+LEASE_S = 60  # the lab fails each claim at once; the lease never comes into play
+MAX_STEPS = 50
+FAIL_STATEMENTS = {"fail": "the course's fail.sql",
+                   "teaching/fail_without_greatest": "without greatest() (teaching variant)"}
+HERD_LIMITS = (1, 10_000)
+
+Progress = Callable[[int, int], None] | None
+
+
+def check_whole(name: str, value, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise BadInput(f"{name} must be a whole number from {low:,} to {high:,}, got {value!r}")
+    return value
+
+
+def tell(progress: Progress, done: int, total: int) -> None:
+    if progress is not None:
+        progress(done, total)
+
+
+# --- one job through its failures (figure #11) ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class FailureStep:
+    """One failure: the attempt that failed, where it left the job, and the
+    wait fail.sql set before the next try (whole seconds, as the server set it)."""
+
+    attempt: int
+    status: str
+    wait_s: float
+    last_error: str
+
+
+class FailureStepper:
+    """One job, failed on demand. Each `fail_once()` claims the job, fails
+    it with `statement` and reads back the wait; then, if it is ready again,
+    makes it due now (sql/lab/make_due.sql) so the next failure need not wait."""
+
+    def __init__(self, db: Database, *, max_attempts: int = 5, kind: str = KIND):
+        self.db = db
+        self.kind = kind
+        self.steps: list[FailureStep] = []
+        self.conn = db.connect(application_name="pgq-retry lab")
+        run(self.conn, "lab/reset_jobs")
+        self.job_id = queue.enqueue(self.conn, kind, {"url": "https://partner.example/hook"},
+                                    max_attempts=check_whole("max_attempts", max_attempts, 1, 1_000), notify=False)
+
+    @property
+    def status(self) -> str:
+        return run(self.conn, "job_state", {"id": self.job_id}).fetchone()[0]
+
+    def fail_once(self, error: str = ERROR, statement: str = "fail") -> FailureStep:
+        if statement not in FAIL_STATEMENTS:
+            raise BadInput(f"statement must be one of {', '.join(FAIL_STATEMENTS)}; got {statement!r}")
+        if self.status == "dead":
+            raise BadInput(f"job {self.job_id} is dead: requeue it, or reset the lab")
+        if len(self.steps) >= MAX_STEPS:
+            raise BadInput(f"the lab stops at {MAX_STEPS} failures")
+        jobs = queue.claim(self.conn, lease=LEASE_S)
+        if not jobs:
+            raise PgqError(f"job {self.job_id} was not claimable")
+        job = jobs[0]
+        if statement == "fail":
+            queue.fail(self.conn, job, error)
+        else:  # the teaching variant: the library only runs the course's statement
+            params = {"id": job.id, "attempts": job.attempts, "error": error}
+            if run(self.conn, statement, params).fetchone() is None:
+                raise PgqError(f"{statement} matched no row")
+        status, attempts, last_error, wait = run(self.conn, "lab/retry_wait", {"id": job.id}).fetchone()
+        step = FailureStep(attempts, status, round(wait, 1), last_error)
+        self.steps.append(step)
+        if status == "ready":
+            run(self.conn, "lab/make_due", {"id": job.id})
+        return step
+
+    def lower_max_attempts(self, max_attempts: int) -> None:
+        """Change the job's max_attempts, as an operator might."""
+        params = {"id": self.job_id, "max_attempts": check_whole("max_attempts", max_attempts, 1, 1_000)}
+        run(self.conn, "lab/set_max_attempts", params)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> FailureStepper:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@dataclass
+class ScheduleResult:
+    steps: list[FailureStep]
+    max_attempts: int
+    server_version: str
+    guess: float | None = None
+    guide: GuideFigure = field(default_factory=lambda: figure(11))
+    stopped: bool = False
+
+    @property
+    def waits_s(self) -> list[int]:
+        """The waits set after each failure that left the job ready, to the second."""
+        return [round(s.wait_s) for s in self.steps if s.status == "ready"]
+
+    @property
+    def final(self) -> FailureStep:
+        return self.steps[-1]
+
+    def summary(self) -> str:
+        lines = [f"one {KIND} job, max_attempts {self.max_attempts}, failed {len(self.steps)} times "
+                 "(the lab made it due after each failure instead of waiting):"]
+        for s in self.steps:
+            then = f"ready again in {round(s.wait_s):,} s" if s.status == "ready" else "dead"
+            lines.append(f"  failure {s.attempt:>2}: {then}")
+        lines += [f"  last error kept: {self.final.last_error!r}", f"  {self.guide}",
+                  f"  this server: PostgreSQL {self.server_version}"]
+        return "\n".join(lines)
+
+    def comparison(self) -> list[tuple[str, object, object, object]]:
+        waits = self.guide.values["waits_s"]
+        return [("waits after failures 1 to 4, s", None, ", ".join(map(str, self.waits_s[:4])),
+                 ", ".join(map(str, waits))),
+                ("the fifth failure leaves it", None, self.steps[4].status if len(self.steps) > 4 else "–", "dead"),
+                ("longest wait, s", self.guess, max(self.waits_s, default=0), self.guide.values["cap_s"])]
+
+    def chart_svg(self) -> str:
+        rows = [(f"after failure {s.attempt}", s.wait_s, "(the 1 h cap)" if round(s.wait_s) == 3600 else "")
+                for s in self.steps if s.status == "ready"]
+        return bars(rows, title="The wait fail.sql sets after each failure", unit="s")
+
+
+def schedule(db: Database, failures: int = 5, *, max_attempts: int = 5, guess: float | None = None,
+             progress: Progress = None, stop: threading.Event | None = None) -> ScheduleResult:
+    """Fail one job `failures` times with the course's fail.sql (stopping at dead)."""
+    failures = check_whole("failures", failures, 1, MAX_STEPS)
+    stop = stop or threading.Event()
+    with FailureStepper(db, max_attempts=max_attempts) as stepper:
+        for n in range(failures):
+            if stop.is_set() or stepper.status == "dead":
+                break
+            stepper.fail_once()
+            tell(progress, n + 1, failures)
+        steps = list(stepper.steps)
+    return ScheduleResult(steps=steps, max_attempts=max_attempts, server_version=db.server.version, guess=guess,
+                          stopped=stop.is_set())
+
+
+# --- why greatest() -------------------------------------------------------------------------
+
+
+@dataclass
+class LoweredResult:
+    statement: str
+    before: list[FailureStep]  # three failures under max_attempts 5
+    lowered_to: int
+    after: list[FailureStep]  # failures after max_attempts was lowered
+    server_version: str
+
+    @property
+    def ends_dead(self) -> bool:
+        return bool(self.after) and self.after[-1].status == "dead"
+
+    def summary(self) -> str:
+        after = ", ".join(f"{s.attempt}: {s.status}" for s in self.after)
+        return (f"{FAIL_STATEMENTS[self.statement]}: 3 failures, then max_attempts lowered to {self.lowered_to}; "
+                f"the next failures (attempt: status): {after}")
+
+
+def lowered_max_attempts(db: Database, statement: str = "fail", *, lower_to: int = 2,
+                         more: int = 8) -> LoweredResult:
+    """Fail a job three times, lower its max_attempts to `lower_to`, then fail
+    it up to `more` more times with `statement` (stopping at dead)."""
+    if statement not in FAIL_STATEMENTS:
+        raise BadInput(f"statement must be one of {', '.join(FAIL_STATEMENTS)}; got {statement!r}")
+    more = check_whole("more", more, 1, MAX_STEPS - 3)
+    with FailureStepper(db, max_attempts=5) as stepper:
+        for _ in range(3):
+            stepper.fail_once()
+        stepper.lower_max_attempts(lower_to)
+        for _ in range(more):
+            stepper.fail_once(statement=statement)
+            if stepper.status == "dead":
+                break
+        steps = list(stepper.steps)
+    return LoweredResult(statement=statement, before=steps[:3], lowered_to=lower_to, after=steps[3:],
+                         server_version=db.server.version)
+
+
+# --- requeue dead jobs by hand ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DeadJob:
+    id: int
+    kind: str
+    attempts: int
+    last_error: str | None
+
+
+def dead_jobs(conn: psycopg.Connection) -> list[DeadJob]:
+    return [DeadJob(*row) for row in run(conn, "lab/dead_jobs").fetchall()]
+
+
+def make_dead(db: Database, jobs: dict[str, tuple[int, str]]) -> list[DeadJob]:
+    """For each kind, `count` one-attempt jobs that fail once with `error`,
+    and so die: {"call_webhook": (3, "HTTP 503 from webhook"), ...}."""
+    with db.connection() as conn:
+        run(conn, "lab/reset_jobs")
+        for kind, (count, error) in jobs.items():
+            for _ in range(check_whole("count", count, 1, 1_000)):
+                queue.enqueue(conn, kind, {}, max_attempts=1, notify=False)
+            for job in queue.claim(conn, batch=count, lease=LEASE_S):
+                queue.fail(conn, job, error)
+        return dead_jobs(conn)
+
+
+# --- the thundering herd ----------------------------------------------------------------------------
+
+
+@dataclass
+class HerdResult:
+    jitter: bool
+    jobs: int
+    seconds: list[tuple[int, int]]  # (second after the failures, jobs due in it)
+    instants: int  # distinct run_at values
+    first_s: float
+    last_s: float
+    server_version: str
+    stopped: bool = False
+
+    @property
+    def spread_s(self) -> float:
+        return self.last_s - self.first_s
+
+    def summary(self) -> str:
+        how = "with jitter (teaching/fail_with_jitter.sql)" if self.jitter else "without jitter (fail.sql)"
+        return (f"{self.jobs:,} jobs failed at the same moment, {how}: they come due at {self.instants:,} "
+                f"distinct instant(s), from {self.first_s:.2f} to {self.last_s:.2f} s later "
+                f"(spread {self.spread_s:.2f} s)")
+
+    def chart_svg(self) -> str:
+        rows = [(f"due {s} to {s + 1} s later", n, "") for s, n in self.seconds]
+        title = f"When {self.jobs:,} failed jobs come due, {'with' if self.jitter else 'without'} jitter"
+        return bars(rows, title=title, unit="jobs")
+
+
+def herd(db: Database, jobs: int = 1_000, *, jitter: bool, progress: Progress = None,
+         stop: threading.Event | None = None) -> HerdResult:
+    """Claim `jobs` jobs and fail every one in one transaction (so now() is
+    one instant, as in an outage where all fail within the same moment),
+    with fail.sql or with its jittered teaching variant."""
+    jobs = check_whole("jobs", jobs, *HERD_LIMITS)
+    if not isinstance(jitter, bool):
+        raise BadInput(f"jitter must be True or False, got {jitter!r}")
+    stop = stop or threading.Event()
+    with db.connection() as conn:
+        run(conn, "lab/reset_jobs")
+        run(conn, "lab/seed_jobs", {"kind": KIND, "count": jobs})
+        claimed = queue.claim(conn, batch=jobs, lease=LEASE_S)
+        with conn.transaction():
+            moment: datetime = run(conn, "lab/open_transaction").fetchone()[0]
+            for n, job in enumerate(claimed, start=1):
+                if stop.is_set():
+                    break
+                if jitter:
+                    run(conn, "teaching/fail_with_jitter", {"id": job.id, "attempts": job.attempts, "error": ERROR})
+                else:
+                    queue.fail(conn, job, ERROR)
+                if n % 100 == 0:
+                    tell(progress, n, jobs)
+        rows = run(conn, "lab/due_times", {"since": moment}).fetchall()
+        first, last, instants = run(conn, "lab/due_range", {"since": moment}).fetchone()
+    if not rows:
+        raise PgqError("no failed job is ready again")
+    return HerdResult(jitter=jitter, jobs=jobs, seconds=[(s, n) for s, n in rows], instants=instants,
+                      first_s=first, last_s=last, server_version=db.server.version, stopped=stop.is_set())

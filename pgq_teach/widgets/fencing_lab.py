@@ -1,0 +1,220 @@
+"""The fencing lab (lesson 05): the guide's stalled-worker sequence as a
+timeline with lanes for A, B and the reaper, played step by step, with the
+customer's inbox counted under a plain or an idempotent handler; and a chart
+of a long job run with and without a heartbeat.
+
+Thin: the runs are `stale_worker()` and `long_job()` from
+pgq_teach.experiments.fencing. Headless: `lab.run_button.click(); lab.wait()`,
+then `lab.step_button.click()` shows one more step, `lab.play_button.click()`
+and `lab.wait_play()` show the rest.
+
+The charts are drawn here rather than with `charts.timeline`, which names its
+lanes "worker N" and draws unlabelled bars: this story needs named lanes
+(A, B, the reaper) and numbered steps, and the lease chart a lane for the
+moving deadline.
+"""
+
+from __future__ import annotations
+
+import threading
+from html import escape
+
+import ipywidgets as W
+
+from ..experiments.fencing import HANDLERS, Event, FencingResult, LongJobResult, stale_worker
+from .common import Runner, comparison_html, error_html, prediction
+
+LANES = ("A", "B", "reaper")
+PLAY_STEP_S = 0.6
+LEFT, TOP, LANE_H = 70, 24, 30
+
+
+def svg_frame(width: int, height: int, body: list[str], title: str) -> str:
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="pgq-chart" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">'
+            f'<title>{escape(title)}</title><text x="4" y="14" font-size="12">{escape(title)}</text>'
+            + "".join(body) + "</svg>")
+
+
+def lanes(names: tuple[str, ...], width: int) -> list[str]:
+    body = []
+    for i, name in enumerate(names):
+        y = TOP + i * LANE_H
+        body.append(f'<text x="4" y="{y + 18}">{escape(name)}</text>')
+        body.append(f'<rect x="{LEFT}" y="{y}" width="{width - LEFT - 10}" height="{LANE_H - 4}" fill="#f3f3f3"/>')
+    return body
+
+
+def axis(span: float, y: int, width: int) -> list[str]:
+    plot_w = width - LEFT - 10
+    return [f'<text x="{LEFT + plot_w * i / 4:.0f}" y="{y}" text-anchor="middle">{span * i / 4:.1f} s</text>'
+            for i in range(5)]
+
+
+def steps_svg(result: FencingResult, shown: int, *, width: int = 720) -> str:
+    """The sequence's first `shown` steps as numbered marks in their lanes;
+    A's lease drawn as a band from its claim to its deadline."""
+    span = max(result.events[-1].t_s * 1.15, result.lease_s * 1.3)
+    plot_w = width - LEFT - 10
+    body = lanes(LANES, width)
+    x = lambda t: LEFT + plot_w * t / span  # noqa: E731 (a local scale)
+    claim = result.events[0].t_s
+    y_a = TOP
+    body.append(f'<rect class="pgq-lease" x="{x(claim):.1f}" y="{y_a + 2}" '
+                f'width="{x(claim + result.lease_s) - x(claim):.1f}" height="{LANE_H - 8}" fill="#c6dbef"/>')
+    body.append(f'<text x="{x(claim + result.lease_s) + 3:.1f}" y="{y_a + 12}">A\'s lease ends</text>')
+    # Steps at nearly the same moment are spread a little so each number stays readable.
+    last_x: dict[str, float] = {}
+    for n, event in enumerate(result.events[:shown], start=1):
+        lane = LANES.index(event.lane)
+        cx = max(x(event.t_s), last_x.get(event.lane, -99) + 16)
+        last_x[event.lane] = cx
+        cy = TOP + lane * LANE_H + (LANE_H - 4) / 2
+        hot = "0 row" in event.what
+        body.append(f'<circle class="pgq-step" cx="{cx:.1f}" cy="{cy:.1f}" r="7" '
+                    f'fill="{"#d62728" if hot else "#1f77b4"}"/>')
+        body.append(f'<text x="{cx:.1f}" y="{cy + 4:.1f}" text-anchor="middle" fill="white">{n}</text>')
+    height = TOP + len(LANES) * LANE_H + 20
+    body += axis(span, height - 6, width)
+    return svg_frame(width, height, body, f"A stalls past its {result.lease_s:g} s lease ({result.handler} handler)")
+
+
+def steps_html(events: list[Event], shown: int) -> str:
+    rows = "".join(f'<tr class="pgq-step-row"><td>{n}</td><td>{e.t_s:.2f} s</td><td>{escape(e.lane)}</td>'
+                   f"<td>{escape(e.what)}</td></tr>" for n, e in enumerate(events[:shown], start=1))
+    return f'<table class="pgq-steps"><tr><th>step</th><th>at</th><th>who</th><th>what</th></tr>{rows}</table>'
+
+
+def long_job_svg(result: LongJobResult, *, width: int = 720) -> str:
+    """Each run of the handler as a bar in its worker's lane (red when its
+    completion was fenced out), and a 'lease ends' lane with a tick where the
+    deadline stood at each look: still with no heartbeat, marching with one."""
+    names = ("W1", "W2", "lease ends")
+    span = max([r.end_s for r in result.runs] + [t + left for t, _, left in result.lease_samples] + [1.0]) * 1.05
+    plot_w = width - LEFT - 10
+    x = lambda t: LEFT + plot_w * t / span  # noqa: E731 (a local scale)
+    body = lanes(names, width)
+    for r in result.runs:
+        y = TOP + names.index(r.worker) * LANE_H
+        colour = "#1f77b4" if r.outcome == "done" else "#d62728"
+        body.append(f'<rect class="pgq-run {r.outcome}" x="{x(r.start_s):.1f}" y="{y + 3}" '
+                    f'width="{x(r.end_s) - x(r.start_s):.1f}" height="{LANE_H - 10}" fill="{colour}"/>')
+        body.append(f'<text x="{x(r.start_s) + 3:.1f}" y="{y + 17}" fill="white">token {r.token}</text>')
+    y = TOP + 2 * LANE_H
+    for t, _, left in result.lease_samples:
+        body.append(f'<line class="pgq-deadline" x1="{x(t + left):.1f}" y1="{y + 3}" x2="{x(t + left):.1f}" '
+                    f'y2="{y + LANE_H - 7}" stroke="#555"/>')
+    height = TOP + len(names) * LANE_H + 20
+    body += axis(span, height - 6, width)
+    title = (f"{result.work_s:g} s of work, {result.lease_s:g} s lease, "
+             f"{'with' if result.heartbeat else 'without'} a heartbeat")
+    return svg_frame(width, height, body, title)
+
+
+def long_job_html(result: LongJobResult, guess: int | None = None) -> str:
+    """For an ExperimentPanel: the chart and the summary."""
+    return long_job_svg(result) + f"<pre>{escape(result.summary())}</pre>"
+
+
+class FencingLab(W.VBox):
+    """Run the stalled-worker sequence, then step or play through it."""
+
+    def __init__(self, db, lease_s: float = 1.0):
+        self.db, self.lease_s = db, lease_s
+        self.shown = 0
+        self._closed = False
+        self._play_thread: threading.Thread | None = None
+        self._play_stop = threading.Event()
+        self.handler = W.ToggleButtons(options=list(HANDLERS), value="plain", description="handler")
+        self.guess = prediction("Your guess: receipts in the customer's inbox", 0, maximum=10)
+        self.run_button = W.Button(description="Run", button_style="primary", icon="play")
+        self.step_button = W.Button(description="Step", icon="step-forward", disabled=True)
+        self.play_button = W.Button(description="Play", icon="forward", disabled=True)
+        self.status = W.HTML(value="")
+        self.chart = W.HTML(value="")
+        self.steps = W.HTML(value="")
+        self.output = W.HTML(value="")
+        self.runner = Runner(self._done, self._failed)
+        for widget, css in ((self.run_button, "pgq-run"), (self.step_button, "pgq-step-button"),
+                            (self.play_button, "pgq-play"), (self.status, "pgq-status"),
+                            (self.chart, "pgq-timeline"), (self.steps, "pgq-steps-table"),
+                            (self.output, "pgq-result")):
+            widget.add_class(css)
+        self.run_button.on_click(lambda _: self.start())
+        self.step_button.on_click(lambda _: self.step())
+        self.play_button.on_click(lambda _: self.play())
+        super().__init__([W.HBox([self.handler, self.guess]),
+                          W.HBox([self.run_button, self.step_button, self.play_button]),
+                          self.status, self.chart, self.steps, self.output])
+        self.add_class("pgq-fencing-lab")
+
+    @property
+    def result(self) -> FencingResult | None:
+        return self.runner.result
+
+    def start(self) -> bool:
+        if self._closed or self.runner.busy:
+            return False
+        self._play_stop.set()
+        self.run_button.disabled = self.step_button.disabled = self.play_button.disabled = True
+        self.status.value = f"running: A claims, stalls past its {self.lease_s:g} s lease…"
+        handler, guess = self.handler.value, self.guess.value
+        return self.runner.start(lambda stop: stale_worker(self.db, self.lease_s, handler=handler, guess=guess,
+                                                           stop=stop))
+
+    def wait(self, timeout: float | None = 60) -> FencingResult | None:
+        return self.runner.wait(timeout)
+
+    def _done(self, result: FencingResult) -> None:
+        self.shown = 0
+        self.output.value = ""
+        self._draw()
+        self.status.value = f"done: {len(result.events)} steps. Press Step, or Play."
+        self.run_button.disabled = False
+        self.step_button.disabled = self.play_button.disabled = False
+
+    def _failed(self, exc: BaseException) -> None:
+        self.status.value = error_html(exc)
+        self.run_button.disabled = False
+
+    def step(self) -> bool:
+        """Show one more step; False when every step is showing."""
+        result = self.result
+        if result is None or self.shown >= len(result.events):
+            return False
+        self.shown += 1
+        self._draw()
+        return True
+
+    def play(self) -> None:
+        """Show the remaining steps one by one, on one thread."""
+        if self.result is None or (self._play_thread is not None and self._play_thread.is_alive()):
+            return
+        self._play_stop = threading.Event()
+        stop = self._play_stop
+
+        def loop() -> None:
+            while not stop.is_set() and self.step():
+                stop.wait(PLAY_STEP_S)
+
+        self._play_thread = threading.Thread(target=loop, name="pgq-fencing play", daemon=True)
+        self._play_thread.start()
+
+    def wait_play(self, timeout: float = 30) -> None:
+        if self._play_thread is not None:
+            self._play_thread.join(timeout)
+
+    def _draw(self) -> None:
+        result = self.result
+        self.chart.value = steps_svg(result, self.shown)
+        self.steps.value = steps_html(result.events, self.shown)
+        if self.shown == len(result.events):
+            self.step_button.disabled = self.play_button.disabled = True
+            self.output.value = (comparison_html(result.comparison(), version=result.server_version)
+                                 + f"<pre>{escape(result.summary())}</pre>")
+
+    def close(self) -> None:
+        self._closed = True
+        self._play_stop.set()
+        self.runner.stop()
+        self.wait_play(5)

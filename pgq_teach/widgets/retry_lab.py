@@ -1,0 +1,108 @@
+"""The retry lab (lesson 06): one job and a "Fail it" button. After each
+failure it shows the wait fail.sql set, then makes the job due at once so the
+next click need not wait (and says so). The fifth failure makes it dead and
+keeps its last error.
+
+Thin: the work is `FailureStepper` in pgq_teach.experiments.retries. Each
+click runs two short statements on the caller's thread, so `wait()` has
+nothing to wait for; it is there so the lab drives like every other:
+`lab.fail_button.click(); lab.wait()`.
+
+The waits are drawn as bars (charts.bars): they double, and bars show a
+doubling at a glance where a table of numbers does not.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import ipywidgets as W
+
+from ..experiments.retries import FailureStep, FailureStepper, HerdResult, ScheduleResult
+from .common import comparison_html, error_html
+
+
+def steps_html(steps: list[FailureStep]) -> str:
+    rows = "".join(
+        f'<tr class="pgq-failure" data-status="{escape(s.status)}"><td>{s.attempt}</td><td>{escape(s.status)}</td>'
+        f"<td>{f'{round(s.wait_s):,} s' if s.status == 'ready' else '–'}</td><td>{escape(s.last_error)}</td></tr>"
+        for s in steps)
+    return ('<table class="pgq-failures"><tr><th>failure</th><th>job is now</th><th>wait set</th>'
+            f"<th>last error</th></tr>{rows}</table>")
+
+
+def schedule_html(result: ScheduleResult, guess: int | None = None) -> str:
+    """For an ExperimentPanel: the comparison, the chart and the summary."""
+    return (comparison_html(result.comparison(), version=result.server_version) + result.chart_svg()
+            + f"<pre>{escape(result.summary())}</pre>")
+
+
+def herd_html(result: HerdResult, guess: int | None = None) -> str:
+    return result.chart_svg() + f"<pre>{escape(result.summary())}</pre>"
+
+
+class RetryLab(W.VBox):
+    """Fail one job, click by click."""
+
+    def __init__(self, db, *, max_attempts: int = 5):
+        self.db, self.max_attempts = db, max_attempts
+        self.stepper: FailureStepper | None = None
+        self.fail_button = W.Button(description="Fail it", button_style="danger", icon="bolt",
+                                    tooltip="claim the job and fail it with 'HTTP 503 from webhook'")
+        self.reset_button = W.Button(description="Reset", icon="refresh", tooltip="a fresh job")
+        self.status = W.HTML(value="")
+        self.table = W.HTML(value="")
+        self.chart = W.HTML(value="")
+        for widget, css in ((self.fail_button, "pgq-fail"), (self.reset_button, "pgq-reset"),
+                            (self.status, "pgq-status"), (self.table, "pgq-failures-table"),
+                            (self.chart, "pgq-chart-box")):
+            widget.add_class(css)
+        self.fail_button.on_click(lambda _: self.fail())
+        self.reset_button.on_click(lambda _: self.reset())
+        super().__init__([W.HBox([self.fail_button, self.reset_button]), self.status, self.table, self.chart])
+        self.add_class("pgq-retry-lab")
+        self.reset()
+
+    @property
+    def steps(self) -> list[FailureStep]:
+        return list(self.stepper.steps) if self.stepper else []
+
+    @property
+    def result(self) -> ScheduleResult:
+        return ScheduleResult(steps=self.steps, max_attempts=self.max_attempts, server_version=self.db.server.version)
+
+    def reset(self) -> None:
+        if self.stepper is not None:
+            self.stepper.close()
+        self.stepper = FailureStepper(self.db, max_attempts=self.max_attempts)
+        self.fail_button.disabled = False
+        self.status.value = (f"job {self.stepper.job_id} is ready: max_attempts {self.max_attempts}. "
+                             "Press Fail it.")
+        self.table.value = steps_html([])
+        self.chart.value = ""
+
+    def fail(self) -> FailureStep | None:
+        try:
+            step = self.stepper.fail_once()
+        except Exception as exc:  # shown where the learner looks
+            self.status.value = error_html(exc)
+            return None
+        if step.status == "dead":
+            self.status.value = (f"failure {step.attempt}: the job is <b>dead</b>, its last error kept. "
+                                 "Reset for a fresh job.")
+            self.fail_button.disabled = True
+        else:
+            self.status.value = (f"failure {step.attempt}: fail.sql set a wait of {round(step.wait_s):,} s. "
+                                 "The lab made the job due at once instead of waiting it out.")
+        self.table.value = steps_html(self.stepper.steps)
+        if any(s.status == "ready" for s in self.stepper.steps):
+            self.chart.value = self.result.chart_svg()
+        return step
+
+    def wait(self, timeout: float | None = None) -> ScheduleResult:
+        return self.result
+
+    def close(self) -> None:
+        if self.stepper is not None:
+            self.stepper.close()
+        self.fail_button.disabled = self.reset_button.disabled = True

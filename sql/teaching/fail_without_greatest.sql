@@ -1,0 +1,15 @@
+-- teaching/fail_without_greatest.sql: TEACHING ONLY. fail.sql with the dead
+-- test written as attempts = max_attempts. Once someone lowers max_attempts
+-- below a job's attempts, the two are never equal again and the job retries
+-- for ever. Compare fail.sql, whose greatest() test catches it.
+-- Safe: NO, wrong on purpose; lesson 06 runs it to show the loop.
+-- Parameters: id (bigint), attempts (int), error (text).
+
+UPDATE jobs
+SET status = CASE WHEN attempts = max_attempts THEN 'dead' ELSE 'ready' END,
+    run_at = now() + least(power(2, attempts) * interval '10 seconds',
+                           interval '1 hour'),
+    leased_until = NULL,
+    last_error = :'error'
+WHERE id = :id AND status = 'running' AND attempts = :attempts
+RETURNING status, run_at;

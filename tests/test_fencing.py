@@ -1,0 +1,78 @@
+"""Lesson 05 on a real server: a stalled worker is fenced out but its email
+is not unsent; an idempotent handler sends one; a heartbeat keeps a long
+job from being run again; and what a repeated fencing token lets through."""
+
+import pytest
+
+from pgq_teach.errors import BadInput
+from pgq_teach.experiments import fencing
+from pgq_teach.widgets.fencing_lab import FencingLab, long_job_svg
+
+
+def test_the_stale_completion_updates_no_row_and_the_plain_handler_sends_twice(db):
+    result = fencing.stale_worker(db, lease_s=0.5, handler="plain")
+    assert result.reaped == 1
+    assert result.b_token > result.a_token
+    assert (result.a_rows, result.b_rows) == (0, 1)
+    assert result.final_status == "done"
+    assert result.emails == 2
+    assert [e.lane for e in result.events] == ["A", "A", "reaper", "B", "B", "A", "B"]
+
+
+def test_the_idempotent_handler_sends_one_receipt(db):
+    result = fencing.stale_worker(db, lease_s=0.5, handler="idempotent")
+    assert (result.a_rows, result.b_rows) == (0, 1)
+    assert result.emails == 1
+
+
+def test_without_a_heartbeat_a_long_job_runs_again_and_again_until_dead(db):
+    result = fencing.long_job(db, heartbeat=False, lease_s=0.5, work_s=1.0)
+    assert result.times_run == 5  # one run per attempt, each outliving its lease
+    assert all(r.outcome == "fenced" for r in result.runs)
+    assert result.final_status == "dead" and result.last_error == "lease expired"
+    assert not result.lease_moved
+    assert 'class="pgq-run fenced"' in long_job_svg(result)
+
+
+def test_with_a_heartbeat_it_runs_once(db):
+    result = fencing.long_job(db, heartbeat=True, lease_s=0.5, work_s=1.5)
+    assert result.times_run == 1
+    assert result.runs[0].outcome == "done" and result.final_status == "done"
+    assert result.lease_moved
+
+
+def test_the_token_after_a_requeue(db):
+    result = fencing.token_after_requeue(db)
+    if result.token_column:  # fence_token is never reset: the stale worker stays fenced out
+        assert not result.token_repeated and (result.a_rows, result.c_rows) == (0, 1)
+    else:  # attempts is reset by the requeue: the stale completion gets through
+        assert result.token_repeated and (result.a_rows, result.c_rows) == (1, 0)
+        assert "already completed" in result.c_error
+
+
+@pytest.mark.parametrize("call", [
+    lambda db: fencing.stale_worker(db, lease_s=0),
+    lambda db: fencing.stale_worker(db, handler="careful"),
+    lambda db: fencing.long_job(db, heartbeat="yes"),
+    lambda db: fencing.long_job(db, heartbeat=True, work_s=600),
+])
+def test_bad_input_is_refused(db, call):
+    with pytest.raises(BadInput):
+        call(db)
+
+
+def test_the_lab_steps_and_plays_by_clicking(db):
+    lab = FencingLab(db, lease_s=0.5)
+    try:
+        lab.handler.value = "idempotent"
+        lab.run_button.click()
+        result = lab.wait(30)
+        assert result.emails == 1 and lab.shown == 0
+        lab.step_button.click()
+        assert lab.shown == 1 and lab.chart.value.count('class="pgq-step"') == 1
+        lab.play_button.click()
+        lab.wait_play()
+        assert lab.shown == len(result.events) and lab.step_button.disabled
+        assert "guide #10" in lab.output.value
+    finally:
+        lab.close()

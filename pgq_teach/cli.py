@@ -16,6 +16,7 @@ from typing import Any
 from . import checks, embedded, queue
 from .databases import Database, open_database
 from .errors import BadInput, PgqError, SetupError
+from .psql import psql_command
 from .server import chosen_backend, describe, get_server, wanted_backend
 from .worker import Worker
 
@@ -142,6 +143,15 @@ def _server_restart() -> int:
         raise SetupError(f"pgq-teach does not restart a {server.backend} server; its operator does.")
     _say(f"restarted: {server.line()}")
     return 0
+
+
+def cmd_psql(args: argparse.Namespace) -> int:
+    command = psql_command(args.lesson, args.extra_args)
+    _say(command.server_line)
+    _say(f"psql on database {command.database}; try: \\set batch 1  \\set lease '5 minutes'  \\i sql/claim.sql")
+    os.chdir(command.cwd)  # so \i sql/NAME.sql finds the course's files
+    os.execv(command.argv[0], command.argv)
+    return 0  # not reached
 
 
 def cmd_enqueue(args: argparse.Namespace) -> int:
@@ -412,6 +422,12 @@ def parser() -> argparse.ArgumentParser:
     )
     srv.set_defaults(func=cmd_server)
 
+    psq = sub.add_parser("psql", help="psql on a lesson's database, to run the course's SQL by hand")
+    psq.add_argument("lesson", nargs="?", help="a lesson's number or slug, such as 02 or 02-row-locks "
+                                               "(default: the shop database)")
+    psq.epilog = "Any other options, such as -c 'SELECT 1', are passed on to psql."
+    psq.set_defaults(func=cmd_psql)
+
     def db_option(sp):
         sp.add_argument(
             "--db", default=DEFAULT_DB, help=f"database label (default {DEFAULT_DB} -> pgq_{DEFAULT_DB})"
@@ -509,9 +525,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; a PgqError is one line on stderr and exit code 2, never a traceback."""
     p = parser()
     args, extra = p.parse_known_args(argv)
-    if extra and args.command != "lab":
+    if extra and args.command not in ("lab", "psql"):
         p.error(f"unrecognized arguments: {' '.join(extra)}")
-    args.jupyter_args = extra
+    args.jupyter_args = args.extra_args = extra
     try:
         return args.func(args)
     except PgqError as exc:

@@ -84,3 +84,41 @@ def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, l
     board.locator("tr[data-job='2'][data-status='ready']").wait_for()
     assert "lease expired" in board.inner_text()
     crash.screenshot(path=str(ARTIFACTS / "04-crash-lab.png"))
+
+
+def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, lab):
+    open_and_run_all(page, lab, "05-stalled-workers-and-fencing.ipynb")
+    fencing = page.locator(".pgq-fencing-lab").first
+    fencing.scroll_into_view_if_needed()
+    fencing.locator("button", has_text="plain").click()
+    fencing.locator(".pgq-run").click()
+    fencing.locator(".pgq-status").filter(has_text="Press Step").wait_for()
+    fencing.locator(".pgq-step-button").click()
+    fencing.locator(".pgq-steps-table tr.pgq-step-row").first.wait_for()
+    assert fencing.locator(".pgq-steps-table tr.pgq-step-row").count() == 1
+    fencing.locator(".pgq-play").click()
+    fencing.locator(".pgq-result", has_text="guide #10").wait_for()
+    assert fencing.locator(".pgq-steps-table tr.pgq-step-row").count() == 7
+    assert fencing.locator(".pgq-timeline svg circle.pgq-step").count() == 7
+    result = fencing.locator(".pgq-result").inner_text()
+    assert "A's completion updated 0 row(s), B's 1" in result and "2 receipt(s)" in result
+    fencing.screenshot(path=str(ARTIFACTS / "05-fencing-lab.png"))
+
+
+def test_retry_lab_fails_a_job_five_times_to_dead(page, lab):
+    open_and_run_all(page, lab, "06-retries-and-dead-jobs.ipynb")
+    retry = page.locator(".pgq-retry-lab").first
+    retry.scroll_into_view_if_needed()
+    retry.locator(".pgq-reset").click()
+    rows = retry.locator(".pgq-failures-table tr.pgq-failure")
+    rows.first.wait_for(state="detached")
+    for n, wait in enumerate(["20 s", "40 s", "80 s", "160 s"], start=1):
+        retry.locator(".pgq-fail").click()
+        retry.locator(".pgq-status").filter(has_text=f"failure {n}: fail.sql set a wait of {wait}").wait_for()
+    assert retry.locator(".pgq-chart-box svg").count() == 1
+    retry.locator(".pgq-fail").click()
+    retry.locator(".pgq-status").filter(has_text="dead").wait_for()
+    assert rows.count() == 5
+    assert retry.locator(".pgq-failures-table tr.pgq-failure[data-status='dead']").count() == 1
+    assert retry.locator(".pgq-fail").is_disabled()
+    retry.screenshot(path=str(ARTIFACTS / "06-retry-lab.png"))

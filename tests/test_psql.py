@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-
 from helpers import job_row, seed
+
 from pgq_teach import databases
 from pgq_teach.errors import BadInput, SetupError
 from pgq_teach.psql import lesson_label, psql_binary, psql_command

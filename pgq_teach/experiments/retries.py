@@ -10,9 +10,9 @@ The waits are read back from the server, never computed here.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable
 
 import psycopg
 

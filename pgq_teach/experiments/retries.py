@@ -21,7 +21,7 @@ from ..charts import bars
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
-from ..statements import run
+from ..statements import run, statement
 
 KIND = "call_webhook"
 ERROR = "HTTP 503 from webhook"
@@ -43,6 +43,14 @@ def check_whole(name: str, value, low: int, high: int) -> int:
 def tell(progress: Progress, done: int, total: int) -> None:
     if progress is not None:
         progress(done, total)
+
+
+def fail_params(name: str, job: queue.Job, error: str) -> dict:
+    """The parameters a teaching variant of fail.sql takes, whichever column
+    it fences on (the claim's attempts, or its own fence_token)."""
+    offered = {"id": job.id, "attempts": job.attempts, "fence_token": getattr(job, "fence_token", None),
+               "error": error}
+    return {key: offered[key] for key in statement(name).params}
 
 
 # --- one job through its failures (figure #11) ----------------------------------------------
@@ -91,8 +99,7 @@ class FailureStepper:
         if statement == "fail":
             queue.fail(self.conn, job, error)
         else:  # the teaching variant: the library only runs the course's statement
-            params = {"id": job.id, "attempts": job.attempts, "error": error}
-            if run(self.conn, statement, params).fetchone() is None:
+            if run(self.conn, statement, fail_params(statement, job, error)).fetchone() is None:
                 raise PgqError(f"{statement} matched no row")
         status, attempts, last_error, wait = run(self.conn, "lab/retry_wait", {"id": job.id}).fetchone()
         step = FailureStep(attempts, status, round(wait, 1), last_error)
@@ -291,7 +298,7 @@ def herd(db: Database, jobs: int = 1_000, *, jitter: bool, progress: Progress = 
                 if stop.is_set():
                     break
                 if jitter:
-                    run(conn, "teaching/fail_with_jitter", {"id": job.id, "attempts": job.attempts, "error": ERROR})
+                    run(conn, "teaching/fail_with_jitter", fail_params("teaching/fail_with_jitter", job, ERROR))
                 else:
                     queue.fail(conn, job, ERROR)
                 if n % 100 == 0:

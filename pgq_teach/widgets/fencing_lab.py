@@ -57,7 +57,9 @@ def steps_svg(result: FencingResult, shown: int, *, width: int = 720) -> str:
     span = max(result.events[-1].t_s * 1.15, result.lease_s * 1.3)
     plot_w = width - LEFT - 10
     body = lanes(LANES, width)
-    x = lambda t: LEFT + plot_w * t / span
+    def x(t: float) -> float:
+        return LEFT + plot_w * t / span
+
     claim = result.events[0].t_s
     y_a = TOP
     body.append(f'<rect class="pgq-lease" x="{x(claim):.1f}" y="{y_a + 2}" '
@@ -93,7 +95,9 @@ def long_job_svg(result: LongJobResult, *, width: int = 720) -> str:
     names = ("W1", "W2", "lease ends")
     span = max([r.end_s for r in result.runs] + [t + left for t, _, left in result.lease_samples] + [1.0]) * 1.05
     plot_w = width - LEFT - 10
-    x = lambda t: LEFT + plot_w * t / span
+    def x(t: float) -> float:
+        return LEFT + plot_w * t / span
+
     body = lanes(names, width)
     for r in result.runs:
         y = TOP + names.index(r.worker) * LANE_H

@@ -47,7 +47,8 @@ def lanes(names: tuple[str, ...], width: int) -> list[str]:
 
 def axis(span: float, y: int, width: int) -> list[str]:
     plot_w = width - LEFT - 10
-    return [f'<text x="{LEFT + plot_w * i / 4:.0f}" y="{y}" text-anchor="middle">{span * i / 4:.1f} s</text>'
+    anchors = ("start", "middle", "middle", "middle", "end")  # the ends stay inside the picture
+    return [f'<text x="{LEFT + plot_w * i / 4:.0f}" y="{y}" text-anchor="{anchors[i]}">{span * i / 4:.1f} s</text>'
             for i in range(5)]
 
 

@@ -43,10 +43,10 @@ def test_a_held_transaction_keeps_vacuum_from_removing_dead_rows(db):
     result = crash.cleanup_held_back(db, others=300)
     assert result.updated == 300
     assert result.during.removed == 0
-    assert result.during.dead_not_removable == 300
+    assert result.during.not_removable == 300
     # after the commit: the 300, plus the old version of job 1 the worker marked done
     assert result.after.removed == 301
-    assert result.after.dead_not_removable == 0
+    assert result.after.not_removable == 0
     assert result.culprit["backend_xid"] is not None
     assert result.culprit["state"] == "idle in transaction"
 

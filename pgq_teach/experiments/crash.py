@@ -14,7 +14,6 @@ the VACUUM experiment (figure #9) and `reaper_plan()` plans sql/reap.sql.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
 from ..statements import explain, run
+from .bloat import VacuumReport, vacuum
 
 KIND = "send_receipt"
 LAB_PREFIX = "pgq-crash"
@@ -302,46 +302,17 @@ def crash_both(db: Database, lease_s: float = DEFAULT_LEASE_S, *, guess: float |
 
 # --- cleanup held back (figure #9) ------------------------------------------------------
 
-TUPLES_LINE = re.compile(r"tuples: (\d+) removed, (\d+) remain, (\d+) are dead but not yet removable")
-
-
-@dataclass(frozen=True)
-class VacuumReport:
-    """The numbers from VACUUM (VERBOSE)'s own "tuples:" line, and that line."""
-
-    removed: int
-    remain: int
-    dead_not_removable: int
-    line: str
-
-
-def vacuum_jobs(conn: psycopg.Connection) -> VacuumReport:
-    """VACUUM (VERBOSE) the jobs table on an autocommit connection and read
-    the server's report, which arrives as INFO messages."""
-    messages: list[str] = []
-
-    def keep(diag: psycopg.errors.Diagnostic) -> None:
-        messages.append(diag.message_primary or "")
-
-    conn.add_notice_handler(keep)
-    try:
-        run(conn, "lab/vacuum_jobs_verbose")
-    finally:
-        conn.remove_notice_handler(keep)
-    for message in messages:
-        for line in message.splitlines():
-            match = TUPLES_LINE.search(line)
-            if match:
-                removed, remain, dead = map(int, match.groups())
-                return VacuumReport(removed, remain, dead, line.strip())
-    raise PgqError("VACUUM (VERBOSE) printed no 'tuples: ... removed' line; this lab needs PostgreSQL 15 or later")
+def tuples_line(report: VacuumReport) -> str:
+    """The server's own "tuples: ... removed, ... remain, ... are dead but not
+    yet removable" line from a VACUUM (VERBOSE) report."""
+    return next((line.strip() for line in report.text.splitlines() if "tuples:" in line), str(report))
 
 
 @dataclass
 class CleanupResult:
     others: int  # jobs updated while the hold-style worker sat on job 1
     updated: int
-    during: VacuumReport  # VACUUM while the worker's transaction was open
+    during: VacuumReport  # VACUUM while the worker's transaction was open (bloat.vacuum)
     after: VacuumReport  # VACUUM after it committed
     culprit: dict  # the worker's row from the guide's activity query (sql/stats_sessions.sql)
     server_version: str
@@ -357,8 +328,8 @@ class CleanupResult:
             f"  the guide's activity query saw it: pid {c['pid']}, {c['state']}, transaction age "
             f"{c['xact_age'].total_seconds():.2f} s, backend_xid {c['backend_xid']}, "
             f"backend_xmin {c['backend_xmin']}",
-            f"  VACUUM while it worked: {self.during.line}{guess}",
-            f"  VACUUM after it committed: {self.after.line}",
+            f"  VACUUM while it worked: {tuples_line(self.during)}{guess}",
+            f"  VACUUM after it committed: {tuples_line(self.after)}",
             f"  {self.guide}",
             f"  this server: PostgreSQL {self.server_version}",
         ])
@@ -366,7 +337,7 @@ class CleanupResult:
     def comparison(self) -> list[tuple[str, object, object, object]]:
         return [
             ("removed while the worker held its transaction", None, self.during.removed, 0),
-            ("dead but not yet removable then", self.guess, self.during.dead_not_removable,
+            ("dead but not yet removable then", self.guess, self.during.not_removable,
              self.guide.values["dead"]),
             ("removed after it committed", None, self.after.removed, f"all {self.guide.values['dead']:,}"),
         ]
@@ -397,14 +368,14 @@ def cleanup_held_back(db: Database, others: int = 1_000, *, guess: int | None = 
             names = [c.name for c in cur.description]
             pid = hold.info.backend_pid
             culprit = next(dict(zip(names, r)) for r in cur.fetchall() if r[0] == pid)
-            during = vacuum_jobs(conn)
+            during = vacuum(db)
             tell(progress, 2, total)
             run(hold, "teaching/mark_done", {"id": job_id})  # the worker finishes its job
             hold.commit()
             tell(progress, 3, total)
         finally:
             hold.close()
-        after = vacuum_jobs(conn)
+        after = vacuum(db)
         run(conn, "lab/autovacuum_reset")
         tell(progress, 4, total)
     return CleanupResult(others=others, updated=updated, during=during, after=after, culprit=culprit,

@@ -43,6 +43,8 @@ def test_with_a_heartbeat_it_runs_once(db):
 
 def test_the_token_after_a_requeue(db):
     result = fencing.token_after_requeue(db)
+    assert result.a_attempts == result.c_attempts == 1  # the requeue reset attempts
+    assert result.a_rows_on_attempts == 1  # fenced on attempts, the stale completion would get through
     if result.token_column:  # fence_token is never reset: the stale worker stays fenced out
         assert not result.token_repeated and (result.a_rows, result.c_rows) == (0, 1)
     else:  # attempts is reset by the requeue: the stale completion gets through

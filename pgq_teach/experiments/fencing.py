@@ -337,6 +337,9 @@ class RequeueResult:
     token_column: bool  # does the claim return a fence_token of its own?
     a_token: int  # the stalled first claim's token
     c_token: int  # the claim after a person requeued the dead job
+    a_attempts: int
+    c_attempts: int
+    a_rows_on_attempts: int  # rows A's late completion would match, fenced on attempts (rolled back)
     a_rows: int  # rows the stalled worker's late completion updated
     c_rows: int
     c_error: str | None  # what the library told C, if its completion was refused
@@ -350,6 +353,8 @@ class RequeueResult:
         name = "fence_token" if self.token_column else "attempts (reset to 0 by the requeue)"
         return "\n".join([
             f"the fencing token here is {name}",
+            f"  attempts: A's claim {self.a_attempts}, C's claim {self.c_attempts} (the requeue reset it); "
+            f"fenced on attempts, A's late completion would match {self.a_rows_on_attempts} row(s)",
             f"  A claimed with token {self.a_token} and stalled; the job was reaped, dead, and requeued by hand",
             f"  C claimed it with token {self.c_token}: {'the same number' if self.token_repeated else 'a new number'}",
             f"  A's late completion updated {self.a_rows} row(s); C's updated {self.c_rows}"
@@ -371,11 +376,17 @@ def token_after_requeue(db: Database, lease_s: float = 0.5) -> RequeueResult:
         if queue.reap(conn) != 1 or queue.requeue_dead(conn, KIND) != 1:
             raise PgqError("the job was not reaped to dead and requeued as expected")
         c_job = queue.claim(conn, lease=60)[0]
+        # What A's late completion would do fenced on attempts, as the guide
+        # writes it: tried, then rolled back, so it changes nothing here.
+        with conn.transaction(force_rollback=True):
+            a_rows_on_attempts = len(run(conn, "exercise/wrong/complete_on_attempts",
+                                         {"id": a_job.id, "attempts": a_job.attempts}).fetchall())
         a_rows = int(queue.complete(conn, a_job))
         try:
             c_rows, c_error = int(queue.complete(conn, c_job)), None
         except queue.NotClaimed as exc:  # A's stale completion took C's: the library says so
             c_rows, c_error = 0, str(exc)
     return RequeueResult(token_column=hasattr(a_job, "fence_token"), a_token=fencing_token(a_job),
-                         c_token=fencing_token(c_job), a_rows=a_rows, c_rows=c_rows, c_error=c_error,
+                         c_token=fencing_token(c_job), a_attempts=a_job.attempts, c_attempts=c_job.attempts,
+                         a_rows_on_attempts=a_rows_on_attempts, a_rows=a_rows, c_rows=c_rows, c_error=c_error,
                          server_version=db.server.version)

@@ -3,13 +3,13 @@
 -- below a job's attempts, the two are never equal again and the job retries
 -- for ever. Compare fail.sql, whose greatest() test catches it.
 -- Safe: NO, wrong on purpose; lesson 06 runs it to show the loop.
--- Parameters: id (bigint), attempts (int), error (text).
+-- Parameters: id (bigint), fence_token (bigint), error (text).
 
 UPDATE jobs
 SET status = CASE WHEN attempts = max_attempts THEN 'dead' ELSE 'ready' END,
-    run_at = now() + least(power(2, attempts) * interval '10 seconds',
+    run_at = now() + least(power(2, least(attempts, 20)) * interval '10 seconds',
                            interval '1 hour'),
     leased_until = NULL,
     last_error = :'error'
-WHERE id = :id AND status = 'running' AND attempts = :attempts
+WHERE id = :id AND status = 'running' AND fence_token = :fence_token
 RETURNING status, run_at;

@@ -40,8 +40,15 @@ def lane_blocks(spans: list[tuple[float, float, bool]], px_per_s: float) -> list
     return [tuple(b) for b in blocks]
 
 
-def timeline(bars, lanes: int, span: float, *, width: int = 900, title: str = "",
-             legend: tuple[tuple[str, bool], ...] = ()) -> str:
+def timeline(
+    bars,
+    lanes: int,
+    span: float,
+    *,
+    width: int = 900,
+    title: str = "",
+    legend: tuple[tuple[str, bool], ...] = (),
+) -> str:
     """bars: (lane, start, end, highlight) in seconds; one lane per worker.
     Runs too thin to see are merged into blocks (lane_blocks); `legend` names
     what blue (False) and red (True) mean."""
@@ -71,13 +78,21 @@ def timeline(bars, lanes: int, span: float, *, width: int = 900, title: str = ""
     for i in range(5):
         t = span * i / 4
         anchor = ("start", "middle", "middle", "middle", "end")[i]
-        body.append(f'<text x="{left + plot_w * i / 4:.0f}" y="{axis_y}" text-anchor="{anchor}" '
-                    f'font-size="12">{t:.2f} s</text>')
+        body.append(
+            f'<text x="{left + plot_w * i / 4:.0f}" y="{axis_y}" text-anchor="{anchor}" '
+            f'font-size="12">{t:.2f} s</text>'
+        )
     return _frame(width, height, body, title)
 
 
-def series(points: list[tuple[int, list[tuple[str, float]]]], *, width: int = 720, title: str = "",
-           x_label: str = "", y_label: str = "") -> str:
+def series(
+    points: list[tuple[int, list[tuple[str, float]]]],
+    *,
+    width: int = 720,
+    title: str = "",
+    x_label: str = "",
+    y_label: str = "",
+) -> str:
     """A small line chart with axes: points of (x, [(series name, y), ...]),
     one line per series, a tick at every x, and a legend."""
     left, top, bottom, right = 56, 44, 40, 16
@@ -94,23 +109,28 @@ def series(points: list[tuple[int, list[tuple[str, float]]]], *, width: int = 72
     def py(y: float) -> float:
         return top + plot_h * (1 - y / top_y)
 
-    body = [f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#333"/>',
-            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#333"/>']
+    body = [
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#333"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#333"/>',
+    ]
     for x in xs:
         body.append(f'<text x="{px(x):.1f}" y="{top + plot_h + 14}" text-anchor="middle">{x}</text>')
     for i in range(5):
         y = top_y * i / 4
         body.append(f'<text x="{left - 4}" y="{py(y) + 4:.1f}" text-anchor="end">{y:,.0f}</text>')
-        body.append(f'<line x1="{left}" y1="{py(y):.1f}" x2="{left + plot_w}" y2="{py(y):.1f}" '
-                    'stroke="#ddd"/>')
-    body.append(f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle">'
-                f'{escape(x_label)}</text>')
+        body.append(
+            f'<line x1="{left}" y1="{py(y):.1f}" x2="{left + plot_w}" y2="{py(y):.1f}" stroke="#ddd"/>'
+        )
+    body.append(
+        f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle">{escape(x_label)}</text>'
+    )
     body.append(f'<text x="4" y="{top - 6}">{escape(y_label)}</text>')
     for n, name in enumerate(names):
         colour = colours[n % len(colours)]
         line = " ".join(f"{px(x):.1f},{py(dict(ys)[name]):.1f}" for x, ys in points)
-        body.append(f'<polyline class="series" points="{line}" fill="none" stroke="{colour}" '
-                    'stroke-width="2"/>')
+        body.append(
+            f'<polyline class="series" points="{line}" fill="none" stroke="{colour}" stroke-width="2"/>'
+        )
         for x, ys in points:
             body.append(f'<circle cx="{px(x):.1f}" cy="{py(dict(ys)[name]):.1f}" r="3" fill="{colour}"/>')
         body.append(f'<rect x="{left + 10 + n * 250}" y="20" width="14" height="4" fill="{colour}"/>')
@@ -118,8 +138,16 @@ def series(points: list[tuple[int, list[tuple[str, float]]]], *, width: int = 72
     return _frame(width, height, body, title)
 
 
-def bars(rows, *, width: int = 720, title: str = "", lines=(), unit: str = "s", fmt: str = "{:.2f}",
-         right: int = 70) -> str:
+def bars(
+    rows,
+    *,
+    width: int = 720,
+    title: str = "",
+    lines=(),
+    unit: str = "s",
+    fmt: str = "{:.2f}",
+    right: int = 70,
+) -> str:
     """Horizontal bars: rows of (label, value, note); lines of (label, value)
     drawn as dashed reference lines, such as the serial and shared ideals.
     `fmt` formats each value; `right` is the room kept for the value's text."""
@@ -134,7 +162,9 @@ def bars(rows, *, width: int = 720, title: str = "", lines=(), unit: str = "s", 
         w = plot_w * value / top_value
         body.append(f'<text x="4" y="{y + 14}">{escape(label)}</text>')
         body.append(f'<rect x="{left}" y="{y + 3}" width="{w:.1f}" height="{bar_h - 8}" fill="#1f77b4"/>')
-        body.append(f'<text x="{left + w + 4:.1f}" y="{y + 14}">{fmt.format(value)} {unit} {escape(note)}</text>')
+        body.append(
+            f'<text x="{left + w + 4:.1f}" y="{y + 14}">{fmt.format(value)} {unit} {escape(note)}</text>'
+        )
     for label, value in lines:
         x = left + plot_w * value / top_value
         body.append(
@@ -144,8 +174,16 @@ def bars(rows, *, width: int = 720, title: str = "", lines=(), unit: str = "s", 
     return _frame(width, height, body, title)
 
 
-def line(points, *, width: int = 720, height: int = 180, title: str = "", x_label: str = "",
-         y_label: str = "", guide: tuple[str, float] | None = None) -> str:
+def line(
+    points,
+    *,
+    width: int = 720,
+    height: int = 180,
+    title: str = "",
+    x_label: str = "",
+    y_label: str = "",
+    guide: tuple[str, float] | None = None,
+) -> str:
     """One series as a line with dots: points are (x, y). `guide` draws a
     dashed horizontal reference, such as the guide's figure."""
     points = list(points)[:MAX_BARS]
@@ -158,8 +196,10 @@ def line(points, *, width: int = 720, height: int = 180, title: str = "", x_labe
     def at(x: float, y: float) -> tuple[float, float]:
         return left + plot_w * x / x_max, top + plot_h * (1 - y / y_max)
 
-    body = [f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#999"/>',
-            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#999"/>']
+    body = [
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#999"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#999"/>',
+    ]
     for i in range(3):
         value = y_max * i / 2
         _, y = at(0, value)
@@ -168,15 +208,21 @@ def line(points, *, width: int = 720, height: int = 180, title: str = "", x_labe
         value = x_max * i / 4
         x, _ = at(value, 0)
         body.append(f'<text x="{x:.0f}" y="{top + plot_h + 14}" text-anchor="middle">{value:,.4g}</text>')
-    body.append(f'<text x="{left + plot_w / 2:.0f}" y="{height - 4}" text-anchor="middle">{escape(x_label)}</text>')
+    body.append(
+        f'<text x="{left + plot_w / 2:.0f}" y="{height - 4}" text-anchor="middle">{escape(x_label)}</text>'
+    )
     body.append(f'<text x="4" y="{top + 10}" font-style="italic">{escape(y_label)}</text>')
     if guide:
         _, y = at(0, guide[1])
-        body.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#555" '
-                    f'stroke-dasharray="4 3"/><text x="{left + plot_w - 2}" y="{y - 3:.1f}" '
-                    f'text-anchor="end">{escape(guide[0])}</text>')
+        body.append(
+            f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#555" '
+            f'stroke-dasharray="4 3"/><text x="{left + plot_w - 2}" y="{y - 3:.1f}" '
+            f'text-anchor="end">{escape(guide[0])}</text>'
+        )
     if points:
         path = " ".join(f"{x:.1f},{y:.1f}" for x, y in (at(*p) for p in points))
         body.append(f'<polyline points="{path}" fill="none" stroke="#1f77b4" stroke-width="2"/>')
-        body += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="#1f77b4"/>' for x, y in (at(*p) for p in points)]
+        body += [
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="#1f77b4"/>' for x, y in (at(*p) for p in points)
+        ]
     return _frame(width, height, body, title)

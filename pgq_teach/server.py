@@ -66,7 +66,7 @@ def describe(dsn: str) -> str:
     if host.startswith("/"):
         home = os.path.expanduser("~")
         if host.startswith(home + os.sep):
-            host = "~" + host[len(home):]  # the learner's own path stays out of shared notebooks
+            host = "~" + host[len(home) :]  # the learner's own path stays out of shared notebooks
         return f"user {user}, database {dbname}, Unix socket in {host} (no TCP port)"
     secret = ":***" if parts.get("password") else ""
     return f"{user}{secret}@{host}:{parts.get('port') or 5432}/{dbname}"
@@ -93,8 +93,10 @@ def chosen_backend() -> str:
 def ways(backend: str) -> str:
     """What to do when `backend` cannot be had, said about that backend."""
     if backend == "dsn" and os.environ.get("PGQ_DSN"):
-        return ("Check that the server PGQ_DSN names is running and lets you in, or unset PGQ_DSN "
-                "(and PGQ_BACKEND) to use the embedded PostgreSQL, which needs nothing installed.")
+        return (
+            "Check that the server PGQ_DSN names is running and lets you in, or unset PGQ_DSN "
+            "(and PGQ_BACKEND) to use the embedded PostgreSQL, which needs nothing installed."
+        )
     return (
         "The three ways: set PGQ_DSN to a server you run; or PGQ_BACKEND=docker "
         "with a Docker engine; or unset both for the embedded PostgreSQL."
@@ -139,7 +141,8 @@ def get_server() -> Server:
         if not container.engine_answers():
             raise SetupError(
                 "PGQ_BACKEND=docker, but no Docker engine answers. Start Docker, or unset PGQ_BACKEND "
-                "to use the embedded PostgreSQL, which needs nothing installed.")
+                "to use the embedded PostgreSQL, which needs nothing installed."
+            )
         return _docker(explicit=True)
     if wanted == "auto" and container.engine_answers():
         try:

@@ -89,8 +89,11 @@ class BatchDrainResult(Result):
     @property
     def every_job_once(self) -> bool:
         """Each seeded id (1..jobs) claimed by exactly one batch, and no other."""
-        return (not self.stopped and set(self.claims_per_job) == set(range(1, self.jobs + 1))
-                and self.run_more_than_once == 0)
+        return (
+            not self.stopped
+            and set(self.claims_per_job) == set(range(1, self.jobs + 1))
+            and self.run_more_than_once == 0
+        )
 
     def comparison(self) -> list[Comparison]:
         g = self.guide.values
@@ -103,17 +106,19 @@ class BatchDrainResult(Result):
         ]
 
     def summary(self) -> str:
-        return "\n".join([
-            f"batch drain: {self.jobs:,} jobs, batches of up to {self.batch:,}, "
-            f"{self.workers} workers at once"
-            + self.stopped_note,
-            f"  batches: {self.batches:,}  (your guess: {guess_text(self.guess)})",
-            f"  largest batch: {self.largest_batch:,} rows; total claimed: {self.total_claimed:,}",
-            f"  every job claimed by one batch only: {'yes' if self.every_job_once else 'NO'}",
-            f"  jobs by status afterwards: {self.status_counts}",
-            f"  elapsed {self.elapsed_s:.2f} s "
-            f"({self.total_claimed / max(self.elapsed_s, 1e-9):,.0f} jobs/s claimed)",
-        ] + self.footer())
+        return "\n".join(
+            [
+                f"batch drain: {self.jobs:,} jobs, batches of up to {self.batch:,}, "
+                f"{self.workers} workers at once" + self.stopped_note,
+                f"  batches: {self.batches:,}  (your guess: {guess_text(self.guess)})",
+                f"  largest batch: {self.largest_batch:,} rows; total claimed: {self.total_claimed:,}",
+                f"  every job claimed by one batch only: {'yes' if self.every_job_once else 'NO'}",
+                f"  jobs by status afterwards: {self.status_counts}",
+                f"  elapsed {self.elapsed_s:.2f} s "
+                f"({self.total_claimed / max(self.elapsed_s, 1e-9):,.0f} jobs/s claimed)",
+            ]
+            + self.footer()
+        )
 
 
 def batch_drain(
@@ -174,9 +179,15 @@ def batch_drain(
     if progress and not stop.is_set():
         progress(jobs, jobs)
     return BatchDrainResult(
-        jobs=jobs, batch=batch, workers=workers, batch_sizes=sizes, claims_per_job=claims,
+        jobs=jobs,
+        batch=batch,
+        workers=workers,
+        batch_sizes=sizes,
+        claims_per_job=claims,
         elapsed_s=elapsed,
-        status_counts=status_counts(db), stopped=stop.is_set() and sum(sizes) < jobs, guess=guess,
+        status_counts=status_counts(db),
+        stopped=stop.is_set() and sum(sizes) < jobs,
+        guess=guess,
         **server_fields(db),
     )
 
@@ -185,8 +196,14 @@ def batch_drain(
 
 
 def _rounds_of_races(
-    db: Database, plan: list[str], *, workers: int, jobs: int, work_ms: float,
-    progress: Progress | None, stop: threading.Event,
+    db: Database,
+    plan: list[str],
+    *,
+    workers: int,
+    jobs: int,
+    work_ms: float,
+    progress: Progress | None,
+    stop: threading.Event,
 ) -> tuple[list[RaceResult], bool]:
     """Run one race per entry of `plan`, one after another, with one progress
     bar over all of them. Returns the finished races and whether it stopped."""
@@ -202,8 +219,9 @@ def _rounds_of_races(
             if progress:
                 progress(before + min(done, jobs), total)
 
-        result = race.run_race(db, workers=workers, jobs=jobs, work_ms=work_ms, mode=mode,
-                               progress=record, stop=stop)
+        result = race.run_race(
+            db, workers=workers, jobs=jobs, work_ms=work_ms, mode=mode, progress=record, stop=stop
+        )
         if stop.is_set():
             return finished, True  # the race cut short is not a measurement
         finished.append(result)
@@ -257,10 +275,19 @@ class FiveWayResult(Result, race.Ideals):
         """The guess is for hold + FOR UPDATE, in seconds."""
         g = self.guide.values
         hold = self.median("hold_for_update")
-        rows: list[Comparison] = [("hold + FOR UPDATE, s (median)", self.guess_cell, hold,
-                                   f"slower than the {g['serial_s']:.1f} s serial ideal")]
-        rows += [(f"{SHORT[m]}, s (median)", None, self.median(m), None)
-                 for m in FIVE_WAYS if m != "hold_for_update"]
+        rows: list[Comparison] = [
+            (
+                "hold + FOR UPDATE, s (median)",
+                self.guess_cell,
+                hold,
+                f"slower than the {g['serial_s']:.1f} s serial ideal",
+            )
+        ]
+        rows += [
+            (f"{SHORT[m]}, s (median)", None, self.median(m), None)
+            for m in FIVE_WAYS
+            if m != "hold_for_update"
+        ]
         naive = max(self.run_more_than_once["naive"], default=None)
         rows += [
             ("serial ideal, s", None, self.serial_ideal_s, g["serial_s"]),
@@ -292,11 +319,17 @@ class FiveWayResult(Result, race.Ideals):
             twice = max(self.run_more_than_once[mode])
             noted = f"{twice:,} jobs run more than once" if twice else "no job run twice"
             rows.append((f"{SHORT[mode]} ({noted})", self.median(mode), ""))
-        lines = [(f"serial {self.serial_ideal_s:.1f} s", self.serial_ideal_s),
-                 (f"shared {self.shared_ideal_s:.1f} s", self.shared_ideal_s)]
-        return charts.bars(rows, lines=lines, width=width,
-                           title=f"Drain time, median of {self.rounds} round(s); duplicates: most in any round; "
-                                 "dashed: the ideals")
+        lines = [
+            (f"serial {self.serial_ideal_s:.1f} s", self.serial_ideal_s),
+            (f"shared {self.shared_ideal_s:.1f} s", self.shared_ideal_s),
+        ]
+        return charts.bars(
+            rows,
+            lines=lines,
+            width=width,
+            title=f"Drain time, median of {self.rounds} round(s); duplicates: most in any round; "
+            "dashed: the ideals",
+        )
 
 
 def five_way(
@@ -316,10 +349,19 @@ def five_way(
     race.check_inputs(workers=workers, jobs=jobs, work_ms=work_ms, mode="naive")
     stop = stop or threading.Event()
     plan = [mode for _ in range(rounds) for mode in FIVE_WAYS]
-    races, stopped = _rounds_of_races(db, plan, workers=workers, jobs=jobs, work_ms=work_ms,
-                                      progress=progress, stop=stop)
-    return FiveWayResult(workers=workers, jobs=jobs, work_ms=work_ms, rounds=rounds, races=races,
-                         stopped=stopped, guess=guess, **server_fields(db))
+    races, stopped = _rounds_of_races(
+        db, plan, workers=workers, jobs=jobs, work_ms=work_ms, progress=progress, stop=stop
+    )
+    return FiveWayResult(
+        workers=workers,
+        jobs=jobs,
+        work_ms=work_ms,
+        rounds=rounds,
+        races=races,
+        stopped=stopped,
+        guess=guess,
+        **server_fields(db),
+    )
 
 
 @dataclass(kw_only=True)
@@ -342,7 +384,8 @@ class ZeroWorkResult(Result):
         """In every finished race, each job ran once and ended done."""
         return bool(self.races) and all(
             r.run_more_than_once == 0 and r.total_runs == self.jobs and r.done == self.jobs
-            for r in self.races)
+            for r in self.races
+        )
 
     @property
     def skip_locked_saving(self) -> float | None:
@@ -359,7 +402,7 @@ class ZeroWorkResult(Result):
         if saving is None:
             return "not enough finished rounds to compare"
         if abs(saving) < TOO_CLOSE_TO_CALL:
-            return (f"the medians differ by {abs(saving):.0%}: too close to call on this machine")
+            return f"the medians differ by {abs(saving):.0%}: too close to call on this machine"
         faster = "faster" if saving > 0 else "slower"
         return f"SKIP LOCKED was {abs(saving):.0%} {faster} (medians) on this run"
 
@@ -372,16 +415,26 @@ class ZeroWorkResult(Result):
             return None if seconds is None else round(seconds * 1000)
 
         return [
-            ("lease + SKIP LOCKED, ms (median)", self.guess_cell, ms(self.median("lease_skip_locked")),
-             f"{low * 1000:,.0f} to {high * 1000:,.0f}"),
-            ("lease + FOR UPDATE, ms (median)", None, ms(self.median("lease_for_update")),
-             f"{wait_low * 1000:,.0f} to {wait_high * 1000:,.0f}"),
+            (
+                "lease + SKIP LOCKED, ms (median)",
+                self.guess_cell,
+                ms(self.median("lease_skip_locked")),
+                f"{low * 1000:,.0f} to {high * 1000:,.0f}",
+            ),
+            (
+                "lease + FOR UPDATE, ms (median)",
+                None,
+                ms(self.median("lease_for_update")),
+                f"{wait_low * 1000:,.0f} to {wait_high * 1000:,.0f}",
+            ),
             ("every job run once", None, "yes" if self.every_job_once else "NO", None),
         ]
 
     def summary(self) -> str:
-        lines = [f"zero work: {self.workers} workers, {self.jobs:,} jobs, {self.rounds} round(s)"
-                 + self.stopped_note]
+        lines = [
+            f"zero work: {self.workers} workers, {self.jobs:,} jobs, {self.rounds} round(s)"
+            + self.stopped_note
+        ]
         for mode in ZERO_WORK_STYLES:
             times = ", ".join(f"{t:.2f}" for t in self.elapsed_s[mode]) or "–"
             lines.append(f"  {SHORT[mode]:<20} {times} s")
@@ -391,11 +444,14 @@ class ZeroWorkResult(Result):
         return "\n".join(lines + self.footer())
 
     def chart_svg(self, width: int = 720) -> str:
-        rows = [(f"{SHORT[r.mode]}, round {n}", r.elapsed_s, "")
-                for mode in ZERO_WORK_STYLES
-                for n, r in enumerate((r for r in self.races if r.mode == mode), start=1)]
-        return charts.bars(rows, width=width,
-                           title=f"Zero work: {self.jobs:,} jobs, {self.workers} workers, each round")
+        rows = [
+            (f"{SHORT[r.mode]}, round {n}", r.elapsed_s, "")
+            for mode in ZERO_WORK_STYLES
+            for n, r in enumerate((r for r in self.races if r.mode == mode), start=1)
+        ]
+        return charts.bars(
+            rows, width=width, title=f"Zero work: {self.jobs:,} jobs, {self.workers} workers, each round"
+        )
 
 
 def zero_work(
@@ -414,12 +470,21 @@ def zero_work(
     _check_whole("rounds", rounds)
     race.check_inputs(workers=workers, jobs=jobs, work_ms=0, mode="lease_skip_locked")
     stop = stop or threading.Event()
-    plan = [mode for n in range(rounds)
-            for mode in (ZERO_WORK_STYLES if n % 2 == 0 else ZERO_WORK_STYLES[::-1])]
-    races, stopped = _rounds_of_races(db, plan, workers=workers, jobs=jobs, work_ms=0,
-                                      progress=progress, stop=stop)
-    return ZeroWorkResult(workers=workers, jobs=jobs, rounds=rounds, races=races,
-                          stopped=stopped, guess=guess, **server_fields(db))
+    plan = [
+        mode for n in range(rounds) for mode in (ZERO_WORK_STYLES if n % 2 == 0 else ZERO_WORK_STYLES[::-1])
+    ]
+    races, stopped = _rounds_of_races(
+        db, plan, workers=workers, jobs=jobs, work_ms=0, progress=progress, stop=stop
+    )
+    return ZeroWorkResult(
+        workers=workers,
+        jobs=jobs,
+        rounds=rounds,
+        races=races,
+        stopped=stopped,
+        guess=guess,
+        **server_fields(db),
+    )
 
 
 # --- plans (guide #16) -----------------------------------------------------------
@@ -441,15 +506,22 @@ class ClaimPlans(Result):
     @property
     def lockrows_above_index_scan(self) -> bool:
         plan = self.locking_read
-        return "LockRows" in plan and self.uses_ready_index and plan.index("LockRows") < plan.index("jobs_ready_idx")
+        return (
+            "LockRows" in plan
+            and self.uses_ready_index
+            and plan.index("LockRows") < plan.index("jobs_ready_idx")
+        )
 
     @property
     def claim_locks_in_its_own_step(self) -> bool:
         """The WITH query is planned as its own step (CTE next), with the
         locking under it, and the UPDATE reads its rows via CTE Scan."""
         plan = self.whole_claim
-        return ("CTE next" in plan and "CTE Scan on next" in plan
-                and plan.index("CTE next") < plan.index("LockRows") < plan.index("CTE Scan on next"))
+        return (
+            "CTE next" in plan
+            and "CTE Scan on next" in plan
+            and plan.index("CTE next") < plan.index("LockRows") < plan.index("CTE Scan on next")
+        )
 
 
 def _plan(conn, name: str, params=None) -> str:
@@ -476,7 +548,8 @@ def explain_claims(db: Database, ready: int = 50, claimed: int = 4950, batch: in
             left -= len(got)
         run(conn, "lab/analyze_jobs")
         return ClaimPlans(
-            ready=ready, claimed=claimed,
+            ready=ready,
+            claimed=claimed,
             locking_read=_plan(conn, "explain_claim"),
             whole_claim="\n".join(explain(conn, "claim", params)),
             in_subquery="\n".join(explain(conn, "teaching/claim_in_subquery", params)),

@@ -77,19 +77,24 @@ class EnqueueResult(Result):
                 f"  notifications heard while the transaction was open: {len(o.heard_while_open)}",
                 f"  notifications heard after it ended: {len(o.heard_after)}",
             ]
-        lines += [f"Notifications heard in all: {self.notifications_heard} "
-                  f"(your guess: {guess_text(self.guess)})",
-                  "The guide found: rolling back an order took its job with it;",
-                  "every committed order came with its job; a notification is sent",
-                  "only when its transaction commits (guide #12).",
-                  f"This server: PostgreSQL {self.server_version}"]
+        lines += [
+            f"Notifications heard in all: {self.notifications_heard} (your guess: {guess_text(self.guess)})",
+            "The guide found: rolling back an order took its job with it;",
+            "every committed order came with its job; a notification is sent",
+            "only when its transaction commits (guide #12).",
+            f"This server: PostgreSQL {self.server_version}",
+        ]
         return "\n".join(lines)
 
 
 def check_inputs(*, quiet_s, guess=None) -> None:
     low, high = QUIET_LIMITS
-    if (isinstance(quiet_s, bool) or not isinstance(quiet_s, (int, float))
-            or not math.isfinite(quiet_s) or not low <= quiet_s <= high):
+    if (
+        isinstance(quiet_s, bool)
+        or not isinstance(quiet_s, (int, float))
+        or not math.isfinite(quiet_s)
+        or not low <= quiet_s <= high
+    ):
         raise BadInput(f"quiet_s must be a number of seconds from {low} to {high}, got {quiet_s!r}")
     if guess is not None and (isinstance(guess, bool) or not isinstance(guess, int) or guess < 0):
         raise BadInput(f"guess must be a whole number of notifications, 0 or more; got {guess!r}")
@@ -100,8 +105,9 @@ def _listen_for(listener: psycopg.Connection, seconds: float) -> list[str]:
     return [n.payload for n in listener.notifies(timeout=seconds)]
 
 
-def _place_order_and_enqueue(db: Database, listener: psycopg.Connection, ending: str,
-                             quiet_s: float) -> Outcome:
+def _place_order_and_enqueue(
+    db: Database, listener: psycopg.Connection, ending: str, quiet_s: float
+) -> Outcome:
     with db.connection() as conn:  # autocommit: the transaction below is the only one
         with conn.transaction():
             order_id = run(conn, "lab/place_order", {"email": EMAIL, "total": TOTAL}).fetchone()[0]
@@ -120,13 +126,26 @@ def _place_order_and_enqueue(db: Database, listener: psycopg.Connection, ending:
         heard_after = first + _listen_for(listener, quiet_s) if first else []
         order_kept = run(conn, "lab/order_row", {"id": order_id}).fetchone() is not None
         jobs = run(conn, "lab/jobs_for_order", {"order_id": order_id}).fetchall()
-    return Outcome(ending, order_id, job_id, order_kept, len(jobs), tuple(heard_while_open),
-                   tuple(heard_after), delivered_after)
+    return Outcome(
+        ending,
+        order_id,
+        job_id,
+        order_kept,
+        len(jobs),
+        tuple(heard_while_open),
+        tuple(heard_after),
+        delivered_after,
+    )
 
 
-def transactional_enqueue(db: Database, *, quiet_s: float = 0.3, guess: int | None = None,
-                          progress: Callable[[int, int], None] | None = None,
-                          stop: threading.Event | None = None) -> EnqueueResult:
+def transactional_enqueue(
+    db: Database,
+    *,
+    quiet_s: float = 0.3,
+    guess: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    stop: threading.Event | None = None,
+) -> EnqueueResult:
     """Place an order and enqueue its receipt job in one transaction twice:
     first rolled back, then committed. A separate autocommit session LISTENs
     throughout; `quiet_s` is how long it listens for notifications that
@@ -143,5 +162,6 @@ def transactional_enqueue(db: Database, *, quiet_s: float = 0.3, guess: int | No
         committed = _place_order_and_enqueue(db, listener, "commit", quiet_s)
         if progress:
             progress(2, 2)
-    return EnqueueResult(rolled_back=rolled_back, committed=committed, quiet_s=quiet_s, guess=guess,
-                         **server_fields(db))
+    return EnqueueResult(
+        rolled_back=rolled_back, committed=committed, quiet_s=quiet_s, guess=guess, **server_fields(db)
+    )

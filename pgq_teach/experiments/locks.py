@@ -43,9 +43,30 @@ from .sessions import (
     activity,
 )
 
-__all__ = ["CLAUSES", "CLOSED", "DONE", "ERROR", "GOT_JOB", "IDLE", "IN_TRANSACTION", "LAB_PREFIX", "NO_JOB",
-           "PHASES", "WAITING", "ActivityRow", "JobsBusy", "LockSession", "ReplayResult", "Session",
-           "SessionState", "WaitersResult", "activity", "line_of_waiters", "prepare", "replay"]
+__all__ = [
+    "CLAUSES",
+    "CLOSED",
+    "DONE",
+    "ERROR",
+    "GOT_JOB",
+    "IDLE",
+    "IN_TRANSACTION",
+    "LAB_PREFIX",
+    "NO_JOB",
+    "PHASES",
+    "WAITING",
+    "ActivityRow",
+    "JobsBusy",
+    "LockSession",
+    "ReplayResult",
+    "Session",
+    "SessionState",
+    "WaitersResult",
+    "activity",
+    "line_of_waiters",
+    "prepare",
+    "replay",
+]
 
 # The three locking clauses, each a file sql/teaching/hold_<clause>.sql, and
 # the words that end the statement (also the lab's button labels).
@@ -101,14 +122,29 @@ class LockSession(Session):
     def do_claim(self, clause: str) -> None:
         step = self.execute(f"teaching/hold_{clause}", None, CLAUSES[clause])
         if step.failed:
-            self.set(SessionState(ERROR, label=CLAUSES[clause], took=step.seconds, sqlstate=step.sqlstate,
-                                  message=step.message, in_transaction=self.in_transaction))
+            self.set(
+                SessionState(
+                    ERROR,
+                    label=CLAUSES[clause],
+                    took=step.seconds,
+                    sqlstate=step.sqlstate,
+                    message=step.message,
+                    in_transaction=self.in_transaction,
+                )
+            )
             return
         job_id = step.rows[0][0] if step.rows else None
         if step.in_transaction and job_id is not None:
             self.claimed.append(job_id)
-        self.set(SessionState(GOT_JOB if job_id is not None else NO_JOB, label=CLAUSES[clause], job_id=job_id,
-                              took=step.seconds, in_transaction=step.in_transaction))
+        self.set(
+            SessionState(
+                GOT_JOB if job_id is not None else NO_JOB,
+                label=CLAUSES[clause],
+                job_id=job_id,
+                took=step.seconds,
+                in_transaction=step.in_transaction,
+            )
+        )
 
     def before_commit(self) -> str:
         for job_id in self.claimed:  # the worker finished its job: mark it done
@@ -166,11 +202,15 @@ class ReplayResult(Result):
         else:
             b_got = f"got job {self.b_job} after {self.b_seconds:.3f} s"
         if self.still_waiting_at_sample:
-            seen = f"  B was waiting on {self.wait_event_text}" + (", blocked by A" if self.blocked_by_a else "")
+            seen = f"  B was waiting on {self.wait_event_text}" + (
+                ", blocked by A" if self.blocked_by_a else ""
+            )
         else:
             state = self.b_row.state if self.b_row else None
-            seen = (f"  B had already finished when we looked: {state} "
-                    f"({self.wait_event_text}), waiting for nothing but its client")
+            seen = (
+                f"  B had already finished when we looked: {state} "
+                f"({self.wait_event_text}), waiting for nothing but its client"
+            )
         lines = [
             f"{CLAUSES[self.clause]}: A locked job {self.a_job} with FOR UPDATE and held it; "
             f"B ran the claim with {CLAUSES[self.clause]}",
@@ -183,20 +223,29 @@ class ReplayResult(Result):
     def comparison(self) -> list[Comparison]:
         values = self.guide.values
         if self.clause == "nowait":
-            return [("B's error (SQLSTATE)", None, self.sqlstate or "none", values["sqlstate"]),
-                    ("B's answer came after, s", self.guess_cell, self.b_seconds, "at once")]
+            return [
+                ("B's error (SQLSTATE)", None, self.sqlstate or "none", values["sqlstate"]),
+                ("B's answer came after, s", self.guess_cell, self.b_seconds, "at once"),
+            ]
         if self.clause == "skip_locked":
-            return [("B's job", None, self.b_job, values["job"]),
-                    ("B's wait, s", self.guess_cell, self.b_seconds, f"under {values['under_s']:g}")]
-        return [("B waited on", None, self.wait_event_text, " / ".join(values["wait_event"])),
+            return [
                 ("B's job", None, self.b_job, values["job"]),
-                ("B's wait, s", self.guess_cell, self.b_seconds, values["waited_s"])]
+                ("B's wait, s", self.guess_cell, self.b_seconds, f"under {values['under_s']:g}"),
+            ]
+        return [
+            ("B waited on", None, self.wait_event_text, " / ".join(values["wait_event"])),
+            ("B's job", None, self.b_job, values["job"]),
+            ("B's wait, s", self.guess_cell, self.b_seconds, values["waited_s"]),
+        ]
 
 
 def check_hold(hold_seconds) -> None:
     low, high = HOLD_LIMITS
-    if isinstance(hold_seconds, bool) or not isinstance(hold_seconds, (int, float)) \
-            or not low <= hold_seconds <= high:
+    if (
+        isinstance(hold_seconds, bool)
+        or not isinstance(hold_seconds, (int, float))
+        or not low <= hold_seconds <= high
+    ):
         raise BadInput(f"hold_seconds must be a number from {low:g} to {high:g}, got {hold_seconds!r}")
 
 
@@ -204,10 +253,16 @@ def row_of(rows: list[ActivityRow], session: Session) -> ActivityRow | None:
     return next((r for r in rows if r.pid == session.pid), None)
 
 
-def replay(db: Database, clause: str = "for_update", hold_seconds: float = 2.0, *,
-           guess: float | None = None, look_after_s: float = 1.0,
-           progress: Callable[[int, int], None] | None = None,
-           stop: threading.Event | None = None) -> ReplayResult:
+def replay(
+    db: Database,
+    clause: str = "for_update",
+    hold_seconds: float = 2.0,
+    *,
+    guess: float | None = None,
+    look_after_s: float = 1.0,
+    progress: Callable[[int, int], None] | None = None,
+    stop: threading.Event | None = None,
+) -> ReplayResult:
     """The guide's two-session sequence on two ready jobs (ids 1 and 2).
 
     A begins and locks job 1 with FOR UPDATE. B begins and runs the claim with
@@ -256,10 +311,22 @@ def replay(db: Database, clause: str = "for_update", hold_seconds: float = 2.0, 
         if b is not None:
             b.close()
     return ReplayResult(
-        clause=clause, hold_seconds=hold_seconds, a_job=a_job, b_job=b_state.job_id,
-        b_seconds=b_state.took, still_waiting_at_sample=still_waiting, b_row=b_row,
-        a_pid=a.pid, b_pid=b.pid, sqlstate=b_state.sqlstate, message=b_state.message, a_held=a_held,
-        guess=guess, stopped=stop.is_set(), guide=figure(GUIDE_FIGURE[clause]), **server_fields(db),
+        clause=clause,
+        hold_seconds=hold_seconds,
+        a_job=a_job,
+        b_job=b_state.job_id,
+        b_seconds=b_state.took,
+        still_waiting_at_sample=still_waiting,
+        b_row=b_row,
+        a_pid=a.pid,
+        b_pid=b.pid,
+        sqlstate=b_state.sqlstate,
+        message=b_state.message,
+        a_held=a_held,
+        guess=guess,
+        stopped=stop.is_set(),
+        guide=figure(GUIDE_FIGURE[clause]),
+        **server_fields(db),
     )
 
 
@@ -294,10 +361,18 @@ class WaitersResult(Result):
 
     def comparison(self) -> list[Comparison]:
         return [
-            ("B (first waiter) waited on", None, self.b_row.wait_event_text if self.b_row else "none",
-             " / ".join(self.guide.values["wait_event"])),
-            ("C (second waiter) waited on", None, self.c_row.wait_event_text if self.c_row else "none",
-             "not measured"),
+            (
+                "B (first waiter) waited on",
+                None,
+                self.b_row.wait_event_text if self.b_row else "none",
+                " / ".join(self.guide.values["wait_event"]),
+            ),
+            (
+                "C (second waiter) waited on",
+                None,
+                self.c_row.wait_event_text if self.c_row else "none",
+                "not measured",
+            ),
             ("pg_blocking_pids(C)", None, self.c_blocker_text, "not measured"),
         ]
 
@@ -310,7 +385,8 @@ class WaitersResult(Result):
             f"blocked by {self.c_row.blocking_pids if self.c_row else ()} (B is {self.b_pid})",
             f"  after A's COMMIT {self.served_first} was served first: B got "
             + (f"job {self.b_job}" if self.b_job else "no job")
-            + ", C got " + (f"job {self.c_job}" if self.c_job else "no job"),
+            + ", C got "
+            + (f"job {self.c_job}" if self.c_job else "no job"),
         ]
         return "\n".join(lines + self.footer())
 
@@ -355,9 +431,16 @@ def line_of_waiters(db: Database, *, settle_s: float = 15.0) -> WaitersResult:
         for s in opened:
             s.close()
     return WaitersResult(
-        a_pid=a.pid, b_pid=b.pid, c_pid=c.pid, b_row=row_of(rows, b), c_row=row_of(rows, c),
-        b_job=got["B"], c_job=got["C"], served_first=first.name,
-        timeline={s.name: list(s.timeline) for s in opened}, **server_fields(db),
+        a_pid=a.pid,
+        b_pid=b.pid,
+        c_pid=c.pid,
+        b_row=row_of(rows, b),
+        c_row=row_of(rows, c),
+        b_job=got["B"],
+        c_job=got["C"],
+        served_first=first.name,
+        timeline={s.name: list(s.timeline) for s in opened},
+        **server_fields(db),
     )
 
 

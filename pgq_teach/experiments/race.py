@@ -78,8 +78,10 @@ def guide_rows() -> dict[int, str]:
     """The guide's count of jobs run more than once (#1), by PostgreSQL major version."""
     values = figure(1).values
     pg16, pg18 = values["pg16"], values["pg18"]
-    return {16: f"{min(pg16)}–{max(pg16)} (three runs: {', '.join(str(n) for n in pg16)})",
-            18: f"{min(pg18)}–{max(pg18)}"}
+    return {
+        16: f"{min(pg16)}–{max(pg16)} (three runs: {', '.join(str(n) for n in pg16)})",
+        18: f"{min(pg18)}–{max(pg18)}",
+    }
 
 
 def guide_version_for(major: int) -> int:
@@ -122,7 +124,11 @@ class RaceResult(Result, Ideals):
     def at_guide_settings(self) -> bool:
         values = self.guide.values
         return (self.mode, self.workers, self.jobs, self.work_ms) == (
-            "naive", values["workers"], values["jobs"], values["work_ms"])
+            "naive",
+            values["workers"],
+            values["jobs"],
+            values["work_ms"],
+        )
 
     @property
     def compared_version(self) -> int:
@@ -163,9 +169,14 @@ class RaceResult(Result, Ideals):
     def timeline_svg(self, width: int = 900) -> str:
         twice = {j for j, n in self.claims_per_job.items() if n > 1}
         bars = [(r.worker, r.start, r.end, r.job_id in twice) for r in self.runs]
-        return charts.timeline(bars, self.workers, max(self.elapsed_s, 1e-3), width=width,
-                               title=f"{style_name(self.mode)}: one lane per worker, time left to right",
-                               legend=(("a job run once", False), ("a job run more than once", True)))
+        return charts.timeline(
+            bars,
+            self.workers,
+            max(self.elapsed_s, 1e-3),
+            width=width,
+            title=f"{style_name(self.mode)}: one lane per worker, time left to right",
+            legend=(("a job run once", False), ("a job run more than once", True)),
+        )
 
 
 def check_inputs(*, workers, jobs, work_ms, mode) -> None:
@@ -201,6 +212,7 @@ def style_claimer(style: str, wasted: Callable[[], None]) -> Claimer:
                 return None
             run(conn, "teaching/naive_mark", {"id": row[0]})
             return row[0], lambda: run(conn, "teaching/mark_done", {"id": row[0]})
+
         return claim_one
 
     def guarded(conn: psycopg.Connection) -> ClaimOne:
@@ -213,6 +225,7 @@ def style_claimer(style: str, wasted: Callable[[], None]) -> Claimer:
                 if run(conn, "teaching/guarded_mark", {"id": job_id}).rowcount == 1:
                     return job_id, lambda job_id=job_id: run(conn, "teaching/mark_done", {"id": job_id})
                 wasted()  # another worker marked it first: read again
+
         return claim_one
 
     def hold(conn: psycopg.Connection) -> ClaimOne:
@@ -225,7 +238,9 @@ def style_claimer(style: str, wasted: Callable[[], None]) -> Claimer:
             def finish():
                 run(conn, "teaching/mark_done", {"id": row[0]})
                 conn.commit()
+
             return row[0], finish
+
         return claim_one
 
     def lease(conn: psycopg.Connection) -> ClaimOne:
@@ -234,10 +249,17 @@ def style_claimer(style: str, wasted: Callable[[], None]) -> Claimer:
         def claim_one():
             jobs = lease_claim(conn, statement)
             return (jobs[0].id, lambda: queue.complete(conn, jobs[0])) if jobs else None
+
         return claim_one
 
-    return {"naive": naive, "guarded_update": guarded, "hold_for_update": hold, "hold_skip_locked": hold,
-            "lease_for_update": lease, "lease_skip_locked": lease}[style]
+    return {
+        "naive": naive,
+        "guarded_update": guarded,
+        "hold_for_update": hold,
+        "hold_skip_locked": hold,
+        "lease_for_update": lease,
+        "lease_skip_locked": lease,
+    }[style]
 
 
 def prepare(db: Database, jobs: int) -> None:
@@ -264,8 +286,15 @@ class Tally:
             self.value += 1
 
 
-def drain(conns: list[psycopg.Connection], claimer: Claimer, *, jobs: int, work_ms: float,
-          progress: Callable[[int, int], None] | None, stop: threading.Event) -> tuple[list[Run], float]:
+def drain(
+    conns: list[psycopg.Connection],
+    claimer: Claimer,
+    *,
+    jobs: int,
+    work_ms: float,
+    progress: Callable[[int, int], None] | None,
+    stop: threading.Event,
+) -> tuple[list[Run], float]:
     """One thread per connection claims and runs jobs until none is left.
     Returns the runs and the seconds it took; a worker's error is raised here."""
     runs: list[Run] = []
@@ -351,9 +380,17 @@ def run_race(
         runs, elapsed = drain(conns, claim, jobs=jobs, work_ms=work_ms, progress=progress, stop=stop)
     done = status_counts(db).get("done", 0)
     return RaceResult(
-        mode=CUSTOM if custom else mode, workers=workers, jobs=jobs, work_ms=work_ms,
-        elapsed_s=elapsed, runs=runs, done=done, wasted_claims=wasted.value,
-        stopped=stop.is_set() and done < jobs, guess=guess, **server_fields(db),
+        mode=CUSTOM if custom else mode,
+        workers=workers,
+        jobs=jobs,
+        work_ms=work_ms,
+        elapsed_s=elapsed,
+        runs=runs,
+        done=done,
+        wasted_claims=wasted.value,
+        stopped=stop.is_set() and done < jobs,
+        guess=guess,
+        **server_fields(db),
     )
 
 
@@ -391,28 +428,50 @@ class SweepResult(Result):
     def comparison(self) -> list[Comparison]:
         """A few worker counts only (the chart shows them all): 4 holds the guess, 8 the guide's figure."""
         shown = [r for r in self.races if r.workers in (1, 4, 8, max(self.workers))]
-        return [(f"{r.workers} workers: jobs run more than once", self.guess_cell if r.workers == 4 else None,
-                 r.run_more_than_once, self.guide_text(r)) for r in shown]
+        return [
+            (
+                f"{r.workers} workers: jobs run more than once",
+                self.guess_cell if r.workers == 4 else None,
+                r.run_more_than_once,
+                self.guide_text(r),
+            )
+            for r in shown
+        ]
 
     def guide_text(self, race: RaceResult) -> str | None:
         return race.guide_figure_text() if race.workers == self.guide.values["workers"] else None
 
     def summary(self) -> str:
-        lines = [f"naive race, {self.jobs:,} jobs, {self.work_ms:g} ms each, by worker count"
-                 + self.stopped_note]
+        lines = [
+            f"naive race, {self.jobs:,} jobs, {self.work_ms:g} ms each, by worker count" + self.stopped_note
+        ]
         for r in self.races:
             per = self.runs_per_duplicate(r.workers)
             per_text = f" ({per:.1f} runs per such job)" if per else ""
-            lines.append(f"  {r.workers:>2} workers: {r.run_more_than_once:>4,} jobs run more than once, "
-                         f"{r.extra_runs:>4,} extra runs{per_text}")
+            lines.append(
+                f"  {r.workers:>2} workers: {r.run_more_than_once:>4,} jobs run more than once, "
+                f"{r.extra_runs:>4,} extra runs{per_text}"
+            )
         return "\n".join(lines + self.footer())
 
     def chart_svg(self, width: int = 720) -> str:
-        points = [(r.workers, [("jobs run more than once", r.run_more_than_once),
-                               ("extra runs (work done again)", r.extra_runs)]) for r in self.races]
-        return charts.series(points, width=width, x_label="workers", y_label="jobs / runs",
-                             title=f"Naive race, {self.jobs:,} jobs of {self.work_ms:g} ms, "
-                                   "by number of workers")
+        points = [
+            (
+                r.workers,
+                [
+                    ("jobs run more than once", r.run_more_than_once),
+                    ("extra runs (work done again)", r.extra_runs),
+                ],
+            )
+            for r in self.races
+        ]
+        return charts.series(
+            points,
+            width=width,
+            x_label="workers",
+            y_label="jobs / runs",
+            title=f"Naive race, {self.jobs:,} jobs of {self.work_ms:g} ms, by number of workers",
+        )
 
 
 def sweep_workers(
@@ -444,5 +503,11 @@ def sweep_workers(
         if race.stopped:
             break
         races.append(race)
-    return SweepResult(jobs=jobs, work_ms=work_ms, races=races, guess=guess,
-                       stopped=len(races) < len(workers), **server_fields(db))
+    return SweepResult(
+        jobs=jobs,
+        work_ms=work_ms,
+        races=races,
+        guess=guess,
+        stopped=len(races) < len(workers),
+        **server_fields(db),
+    )

@@ -36,7 +36,15 @@ MONITOR_NAME = "pgq-teach monitor"
 POLL_SECONDS = 0.25  # how often a watching monitor reads pg_stat_activity
 
 IDLE, IN_TRANSACTION, WAITING, DONE, GOT_JOB, NO_JOB, ERROR, CLOSED = (
-    "idle", "in transaction", "waiting", "done", "got job", "no job", "error", "closed")
+    "idle",
+    "in transaction",
+    "waiting",
+    "done",
+    "got job",
+    "no job",
+    "error",
+    "closed",
+)
 PHASES = (IDLE, IN_TRANSACTION, WAITING, DONE, GOT_JOB, NO_JOB, ERROR, CLOSED)
 
 
@@ -84,8 +92,11 @@ class SessionState:
         if self.phase == WAITING:
             return f"waiting… {self.elapsed(now):.1f} s ({self.label})"
         if self.phase == GOT_JOB:
-            lock = ("holding its row lock until COMMIT or ROLLBACK" if self.in_transaction
-                    else "no BEGIN, so the claim committed at once and its lock is already gone")
+            lock = (
+                "holding its row lock until COMMIT or ROLLBACK"
+                if self.in_transaction
+                else "no BEGIN, so the claim committed at once and its lock is already gone"
+            )
             return f"job {self.job_id} after {self.took:.2f} s ({self.label}); {lock}"
         if self.phase == NO_JOB:
             return f"no job after {self.took:.2f} s ({self.label}): no ready job it could lock"
@@ -113,8 +124,14 @@ class Session:
     `wait_done`. The thread never prints.
     """
 
-    def __init__(self, db: Database, name: str = "A", *, prefix: str = f"{LAB_PREFIX} session",
-                 on_change: Callable[[SessionState], None] | None = None):
+    def __init__(
+        self,
+        db: Database,
+        name: str = "A",
+        *,
+        prefix: str = f"{LAB_PREFIX} session",
+        on_change: Callable[[SessionState], None] | None = None,
+    ):
         self.name = name
         self.application_name = f"{prefix} {name}"
         self.failure: BaseException | None = None
@@ -172,8 +189,9 @@ class Session:
     def begin(self) -> None:
         self.submit(self.do_begin)
 
-    def run(self, statement: str, params: Mapping[str, Any] | None = None, *,
-            label: str | None = None) -> None:
+    def run(
+        self, statement: str, params: Mapping[str, Any] | None = None, *, label: str | None = None
+    ) -> None:
         """Run the named statement from sql/ (as `statements.run` does)."""
         self.submit(self.do_run, statement, params, label or statement)
 
@@ -214,8 +232,10 @@ class Session:
                     return self.current
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise TimeoutError(f"session {self.name} did not {what} within {timeout:g} s; "
-                                       f"it is {self.current.describe()}")
+                    raise TimeoutError(
+                        f"session {self.name} did not {what} within {timeout:g} s; "
+                        f"it is {self.current.describe()}"
+                    )
                 self.cond.wait(remaining)
 
     # --- ending -----------------------------------------------------------------
@@ -265,8 +285,13 @@ class Session:
             except BaseException as exc:  # kept, and raised again by wait_until / wait_done
                 with self.cond:
                     self.failure = exc
-                    self.current = replace(self.current, phase=ERROR, since=time.monotonic(),
-                                           sqlstate=getattr(exc, "sqlstate", None), message=str(exc))
+                    self.current = replace(
+                        self.current,
+                        phase=ERROR,
+                        since=time.monotonic(),
+                        sqlstate=getattr(exc, "sqlstate", None),
+                        message=str(exc),
+                    )
             finally:
                 with self.cond:
                     self.pending -= 1
@@ -309,8 +334,15 @@ class Session:
                 raise
             if not inside_begin:
                 self.conn.rollback()
-            step = Step(statement, start - self.opened, time.monotonic() - self.opened, (), inside_begin,
-                        exc.sqlstate, exc.diag.message_primary or str(exc))
+            step = Step(
+                statement,
+                start - self.opened,
+                time.monotonic() - self.opened,
+                (),
+                inside_begin,
+                exc.sqlstate,
+                exc.diag.message_primary or str(exc),
+            )
         else:
             if not inside_begin:
                 self.conn.commit()  # a statement of its own, as in psql
@@ -321,8 +353,16 @@ class Session:
     def do_run(self, statement: str, params: Mapping[str, Any] | None, label: str) -> None:
         step = self.execute(statement, params, label)
         if step.failed:
-            self.set(SessionState(ERROR, label=label, took=step.seconds, sqlstate=step.sqlstate,
-                                  message=step.message, in_transaction=self.in_transaction))
+            self.set(
+                SessionState(
+                    ERROR,
+                    label=label,
+                    took=step.seconds,
+                    sqlstate=step.sqlstate,
+                    message=step.message,
+                    in_transaction=self.in_transaction,
+                )
+            )
         else:
             self.set(SessionState(DONE, label=label, took=step.seconds, in_transaction=self.in_transaction))
 
@@ -396,8 +436,10 @@ def activity(source: Database | psycopg.Connection, prefix: str = LAB_PREFIX) ->
         with source.connection(application_name=MONITOR_NAME) as conn:
             return activity(conn, prefix)
     rows = run(source, "lab/lock_lab_sessions", {"prefix": prefix}).fetchall()
-    return [ActivityRow(pid, name, state, wtype, wevent, tuple(blockers or ()))
-            for pid, name, state, wtype, wevent, blockers in rows]
+    return [
+        ActivityRow(pid, name, state, wtype, wevent, tuple(blockers or ()))
+        for pid, name, state, wtype, wevent, blockers in rows
+    ]
 
 
 class ActivityMonitor:
@@ -409,10 +451,15 @@ class ActivityMonitor:
     `on_error`, and raised again by the next `read()` or `wait_for()`.
     """
 
-    def __init__(self, db: Database, prefix: str = LAB_PREFIX, *,
-                 on_rows: Callable[[list[ActivityRow]], None] | None = None,
-                 on_error: Callable[[BaseException], None] | None = None,
-                 busy: Callable[[], bool] = lambda: False):
+    def __init__(
+        self,
+        db: Database,
+        prefix: str = LAB_PREFIX,
+        *,
+        on_rows: Callable[[list[ActivityRow]], None] | None = None,
+        on_error: Callable[[BaseException], None] | None = None,
+        busy: Callable[[], bool] = lambda: False,
+    ):
         self.db, self.prefix = db, prefix
         self.on_rows, self.on_error, self.busy = on_rows, on_error, busy
         self.rows: list[ActivityRow] = []

@@ -27,14 +27,22 @@ def batch_drain_html(result: BatchDrainResult) -> str:
 
 def five_way_html(result: FiveWayResult) -> str:
     hold = result.race("hold_for_update").timeline_svg() if result.elapsed_s["hold_for_update"] else ""
-    return (comparison_html(result.comparison(), version=result.server_version) + result.chart_svg()
-            + hold + _pre(result.summary()))
+    return (
+        comparison_html(result.comparison(), version=result.server_version)
+        + result.chart_svg()
+        + hold
+        + _pre(result.summary())
+    )
 
 
 def zero_work_html(result: ZeroWorkResult) -> str:
     verdict = f"<p class='pgq-verdict'>{escape(result.verdict())}</p>"
-    return (comparison_html(result.comparison(), version=result.server_version) + verdict
-            + result.chart_svg() + _pre(result.summary()))
+    return (
+        comparison_html(result.comparison(), version=result.server_version)
+        + verdict
+        + result.chart_svg()
+        + _pre(result.summary())
+    )
 
 
 class BatchDrainLab(ExperimentPanel):
@@ -44,22 +52,30 @@ class BatchDrainLab(ExperimentPanel):
         def experiment(**run: Any) -> BatchDrainResult:
             return claims.batch_drain(db, jobs=jobs, batch=batch, workers=workers, **run)
 
-        super().__init__(experiment, batch_drain_html, css_class="pgq-drain-lab",
-                         guess_label=f"Your guess: how many batches will {jobs:,} jobs take, "
-                                     f"at {batch} per batch?")
+        super().__init__(
+            experiment,
+            batch_drain_html,
+            css_class="pgq-drain-lab",
+            guess_label=f"Your guess: how many batches will {jobs:,} jobs take, at {batch} per batch?",
+        )
 
 
 class FiveWayLab(ExperimentPanel):
     """Guide #6: the five claim styles, several rounds each."""
 
-    def __init__(self, db: Database, *, rounds: int = 3, workers: int = 8, jobs: int = 400,
-                 work_ms: int = 10):
+    def __init__(
+        self, db: Database, *, rounds: int = 3, workers: int = 8, jobs: int = 400, work_ms: int = 10
+    ):
         def experiment(**run: Any) -> FiveWayResult:
             return claims.five_way(db, rounds=rounds, workers=workers, jobs=jobs, work_ms=work_ms, **run)
 
-        super().__init__(experiment, five_way_html, css_class="pgq-five-way-lab",
-                         guess_label="Your guess: how many seconds will hold + FOR UPDATE take? "
-                                     "(serial ideal 4 s, shared 0.5 s)")
+        super().__init__(
+            experiment,
+            five_way_html,
+            css_class="pgq-five-way-lab",
+            guess_label="Your guess: how many seconds will hold + FOR UPDATE take? "
+            "(serial ideal 4 s, shared 0.5 s)",
+        )
 
 
 class ZeroWorkLab(ExperimentPanel):
@@ -69,9 +85,12 @@ class ZeroWorkLab(ExperimentPanel):
         def experiment(**run: Any) -> ZeroWorkResult:
             return claims.zero_work(db, jobs=jobs, workers=workers, rounds=rounds, **run)
 
-        super().__init__(experiment, zero_work_html, css_class="pgq-zero-work-lab",
-                         guess_label=f"Your guess: how many milliseconds for {jobs:,} zero-work jobs "
-                                     "with SKIP LOCKED?")
+        super().__init__(
+            experiment,
+            zero_work_html,
+            css_class="pgq-zero-work-lab",
+            guess_label=f"Your guess: how many milliseconds for {jobs:,} zero-work jobs with SKIP LOCKED?",
+        )
 
 
 def run_and_wait(panel: ExperimentPanel, timeout: float | None = None) -> Any:

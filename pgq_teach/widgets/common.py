@@ -71,9 +71,11 @@ def error_html(exc: BaseException) -> str:
     return f'<div class="pgq-error" style="color:#b00020"><b>{escape(type(exc).__name__)}:</b> {escape(str(exc))}</div>'
 
 
-TABLE_STYLE = ("<style>.pgq-table{border-collapse:collapse}"
-               ".pgq-table td,.pgq-table th{padding:4px 12px;text-align:left;border-bottom:1px solid #ddd}"
-               "</style>")
+TABLE_STYLE = (
+    "<style>.pgq-table{border-collapse:collapse}"
+    ".pgq-table td,.pgq-table th{padding:4px 12px;text-align:left;border-bottom:1px solid #ddd}"
+    "</style>"
+)
 GUESS_WIDTH = "12em"  # wide enough to read what you type (at least 8 characters)
 
 
@@ -90,17 +92,23 @@ def cell_html(value: Any) -> str:
 def comparison_html(rows: list[tuple[str, Any, Any, Any]], *, version: str = "") -> str:
     """A table of (measure, your guess, this server, the guide), from a result's comparison()."""
     head = "<tr><th>measure</th><th>your guess</th><th>this server</th><th>the guide</th></tr>"
-    body = "".join(f"<tr><td>{escape(m)}</td>{cell_html(g)}{cell_html(s)}{cell_html(r)}</tr>"
-                   for m, g, s, r in rows)
-    note = (f"<caption style='caption-side:bottom'>this server: PostgreSQL {escape(version)}</caption>"
-            if version else "")
+    body = "".join(
+        f"<tr><td>{escape(m)}</td>{cell_html(g)}{cell_html(s)}{cell_html(r)}</tr>" for m, g, s, r in rows
+    )
+    note = (
+        f"<caption style='caption-side:bottom'>this server: PostgreSQL {escape(version)}</caption>"
+        if version
+        else ""
+    )
     return f'{TABLE_STYLE}<table class="pgq-compare pgq-table">{head}{body}{note}</table>'
 
 
 def result_html(result: Any) -> str:
     """Any experiment result: its comparison table, then its summary."""
-    return (comparison_html(result.comparison(), version=result.server_version)
-            + f"<pre class='pgq-summary'>{escape(result.summary())}</pre>")
+    return (
+        comparison_html(result.comparison(), version=result.server_version)
+        + f"<pre class='pgq-summary'>{escape(result.summary())}</pre>"
+    )
 
 
 class Prediction(W.HBox):
@@ -108,13 +116,19 @@ class Prediction(W.HBox):
     Empty means no guess; `value` is the number typed, or None (also when it
     is not a number or falls outside `minimum`..`maximum`)."""
 
-    def __init__(self, description: str, value: float | None = None, *,
-                 minimum: float | None = None, maximum: float | None = None, empty: float | None = None):
+    def __init__(
+        self,
+        description: str,
+        value: float | None = None,
+        *,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        empty: float | None = None,
+    ):
         self.minimum, self.maximum, self.empty = minimum, maximum, empty
         self.label = W.HTML(value=escape(description))
         shown = "" if value is None or value == empty else f"{value:g}"
-        self.box = W.Text(value=shown, placeholder="no guess",
-                          layout=W.Layout(width=GUESS_WIDTH))
+        self.box = W.Text(value=shown, placeholder="no guess", layout=W.Layout(width=GUESS_WIDTH))
         super().__init__([self.label, self.box], layout=W.Layout(align_items="center", grid_gap="8px"))
         self.add_class("pgq-guess")
 
@@ -125,8 +139,11 @@ class Prediction(W.HBox):
             number = float(text)
         except ValueError:
             return self.empty
-        if not math.isfinite(number) or (self.minimum is not None and number < self.minimum) \
-                or (self.maximum is not None and number > self.maximum):
+        if (
+            not math.isfinite(number)
+            or (self.minimum is not None and number < self.minimum)
+            or (self.maximum is not None and number > self.maximum)
+        ):
             return self.empty
         return int(number) if number.is_integer() else number
 
@@ -135,15 +152,21 @@ class Prediction(W.HBox):
         self.box.value = "" if number is None else f"{number:g}"
 
 
-def guess_field(description: str, value: float | None = None, *, minimum: float | None = None,
-                maximum: float | None = None) -> Prediction:
+def guess_field(
+    description: str,
+    value: float | None = None,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> Prediction:
     """The 'predict, then run' field: `value` is None until the learner types
     a number, so a result can say "no guess" rather than 0."""
     return Prediction(description, value, minimum=minimum, maximum=maximum)
 
 
-def prediction(description: str, value: float = 0, *, minimum: float | None = 0,
-               maximum: float | None = None) -> Prediction:
+def prediction(
+    description: str, value: float = 0, *, minimum: float | None = 0, maximum: float | None = None
+) -> Prediction:
     """The same wide field for lessons that read an unmade guess as 0 (their
     code formats `.value` as a number); new lessons use guess_field."""
     return Prediction(description, value, minimum=minimum, maximum=maximum, empty=0)
@@ -239,8 +262,9 @@ class ExperimentPanel(W.VBox):
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.runner.stop())
         controls = list(settings or []) + ([self.guess] if self.guess else [])
-        super().__init__(controls + [W.HBox([self.run_button, self.stop_button, self.progress]),
-                                     self.status, self.output])
+        super().__init__(
+            controls + [W.HBox([self.run_button, self.stop_button, self.progress]), self.status, self.output]
+        )
         self.add_class(css_class)
         self.output.add_class("pgq-result")
         self.status.add_class("pgq-status")

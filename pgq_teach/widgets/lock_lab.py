@@ -114,27 +114,46 @@ def activity_html(rows: list[ActivityRow], names: dict[int, str] | None = None, 
     def blockers(row: ActivityRow) -> str:
         return ", ".join(f"{pid} ({names[pid]})" if pid in names else str(pid) for pid in row.blocking_pids)
 
-    body = "".join(
-        f'<tr data-session="{escape(r.session)}"'
-        + (' class="pgq-lock-wait" style="background:#fff3cd"' if r.waits_for_lock else "") + ">"
-        + "".join(f"<td>{escape(str(v))}</td>" for v in (r.application_name, r.pid, r.state or "",
-                                                         r.wait_event_type or "", r.wait_event or "",
-                                                         blockers(r)))
-        + "</tr>"
-        for r in rows
-    ) or f'<tr><td colspan="{len(ACTIVITY_COLUMNS)}">no lab session is connected</td></tr>'
+    body = (
+        "".join(
+            f'<tr data-session="{escape(r.session)}"'
+            + (' class="pgq-lock-wait" style="background:#fff3cd"' if r.waits_for_lock else "")
+            + ">"
+            + "".join(
+                f"<td>{escape(str(v))}</td>"
+                for v in (
+                    r.application_name,
+                    r.pid,
+                    r.state or "",
+                    r.wait_event_type or "",
+                    r.wait_event or "",
+                    blockers(r),
+                )
+            )
+            + "</tr>"
+            for r in rows
+        )
+        or f'<tr><td colspan="{len(ACTIVITY_COLUMNS)}">no lab session is connected</td></tr>'
+    )
     when = "live, while a session waits" if live else "as of the last change"
-    return (f'{TABLE_STYLE}<table class="pgq-table"><caption style="caption-side:top;text-align:left">'
-            f"<b>pg_stat_activity</b> for the lab's sessions ({when})</caption>"
-            f"<tr>{head}</tr>{body}</table>")
+    return (
+        f'{TABLE_STYLE}<table class="pgq-table"><caption style="caption-side:top;text-align:left">'
+        f"<b>pg_stat_activity</b> for the lab's sessions ({when})</caption>"
+        f"<tr>{head}</tr>{body}</table>"
+    )
 
 
 class SessionPanel(W.VBox):
     """One side of the lab: BEGIN, the three claims, COMMIT, ROLLBACK, and a
     status line. The buttons queue commands on `session`; they return at once."""
 
-    def __init__(self, db, name: str, on_change: Callable[[], None],
-                 settle: Callable[[SessionPanel], None] | None = None):
+    def __init__(
+        self,
+        db,
+        name: str,
+        on_change: Callable[[], None],
+        settle: Callable[[SessionPanel], None] | None = None,
+    ):
         self._on_change = on_change
         self._settle = settle or (lambda panel: panel.session.wait_done(timeout=SETTLE_SECONDS))
         self._render_lock = threading.Lock()
@@ -146,10 +165,12 @@ class SessionPanel(W.VBox):
             mode: W.Button(description=words, tooltip=f"claim the oldest ready job with {words}")
             for mode, words in CLAUSES.items()
         }
-        self.commit_button = W.Button(description="COMMIT",
-                                      tooltip="mark the jobs this transaction claimed done, then COMMIT")
-        self.rollback_button = W.Button(description="ROLLBACK",
-                                        tooltip="end the transaction; its jobs stay ready")
+        self.commit_button = W.Button(
+            description="COMMIT", tooltip="mark the jobs this transaction claimed done, then COMMIT"
+        )
+        self.rollback_button = W.Button(
+            description="ROLLBACK", tooltip="end the transaction; its jobs stay ready"
+        )
         self.session = LockSession(db, name, on_change=lambda _state: self._changed())
         self.title.value = f"<b>Session {escape(name)}</b> · backend pid {self.session.pid}"
 
@@ -163,9 +184,16 @@ class SessionPanel(W.VBox):
         self.commit_button.add_class("pgq-commit")
         self.rollback_button.add_class("pgq-rollback")
         self.status.layout = W.Layout(width="100%", min_height=STATUS_HEIGHT)
-        super().__init__([self.title, self.begin_button, W.HBox(list(self.claim_buttons.values())),
-                          W.HBox([self.commit_button, self.rollback_button]), self.status],
-                         layout=W.Layout(width=PANEL_WIDTH, min_width=PANEL_WIDTH, max_width=PANEL_WIDTH))
+        super().__init__(
+            [
+                self.title,
+                self.begin_button,
+                W.HBox(list(self.claim_buttons.values())),
+                W.HBox([self.commit_button, self.rollback_button]),
+                self.status,
+            ],
+            layout=W.Layout(width=PANEL_WIDTH, min_width=PANEL_WIDTH, max_width=PANEL_WIDTH),
+        )
         self.add_class(f"pgq-session-{name.lower()}")
 
     @property
@@ -222,8 +250,9 @@ class LockLab(W.VBox):
         self.closed = False
         self.activity = W.HTML(value=activity_html([]))
         self.activity.add_class("pgq-activity")
-        self.monitor = ActivityMonitor(db, on_rows=self._show_rows, on_error=self._show_monitor_error,
-                                       busy=self._anything_running)
+        self.monitor = ActivityMonitor(
+            db, on_rows=self._show_rows, on_error=self._show_monitor_error, busy=self._anything_running
+        )
         self.a = SessionPanel(db, "A", self.monitor.watch, self._settle)
         try:
             self.b = SessionPanel(db, "B", self.monitor.watch, self._settle)
@@ -231,15 +260,26 @@ class LockLab(W.VBox):
             self.a.session.close()
             self.monitor.close()
             raise
-        self.reset_button = W.Button(description="Reset", icon="refresh",
-                                     tooltip="roll both sessions back and start again from two ready jobs")
+        self.reset_button = W.Button(
+            description="Reset",
+            icon="refresh",
+            tooltip="roll both sessions back and start again from two ready jobs",
+        )
         self.lab_status = W.HTML(value="two ready jobs: 1 and 2")
-        self.mode = W.Dropdown(options=[(words, mode) for mode, words in CLAUSES.items()], value="for_update",
-                               description="B claims with", style={"description_width": "initial"},
-                               layout=W.Layout(width="16em"))
+        self.mode = W.Dropdown(
+            options=[(words, mode) for mode, words in CLAUSES.items()],
+            value="for_update",
+            description="B claims with",
+            style={"description_width": "initial"},
+            layout=W.Layout(width="16em"),
+        )
         self.guess = guess_field("Your guess: how many seconds will B wait?")
-        self.replay_button = W.Button(description="Replay the guide's sequence", button_style="primary",
-                                      icon="play", layout=W.Layout(width="auto"))
+        self.replay_button = W.Button(
+            description="Replay the guide's sequence",
+            button_style="primary",
+            icon="play",
+            layout=W.Layout(width="auto"),
+        )
         self.replay_output = W.HTML()
         self.replay_output.add_class("pgq-result")
         self.runner = Runner(self._job_done, self._job_failed)
@@ -247,13 +287,20 @@ class LockLab(W.VBox):
         self.reset_button.on_click(lambda _: self.reset())
         self.replay_button.on_click(lambda _: self.start_replay())
         sessions = W.HBox([self.a, self.b], layout=W.Layout(justify_content="flex-start", grid_gap="24px"))
-        super().__init__([
-            sessions, self.activity, W.HBox([self.reset_button, self.lab_status]),
-            W.HTML("<b>Replay the guide's sequence</b>: A locks job 1 and holds it for 2 s; "
-                   "B claims while A holds it."),
-            W.HBox([self.mode, self.guess], layout=W.Layout(grid_gap="16px")), self.replay_button,
-            self.replay_output,
-        ])
+        super().__init__(
+            [
+                sessions,
+                self.activity,
+                W.HBox([self.reset_button, self.lab_status]),
+                W.HTML(
+                    "<b>Replay the guide's sequence</b>: A locks job 1 and holds it for 2 s; "
+                    "B claims while A holds it."
+                ),
+                W.HBox([self.mode, self.guess], layout=W.Layout(grid_gap="16px")),
+                self.replay_button,
+                self.replay_output,
+            ]
+        )
         self.add_class("pgq-lock-lab")
         self.reset_button.add_class("pgq-reset")
         self.replay_button.add_class("pgq-replay")
@@ -352,8 +399,11 @@ class LockLab(W.VBox):
         lock; return its row."""
         pid = panel.session.pid
         try:
-            return self.monitor.wait_for(lambda r: r.pid == pid and r.waits_for_lock,
-                                         f"session {panel.session.name} waiting for a lock", timeout)
+            return self.monitor.wait_for(
+                lambda r: r.pid == pid and r.waits_for_lock,
+                f"session {panel.session.name} waiting for a lock",
+                timeout,
+            )
         except TimeoutError as exc:
             raise TimeoutError(f"{exc}; it is {panel.state.describe()}") from None
 
@@ -369,7 +419,8 @@ class LockLab(W.VBox):
             except TimeoutError:
                 pass
             if panel.state.phase == WAITING and any(
-                    r.pid == panel.session.pid and r.waits_for_lock for r in self.refresh_activity()):
+                r.pid == panel.session.pid and r.waits_for_lock for r in self.refresh_activity()
+            ):
                 return
 
     def _anything_running(self) -> bool:

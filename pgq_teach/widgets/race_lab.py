@@ -50,8 +50,10 @@ def _guide_table(result: RaceResult) -> str:
         matched = version == result.compared_version
         mark = f" ◀ compared with this server (PostgreSQL {escape(result.server_version)})" if matched else ""
         weight = "bold" if matched else "normal"
-        rows.append(f"<tr style='font-weight:{weight}'><td>PostgreSQL {version}</td>"
-                    f"<td>{escape(text)}{mark}</td></tr>")
+        rows.append(
+            f"<tr style='font-weight:{weight}'><td>PostgreSQL {version}</td>"
+            f"<td>{escape(text)}{mark}</td></tr>"
+        )
     return (
         f'{TABLE_STYLE}<table class="pgq-guide pgq-table"><caption style="text-align:left">'
         f"guide #{result.guide.number}: {escape(result.guide.experiment)} — jobs claimed more than once"
@@ -77,23 +79,37 @@ class RaceLab(ExperimentPanel):
     """Workers, jobs, work per job and claim style; a guess; Run, Stop, progress;
     then the result beside the guide's figure #1."""
 
-    def __init__(self, db: Database, *, workers: int = 8, jobs: int = 400, work_ms: int = 10,
-                 mode: str = "naive"):
+    def __init__(
+        self, db: Database, *, workers: int = 8, jobs: int = 400, work_ms: int = 10, mode: str = "naive"
+    ):
         self.db = db
         self.workers = W.IntSlider(value=workers, min=1, max=16, description="workers", style=_WIDE)
         self.jobs = W.IntSlider(value=jobs, min=10, max=2_000, step=10, description="jobs", style=_WIDE)
         self.work_ms = W.IntSlider(value=work_ms, min=0, max=50, description="work per job, ms", style=_WIDE)
-        self.mode = W.Dropdown(options=[(label, key) for key, label in STYLES.items()], value=mode,
-                               description="claim", style=_WIDE, layout=W.Layout(width="28em"))
+        self.mode = W.Dropdown(
+            options=[(label, key) for key, label in STYLES.items()],
+            value=mode,
+            description="claim",
+            style=_WIDE,
+            layout=W.Layout(width="28em"),
+        )
         self._settings: dict = {}
-        super().__init__(self._experiment, render, guess_label=GUESS_LABEL,
-                         settings=[self.workers, self.jobs, self.work_ms, self.mode],
-                         css_class="pgq-race-lab")
+        super().__init__(
+            self._experiment,
+            render,
+            guess_label=GUESS_LABEL,
+            settings=[self.workers, self.jobs, self.work_ms, self.mode],
+            css_class="pgq-race-lab",
+        )
 
     def settings(self) -> dict:
         """What the next run will use, read from the controls."""
-        return {"workers": self.workers.value, "jobs": self.jobs.value, "work_ms": self.work_ms.value,
-                "mode": self.mode.value}
+        return {
+            "workers": self.workers.value,
+            "jobs": self.jobs.value,
+            "work_ms": self.work_ms.value,
+            "mode": self.mode.value,
+        }
 
     def start(self) -> bool:
         if self.runner.busy:
@@ -108,17 +124,29 @@ class RaceLab(ExperimentPanel):
 
 
 def sweep_html(result: SweepResult) -> str:
-    return (result.chart_svg() + comparison_html(result.comparison(), version=result.server_version)
-            + f"<pre class='pgq-summary'>{escape(result.summary())}</pre>")
+    return (
+        result.chart_svg()
+        + comparison_html(result.comparison(), version=result.server_version)
+        + f"<pre class='pgq-summary'>{escape(result.summary())}</pre>"
+    )
 
 
 class SweepLab(ExperimentPanel):
     """The naive race for 1 to 16 workers, charted: duplicates against worker count."""
 
-    def __init__(self, db: Database, *, jobs: int = 200, work_ms: int = 10,
-                 workers: tuple[int, ...] = tuple(range(1, 17))):
+    def __init__(
+        self,
+        db: Database,
+        *,
+        jobs: int = 200,
+        work_ms: int = 10,
+        workers: tuple[int, ...] = tuple(range(1, 17)),
+    ):
         super().__init__(
-            lambda *, progress, stop, guess: sweep_workers(db, workers=workers, jobs=jobs, work_ms=work_ms,
-                                                           guess=guess, progress=progress, stop=stop),
-            sweep_html, guess_label="Your guess: with 4 workers, how many jobs run more than once?",
-            css_class="pgq-sweep-lab")
+            lambda *, progress, stop, guess: sweep_workers(
+                db, workers=workers, jobs=jobs, work_ms=work_ms, guess=guess, progress=progress, stop=stop
+            ),
+            sweep_html,
+            guess_label="Your guess: with 4 workers, how many jobs run more than once?",
+            css_class="pgq-sweep-lab",
+        )

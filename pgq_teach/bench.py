@@ -15,9 +15,10 @@ import os
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 import psycopg
 
@@ -145,7 +146,7 @@ class BenchResult:
 
     def to_json(self) -> dict:
         data = asdict(self)
-        for row, out in zip(self.rows, data["rows"]):
+        for row, out in zip(self.rows, data["rows"], strict=True):
             out["median"] = row.median
             out["p99_ms_median"] = row.p99_median
         data["ok"] = self.ok
@@ -425,7 +426,7 @@ def run_bench(
     )
     total, done = repeats * len(chosen), 0
     for _ in range(repeats):
-        for setup, row in zip(chosen, rows):
+        for setup, row in zip(chosen, rows, strict=True):
             if stop.is_set():
                 result.stopped = True
                 break

@@ -168,7 +168,8 @@ def bars(
     for label, value in lines:
         x = left + plot_w * value / top_value
         body.append(
-            f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{height - 20}" stroke="#555" stroke-dasharray="4 3"/>'
+            f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{height - 20}" '
+            'stroke="#555" stroke-dasharray="4 3"/>'
         )
         body.append(f'<text x="{x + 2:.1f}" y="{height - 8}">{escape(label)}</text>')
     return _frame(width, height, body, title)

@@ -199,7 +199,7 @@ def lease_claim(conn: psycopg.Connection, statement: str, batch: int = 1) -> lis
     with conn.transaction():
         cursor = run(conn, statement, {"batch": batch, "lease": queue.as_lease(LEASE_S)})
         names = [column.name for column in cursor.description]
-        return [queue.Job(**dict(zip(names, row))) for row in cursor.fetchall()]
+        return [queue.Job(**dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
 
 
 def style_claimer(style: str, wasted: Callable[[], None]) -> Claimer:

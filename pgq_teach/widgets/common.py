@@ -68,7 +68,10 @@ class Runner:
 
 def error_html(exc: BaseException) -> str:
     """A clear, one-paragraph error for a widget's status area."""
-    return f'<div class="pgq-error" style="color:#b00020"><b>{escape(type(exc).__name__)}:</b> {escape(str(exc))}</div>'
+    return (
+        f'<div class="pgq-error" style="color:#b00020"><b>{escape(type(exc).__name__)}:</b> '
+        f"{escape(str(exc))}</div>"
+    )
 
 
 TABLE_STYLE = (

@@ -103,7 +103,10 @@ def status_html(state: SessionState, queued: int = 0) -> str:
     """A session's status line: 'waiting… 1.2 s', 'job 2 after 2.01 s', ..."""
     color = {"waiting": "#b26a00", "error": "#b00020", "got job": "#1b5e20"}.get(state.phase, "inherit")
     more = f" <i>({queued} more clicked, queued behind it)</i>" if queued else ""
-    return f'<span data-phase="{escape(state.phase)}" style="color:{color}">{escape(state.describe())}</span>{more}'
+    return (
+        f'<span data-phase="{escape(state.phase)}" style="color:{color}">'
+        f"{escape(state.describe())}</span>{more}"
+    )
 
 
 def activity_html(rows: list[ActivityRow], names: dict[int, str] | None = None, *, live: bool = False) -> str:

@@ -118,13 +118,13 @@ class Worker:
         try:
             while not self.stop_event.is_set():
                 try:
-                    self._connect()
+                    _, listen = self._connect()
                     if self.run_once():
                         backoff = 0.2
                         continue
                     if until_idle:
                         break
-                    self._wait()
+                    self._wait(listen)
                     backoff = 0.2
                 except _LOST as exc:
                     # Lost the server or our session: start over on fresh connections.
@@ -143,13 +143,13 @@ class Worker:
     def run_once(self) -> int:
         """Reap (at most every `reap_every` s), claim one batch, run it and
         send its outcomes; the number of jobs claimed."""
-        self._connect()
-        reaped_now = self._reap(force=False)
-        jobs = queue.claim(self._work, batch=self.batch, lease=self.lease)
+        work, _ = self._connect()
+        reaped_now = self._reap(work, force=False)
+        jobs = queue.claim(work, batch=self.batch, lease=self.lease)
         if not jobs and not reaped_now:
             # Before calling the queue idle, return any expired lease and look again.
-            self._reap(force=True)
-            jobs = queue.claim(self._work, batch=self.batch, lease=self.lease)
+            self._reap(work, force=True)
+            jobs = queue.claim(work, batch=self.batch, lease=self.lease)
         self.report.claimed += len(jobs)
         done: list[queue.Job] = []
         failed: list[tuple[queue.Job, Exception]] = []
@@ -158,7 +158,7 @@ class Worker:
             # Send what is held if running one more job like the last would
             # keep the oldest outcome waiting longer than flush_after.
             if (done or failed) and time.monotonic() - waiting_since + took >= self.flush_after:
-                self._flush(done, failed)
+                self._flush(work, done, failed)
             self.on_event("claimed", job)
             began = time.monotonic()
             error = self._run_job(job)
@@ -169,15 +169,15 @@ class Worker:
                 done.append(job)
             else:
                 failed.append((job, error))
-        self._flush(done, failed)
+        self._flush(work, done, failed)
         return len(jobs)
 
-    def _reap(self, *, force: bool) -> bool:
+    def _reap(self, work: psycopg.Connection, *, force: bool) -> bool:
         now = time.monotonic()
         if not force and now < self._next_reap:
             return False
         self._next_reap = now + self.reap_every
-        self.report.reaped += queue.reap(self._work)
+        self.report.reaped += queue.reap(work)
         return True
 
     def _run_job(self, job: queue.Job) -> Exception | None:
@@ -192,13 +192,15 @@ class Worker:
             return exc
         return None
 
-    def _flush(self, done: list[queue.Job], failed: list[tuple[queue.Job, Exception]]) -> None:
+    def _flush(
+        self, work: psycopg.Connection, done: list[queue.Job], failed: list[tuple[queue.Job, Exception]]
+    ) -> None:
         """Send the held outcomes, then count and announce each job's result.
         Each list is one statement; they run one after the other, each in its
         own transaction, so no transaction holds row locks from both."""
         durable = self.durable_completions
-        completed = queue.complete_many(self._work, done, durable=durable) if done else []
-        outcomes = queue.fail_many(self._work, failed, durable=durable) if failed else []
+        completed = queue.complete_many(work, done, durable=durable) if done else []
+        outcomes = queue.fail_many(work, failed, durable=durable) if failed else []
         for job, ok in zip(done, completed, strict=True):
             if ok:
                 self.report.done += 1
@@ -219,7 +221,9 @@ class Worker:
 
     # --- connections and waiting -------------------------------------------
 
-    def _connect(self) -> None:
+    def _connect(self) -> tuple[psycopg.Connection, psycopg.Connection]:
+        """Open whichever of the two connections is missing or closed; both, open.
+        Callers use the pair returned, so neither can be None where it is used."""
         if self._work is None or self._work.closed:
             self._work = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
         if self._listen is None or self._listen.closed:
@@ -227,8 +231,9 @@ class Worker:
             # notifications would wait until that transaction ended.
             self._listen = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
             run(self._listen, "listen")
+        return self._work, self._listen
 
-    def _wait(self) -> None:
+    def _wait(self, listen: psycopg.Connection) -> None:
         """Until a notification, the poll interval, or stop; whichever is first."""
         deadline = time.monotonic() + self.poll
         while not self.stop_event.is_set():
@@ -237,7 +242,7 @@ class Worker:
                 self.report.polls += 1
                 return
             # Short slices keep stop() responsive; a notification ends the wait at once.
-            for _ in self._listen.notifies(timeout=min(left, 0.25), stop_after=1):
+            for _ in listen.notifies(timeout=min(left, 0.25), stop_after=1):
                 self.report.wakeups += 1
                 return
 

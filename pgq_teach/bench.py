@@ -26,7 +26,7 @@ from . import queue
 from .databases import Database, open_database
 from .errors import BadInput
 from .guide import figure
-from .statements import run
+from .statements import run, run_one
 from .worker import Worker
 
 KIND = "noop"
@@ -164,7 +164,7 @@ def _seed(db: Database, jobs: int) -> None:
 
 def _end_state(db: Database, jobs: int, *, claimed: bool = True) -> tuple[bool, str]:
     with db.connection() as conn:
-        total, done, twice, never = run(conn, "lab/bench_end_state").fetchone()
+        total, done, twice, never = run_one(conn, "lab/bench_end_state")
     if claimed:
         ok = total == done == jobs and twice == 0 and never == 0
     else:
@@ -175,7 +175,7 @@ def _end_state(db: Database, jobs: int, *, claimed: bool = True) -> tuple[bool, 
     )
 
 
-def _threads(count: int, target: Callable[[int], None]) -> float:
+def _threads(count: int, target: Callable[[int], object]) -> float:
     """Run target(i) on `count` threads started together; seconds taken.
     A thread's error is raised here."""
     errors: list[BaseException] = []

@@ -10,7 +10,7 @@ import time
 from psycopg.conninfo import conninfo_to_dict
 
 from .databases import Database
-from .statements import run
+from .statements import run_one
 
 KIND = "noop"
 CHUNK = 10_000  # jobs per PgQueuer enqueue call
@@ -55,5 +55,5 @@ def pgqueuer_run(db: Database, jobs: int, batch: int) -> tuple[float, list[int],
     saw, and how many jobs its queue table still holds."""
     took, seen = asyncio.run(_drain(db, jobs, batch))
     with db.connection() as conn:
-        left = run(conn, "lab/bench_pgqueuer_left").fetchone()[0]
+        left = run_one(conn, "lab/bench_pgqueuer_left")[0]
     return took, seen, left

@@ -22,7 +22,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from . import container, embedded
 from .errors import SetupError
-from .statements import run
+from .statements import run_one
 
 BACKENDS = ("auto", "dsn", "docker", "embedded")
 CONNECT_TIMEOUT = 5  # seconds; an unreachable PGQ_DSN must fail fast, not hang
@@ -60,7 +60,7 @@ def describe(dsn: str) -> str:
         parts = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
         return "an unparseable PGQ_DSN"
-    host = parts.get("host") or "localhost"
+    host = str(parts.get("host") or "localhost")  # parsed from a string: text, but typed str | int
     user = parts.get("user") or "(default user)"
     dbname = parts.get("dbname") or user
     if host.startswith("/"):
@@ -106,7 +106,7 @@ def ways(backend: str) -> str:
 def _probe(backend: str, dsn: str, origin: str = "") -> Server:
     try:
         with psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT, autocommit=True) as conn:
-            version, num = run(conn, "admin/server_version").fetchone()
+            version, num = run_one(conn, "admin/server_version")
     except psycopg.OperationalError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SetupError(f"Cannot reach PostgreSQL at {describe(dsn)}: {first}. {ways(backend)}") from None

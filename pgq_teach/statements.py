@@ -155,6 +155,16 @@ def run(
     return execute(st.query(None, **(idents or {})), params if st.params else None)
 
 
+def run_one(conn: psycopg.Connection, name: str, params: Mapping[str, Any] | None = None) -> Any:
+    """Run a named statement that always returns a row (an aggregate, an
+    INSERT ... RETURNING) and return that row. No row means the statement is
+    wrong, so it raises here rather than hand back None to fail later."""
+    row = run(conn, name, params).fetchone()
+    if row is None:
+        raise LookupError(f"{name}.sql returned no row; it always returns one")
+    return row
+
+
 def explain(conn: psycopg.Connection, name: str, params: Mapping[str, Any] | None = None) -> list[str]:
     """The plan PostgreSQL would use for a named statement, without running it
     (EXPLAIN without ANALYZE executes nothing, so even an UPDATE is safe)."""

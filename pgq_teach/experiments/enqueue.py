@@ -23,7 +23,7 @@ from .. import queue
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
-from ..statements import run
+from ..statements import run, run_one
 from .results import Result, guess_text, server_fields
 
 KIND = "send_receipt"
@@ -110,7 +110,7 @@ def _place_order_and_enqueue(
 ) -> Outcome:
     with db.connection() as conn:  # autocommit: the transaction below is the only one
         with conn.transaction():
-            order_id = run(conn, "lab/place_order", {"email": EMAIL, "total": TOTAL}).fetchone()[0]
+            order_id = run_one(conn, "lab/place_order", {"email": EMAIL, "total": TOTAL})[0]
             # enqueue() joins this transaction (as a savepoint) and queues the NOTIFY
             job_id = queue.enqueue(conn, KIND, {"order_id": order_id})
             heard_while_open = _listen_for(listener, quiet_s)

@@ -28,10 +28,6 @@ MAX_ERROR_CHARS = 4_000
 MAX_ATTEMPTS = 2**31 - 1  # the column is an int
 DEFAULT_LEASE = timedelta(minutes=5)
 
-# coordinator: remove after the merge. Branches written before checks.py call
-# queue.as_lease; the one word for it is now checks.lease.
-as_lease = checks.lease
-
 
 @dataclass(frozen=True)
 class Job:

@@ -12,8 +12,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 import psycopg
+from psycopg.rows import dict_row
 
-from .. import charts, queue
+from .. import charts, checks, queue
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
@@ -197,9 +198,8 @@ def lease_claim(conn: psycopg.Connection, statement: str, batch: int = 1) -> lis
     """Run a lease claim from sql/ (claim.sql or a teaching variant of it).
     The public queue.claim runs only claim.sql; the labs race the variants."""
     with conn.transaction():
-        cursor = run(conn, statement, {"batch": batch, "lease": queue.as_lease(LEASE_S)})
-        names = [column.name for column in cursor.description]
-        return [queue.Job(**dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
+        params = {"batch": batch, "lease": checks.lease(LEASE_S)}
+        return [queue.Job(**row) for row in run(conn, statement, params, row_factory=dict_row).fetchall()]
 
 
 def style_claimer(style: str, wasted: Callable[[], None]) -> Claimer:

@@ -7,6 +7,7 @@ widgets put it in an HTML widget."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 
 MAX_BARS = 6_000  # beyond this a browser slows down and the eye sees no more
@@ -57,9 +58,9 @@ def timeline(
     height = top + lanes * lane_h + 26
     body = []
     for i, (label, hot) in enumerate(legend):
-        x = 4 + i * 260
-        body.append(f'<rect x="{x}" y="20" width="14" height="12" fill="{RED if hot else BLUE}"/>')
-        body.append(f'<text x="{x + 18}" y="30" font-size="13">{escape(label)}</text>')
+        key_x = 4 + i * 260
+        body.append(f'<rect x="{key_x}" y="20" width="14" height="12" fill="{RED if hot else BLUE}"/>')
+        body.append(f'<text x="{key_x + 18}" y="30" font-size="13">{escape(label)}</text>')
     by_lane: dict[int, list] = {}
     for lane, start, end, hot in bars:
         by_lane.setdefault(lane, []).append((start, end, hot))
@@ -86,7 +87,7 @@ def timeline(
 
 
 def series(
-    points: list[tuple[int, list[tuple[str, float]]]],
+    points: Sequence[tuple[int, Sequence[tuple[str, float]]]],
     *,
     width: int = 720,
     title: str = "",

@@ -306,8 +306,8 @@ class FiveWayResult(Result, race.Ideals):
             times = ", ".join(f"{t:.2f}" for t in self.elapsed_s[mode]) or "–"
             twice = ", ".join(f"{n:,}" for n in self.run_more_than_once[mode]) or "–"
             flight = self.jobs_in_flight(mode)
-            flight = f"; {flight:.1f} jobs in flight on average" if flight is not None else ""
-            lines.append(f"  {SHORT[mode]:<20} {times} s; run more than once: {twice}{flight}")
+            in_flight = f"; {flight:.1f} jobs in flight on average" if flight is not None else ""
+            lines.append(f"  {SHORT[mode]:<20} {times} s; run more than once: {twice}{in_flight}")
         lines.append(f"  your guess for hold + FOR UPDATE: {guess_text(self.guess, ' s')}")
         return "\n".join(lines + self.footer())
 

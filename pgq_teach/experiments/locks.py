@@ -299,9 +299,10 @@ def replay(
         a.wait_done()
 
         b_state = b.wait_done(timeout=hold_seconds + 30)
+        b_claim = b.timeline[-1]  # B's claim, the last statement it ran
         # How long A held the lock after B's claim began, on the same clock as B's
         # own timing, so "B waited at least as long as A held" is a fair comparison.
-        a_held = commit_at - (b.opened + b.timeline[-1].started)
+        a_held = commit_at - (b.opened + b_claim.started)
         b.rollback()
         b.wait_done()
         if progress:
@@ -315,7 +316,7 @@ def replay(
         hold_seconds=hold_seconds,
         a_job=a_job,
         b_job=b_state.job_id,
-        b_seconds=b_state.took,
+        b_seconds=b_claim.seconds,
         still_waiting_at_sample=still_waiting,
         b_row=b_row,
         a_pid=a.pid,

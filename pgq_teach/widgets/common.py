@@ -246,7 +246,7 @@ class ExperimentPanel(W.VBox):
     def __init__(
         self,
         experiment: Callable[..., Any],
-        render: Callable[[Any], str] = result_html,
+        render: Callable[..., str] = result_html,  # render(result), or render(result, guess) from before
         *,
         guess_label: str | None = None,
         guess_value: float | None = None,

@@ -46,6 +46,7 @@ from ..experiments.locks import (
     LockSession,
     ReplayResult,
     SessionState,
+    WaitersResult,
     prepare,
 )
 from ..experiments.sessions import ActivityMonitor, ActivityRow
@@ -65,7 +66,7 @@ class ReplayView:
     """A replay's result that shows itself in a notebook as its comparison
     table and summary; attributes are the result's (`view.b_seconds`)."""
 
-    def __init__(self, result: ReplayResult):
+    def __init__(self, result: ReplayResult | WaitersResult):
         self.result = result
 
     def __getattr__(self, name: str):

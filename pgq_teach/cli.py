@@ -148,7 +148,9 @@ def _server_restart() -> int:
 def cmd_psql(args: argparse.Namespace) -> int:
     command = psql_command(args.lesson, args.extra_args)
     _say(command.server_line)
-    _say(f"psql on database {command.database}; try: \\set batch 1  \\set lease '5 minutes'  \\i sql/claim.sql")
+    _say(
+        f"psql on database {command.database}; try: \\set batch 1  \\set lease '5 minutes'  \\i sql/claim.sql"
+    )
     os.chdir(command.cwd)  # so \i sql/NAME.sql finds the course's files
     os.execv(command.argv[0], command.argv)
     return 0  # not reached
@@ -423,8 +425,11 @@ def parser() -> argparse.ArgumentParser:
     srv.set_defaults(func=cmd_server)
 
     psq = sub.add_parser("psql", help="psql on a lesson's database, to run the course's SQL by hand")
-    psq.add_argument("lesson", nargs="?", help="a lesson's number or slug, such as 02 or 02-row-locks "
-                                               "(default: the shop database)")
+    psq.add_argument(
+        "lesson",
+        nargs="?",
+        help="a lesson's number or slug, such as 02 or 02-row-locks (default: the shop database)",
+    )
     psq.epilog = "Any other options, such as -c 'SELECT 1', are passed on to psql."
     psq.set_defaults(func=cmd_psql)
 

@@ -37,7 +37,9 @@ def lesson_label(lesson: str | None) -> str:
     if lesson.isdigit():
         matches = sorted(notebooks_dir().glob(f"{int(lesson):02d}-*.ipynb"))
         if not matches:
-            raise BadInput(f"no lesson numbered {lesson} in {notebooks_dir()}; give its slug, such as 02-row-locks")
+            raise BadInput(
+                f"no lesson numbered {lesson} in {notebooks_dir()}; give its slug, such as 02-row-locks"
+            )
         return matches[0].stem
     return lesson
 
@@ -55,8 +57,10 @@ def psql_binary(server: Server) -> str:
             return str(path)
     found = shutil.which("psql")
     if found is None:
-        raise SetupError("psql is not installed: install PostgreSQL's client (on Debian: apt-get install "
-                         "postgresql-client), or set PGQ_PSQL to a psql binary")
+        raise SetupError(
+            "psql is not installed: install PostgreSQL's client (on Debian: apt-get install "
+            "postgresql-client), or set PGQ_PSQL to a psql binary"
+        )
     return found
 
 

@@ -14,7 +14,9 @@ WRONG_FOR = {
     "04/reap": "plan uses the partial index",
     "05/complete": "requeued, B claimed it again: stale worker",
     "06/fail": "no overflow",
+    "07/notify": "payload is the new job's id",
     "08/index": "index's size",
+    "09/holder": "no session that holds nothing back",
     "10/cleanup": "largest batch",
 }
 

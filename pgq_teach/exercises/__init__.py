@@ -19,7 +19,7 @@ import psycopg
 from .. import learner
 from ..errors import BadInput, PgqError
 from ..statements import statement
-from . import backoff, claim, cleanup, fence, index, reaper
+from . import backoff, claim, cleanup, fence, index, reaper, vacuum, wakeup
 from .learner_sql import STATEMENT_WORDS, Refused, read
 from .sandbox import LOCK_TIMEOUT_S, STATEMENT_TIMEOUT_S, Scratch, open_scratch
 from .verdict import Verdict, refused
@@ -118,6 +118,15 @@ EXERCISES = {
             "exercise/model/fail_backoff",
         ),
         Exercise(
+            "07/notify",
+            "enqueue and wake the workers",
+            "Enqueue one job and notify jobs_ready in the same statement, with only the new job's id.",
+            ("kind", "payload"),
+            wakeup.check_notify,
+            "exercise/wrong/notify_whole_job",
+            "exercise/model/enqueue_and_notify",
+        ),
+        Exercise(
             "08/index",
             "the ready index",
             "Write the index the claim needs, and only that.",
@@ -126,6 +135,17 @@ EXERCISES = {
             "exercise/wrong/full_status_index",
             "exercise/model/ready_index",
             frozenset({"CREATE"}),
+        ),
+        Exercise(
+            "09/holder",
+            "the session holding VACUUM back",
+            "Query pg_stat_activity for the pid of the session whose snapshot keeps VACUUM from removing "
+            "dead versions, and no other.",
+            (),
+            vacuum.check_holder,
+            "exercise/wrong/idle_in_transaction",
+            "exercise/model/find_snapshot_holder",
+            frozenset({"SELECT", "WITH"}),
         ),
         Exercise(
             "10/cleanup",

@@ -57,6 +57,10 @@ def test_notify_cost_runs_every_mode_and_commits_every_job(db, conn):
     result = wakeups.notify_cost(db, producers=4, transactions=5, per_transaction=3, rounds=1)
     assert set(result.elapsed_s) == set(wakeups.COST_MODES) and not result.stopped
     assert counts(conn) == {"ready": 4 * 5 * 3}  # the last mode's jobs, all committed
+    assert result.enqueued == {mode: 4 * 5 * 3 for mode in wakeups.COST_MODES}  # counted in the table
+    # heard by the listening session: one per job (distinct ids), one per transaction (never folded
+    # across transactions), none
+    assert result.heard == {"per job": 4 * 5 * 3, "per transaction": 4 * 5, "none": 0}
 
 
 @pytest.mark.parametrize("kwargs", [{"producers": 0}, {"transactions": 0}, {"rounds": 11}])

@@ -291,6 +291,18 @@ class IdleTransaction:
             self.conn.close()
         self.conn = None
 
+    def next_statement_sqlstate(self) -> str | None:
+        """Run one more statement in this session, as the forgetful client
+        finally would: None if it ran, else the SQLSTATE of the server's error
+        (25P03 once idle_in_transaction_session_timeout has ended the session)."""
+        if self.conn is None:
+            raise BadInput("the idle transaction is not open")
+        try:
+            run(self.conn, "lab/open_transaction")
+        except psycopg.Error as exc:
+            return exc.sqlstate
+        return None
+
     def alive(self) -> bool:
         """Whether the server still has this session (asked from another one)."""
         if self.pid is None:

@@ -205,6 +205,12 @@ class PayloadResult:
     message: str | None
 
 
+def block_size(db: Database) -> int:
+    """The server's page size in bytes (compiled in; the payload limit derives from it)."""
+    with db.connection() as conn:
+        return run(conn, "lab/block_size").fetchone()[0]
+
+
 def payload_limit(db: Database, size: int = 8_000) -> PayloadResult:
     """Send a payload of `size` bytes; the server's verdict."""
     if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= 1_000_000:
@@ -361,9 +367,13 @@ class CostResult:
     stopped: bool = False
     rounds: int = 1
     guess: int | None = None
+    # counted on the server and by the listener, per mode (its last round)
+    enqueued: dict[str, int] = field(default_factory=dict)  # rows in jobs after the mode ran
+    heard: dict[str, int] = field(default_factory=dict)  # notifications the listening session got
 
     @property
     def jobs(self) -> int:
+        """The jobs each mode was asked to enqueue (producers x transactions x per transaction)."""
         return self.producers * self.transactions * self.per_transaction
 
     def jobs_per_s(self, mode: str) -> float:
@@ -376,7 +386,8 @@ class CostResult:
             + (" (stopped early)" if self.stopped else "")
         ]
         lines += [
-            f"  NOTIFY {mode:<16} {self.elapsed_s[mode]:.2f} s, {self.jobs_per_s(mode):,.0f} jobs/s"
+            f"  NOTIFY {mode:<16} {self.elapsed_s[mode]:.2f} s, {self.jobs_per_s(mode):,.0f} jobs/s; "
+            f"{self.enqueued.get(mode, 0):,} jobs in the table, {self.heard.get(mode, 0):,} notifications heard"
             for mode in COST_MODES
             if mode in self.elapsed_s
         ]
@@ -449,14 +460,17 @@ def notify_cost(
             raise BadInput(f"{name} must be a whole number from 1 to {high:,}, got {value!r}")
     stop = stop or threading.Event()
     elapsed: dict[str, float] = {}
+    enqueued: dict[str, int] = {}
+    heard_by_mode: dict[str, int] = {}
     listening = threading.Event()
     listener = db.connect(autocommit=True)
     run(listener, "listen")
+    count = [0]  # notifications heard since the mode began; only the reader thread adds to it
 
     def drain_notifications() -> None:  # a listening worker reads what arrives
         while not listening.is_set():
             for _ in listener.notifies(timeout=0.1):
-                pass
+                count[0] += 1
 
     reader = threading.Thread(target=drain_notifications, daemon=True)
     reader.start()
@@ -467,6 +481,7 @@ def notify_cost(
                 break
             with db.connection() as conn:
                 run(conn, "lab/reset_jobs")
+            count[0] = 0
             start, errors = threading.Barrier(producers + 1), []
             threads = [
                 threading.Thread(
@@ -485,6 +500,9 @@ def notify_cost(
                 raise errors[0]
             if not stop.is_set():
                 elapsed[mode] = min(took, elapsed.get(mode, took))
+                heard_by_mode[mode] = settled(count)
+                with db.connection() as conn:
+                    enqueued[mode] = sum(n for _, n, *_ in run(conn, "stats_status").fetchall())
             if progress:
                 progress(index + 1, len(plan))
     finally:
@@ -500,7 +518,20 @@ def notify_cost(
         stopped=stop.is_set(),
         rounds=rounds,
         guess=guess,
+        enqueued=enqueued,
+        heard=heard_by_mode,
     )
+
+
+def settled(count: list[int], quiet_s: float = 0.5, most_s: float = 10.0) -> int:
+    """The count once it has stopped growing for `quiet_s`: notifications
+    arrive just after each commit, so wait for the last of them."""
+    deadline = time.monotonic() + most_s
+    last = -1
+    while count[0] != last and time.monotonic() < deadline:
+        last = count[0]
+        time.sleep(quiet_s)
+    return count[0]
 
 
 # --- poolers ---------------------------------------------------------------------------

@@ -29,6 +29,7 @@ READY_INDEX, RUNNING_INDEX, FULL_INDEX = "jobs_ready_idx", "jobs_running_idx", "
 # The index most people write first; lesson 08's exercise seeds the same statement.
 FULL_INDEX_STATEMENT = "exercise/wrong/full_status_index"
 LIMITS = {"done": (0, 1_000_000), "ready": (1, 100_000)}
+AUTO_RUNS = 8  # runs of the prepared read in the default plan_cache_mode: past its five custom plans
 
 
 def check_count(name: str, value) -> int:
@@ -241,6 +242,9 @@ class ReadPlans:
     server_version: str
     guess: int | None = None
     guide: GuideFigure = field(default_factory=lambda: figure(16))
+    # the same prepared read in the default plan_cache_mode (auto), after AUTO_RUNS runs: the
+    # server compares the generic plan's estimate with the custom plans' and keeps the cheaper
+    auto: PlanCost | None = None
 
     def summary(self) -> str:
         return "\n".join(
@@ -248,6 +252,11 @@ class ReadPlans:
                 f"the claim's locking read, {self.done:,} done + {self.ready} ready jobs",
                 f"  status = 'ready' (literal): {self.literal.buffers:,} buffers, {self.literal.ms:.2f} ms",
                 *("    " + line for line in self.literal.shape.splitlines()),
+                *(
+                    [f"  status = $1, default mode, run {AUTO_RUNS}: {self.auto.buffers:,} buffers (custom)"]
+                    if self.auto and READY_INDEX in self.auto.indexes
+                    else []
+                ),
                 f"  status = $1, generic plan:  {self.generic.buffers:,} buffers, {self.generic.ms:.2f} ms",
                 *("    " + line for line in self.generic.shape.splitlines()),
                 f"  {self.guide}",
@@ -258,16 +267,20 @@ class ReadPlans:
 
 def read_plans(db: Database, done: int = 100_000, ready: int = 100, *, guess: int | None = None) -> ReadPlans:
     """The locking read with the literal 'ready', then the same read prepared
-    with status = $1 and run under plan_cache_mode = force_generic_plan."""
+    with status = $1: run AUTO_RUNS times in the default plan_cache_mode, then
+    under plan_cache_mode = force_generic_plan."""
     check_count("done", done)
     check_count("ready", ready)
     seed_history(db, done, ready)
     with db.connection() as conn:
         literal = plan_cost(run(conn, "lab/explain_analyze_read").fetchone()[0])
         run(conn, "teaching/prepare_read_by_status")
+        for _ in range(AUTO_RUNS):  # past the five custom plans, in the default mode
+            auto = plan_cost(run(conn, "lab/explain_read_by_status").fetchone()[0])
         run(conn, "lab/force_generic_plan")
         generic = plan_cost(run(conn, "lab/explain_read_by_status").fetchone()[0])
-    return ReadPlans(done, ready, literal, generic, db.server.version, guess=guess)
+    return ReadPlans(done, ready, literal, generic, db.server.version, guess=guess, auto=auto)
+
 
 
 def generic_plan_with_full_index(db: Database) -> PlanCost:

@@ -387,7 +387,8 @@ class CostResult:
         ]
         lines += [
             f"  NOTIFY {mode:<16} {self.elapsed_s[mode]:.2f} s, {self.jobs_per_s(mode):,.0f} jobs/s; "
-            f"{self.enqueued.get(mode, 0):,} jobs in the table, {self.heard.get(mode, 0):,} notifications heard"
+            f"{self.enqueued.get(mode, 0):,} jobs in the table, "
+            f"{self.heard.get(mode, 0):,} notifications heard"
             for mode in COST_MODES
             if mode in self.elapsed_s
         ]

@@ -53,6 +53,13 @@ def test_pickup_latency_refuses_bad_input(db, kwargs):
         wakeups.pickup_latency(db, **kwargs)
 
 
+def test_a_job_without_notify_waits_for_the_workers_next_poll(db):
+    result = wakeups.pickup_latency(db, jobs=6, poll_s=0.5, seed=3)
+    assert not result.stopped and len(result.pickups) == 6
+    assert max(result.latencies(True)) < 0.5 / 4  # woken, not polled
+    assert max(result.off_the_poll_s()) < 0.15  # silent ones: the rest of the poll cycle
+
+
 def test_notify_cost_runs_every_mode_and_commits_every_job(db, conn):
     result = wakeups.notify_cost(db, producers=4, transactions=5, per_transaction=3, rounds=1)
     assert set(result.elapsed_s) == set(wakeups.COST_MODES) and not result.stopped

@@ -230,6 +230,9 @@ class Pickup:
     job_id: int
     notify: bool
     latency_s: float
+    # how long after the worker's previous claim this job was enqueued: a job without NOTIFY
+    # should wait out the rest of the poll, about poll_s - after_claim_s
+    after_claim_s: float = 0.0
 
 
 @dataclass
@@ -243,6 +246,17 @@ class LatencyResult:
 
     def latencies(self, notify: bool) -> list[float]:
         return [p.latency_s for p in self.pickups if p.notify == notify]
+
+    def off_the_poll_s(self) -> list[float]:
+        """For each job without NOTIFY, how far its latency was from the worker's
+        next poll (the rest of the cycle, poll_s - after_claim_s), or from the
+        one after, if the job landed just as a poll went by."""
+        return [
+            min(abs(p.latency_s - rest), abs(p.latency_s - rest - self.poll_s))
+            for p in self.pickups
+            if not p.notify
+            for rest in [self.poll_s - p.after_claim_s]
+        ]
 
     def median_ms(self, notify: bool) -> float | None:
         values = self.latencies(notify)
@@ -330,7 +344,8 @@ def pickup_latency(
         with db.connection() as conn:
             for n in range(jobs):
                 # a random moment within the poll cycle, so silent jobs wait anything up to the poll
-                if stop.wait(chance.uniform(0.05, poll_s)):
+                pause = chance.uniform(0.05, poll_s)
+                if stop.wait(pause):
                     break
                 notify = n % 2 == 0
                 job_id = queue.enqueue(conn, KIND, {"n": n}, notify=notify)
@@ -343,7 +358,7 @@ def pickup_latency(
                     if stop.is_set():
                         break
                     raise RuntimeError(f"the worker did not claim job {job_id} within {poll_s * 3 + 5:g} s")
-                pickups.append(Pickup(job_id, notify, claimed[job_id] - committed))
+                pickups.append(Pickup(job_id, notify, claimed[job_id] - committed, pause))
                 if progress:
                     progress(n + 1, jobs)
     finally:

@@ -69,6 +69,7 @@ class DrainResult:
     stopped: bool = False
     guess: int | None = None
     guide: GuideFigure = field(default_factory=lambda: figure(17))
+    buffers: int = 0  # buffers the drain's statements touched in jobs and its indexes (pg_statio)
 
     @property
     def table_bytes(self) -> int:
@@ -88,7 +89,8 @@ class DrainResult:
                 f"drain: {self.drained:,} of {self.jobs:,} jobs through claim and done, "
                 f"batches of {self.batch}" + (" (stopped early)" if self.stopped else ""),
                 f"  elapsed {self.elapsed_s:.2f} s",
-                f"  table {self.table_mb:.1f} MB; dead row versions {self.dead_tuples:,}",
+                f"  table {self.table_mb:.1f} MB; dead row versions {self.dead_tuples:,}; "
+                f"buffers touched {self.buffers:,}",
                 f"  {self.guide}",
                 f"  this server: PostgreSQL {self.server_version}",
             ]
@@ -161,6 +163,7 @@ def drain(
     drained, next_sample = 0, every
     with db.connection() as conn:
         points = [sample(conn, 0)]
+        buffers_before = run(conn, "lab/table_buffers").fetchone()[0]
         t0 = time.perf_counter()
         paused = 0.0  # time spent sampling, left out of the drain's time
         while not stop.is_set():
@@ -179,6 +182,9 @@ def drain(
         elapsed = time.perf_counter() - t0 - paused
         if not points or points[-1].drained != drained:
             points.append(sample(conn, drained))
+        else:
+            run(conn, "lab/flush_stats")
+        buffers = run(conn, "lab/table_buffers").fetchone()[0] - buffers_before
     if progress and not stop.is_set():
         progress(jobs, jobs)
     return DrainResult(
@@ -190,6 +196,7 @@ def drain(
         server_version=db.server.version,
         stopped=drained < jobs,
         guess=guess,
+        buffers=buffers,
     )
 
 

@@ -18,6 +18,8 @@ WRONG_FOR = {
     "08/index": "index's size",
     "09/holder": "no session that holds nothing back",
     "10/cleanup": "largest batch",
+    "11/relay_complete": "stale relay A's completion",
+    "12/envelope": "dead row versions a second",
 }
 
 
@@ -93,3 +95,36 @@ def test_the_unguarded_update_hint_points_at_the_recheck(pg):
     verdict = exercises.check("01/guarded_update", exercises.exercise("01/guarded_update").attempt_text())
     assert not verdict.passed and verdict.hint.startswith("two workers got job ")
     assert "re-checks its WHERE" in verdict.hint
+
+
+def test_an_unfenced_relay_completion_finishes_the_stale_batch(pg):
+    text = exercises.exercise("11/relay_complete").answer_text().replace(
+        "AND jobs.fence_token = claimed.fence_token", ""
+    )
+    verdict = exercises.check("11/relay_complete", text)
+    assert not verdict.passed and verdict.numbers["stale_matched"] == 6
+    assert "stale relay finished someone else's claim" in verdict.hint
+
+
+def test_a_relay_completion_that_ignores_its_batch_loses_the_crashed_relays_jobs(pg):
+    text = "UPDATE jobs SET status = 'done', leased_until = NULL WHERE status = 'running'"
+    verdict = exercises.check("11/relay_complete", text)
+    assert not verdict.passed and verdict.numbers["lost"] == 3   # C's jobs: never reaped, never published
+    assert any(e.what.startswith("nothing lost") for e in verdict.failures)
+
+
+def test_the_envelope_form_refuses_what_is_not_a_form_line(pg):
+    verdict = exercises.check("12/envelope", "DROP TABLE jobs")
+    assert verdict.refused and not verdict.passed
+
+
+def test_the_envelope_form_agrees_with_the_rehearsal_calculator(pg):
+    from pgq_teach.exercises import envelope
+
+    text = envelope.ANSWER.replace("workers = 400 ", "workers = 401 ")   # within 2 %: rounding
+    assert exercises.check("12/envelope", text).passed
+    text = envelope.ANSWER.replace("autovacuum_trigger_rows = 37,000", "autovacuum_trigger_rows = 200,050")
+    verdict = exercises.check("12/envelope", text)
+    assert [e.what for e in verdict.failures] == [
+        "dead rows before autovacuum starts (scale factor 0.01, threshold 1000)"
+    ]

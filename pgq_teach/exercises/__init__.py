@@ -19,7 +19,7 @@ import psycopg
 from .. import learner
 from ..errors import BadInput, PgqError
 from ..statements import statement
-from . import backoff, claim, cleanup, fence, index, reaper, vacuum, wakeup
+from . import backoff, claim, cleanup, envelope, fence, index, reaper, relay, vacuum, wakeup
 from .learner_sql import STATEMENT_WORDS, Refused, read
 from .sandbox import LOCK_TIMEOUT_S, STATEMENT_TIMEOUT_S, Scratch, open_scratch
 from .verdict import Verdict, refused
@@ -35,16 +35,18 @@ class Exercise:
     attempt: str  # the seeded wrong attempt, a statement name under sql/
     answer: str  # the model answer, a statement name under sql/
     words: frozenset[str] = STATEMENT_WORDS  # the statements accepted, by first word
+    form: bool = False  # not SQL: a small form of numbers (lesson 12); attempt/answer name envelope.FORMS
+
 
     @property
     def lesson(self) -> str:
         return self.key.split("/")[0]
 
     def attempt_text(self) -> str:
-        return statement(self.attempt).text
+        return envelope.FORMS[self.attempt] if self.form else statement(self.attempt).text
 
     def answer_text(self) -> str:
-        return statement(self.answer).text
+        return envelope.FORMS[self.answer] if self.form else statement(self.answer).text
 
 
 def _claim(**options):
@@ -156,6 +158,27 @@ EXERCISES = {
             "exercise/wrong/cleanup_all_at_once",
             "cleanup_done",
         ),
+        Exercise(
+            "11/relay_complete",
+            "the relay's fenced batch completion",
+            "After the broker accepted a batch, mark it done in one UPDATE, each job fenced on its own "
+            "token (:ids and :fence_tokens, paired in order), so a stale relay finishes nothing.",
+            ("ids", "fence_tokens", "attempts"),
+            relay.check_relay_completion,
+            "lab/complete_batch",
+            "exercise/model/complete_batch_fenced",
+        ),
+        Exercise(
+            "12/envelope",
+            "the back of the envelope",
+            "Fill in each number for the case in the form; the checker works them out with the rehearsal's "
+            "calculator.",
+            (),
+            envelope.check_envelope,
+            "envelope/attempt",
+            "envelope/answer",
+            form=True,
+        ),
     ]
 }
 
@@ -169,6 +192,8 @@ def exercise(key: str) -> Exercise:
 def judge(ex: Exercise, sql: str, *, scratch: Scratch | None = None, progress=None, stop=None) -> Verdict:
     """The verdict on `sql`, in `scratch` (a fresh scratch database if None)."""
     try:
+        if ex.form:  # numbers, not SQL: nothing reaches a server
+            return ex.run(sql, exercise=ex.key, progress=progress, stop=stop)
         learner_sql = read(sql, ex.params, ex.words)
         scratch = scratch or open_scratch(ex.key.replace("/", "_"))
         return ex.run(scratch, learner_sql, exercise=ex.key, progress=progress, stop=stop)

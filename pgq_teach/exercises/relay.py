@@ -1,0 +1,163 @@
+"""The relay's fenced batch completion (lesson 11): the learner's statement
+marks a relay's batch done after the broker accepted it. The checker plays
+four relays against a stand-in broker in the scratch database:
+
+- A claims jobs 1-6, publishes them, and stalls past its lease. Jobs 1-5 are
+  reaped and claimed again by B; job 6 went dead, was requeued (attempts back
+  to 0) and claimed again by B. Then A wakes and completes its batch: stale.
+- B publishes 1-6 and completes them: the current claim.
+- C claimed 7-9 and crashed before publishing: nothing may mark them done,
+  or the reaper never returns them and they are never published (lost).
+- D claims what the reaper returned and the jobs never claimed, publishes and
+  completes them.
+
+At the end every job must be done and in the broker at least once, and the
+broker's duplicates must be exactly the batch A published before stalling,
+which the consumer's de-duplication by job id absorbs."""
+
+from __future__ import annotations
+
+from ..experiments.switching import Consumer, StandInBroker
+from ..statements import run
+from .learner_sql import LearnerSQL, Refused
+from .sandbox import Scratch, execute, parse
+from .verdict import Evidence, Verdict
+
+JOBS = 12
+A_BATCH = [1, 2, 3, 4, 5, 6]
+REQUEUED = 6  # dead, requeued (attempts reset to 0), claimed again: attempts no longer proves the claim
+C_BATCH = [7, 8, 9]
+
+
+def stage(owner, ids: list[int], status: str, attempts: int, token: int, lease_s: float | None = 60) -> None:
+    for job_id in ids:
+        values = {"id": job_id, "status": status, "attempts": attempts, "fence_token": token}
+        run(owner, "exercise/stage_job", {**values, "lease_s": lease_s, "max_attempts": 5})
+
+
+def statuses(owner) -> dict[int, str]:
+    return {row[0]: row[3] for row in run(owner, "lab/all_jobs").fetchall()}
+
+
+def complete(conn, learner: LearnerSQL, batch: list[tuple[int, int, int]]) -> int:
+    """The learner's statement for a batch of (id, attempts, fence_token) as a claim returned them."""
+    values = {
+        "ids": [b[0] for b in batch],
+        "attempts": [b[1] for b in batch],
+        "fence_tokens": [b[2] for b in batch],
+    }
+    return execute(conn, learner, values).rowcount
+
+
+def check_relay_completion(
+    scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None
+) -> Verdict:
+    if learner.first_word not in ("UPDATE", "WITH"):
+        raise Refused("the batch completion is one UPDATE of the batch's rows")
+    broker, consumer = StandInBroker(), Consumer()
+    with scratch.db.connection() as owner, scratch.connect() as conn:
+        parse(conn, learner)
+        run(owner, "lab/seed_jobs", {"kind": "order_event", "count": JOBS})
+        # A claimed 1-6 (attempts 1, token 1) and published them, then stalled.
+        a_batch = [(i, 1, 1) for i in A_BATCH]
+        stage(owner, A_BATCH, "running", 1, 1)
+        for job_id in A_BATCH:
+            broker.publish(job_id, {"n": job_id})
+        # C claimed 7-9 (token 1) and crashed before publishing.
+        stage(owner, C_BATCH, "running", 1, 1)
+        # B holds 1-6 now: 1-5 reaped and claimed again, 6 requeued (attempts 0) and claimed again.
+        b_batch = [(i, 1 if i == REQUEUED else 2, 2) for i in A_BATCH]
+        stage(owner, A_BATCH[:-1], "running", 2, 2)
+        stage(owner, [REQUEUED], "running", 1, 2)
+        if progress:
+            progress(1, 4)
+        stale = complete(conn, learner, a_batch)
+        after_stale = statuses(owner)
+        stale_done = [i for i in A_BATCH if after_stale[i] == "done"]
+        for job_id in A_BATCH:
+            broker.publish(job_id, {"n": job_id})
+        current = complete(conn, learner, b_batch)
+        after_b = statuses(owner)
+        c_touched = [i for i in C_BATCH if after_b[i] != "running"]
+        if progress:
+            progress(2, 4)
+        # C's lease runs out: the reaper returns whatever is still running; D claims
+        # those and the jobs never claimed, publishes them, and completes them.
+        reaped = [i for i in C_BATCH if after_b[i] == "running"]
+        stage(owner, reaped, "ready", 1, 1, None)
+        d_ids = reaped + [i for i in range(C_BATCH[-1] + 1, JOBS + 1)]
+        stage(owner, d_ids, "running", 1, 3)
+        for job_id in d_ids:
+            broker.publish(job_id, {"n": job_id})
+        d_done = complete(conn, learner, [(i, 1, 3) for i in d_ids])
+        final = statuses(owner)
+        if progress:
+            progress(3, 4)
+    consumer.consume(broker)
+    published = {m for m, _ in broker.messages}
+    lost = [i for i in range(1, JOBS + 1) if i not in published]
+    not_done = [i for i in range(1, JOBS + 1) if final.get(i) != "done"]
+    duplicates = len(broker.messages) - len(published)
+    evidence = [
+        Evidence(
+            "stale relay A's completion (its lease ran out)",
+            f"matched {stale} row{'' if stale == 1 else 's'}; marked done: {stale_done or 'none'}",
+            stale == 0 and not stale_done,
+        ),
+        Evidence(
+            "current relay B's completion",
+            f"matched {current} of {len(b_batch)}",
+            current == len(b_batch) and all(after_b[i] == "done" for i in A_BATCH),
+        ),
+        Evidence(
+            "crashed relay C's unpublished jobs left for the reaper",
+            f"{len(C_BATCH) - len(c_touched)} of {len(C_BATCH)} still running",
+            not c_touched,
+        ),
+        Evidence("relay D's completion", f"matched {d_done} of {len(d_ids)}", d_done == len(d_ids)),
+        Evidence("nothing lost: every job in the broker", f"{JOBS - len(lost)} of {JOBS}", not lost),
+        Evidence("every job done", f"{JOBS - len(not_done)} of {JOBS}", not not_done),
+        Evidence(
+            "duplicates only from the stalled relay, absorbed by de-duplication",
+            f"{duplicates} duplicate(s); consumer processed {len(consumer.processed)}",
+            duplicates == len(A_BATCH) and len(consumer.processed) == JOBS,
+        ),
+    ]
+    if progress:
+        progress(4, 4)
+    passed = all(e.ok for e in evidence)
+    if passed:
+        hint = "the fence holds per job: a stale relay finishes nothing, and nothing unpublished is marked done."
+    elif stale_done == [REQUEUED]:
+        hint = (
+            f"job {REQUEUED} was requeued after going dead, so its attempts went back to 0 and the new claim "
+            "has the same attempts as the stale one. Fence on fence_token, which only ever goes up."
+        )
+    elif c_touched:
+        hint = (
+            "it marked jobs done that were not in the batch it was given, so the reaper never returned them "
+            "and they were never published: match only the batch's ids (unnest(:ids, ...))."
+        )
+    elif stale_done:
+        hint = "a stale relay finished someone else's claim: fence each job on its own fence_token."
+    else:
+        hint = "each job of the batch needs status 'running' and its own token: pair :ids with :fence_tokens."
+    headline = (
+        "nothing lost, no duplicate beyond the stalled relay's, and the fence held"
+        if passed
+        else "; ".join(f"{e.what}: {e.found}" for e in evidence if not e.ok)
+    )
+    return Verdict(
+        exercise,
+        passed,
+        headline,
+        evidence,
+        hint,
+        server_version=scratch.db.server.version,
+        numbers={
+            "stale_matched": stale,
+            "lost": len(lost),
+            "duplicates": duplicates,
+            "broker_messages": len(broker.messages),
+        },
+    )

@@ -76,7 +76,7 @@ MEASURES = {
         ),
         Measure(
             "double_claims",
-            "jobs run twice by the naive claim, 8 workers, 400 jobs",
+            "jobs claimed more than once by the naive claim, 8 workers, 400 jobs",
             (Source("01-double-send", "run_twice"),),
             260,
             "jobs of 400",
@@ -229,22 +229,29 @@ class Envelope:
                 f"(empty jobs, batches: an upper bound, not a benchmark)"
             ),
             (
-                f"workers: {fmt(self.target_per_s)}/s x {fmt(self.work_ms)} ms each = {self.workers:,} jobs in flight, "
+                f"workers: {fmt(self.target_per_s)}/s x {fmt(self.work_ms / 1000)} s each = {self.workers:,} jobs in "
+                "flight, "
                 "so that many worker slots (Little's law)"
             ),
             (
                 f"connections: {self.connections_direct:,} if each worker keeps its own, but only about "
-                f"{fmt(self.connections_busy)} busy at once (a claim per batch of {self.batch}, a completion per job, "
-                f"about {STATEMENT_MS} ms each): a pooler in transaction mode shares them; LISTEN stays direct"
+                f"{fmt(self.connections_busy)} busy at once ({fmt(self.target_per_s)} completions + "
+                f"{fmt(self.target_per_s / self.batch)} claims of {self.batch} a second, about {STATEMENT_MS} ms each): "
+                "a pooler in transaction mode shares them; LISTEN stays direct"
             ),
             (
-                f"server: claims and completions alone use about {self.server_share:.0%} of what the measured server "
-                "drained"
+                f"server: {fmt(self.target_per_s)} / {fmt(self.drain_per_s)} = about {self.server_share:.0%} of what "
+                "the measured server drained, for claims and completions alone"
             ),
             (
-                f"autovacuum: {fmt(self.dead_per_s)} dead row versions a second, {fmt(self.dead_per_min)} a minute; "
+                f"autovacuum: 3 dead row versions a job (claim, complete, cleanup's DELETE) = "
+                f"{fmt(self.dead_per_s)} a second, {fmt(self.dead_per_min)} a minute; "
                 f"keeping {fmt(self.keep_done_minutes)} min of done jobs, the table holds about {fmt(self.table_rows)} rows, "
-                f"so scale factor 0.01 + 1000 triggers every {fmt(self.autovacuum_trigger_rows)} dead rows"
+                f"so scale factor 0.01 + 1000 triggers every {fmt(self.autovacuum_trigger_rows)} dead rows "
+                f"(1,000 + 0.01 x {fmt(self.table_rows)}), about every "
+                f"{fmt(self.autovacuum_trigger_rows / self.dead_per_s)} s at that rate (but autovacuum visits a "
+                "database only once per autovacuum_naptime, 1 min by default, "
+                f"so up to {fmt(self.dead_per_min)} can pile up between visits)"
             ),
             f"verdict: {self.verdict}",
         ]
@@ -401,8 +408,9 @@ def _claim() -> str:
         "partial index. Read-then-update in two statements is wrong: "
         + said(
             q,
-            "on my machine the naive claim ran {v} twice.",
-            "the guide saw up to {v} run twice with eight workers.",
+            "on my machine the naive claim handed out {v} more than once.",
+            "the guide saw up to {v} claimed more than once with eight workers (PostgreSQL 16; 212 to 238 "
+            "on 18).",
         )
         + " A bigger LIMIT claims a batch."
     )
@@ -683,9 +691,10 @@ FOLLOW_UPS: tuple[FollowUp, ...] = (
         lambda: (
             "Not delivery, no: a worker can do the work and die before it records done, and the lease hands the job "
             "out again, so delivery stays at least once. What I can do is make a second run harmless: an idempotent "
-            "handler (an idempotency key per job id passed to the email provider, or a 'receipt sent' row written "
-            "in the same transaction as the side effect when the effect is in our database). The fence stops a "
-            "stale worker's status write, not its email."
+            "handler. Exactly-once effects, said precisely, need an idempotency key: the job id passed to the "
+            "email provider, which drops a repeat only if it honours the key (and only for as long as it keeps "
+            "it), or a 'receipt sent' row keyed by job id and written in the same transaction as the effect when "
+            "the effect is in our database. The fence stops a stale worker's status write, not its email."
         ),
     ),
     FollowUp(

@@ -99,6 +99,7 @@ class DrainRate:
     guess: float | None = None
     guide: str = str(figure(19))
     stopped: bool = False
+    status_counts: dict[str, int] = field(default_factory=dict)  # the server's count after the drain
 
     @property
     def jobs_per_s(self) -> float:
@@ -167,8 +168,18 @@ def drain_rate(
     seconds = time.perf_counter() - began
     if errors:
         raise errors[0]
+    with db.connection() as conn:
+        counts = dict(run(conn, "lab/status_counts").fetchall())
     return DrainRate(
-        jobs, batch, workers, seconds, sum(done), db.server.version, guess, stopped=stop.is_set()
+        jobs,
+        batch,
+        workers,
+        seconds,
+        sum(done),
+        db.server.version,
+        guess,
+        stopped=stop.is_set(),
+        status_counts=counts,
     )
 
 

@@ -83,6 +83,9 @@ def test_the_guide_autovacuum_settings_keep_dead_rows_lower_under_the_same_churn
     defaults, guide = r.run("defaults"), r.run("guide")
     assert r.naptime == "1s" and not r.stopped
     assert defaults.peak_dead >= defaults.starts_at(50_000)
+    # no autovacuum finished before the threshold (within the dead rows of one tick: claim + complete)
+    assert defaults.dead_before_first_autovacuum >= defaults.starts_at(50_000) - 2 * 200
+    assert len(defaults.vacuums_so_far) == len(defaults.samples)
     assert guide.peak_dead < defaults.peak_dead and guide.autovacuums > defaults.autovacuums
     assert "<polyline" in r.chart_svg()
     from pgq_teach.widgets.dashboard import autovacuum_html

@@ -469,6 +469,13 @@ class ChurnRun:
     samples: list[tuple[float, int]]  # (seconds, n_dead_tup)
     autovacuums: int
     jobs: int
+    vacuums_so_far: list[int] = field(default_factory=list)  # autovacuums this run, at each sample
+
+    @property
+    def dead_before_first_autovacuum(self) -> int:
+        """The most dead rows seen before autovacuum first finished on jobs in this run."""
+        first = next((i for i, n in enumerate(self.vacuums_so_far) if n > 0), len(self.samples))
+        return max((d for _, d in self.samples[:first]), default=0)
 
     @property
     def peak_dead(self) -> int:
@@ -555,9 +562,10 @@ def churn(
     progress: Progress,
     done_before: int,
     total_ticks: int,
-) -> tuple[list[tuple[float, int]], int, int]:
-    """Enqueue, claim and complete `jobs_per_tick` jobs every 0.1 s; sample n_dead_tup."""
-    samples, jobs, ticks = [], 0, 0
+) -> tuple[list[tuple[float, int]], int, int, list[int]]:
+    """Enqueue, claim and complete `jobs_per_tick` jobs every 0.1 s; sample n_dead_tup
+    and how many autovacuums have finished on jobs so far."""
+    samples, counts, jobs, ticks = [], [], 0, 0
     first = run(conn, "stats_vacuum").fetchone()
     runs_before = first[3] if first else 0
     began = time.monotonic()
@@ -569,11 +577,12 @@ def churn(
         jobs += jobs_per_tick
         row = run(conn, "stats_vacuum").fetchone()
         samples.append((time.monotonic() - began, row[1] if row else 0))
+        counts.append((row[3] if row else 0) - runs_before)
         ticks += 1
         progress(done_before + ticks, total_ticks)
         time.sleep(max(0.0, began + ticks * 0.1 - time.monotonic()))
     row = run(conn, "stats_vacuum").fetchone()
-    return samples, jobs, (row[3] if row else 0) - runs_before
+    return samples, jobs, (row[3] if row else 0) - runs_before, counts
 
 
 def autovacuum_per_table(
@@ -622,15 +631,25 @@ def autovacuum_per_table(
                     break
                 run(conn, "lab/reset_jobs")
                 run(conn, "lab/seed_done_jobs", {"count": base_rows, "distinct": True})
+                # the seed's insert counts must reach the statistics before VACUUM and ANALYZE
+                # reset them; sent later, they would count as 100,000 fresh inserts, and the
+                # insert trigger would start an autovacuum at once, whatever the dead rows
+                run(conn, "lab/flush_stats")
                 run(conn, "lab/vacuum_jobs")
                 run(conn, "lab/analyze_jobs")  # autovacuum's trigger reads the row estimate
                 run(conn, "lab/jobs_autovacuum", {"enabled": True, **settings})
-                samples, jobs, autovacuums = churn(
+                samples, jobs, autovacuums, counts = churn(
                     conn, jobs_per_tick, seconds, stop, progress, n * ticks // 2, ticks
                 )
                 runs.append(
                     ChurnRun(
-                        name, settings["scale_factor"], settings["threshold"], samples, autovacuums, jobs
+                        name,
+                        settings["scale_factor"],
+                        settings["threshold"],
+                        samples,
+                        autovacuums,
+                        jobs,
+                        counts,
                     )
                 )
         finally:

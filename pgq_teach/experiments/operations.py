@@ -293,6 +293,7 @@ class PartitionComparison:
     guess: int | None = None
     guide: str = GUIDE_PARTITION
     stopped: bool = False
+    drop_locks_on_parent: list[str] = field(default_factory=list)  # what the DROP held on jobs_history
 
     def summary(self) -> str:
         return "\n".join(
@@ -300,6 +301,7 @@ class PartitionComparison:
                 f"one day of history, {self.rows_per_day:,} rows, removed two ways (PostgreSQL {self.server_version}):",
                 f"  DELETE the day's rows : {self.delete_s * 1000:8.1f} ms, dead rows left {self.dead_after_delete:,}",
                 f"  DROP the day's table  : {self.drop_s * 1000:8.1f} ms, dead rows left {self.dead_after_drop:,}",
+                f"  until it commits, the DROP holds on jobs_history: {', '.join(self.drop_locks_on_parent)}",
                 f"partitions left: {', '.join(self.partitions_left)}",
                 f"guide: {self.guide}",
             ]
@@ -345,8 +347,12 @@ def partition_drop_vs_delete(
         delete_s = time.perf_counter() - began
         progress(2, 3)
         began = time.perf_counter()
-        run(conn, "lab/history_drop_day", idents={"name": partition_name(dropped_day)})
-        drop_s = time.perf_counter() - began
+        with conn.transaction(), db.connection() as other:
+            run(conn, "lab/history_drop_day", idents={"name": partition_name(dropped_day)})
+            drop_s = time.perf_counter() - began
+            # asked from another session before the DROP commits: the parent's lock it holds
+            held = run(other, "lab/locks_held_on", {"pid": conn.info.backend_pid, "table": "jobs_history"})
+            parent_locks = [mode for (mode,) in held.fetchall()]
         run(conn, "lab/flush_stats")
         wait_for_dead(conn, partition_name(deleted_day), rows_per_day)
         tables = dead_rows(conn, "jobs_history")
@@ -355,7 +361,15 @@ def partition_drop_vs_delete(
     dead_deleted = tables.get(partition_name(deleted_day), (0, 0))[1]
     dead_dropped = tables.get(partition_name(dropped_day), (0, 0))[1]  # gone: nothing left to count
     return PartitionComparison(
-        rows_per_day, delete_s, drop_s, dead_deleted, dead_dropped, left, db.server.version, guess
+        rows_per_day,
+        delete_s,
+        drop_s,
+        dead_deleted,
+        dead_dropped,
+        left,
+        db.server.version,
+        guess,
+        drop_locks_on_parent=parent_locks,
     )
 
 

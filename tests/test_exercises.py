@@ -98,8 +98,10 @@ def test_the_unguarded_update_hint_points_at_the_recheck(pg):
 
 
 def test_an_unfenced_relay_completion_finishes_the_stale_batch(pg):
-    text = exercises.exercise("11/relay_complete").answer_text().replace(
-        "AND jobs.fence_token = claimed.fence_token", ""
+    text = (
+        exercises.exercise("11/relay_complete")
+        .answer_text()
+        .replace("AND jobs.fence_token = claimed.fence_token", "")
     )
     verdict = exercises.check("11/relay_complete", text)
     assert not verdict.passed and verdict.numbers["stale_matched"] == 6
@@ -109,7 +111,7 @@ def test_an_unfenced_relay_completion_finishes_the_stale_batch(pg):
 def test_a_relay_completion_that_ignores_its_batch_loses_the_crashed_relays_jobs(pg):
     text = "UPDATE jobs SET status = 'done', leased_until = NULL WHERE status = 'running'"
     verdict = exercises.check("11/relay_complete", text)
-    assert not verdict.passed and verdict.numbers["lost"] == 3   # C's jobs: never reaped, never published
+    assert not verdict.passed and verdict.numbers["lost"] == 3  # C's jobs: never reaped, never published
     assert any(e.what.startswith("nothing lost") for e in verdict.failures)
 
 
@@ -121,7 +123,7 @@ def test_the_envelope_form_refuses_what_is_not_a_form_line(pg):
 def test_the_envelope_form_agrees_with_the_rehearsal_calculator(pg):
     from pgq_teach.exercises import envelope
 
-    text = envelope.ANSWER.replace("workers = 400 ", "workers = 401 ")   # within 2 %: rounding
+    text = envelope.ANSWER.replace("workers = 400 ", "workers = 401 ")  # within 2 %: rounding
     assert exercises.check("12/envelope", text).passed
     text = envelope.ANSWER.replace("autovacuum_trigger_rows = 37,000", "autovacuum_trigger_rows = 200,050")
     verdict = exercises.check("12/envelope", text)

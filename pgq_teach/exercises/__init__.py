@@ -37,7 +37,6 @@ class Exercise:
     words: frozenset[str] = STATEMENT_WORDS  # the statements accepted, by first word
     form: bool = False  # not SQL: a small form of numbers (lesson 12); attempt/answer name envelope.FORMS
 
-
     @property
     def lesson(self) -> str:
         return self.key.split("/")[0]

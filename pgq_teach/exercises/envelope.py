@@ -45,8 +45,10 @@ FIELDS = {
     "workers": (
         "workers (jobs in flight)",
         lambda e: e.workers,
-        "Little's law: jobs in flight = arrival rate x time per job, with the time in seconds "
-        "(200 ms is 0.2 s).",
+        (
+            "Little's law: jobs in flight = arrival rate x time per job, with the time in seconds "
+            "(200 ms is 0.2 s)."
+        ),
     ),
     "busy_connections": (
         "connections busy at once",
@@ -56,8 +58,10 @@ FIELDS = {
     "dead_per_s": (
         "dead row versions a second",
         lambda e: e.dead_per_s,
-        "each job leaves three dead versions: the claim's UPDATE, the completion's UPDATE and the "
-        "cleanup's DELETE (the guide counts the two updates; the DELETE makes the last version dead too).",
+        (
+            "each job leaves three dead versions: the claim's UPDATE, the completion's UPDATE and the "
+            "cleanup's DELETE (the guide counts the two updates; the DELETE makes the last version dead too)."
+        ),
     ),
     "autovacuum_trigger_rows": (
         "dead rows before autovacuum starts (scale factor 0.01, threshold 1000)",

@@ -127,7 +127,9 @@ def check_relay_completion(
         progress(4, 4)
     passed = all(e.ok for e in evidence)
     if passed:
-        hint = "the fence holds per job: a stale relay finishes nothing, and nothing unpublished is marked done."
+        hint = (
+            "the fence holds per job: a stale relay finishes nothing, and nothing unpublished is marked done."
+        )
     elif stale_done == [REQUEUED]:
         hint = (
             f"job {REQUEUED} was requeued after going dead, so its attempts went back to 0 and the new claim "

@@ -164,7 +164,7 @@ EXERCISES = {
             "token (:ids and :fence_tokens, paired in order), so a stale relay finishes nothing.",
             ("ids", "fence_tokens", "attempts"),
             relay.check_relay_completion,
-            "lab/complete_batch",
+            "exercise/wrong/complete_batch_on_attempts",
             "exercise/model/complete_batch_fenced",
         ),
         Exercise(

@@ -342,6 +342,9 @@ class RedFlag:
     text: str
     pattern: str = ""  # a regex that finds it in an answer ("" = only listed, never detected)
     unless: str = ""  # ... unless this regex also matches (for example "not exactly once")
+    # judge each sentence on its own: "at least once" in one sentence must not excuse
+    # "exactly once" promised in the next
+    per_sentence: bool = False
 
 
 @dataclass(frozen=True)
@@ -364,6 +367,7 @@ EXACTLY_ONCE = RedFlag(
     "promising exactly-once delivery",
     r"exactly[- ]once",
     r"(not|never|cannot|can't|no)\b[^.]{0,40}exactly[- ]once|at[- ]least[- ]once",
+    per_sentence=True,
 )
 LONG_TX = RedFlag(
     "a transaction held open for the whole job",
@@ -655,10 +659,10 @@ def red_flags_in(step_key: str, answer: str) -> list[str]:
     if not text:
         return found
     for flag in step(step_key).red_flags:
-        if (
-            flag.pattern
-            and re.search(flag.pattern, text, re.DOTALL)
-            and not (flag.unless and re.search(flag.unless, text))
+        parts = re.split(r"(?<=[.!?])\s+", text) if flag.per_sentence else [text]
+        if flag.pattern and any(
+            re.search(flag.pattern, part, re.DOTALL) and not (flag.unless and re.search(flag.unless, part))
+            for part in parts
         ):
             found.append(flag.text)
     return found
@@ -691,10 +695,10 @@ FOLLOW_UPS: tuple[FollowUp, ...] = (
         lambda: (
             "Not delivery, no: a worker can do the work and die before it records done, and the lease hands the job "
             "out again, so delivery stays at least once. What I can do is make a second run harmless: an idempotent "
-            "handler. Exactly-once effects, said precisely, need an idempotency key: the job id passed to the "
-            "email provider, which drops a repeat only if it honours the key (and only for as long as it keeps "
-            "it), or a 'receipt sent' row keyed by job id and written in the same transaction as the effect when "
-            "the effect is in our database. The fence stops a stale worker's status write, not its email."
+            "handler. That is still not exactly-once delivery; at best it gives exactly-once effects, and only "
+            "with an idempotency key: the job id passed to the email provider, which drops a repeat only if it "
+            "honours the key (and only for as long as it keeps it), or a 'receipt sent' row keyed by job id and "
+            "written in the same transaction as the effect when the effect is in our database. The fence stops a stale worker's status write, not its email."
         ),
     ),
     FollowUp(

@@ -94,6 +94,9 @@ def test_red_flags_are_found_and_a_denial_is_not_one():
         "promising exactly-once delivery"
     ]
     assert interview.red_flags_in("need", "Delivery is at least once, not exactly once.") == []
+    # "at least once" in one sentence does not excuse "exactly once" promised in the next
+    promised = "Delivery is at least once. With the fence it is exactly once."
+    assert interview.red_flags_in("need", promised) == ["promising exactly-once delivery"]
     assert interview.red_flags_in("numbers", "lots of workers and a big server") == ["no numbers at all"]
     assert interview.red_flags_in("numbers", "500 workers at 50 ms") == []
     assert "a transaction held open for the whole job" in interview.red_flags_in(

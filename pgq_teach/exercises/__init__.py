@@ -165,7 +165,7 @@ EXERCISES = {
             ("ids", "fence_tokens", "attempts"),
             relay.check_relay_completion,
             "exercise/wrong/complete_batch_on_attempts",
-            "exercise/model/complete_batch_fenced",
+            "complete_many",
         ),
         Exercise(
             "12/envelope",

@@ -391,7 +391,7 @@ def _table() -> str:
     return (
         "A `jobs` table: id, kind, payload (jsonb: an id, not data), status ('ready', 'running', 'done', "
         "'dead'), run_at (when it may run, which is how retries wait), attempts and max_attempts, leased_until "
-        "(the lease), last_error. Checkout inserts the order and its job in one transaction and calls "
+        "(the lease), fence_token (bumped by every claim, never reset), last_error. Checkout inserts the order and its job in one transaction and calls "
         "pg_notify, which is delivered only on commit: no order without its job, no job without its order. "
         "Two partial indexes: ready jobs by run_at, running jobs by leased_until. "
         + said(
@@ -406,8 +406,8 @@ def _claim() -> str:
     q = quote("double_claims")
     return (
         "One statement: a WITH query selects the oldest due ready job, ORDER BY run_at LIMIT n, FOR UPDATE "
-        "SKIP LOCKED, and the UPDATE marks it running, adds one to attempts and sets a lease five minutes "
-        "ahead, RETURNING the job. The lock only lasts for that statement; SKIP LOCKED means workers never "
+        "SKIP LOCKED, and the UPDATE marks it running, adds one to attempts and to fence_token and sets a lease "
+        "five minutes ahead, RETURNING the job. The lock only lasts for that statement; SKIP LOCKED means workers never "
         "queue behind each other. The WHERE says status = 'ready' as a literal so the planner can use the "
         "partial index. Read-then-update in two statements is wrong: "
         + said(
@@ -425,8 +425,8 @@ def _failure() -> str:
         "Three failure modes. Double claims: solved by the claim. Crashed workers: the lease; a reaper every "
         "minute resets running jobs whose lease has passed, to ready, or dead on the last attempt. A slow "
         "worker is not a dead one, so completion is fenced: its UPDATE matches the id, status 'running' "
-        "and the claim's token (attempts, or a fence_token that only grows), and a stale worker updates 0 "
-        "rows. That cannot undo an email already sent, so delivery is at least once and every job is "
+        "and the fence_token its claim returned, which every claim bumps and nothing resets (attempts will "
+        "not do: requeuing a dead job resets it), so a stale worker updates 0 rows. That cannot undo an email already sent, so delivery is at least once and every job is "
         "idempotent: record 'receipt 101 sent' and check it first. Failures retry with exponential backoff "
         "(20, 40, 80, 160 s, capped at an hour) and go dead after max_attempts, keeping last_error for a "
         "human. Table bloat is the third mode; that is operations."
@@ -506,7 +506,9 @@ STEPS: tuple[Step, ...] = (
         "Sketch the jobs table and how checkout adds a job.",
         4,
         (
-            RubricItem("columns", "status, run_at, attempts / max_attempts, leased_until, last_error"),
+            RubricItem(
+                "columns", "status, run_at, attempts / max_attempts, leased_until, fence_token, last_error"
+            ),
             RubricItem("same_tx", "enqueue in the same transaction as the order; NOTIFY delivered on commit"),
             RubricItem("partial", "partial indexes on ready (run_at) and running (leased_until) rows"),
             RubricItem("payload", "a small payload: an id, not the data"),
@@ -1012,7 +1014,7 @@ def summary_markdown(server_version: str = "") -> str:
         "## The design",
         "- **Need**: background work for every committed order, surviving crashes, never slowing checkout.",
         (
-            "- **Table**: `jobs` with status, run_at, attempts, leased_until, last_error; enqueued in the order's "
+            "- **Table**: `jobs` with status, run_at, attempts, leased_until, fence_token, last_error; enqueued in the order's "
             "transaction; partial indexes on ready and running rows."
         ),
         "- **Claim**: one statement, `FOR UPDATE SKIP LOCKED` inside the `WITH`, a lease, `'ready'` as a literal.",

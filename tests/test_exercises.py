@@ -4,6 +4,7 @@ attempt fails it for the reason its lesson teaches."""
 import pytest
 
 from pgq_teach import exercises
+from pgq_teach.statements import statement
 
 # exercise -> the evidence that must fail for the seeded wrong attempt
 WRONG_FOR = {
@@ -109,7 +110,7 @@ def test_an_unfenced_relay_completion_finishes_the_stale_batch(pg):
 
 
 def test_a_relay_completion_that_ignores_its_batch_loses_the_crashed_relays_jobs(pg):
-    text = "UPDATE jobs SET status = 'done', leased_until = NULL WHERE status = 'running'"
+    text = statement("exercise/wrong/complete_all_running").text
     verdict = exercises.check("11/relay_complete", text)
     assert not verdict.passed and verdict.numbers["lost"] == 3  # C's jobs: never reaped, never published
     assert any(e.what.startswith("nothing lost") for e in verdict.failures)

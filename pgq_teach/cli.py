@@ -399,6 +399,30 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def cmd_reproduce(args) -> int:
+    from . import reproduce as rp
+    from .reproduce import runner, terminal
+
+    figures = rp.parse_only(args.only)  # bad input: one line and exit 2, before anything runs
+    if args.compare:
+        runner.check_compare()
+    bar = terminal.ProgressBar()
+
+    def work(stop):
+        if args.compare:
+            return rp.compare(figures, quick=args.quick, progress=bar, stop=stop, on_server=bar.server)
+        return rp.reproduce_here(figures, quick=args.quick, progress=bar, stop=stop)
+
+    found, interrupted = terminal.run_until_done(work, _say)
+    bar.finish()
+    _say(found.text())
+    for path in found.write(Path(args.out)):
+        _say(f"wrote {path}")
+    if interrupted:
+        return 130
+    return 0 if found.ok else 1
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line: a subcommand each for lab, server, enqueue, worker, stats, fault-run, load, ..."""
     p = argparse.ArgumentParser(prog="pgq-teach", description=__doc__)
@@ -523,6 +547,19 @@ def parser() -> argparse.ArgumentParser:
     )
     ben.add_argument("--json", help="where to write the JSON (default bench-DATE-TIME.json here)")
     ben.set_defaults(func=cmd_bench)
+
+
+
+    rep = sub.add_parser("reproduce", help="re-measure the guide's figures here, each with a verdict")
+    rep.add_argument("--quick", action="store_true",
+                     help="smaller sizes where a figure scales (each such row says so)")
+    rep.add_argument("--only", help="figures to run, such as 1,6,18 (default: every figure measured here)")
+    rep.add_argument("--out", default="pgq-reproduce",
+                     help="folder for the Markdown and JSON (default pgq-reproduce)")
+    rep.add_argument("--compare", action="store_true",
+                     help="run on the embedded PostgreSQL 16 and 18, side by side (needs the extra pg16)")
+    rep.epilog = "Exit 0: every must-reproduce figure reproduced; 1: one did not; 2: bad input; 130: stopped."
+    rep.set_defaults(func=cmd_reproduce)
     return p
 
 

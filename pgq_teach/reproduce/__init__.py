@@ -1,0 +1,24 @@
+"""`pgq-teach reproduce`: the guide's figures re-measured on this server in
+one run, each with a verdict, through the experiments API (no notebooks)."""
+
+from .registry import ENTRIES, MISSING, Entry
+from .report import Comparison, Report, Row
+from .runner import compare, parse_only, reproduce, reproduce_here
+from .verdicts import DIFFERS, EXPLAINED, REPRODUCED, Verdict
+
+__all__ = [
+    "ENTRIES",
+    "MISSING",
+    "Entry",
+    "Comparison",
+    "Report",
+    "Row",
+    "compare",
+    "parse_only",
+    "reproduce",
+    "reproduce_here",
+    "DIFFERS",
+    "EXPLAINED",
+    "REPRODUCED",
+    "Verdict",
+]

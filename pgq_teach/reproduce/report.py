@@ -1,0 +1,225 @@
+"""What a reproduction found: one row per figure, the server and machine it
+ran on, and the same as a terminal table, Markdown and JSON. A comparison
+sets two reports (PostgreSQL 16 and 18) side by side beside the guide's two columns."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .registry import GUIDE_VERSIONS, guide_major
+from .verdicts import REPRODUCED, STOPPED, Verdict
+
+
+@dataclass
+class Row:
+    figure: int
+    experiment: str
+    guide: dict[int, str]  # the guide's figure on 16 and on 18
+    measured: str
+    verdict: Verdict
+    shrunk: str = ""  # what --quick changed for this row, if anything
+    must: bool = False
+    timing: bool = False
+    values: dict[str, Any] = field(default_factory=dict)
+    took_s: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        """A figure every server must reproduce, measured and not reproduced."""
+        return self.must and self.verdict.kind not in (REPRODUCED, STOPPED)
+
+    def measured_text(self) -> str:
+        return self.measured + (f" [quick: {self.shrunk}]" if self.shrunk else "")
+
+    def guide_text(self, major: int) -> str:
+        shown = guide_major(major)
+        return f"{self.guide[shown]} (PG {GUIDE_VERSIONS[shown]})"
+
+
+@dataclass
+class Report:
+    server_line: str
+    server_version: str
+    major: int
+    cpus: int
+    machine: str
+    date: str
+    quick: bool
+    rows: list[Row] = field(default_factory=list)
+    stopped: bool = False
+    not_run: list[int] = field(default_factory=list)  # figures asked for but not reached before a stop
+
+    @property
+    def failures(self) -> list[Row]:
+        return [r for r in self.rows if r.failed]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def heading(self) -> list[str]:
+        lines = [
+            f"server: {self.server_line}",
+            f"machine: {self.machine}, {self.cpus} CPUs; date: {self.date}",
+        ]
+        if self.quick:
+            lines.append("--quick: smaller sizes where a figure scales; each shrunk row says so")
+        return lines
+
+    def footing(self) -> list[str]:
+        counts: dict[str, int] = {}
+        for r in self.rows:
+            counts[r.verdict.kind] = counts.get(r.verdict.kind, 0) + 1
+        lines = ["; ".join(f"{n} {kind}" for kind, n in counts.items()) or "nothing measured"]
+        if self.stopped:
+            lines.append(
+                "stopped early (Ctrl-C); not run: " + (", ".join(f"#{n}" for n in self.not_run) or "none")
+            )
+        for r in self.failures:
+            lines.append(f"FAILED #{r.figure}: every server must reproduce it; {r.verdict}")
+        return lines
+
+    def table(self) -> str:
+        """The terminal table; each verdict's reason on the line under its row."""
+        head = ("#", "experiment", "guide's figure", "this server", "verdict")
+        body = [
+            (str(r.figure), r.experiment, r.guide_text(self.major), r.measured_text(), r.verdict.kind)
+            for r in self.rows
+        ]
+        widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
+        out = [
+            "  ".join(cell.ljust(w) for cell, w in zip(head, widths, strict=True)).rstrip(),
+            "  ".join("-" * w for w in widths),
+        ]
+        for row, cells in zip(self.rows, body, strict=True):
+            out.append("  ".join(cell.ljust(w) for cell, w in zip(cells, widths, strict=True)).rstrip())
+            if row.verdict.reason:
+                out.append(" " * (widths[0] + 2) + f"why: {row.verdict.reason}")
+        return "\n".join(out)
+
+    def text(self) -> str:
+        return "\n".join([*self.heading(), "", self.table(), "", *self.footing()])
+
+    def markdown(self) -> str:
+        lines = ["# The guide's figures on this server", ""]
+        lines += [f"- {line}" for line in self.heading()]
+        lines += ["", "| # | experiment | guide's figure | this server | verdict |", "|---|---|---|---|---|"]
+        for r in self.rows:
+            verdict = (
+                str(r.verdict) + (" (must reproduce)" if r.must else "") + (" (timing)" if r.timing else "")
+            )
+            lines.append(
+                f"| {r.figure} | {cell(r.experiment)} | {cell(r.guide_text(self.major))} | "
+                f"{cell(r.measured_text())} | {cell(verdict)} |"
+            )
+        return "\n".join([*lines, "", *self.footing(), ""])
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for row, r in zip(data["rows"], self.rows, strict=True):
+            row["verdict"] = {"kind": r.verdict.kind, "reason": r.verdict.reason}
+            row["failed"] = r.failed
+        data["ok"] = self.ok
+        return data
+
+    def write(self, folder: Path, stem: str = "reproduce") -> list[Path]:
+        return write_pair(folder, stem, self.markdown(), self.as_json())
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def write_pair(folder: Path, stem: str, markdown: str, data: dict[str, Any]) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    md, js = folder / f"{stem}.md", folder / f"{stem}.json"
+    md.write_text(markdown)
+    js.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    return [md, js]
+
+
+# --- two majors side by side -------------------------------------------------------
+
+
+@dataclass
+class Comparison:
+    reports: list[Report]  # oldest major first
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.reports)
+
+    def grid(self) -> tuple[tuple[str, ...], list[tuple[str, ...]], list[str]]:
+        """Header, rows, and the reasons under them."""
+        head = (
+            "#",
+            "experiment",
+            *(f"guide PG {v}" for v in GUIDE_VERSIONS.values()),
+            *(f"PG {r.server_version}" for r in self.reports),
+            *(f"verdict {r.major}" for r in self.reports),
+        )
+        numbers = sorted({row.figure for r in self.reports for row in r.rows})
+        rows, reasons = [], []
+        for n in numbers:
+            found = [next((row for row in r.rows if row.figure == n), None) for r in self.reports]
+            first = next(row for row in found if row is not None)
+            rows.append(
+                (
+                    str(n),
+                    first.experiment,
+                    *(first.guide[m] for m in GUIDE_VERSIONS),
+                    *(row.measured_text() if row else "not run" for row in found),
+                    *(row.verdict.kind if row else "" for row in found),
+                )
+            )
+            why = [
+                f"{r.major}: {row.verdict.reason}"
+                for r, row in zip(self.reports, found, strict=True)
+                if row and row.verdict.reason
+            ]
+            reasons.append("; ".join(why))
+        return head, rows, reasons
+
+    def heading(self) -> list[str]:
+        return [line for r in self.reports for line in r.heading()[:1]] + self.reports[0].heading()[1:]
+
+    def text(self) -> str:
+        head, rows, reasons = self.grid()
+        widths = [max(len(line[i]) for line in [head, *rows]) for i in range(len(head))]
+        out = [
+            *self.heading(),
+            "",
+            "  ".join(c.ljust(w) for c, w in zip(head, widths, strict=True)).rstrip(),
+            "  ".join("-" * w for w in widths),
+        ]
+        for cells, why in zip(rows, reasons, strict=True):
+            out.append("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
+            if why:
+                out.append(" " * (widths[0] + 2) + f"why: {why}")
+        for r in self.reports:
+            out.append(f"PG {r.major}: " + " / ".join(r.footing()))
+        return "\n".join(out)
+
+    def markdown(self) -> str:
+        head, rows, reasons = self.grid()
+        lines = ["# The guide's figures on PostgreSQL 16 and 18, side by side", ""]
+        lines += [f"- {line}" for line in self.heading()]
+        lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for cells, why in zip(rows, reasons, strict=True):
+            shown = [*cells[:-1], cells[-1] + (f" ({why})" if why else "")]
+            lines.append("| " + " | ".join(cell(c) for c in shown) + " |")
+        lines.append("")
+        lines += [f"PG {r.major}: " + " / ".join(r.footing()) for r in self.reports]
+        return "\n".join(lines) + "\n"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "reports": [r.as_json() for r in self.reports]}
+
+    def write(self, folder: Path) -> list[Path]:
+        written = write_pair(folder, "compare", self.markdown(), self.as_json())
+        for r in self.reports:
+            written += r.write(folder, f"reproduce-pg{r.major}")
+        return written

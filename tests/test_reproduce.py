@@ -1,0 +1,256 @@
+"""`pgq-teach reproduce`: the verdict logic on measured values and on real
+result objects, the report it writes, bad input refused before anything
+runs, Ctrl-C keeping what was measured, and live runs whose must-reproduce
+figures reproduce on this server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pgq_teach import cli, embedded
+from pgq_teach.errors import BadInput, SetupError
+from pgq_teach.reproduce import ENTRIES, MISSING, Comparison, Report, Row, parse_only, reproduce
+from pgq_teach.reproduce import registry as r
+from pgq_teach.reproduce.verdicts import DIFFERS, EXPLAINED, NOT_MEASURED, REPRODUCED, STOPPED, Verdict
+
+MUST = {2, 3}  # the must-reproduce figures whose experiments are here so far
+
+
+def kind(judge, values, major=18) -> str:
+    return judge(values, major).kind
+
+
+# --- the registry -----------------------------------------------------------------
+
+
+def test_every_guide_figure_is_measured_or_said_missing():
+    assert set(ENTRIES) | set(MISSING) == set(range(1, 20))
+    assert not set(ENTRIES) & set(MISSING)
+
+
+def test_the_must_reproduce_figures_are_marked_and_never_timing():
+    assert {n for n, e in ENTRIES.items() if e.must} == MUST
+    assert not any(e.must and e.timing for e in ENTRIES.values())
+
+
+def test_quick_shrinks_only_where_it_says_so():
+    for entry in ENTRIES.values():
+        if entry.quick is None:
+            assert entry.sizes(quick=True) == entry.full and not entry.shrinks(True)
+        else:
+            assert entry.shrunk, f"#{entry.number} shrinks without saying how"
+            assert entry.sizes(quick=True) != entry.full
+
+
+# --- verdicts on measured values ----------------------------------------------------
+
+
+def test_naive_claim_verdicts():
+    base = {"jobs": 400, "workers": 8}
+    assert kind(r.judge_naive, {**base, "run_more_than_once": 240}) == REPRODUCED
+    assert kind(r.judge_naive, {**base, "run_more_than_once": 30}) == EXPLAINED  # scheduling
+    assert kind(r.judge_naive, {**base, "run_more_than_once": 0}) == DIFFERS
+    assert kind(r.judge_naive, {"jobs": 100, "workers": 8, "run_more_than_once": 60}) == REPRODUCED  # scaled
+
+
+def replay_values(**over):
+    values = {"hold_s": 2.0, "b_job": 2, "b_s": 2.01, "sqlstate": None, "waiting_when_sampled": True,
+              "wait_event": ["Lock", "transactionid"], "blocked_by_a": True}
+    return {**values, **over}
+
+
+def test_for_update_must_wait_on_transactionid():
+    assert kind(r.judge_for_update, replay_values()) == REPRODUCED
+    assert kind(r.judge_for_update, replay_values(wait_event=["Lock", "tuple"])) == DIFFERS
+    assert kind(r.judge_for_update, replay_values(waiting_when_sampled=False)) == DIFFERS
+    assert kind(r.judge_for_update, replay_values(blocked_by_a=False)) == DIFFERS
+    assert kind(r.judge_for_update, replay_values(b_job=1)) == DIFFERS
+
+
+def test_nowait_must_fail_with_55p03_at_once():
+    assert kind(r.judge_nowait, replay_values(sqlstate="55P03", b_job=None, b_s=0.004)) == REPRODUCED
+    assert kind(r.judge_nowait, replay_values(sqlstate="55P03", b_job=None, b_s=1.9)) == DIFFERS  # it waited
+    assert kind(r.judge_nowait, replay_values(sqlstate=None, b_s=0.004)) == DIFFERS
+    assert kind(r.judge_nowait, replay_values(sqlstate="57014", b_job=None, b_s=0.004)) == DIFFERS
+
+
+def test_skip_locked_timing_is_explained_not_failed():
+    assert kind(r.judge_skip_locked, replay_values(b_s=0.003)) == REPRODUCED
+    assert kind(r.judge_skip_locked, replay_values(b_s=0.05)) == EXPLAINED
+    assert kind(r.judge_skip_locked, replay_values(b_s=1.99)) == DIFFERS
+    assert kind(r.judge_skip_locked, replay_values(b_job=None, b_s=0.003)) == DIFFERS
+
+
+def test_batch_verdicts():
+    good = {"jobs": 10_000, "batch": 100, "batches": 100, "largest": 100, "every_job_once": True}
+    assert kind(r.judge_batches, good) == REPRODUCED
+    assert kind(r.judge_batches, {**good, "largest": 101}) == DIFFERS
+    assert kind(r.judge_batches, {**good, "every_job_once": False}) == DIFFERS
+    assert kind(r.judge_batches, {**good, "batches": 101}) == DIFFERS
+
+
+def test_five_ways_and_zero_work_verdicts():
+    medians = {"hold_for_update": 4.4, "lease_skip_locked": 0.6}
+    assert kind(r.judge_five_ways, {"serial_ideal_s": 4.0, "median_s": medians}) == REPRODUCED
+    medians["hold_for_update"] = 3.1
+    assert kind(r.judge_five_ways, {"serial_ideal_s": 4.0, "median_s": medians}) == DIFFERS
+    assert kind(r.judge_zero_work, {"saving": 0.12}) == REPRODUCED
+    assert kind(r.judge_zero_work, {"saving": -0.03}) == EXPLAINED
+    assert kind(r.judge_zero_work, {"saving": -0.2}) == DIFFERS
+
+
+def test_notify_and_plan_verdicts():
+    ok = {"rolled_back_heard": 0, "committed_heard_while_open": 0, "committed_heard_after": 1}
+    assert kind(r.judge_enqueue, ok) == REPRODUCED
+    assert kind(r.judge_enqueue, {**ok, "rolled_back_heard": 1}) == DIFFERS
+    assert kind(r.judge_enqueue, {**ok, "committed_heard_while_open": 1}) == DIFFERS
+    assert kind(r.judge_enqueue, {**ok, "committed_heard_after": 0}) == DIFFERS
+    assert kind(r.judge_plans, {"uses_ready_index": True, "lockrows_above": True}) == REPRODUCED
+    assert kind(r.judge_plans, {"uses_ready_index": False, "lockrows_above": False}) == DIFFERS
+
+
+# --- what fails the run ---------------------------------------------------------------
+
+
+def row(n: int, verdict: Verdict, **kw) -> Row:
+    e = ENTRIES[n]
+    return Row(n, e.experiment, e.guide, "measured", verdict, must=e.must, timing=e.timing, **kw)
+
+
+def report(rows, **kw) -> Report:
+    fields = dict(server_line="PostgreSQL 18.6 · backend embedded", server_version="18.6", major=18, cpus=2,
+                  machine="Linux x86_64", date="2026-11-30 12:00 UTC", quick=False)
+    return Report(**{**fields, **kw}, rows=rows)
+
+
+def test_only_a_must_figure_that_did_not_reproduce_fails():
+    assert report([row(3, Verdict(REPRODUCED)), row(6, Verdict(DIFFERS, "slow"))]).ok  # timing: reported only
+    assert report([row(3, Verdict(STOPPED))]).ok  # stopped by the learner, not a failure
+    for bad in (Verdict(DIFFERS, "no error"), Verdict(EXPLAINED, "x"), Verdict(NOT_MEASURED, "no server")):
+        failed = report([row(3, bad)])
+        assert not failed.ok and "FAILED #3" in failed.text()
+
+
+def test_the_report_carries_server_cpus_date_and_quick_notes(tmp_path):
+    rows = [row(5, Verdict(REPRODUCED), shrunk=ENTRIES[5].shrunk), row(1, Verdict(EXPLAINED, "scheduling"))]
+    found = report(rows, quick=True)
+    paths = found.write(tmp_path)
+    md = (tmp_path / "reproduce.md").read_text()
+    data = json.loads((tmp_path / "reproduce.json").read_text())
+    assert sorted(p.name for p in paths) == ["reproduce.json", "reproduce.md"]
+    for text in (md, found.text()):
+        assert "PostgreSQL 18.6" in text and "2 CPUs" in text and "2026-11-30" in text
+        assert f"quick: {ENTRIES[5].shrunk}" in text
+        assert "scheduling" in text
+    assert data["cpus"] == 2 and data["quick"] is True and data["ok"] is True
+    assert [x["verdict"]["kind"] for x in data["rows"]] == [REPRODUCED, EXPLAINED]
+    assert "(PG 18.4)" in md  # the guide's figure with its version
+
+
+def test_comparison_sets_both_majors_beside_the_guides_two_columns(tmp_path):
+    on16 = report([row(1, Verdict(REPRODUCED)), row(3, Verdict(REPRODUCED))], server_version="16.14", major=16)
+    on18 = report([row(1, Verdict(EXPLAINED, "scheduling"))])
+    both = Comparison([on16, on18])
+    head, rows, reasons = both.grid()
+    assert head[2:6] == ("guide PG 16.15", "guide PG 18.4", "PG 16.14", "PG 18.6")
+    assert rows[0][2:4] == (ENTRIES[1].guide[16], ENTRIES[1].guide[18])
+    assert rows[1][5] == "not run" and reasons[0] == "18: scheduling"
+    names = sorted(p.name for p in both.write(tmp_path))
+    assert names == ["compare.json", "compare.md", "reproduce-pg16.json", "reproduce-pg16.md",
+                     "reproduce-pg18.json", "reproduce-pg18.md"]
+
+
+# --- bad input --------------------------------------------------------------------------
+
+
+def test_parse_only():
+    assert parse_only(None) == sorted(ENTRIES)
+    assert parse_only(" 3, 2,3 ") == [2, 3]
+    for bad, words in [("99", "no figure 99"), ("x", "'x' is not a number"), ("1,,2", "'' is not"),
+                       ("-1", "not a number"), (f"{min(MISSING)}", "no experiment here yet")]:
+        with pytest.raises(BadInput, match=words):
+            parse_only(bad)
+
+
+@pytest.mark.parametrize("only", ["99", "x"])
+def test_bad_only_is_one_line_and_exit_2_before_any_server_is_asked(only, monkeypatch, capsys):
+    # An unreachable server: reaching for it would print a different error.
+    monkeypatch.setenv("PGQ_BACKEND", "dsn")
+    monkeypatch.setenv("PGQ_DSN", "postgresql://nobody@127.0.0.1:1/none")
+    from pgq_teach import server
+
+    server.reset_choice()
+    try:
+        assert cli.main(["reproduce", "--only", only]) == 2
+    finally:
+        server.reset_choice()
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "--only" in err
+
+
+def test_the_major_is_checked_and_16_lives_beside_18(monkeypatch, tmp_path):
+    monkeypatch.setenv("PGQ_DATA_DIR", str(tmp_path / "mine"))
+    monkeypatch.setenv("PGQ_PG_MAJOR", "16")
+    assert embedded.data_dir() == tmp_path / "mine-pg16"
+    monkeypatch.setenv("PGQ_PG_MAJOR", "18")
+    assert embedded.data_dir() == tmp_path / "mine"
+    monkeypatch.setenv("PGQ_PG_MAJOR", "17")
+    with pytest.raises(SetupError, match="PGQ_PG_MAJOR='17'"):
+        embedded.data_dir()
+
+
+# --- live runs ----------------------------------------------------------------------------
+
+
+def test_the_must_figures_and_the_quick_ones_reproduce_here(db):
+    found = reproduce(db, [1, 2, 3, 4, 5, 12, 16], quick=True)
+    by = {x.figure: x for x in found.rows}
+    assert list(by) == [1, 2, 3, 4, 5, 12, 16] and not found.stopped
+    for n in MUST:
+        assert by[n].verdict.kind == REPRODUCED, by[n].verdict
+    assert by[3].values["sqlstate"] == "55P03"
+    assert by[2].values["wait_event"] == ["Lock", "transactionid"]
+    assert by[5].values["batches"] == 100 and by[5].shrunk  # 10,000 jobs in batches of 100
+    assert by[16].verdict.kind == REPRODUCED and by[12].verdict.kind == REPRODUCED
+    assert by[1].values["run_more_than_once"] > 0  # how many is scheduling; some is the bug
+    assert found.ok and found.major == db.server.major
+
+
+def test_a_stop_keeps_what_was_measured(db):
+    stop = threading.Event()
+
+    def progress(number, index, count, done, total):
+        if number == 16 and done == total:
+            stop.set()  # as Ctrl-C does once the first figure is in
+
+    found = reproduce(db, [16, 3, 12], progress=progress, stop=stop)
+    assert [x.figure for x in found.rows] == [16]
+    assert found.stopped and found.not_run == [3, 12]
+    assert "not run: #3, #12" in found.text()
+
+
+def test_ctrl_c_stops_cleanly_and_writes_what_it_had(tmp_path):
+    exe = Path(sys.executable).with_name("pgq-teach")
+    proc = subprocess.Popen([str(exe), "reproduce", "--quick", "--only", "5,6", "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=os.environ.copy())
+    deadline = time.monotonic() + 60
+    seen = ""
+    while "#6" not in seen and time.monotonic() < deadline:  # wait until figure 6 has begun
+        seen += proc.stderr.readline()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    data = json.loads((tmp_path / "reproduce.json").read_text())
+    assert data["stopped"] is True
+    assert [(x["figure"], x["verdict"]["kind"]) for x in data["rows"]] == [(5, REPRODUCED), (6, STOPPED)]
+    assert "stopping" in out

@@ -69,18 +69,24 @@ def run_until_done(work: Callable[[threading.Event], T], say: Callable[[str], No
     stop = threading.Event()
     box: dict[str, object] = {}
 
+    finished = threading.Event()
+
     def target() -> None:
         try:
             box["value"] = work(stop)
         except BaseException as exc:  # raised again on the caller's thread
             box["error"] = exc
+        finally:
+            finished.set()
 
     thread = threading.Thread(target=target, name="pgq-teach reproduce", daemon=True)
     thread.start()
     interrupted = False
-    while thread.is_alive():
+    # Wait on an event, not thread.join(): a Ctrl-C inside join() can leave the
+    # thread looking finished while it still runs (CPython 3.11).
+    while not finished.is_set():
         try:
-            thread.join(0.2)
+            finished.wait(0.2)
         except KeyboardInterrupt:
             if interrupted:
                 raise

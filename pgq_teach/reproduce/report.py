@@ -49,6 +49,7 @@ class Report:
     date: str
     quick: bool
     rows: list[Row] = field(default_factory=list)
+    load: float | None = None  # the 1-minute load average at the start: timings on a busy machine stretch
     stopped: bool = False
     not_run: list[int] = field(default_factory=list)  # figures asked for but not reached before a stop
 
@@ -61,9 +62,10 @@ class Report:
         return not self.failures
 
     def heading(self) -> list[str]:
+        load = f", load {self.load:.1f}" if self.load is not None else ""
         lines = [
             f"server: {self.server_line}",
-            f"machine: {self.machine}, {self.cpus} CPUs; date: {self.date}",
+            f"machine: {self.machine}, {self.cpus} CPUs{load}; date: {self.date}",
         ]
         if self.quick:
             lines.append("--quick: smaller sizes where a figure scales; each shrunk row says so")

@@ -117,6 +117,7 @@ def reproduce(
         machine=machine(),
         date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         quick=quick,
+        load=os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     )
     for index, number in enumerate(figures):
         if stop.is_set():

@@ -131,6 +131,12 @@ class Report:
         return write_pair(folder, stem, self.markdown(), self.as_json())
 
 
+def verdict_cell(row: Row | None, with_reason: bool) -> str:
+    if row is None:
+        return ""
+    return str(row.verdict) if with_reason else row.verdict.kind
+
+
 def cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -154,8 +160,9 @@ class Comparison:
     def ok(self) -> bool:
         return all(r.ok for r in self.reports)
 
-    def grid(self) -> tuple[tuple[str, ...], list[tuple[str, ...]], list[str]]:
-        """Header, rows, and the reasons under them."""
+    def grid(self, reasons_inline: bool = False) -> tuple[tuple[str, ...], list[tuple[str, ...]], list[str]]:
+        """Header, rows, and the reasons to print under them (or, with
+        `reasons_inline`, each in its own verdict cell and none under)."""
         head = (
             "#",
             "experiment",
@@ -174,13 +181,13 @@ class Comparison:
                     first.experiment,
                     *(first.guide[m] for m in GUIDE_VERSIONS),
                     *(row.measured_text() if row else "not run" for row in found),
-                    *(row.verdict.kind if row else "" for row in found),
+                    *(verdict_cell(row, reasons_inline) for row in found),
                 )
             )
             why = [
                 f"{r.major}: {row.verdict.reason}"
                 for r, row in zip(self.reports, found, strict=True)
-                if row and row.verdict.reason
+                if row and row.verdict.reason and not reasons_inline
             ]
             reasons.append("; ".join(why))
         return head, rows, reasons
@@ -206,13 +213,11 @@ class Comparison:
         return "\n".join(out)
 
     def markdown(self) -> str:
-        head, rows, reasons = self.grid()
+        head, rows, _ = self.grid(reasons_inline=True)
         lines = ["# The guide's figures on PostgreSQL 16 and 18, side by side", ""]
         lines += [f"- {line}" for line in self.heading()]
         lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        for cells, why in zip(rows, reasons, strict=True):
-            shown = [*cells[:-1], cells[-1] + (f" ({why})" if why else "")]
-            lines.append("| " + " | ".join(cell(c) for c in shown) + " |")
+        lines += ["| " + " | ".join(cell(c) for c in cells) + " |" for cells in rows]
         lines.append("")
         lines += [f"PG {r.major}: " + " / ".join(r.footing()) for r in self.reports]
         return "\n".join(lines) + "\n"

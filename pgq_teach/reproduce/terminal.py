@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO, TypeVar
 
-from ..guide import figure
+from .registry import ENTRIES
 
 T = TypeVar("T")
 BAR_WIDTH = 30
@@ -38,7 +38,7 @@ class ProgressBar:
                 if self.last_figure != (self.prefix, number):
                     self.last_figure = (self.prefix, number)
                     print(
-                        f"{self.prefix}[{index + 1}/{count}] #{number}: {figure(number).experiment}",
+                        f"{self.prefix}[{index + 1}/{count}] #{number}: {ENTRIES[number].experiment}",
                         file=self.stream,
                         flush=True,
                     )
@@ -51,7 +51,7 @@ class ProgressBar:
             filled = int(fraction * BAR_WIDTH)
             text = (
                 f"\r{self.prefix}[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {fraction:4.0%} "
-                f"#{number} ({index + 1}/{count}): {figure(number).experiment}"
+                f"#{number} ({index + 1}/{count}): {ENTRIES[number].experiment}"
             )
             self.stream.write(text[:160].ljust(161))
             self.stream.flush()

@@ -548,8 +548,6 @@ def parser() -> argparse.ArgumentParser:
     ben.add_argument("--json", help="where to write the JSON (default bench-DATE-TIME.json here)")
     ben.set_defaults(func=cmd_bench)
 
-
-
     rep = sub.add_parser("reproduce", help="re-measure the guide's figures here, each with a verdict")
     rep.add_argument("--quick", action="store_true",
                      help="smaller sizes where a figure scales (each such row says so)")

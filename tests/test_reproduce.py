@@ -20,10 +20,12 @@ import pytest
 from pgq_teach import cli, embedded
 from pgq_teach.errors import BadInput, SetupError
 from pgq_teach.reproduce import ENTRIES, MISSING, Comparison, Report, Row, compare, parse_only, reproduce
-from pgq_teach.reproduce import registry as r
+from pgq_teach.reproduce import claiming as c
+from pgq_teach.reproduce import notify as n
+from pgq_teach.reproduce import storage as st
 from pgq_teach.reproduce.verdicts import DIFFERS, EXPLAINED, NOT_MEASURED, REPRODUCED, STOPPED, Verdict
 
-MUST = {2, 3}  # the must-reproduce figures whose experiments are here so far
+MUST = {2, 3, 14, 17, 18}  # the figures with a claim every server must show, here so far
 
 
 def kind(judge, values, major=18) -> str:
@@ -39,7 +41,8 @@ def test_every_guide_figure_is_measured_or_said_missing():
 
 
 def test_the_must_reproduce_figures_are_marked_and_never_timing():
-    assert {n for n, e in ENTRIES.items() if e.must} == MUST
+    assert {k for k, e in ENTRIES.items() if e.must} == MUST
+    assert all(e.must_claim for e in ENTRIES.values() if e.must)
     assert not any(e.must and e.timing for e in ENTRIES.values())
 
 
@@ -57,10 +60,10 @@ def test_quick_shrinks_only_where_it_says_so():
 
 def test_naive_claim_verdicts():
     base = {"jobs": 400, "workers": 8}
-    assert kind(r.judge_naive, {**base, "run_more_than_once": 240}) == REPRODUCED
-    assert kind(r.judge_naive, {**base, "run_more_than_once": 30}) == EXPLAINED  # scheduling
-    assert kind(r.judge_naive, {**base, "run_more_than_once": 0}) == DIFFERS
-    assert kind(r.judge_naive, {"jobs": 100, "workers": 8, "run_more_than_once": 60}) == REPRODUCED  # scaled
+    assert kind(c.judge_naive, {**base, "run_more_than_once": 240}) == REPRODUCED
+    assert kind(c.judge_naive, {**base, "run_more_than_once": 30}) == EXPLAINED  # scheduling
+    assert kind(c.judge_naive, {**base, "run_more_than_once": 0}) == DIFFERS
+    assert kind(c.judge_naive, {"jobs": 100, "workers": 8, "run_more_than_once": 60}) == REPRODUCED  # scaled
 
 
 def replay_values(**over):
@@ -77,61 +80,124 @@ def replay_values(**over):
 
 
 def test_for_update_must_wait_on_transactionid():
-    assert kind(r.judge_for_update, replay_values()) == REPRODUCED
-    assert kind(r.judge_for_update, replay_values(wait_event=["Lock", "tuple"])) == DIFFERS
-    assert kind(r.judge_for_update, replay_values(waiting_when_sampled=False)) == DIFFERS
-    assert kind(r.judge_for_update, replay_values(blocked_by_a=False)) == DIFFERS
-    assert kind(r.judge_for_update, replay_values(b_job=1)) == DIFFERS
+    assert kind(c.judge_for_update, replay_values()) == REPRODUCED
+    assert kind(c.judge_for_update, replay_values(wait_event=["Lock", "tuple"])) == DIFFERS
+    assert kind(c.judge_for_update, replay_values(waiting_when_sampled=False)) == DIFFERS
+    assert kind(c.judge_for_update, replay_values(blocked_by_a=False)) == DIFFERS
+    assert kind(c.judge_for_update, replay_values(b_job=1)) == DIFFERS
 
 
 def test_nowait_must_fail_with_55p03_at_once():
-    assert kind(r.judge_nowait, replay_values(sqlstate="55P03", b_job=None, b_s=0.004)) == REPRODUCED
-    assert kind(r.judge_nowait, replay_values(sqlstate="55P03", b_job=None, b_s=1.9)) == DIFFERS  # it waited
-    assert kind(r.judge_nowait, replay_values(sqlstate=None, b_s=0.004)) == DIFFERS
-    assert kind(r.judge_nowait, replay_values(sqlstate="57014", b_job=None, b_s=0.004)) == DIFFERS
+    assert kind(c.judge_nowait, replay_values(sqlstate="55P03", b_job=None, b_s=0.004)) == REPRODUCED
+    assert kind(c.judge_nowait, replay_values(sqlstate="55P03", b_job=None, b_s=1.9)) == DIFFERS  # it waited
+    assert kind(c.judge_nowait, replay_values(sqlstate=None, b_s=0.004)) == DIFFERS
+    assert kind(c.judge_nowait, replay_values(sqlstate="57014", b_job=None, b_s=0.004)) == DIFFERS
 
 
 def test_skip_locked_timing_is_explained_not_failed():
-    assert kind(r.judge_skip_locked, replay_values(b_s=0.003)) == REPRODUCED
-    assert kind(r.judge_skip_locked, replay_values(b_s=0.05)) == EXPLAINED
-    assert kind(r.judge_skip_locked, replay_values(b_s=1.99)) == DIFFERS
-    assert kind(r.judge_skip_locked, replay_values(b_job=None, b_s=0.003)) == DIFFERS
+    assert kind(c.judge_skip_locked, replay_values(b_s=0.003)) == REPRODUCED
+    assert kind(c.judge_skip_locked, replay_values(b_s=0.05)) == EXPLAINED
+    assert kind(c.judge_skip_locked, replay_values(b_s=1.99)) == DIFFERS
+    assert kind(c.judge_skip_locked, replay_values(b_job=None, b_s=0.003)) == DIFFERS
 
 
 def test_batch_verdicts():
     good = {"jobs": 10_000, "batch": 100, "batches": 100, "largest": 100, "every_job_once": True}
-    assert kind(r.judge_batches, good) == REPRODUCED
-    assert kind(r.judge_batches, {**good, "largest": 101}) == DIFFERS
-    assert kind(r.judge_batches, {**good, "every_job_once": False}) == DIFFERS
-    assert kind(r.judge_batches, {**good, "batches": 101}) == DIFFERS
+    assert kind(c.judge_batches, good) == REPRODUCED
+    assert kind(c.judge_batches, {**good, "largest": 101}) == DIFFERS
+    assert kind(c.judge_batches, {**good, "every_job_once": False}) == DIFFERS
+    assert kind(c.judge_batches, {**good, "batches": 101}) == DIFFERS
 
 
 def test_five_ways_and_zero_work_verdicts():
     medians = {"hold_for_update": 4.4, "lease_skip_locked": 0.6}
-    assert kind(r.judge_five_ways, {"serial_ideal_s": 4.0, "median_s": medians}) == REPRODUCED
+    assert kind(c.judge_five_ways, {"serial_ideal_s": 4.0, "median_s": medians}) == REPRODUCED
     medians["hold_for_update"] = 3.1
-    assert kind(r.judge_five_ways, {"serial_ideal_s": 4.0, "median_s": medians}) == DIFFERS
-    assert kind(r.judge_zero_work, {"saving": 0.12}) == REPRODUCED
-    assert kind(r.judge_zero_work, {"saving": -0.03}) == EXPLAINED
-    assert kind(r.judge_zero_work, {"saving": -0.2}) == DIFFERS
+    assert kind(c.judge_five_ways, {"serial_ideal_s": 4.0, "median_s": medians}) == DIFFERS
+    assert kind(c.judge_zero_work, {"saving": 0.12}) == REPRODUCED
+    assert kind(c.judge_zero_work, {"saving": -0.03}) == EXPLAINED
+    assert kind(c.judge_zero_work, {"saving": -0.2}) == DIFFERS
 
 
 def test_notify_and_plan_verdicts():
-    ok = {"rolled_back_heard": 0, "committed_heard_while_open": 0, "committed_heard_after": 1}
-    assert kind(r.judge_enqueue, ok) == REPRODUCED
-    assert kind(r.judge_enqueue, {**ok, "rolled_back_heard": 1}) == DIFFERS
-    assert kind(r.judge_enqueue, {**ok, "committed_heard_while_open": 1}) == DIFFERS
-    assert kind(r.judge_enqueue, {**ok, "committed_heard_after": 0}) == DIFFERS
-    assert kind(r.judge_plans, {"uses_ready_index": True, "lockrows_above": True}) == REPRODUCED
-    assert kind(r.judge_plans, {"uses_ready_index": False, "lockrows_above": False}) == DIFFERS
+    rules = {"identical": True, "distinct": True, "busy listener": True, "nobody listening": True}
+    ok = {"rolled_back_heard": 0, "committed_heard_while_open": 0, "committed_heard_after": 1, "rules": rules}
+    assert kind(n.judge_rules, ok) == REPRODUCED
+    assert kind(n.judge_rules, {**ok, "rolled_back_heard": 1}) == DIFFERS
+    assert kind(n.judge_rules, {**ok, "committed_heard_while_open": 1}) == DIFFERS
+    assert kind(n.judge_rules, {**ok, "committed_heard_after": 0}) == DIFFERS
+    verdict = n.judge_rules({**ok, "rules": {**rules, "identical": False}}, 18)
+    assert verdict.kind == DIFFERS and "identical" in verdict.reason
+    assert kind(c.judge_plans, {"uses_ready_index": True, "lockrows_above": True}) == REPRODUCED
+    assert kind(c.judge_plans, {"uses_ready_index": False, "lockrows_above": False}) == DIFFERS
+
+
+def test_latency_and_throughput_are_timing_verdicts():
+    fast = {"poll_s": 1.0, "notify_ms": 3.0, "poll_ms": 480.0, "poll_max_ms": 950.0}
+    assert kind(n.judge_latency, fast) == REPRODUCED
+    assert kind(n.judge_latency, {**fast, "notify_ms": 40.0}) == EXPLAINED  # busy machine, still far sooner
+    assert kind(n.judge_latency, {**fast, "notify_ms": 600.0}) == DIFFERS
+    assert kind(n.judge_latency, {**fast, "poll_max_ms": 3000.0}) == DIFFERS
+    done = {"jobs": 100_000, "completed": 100_000}
+    assert kind(c.judge_throughput, {**done, "jobs_per_s": 26_000}) == REPRODUCED
+    assert kind(c.judge_throughput, {**done, "jobs_per_s": 5_000}) == EXPLAINED
+    assert kind(c.judge_throughput, {**done, "completed": 99_000, "jobs_per_s": 26_000}) == DIFFERS
+
+
+def test_index_verdicts_and_the_far_smaller_claim():
+    guide = {"done": 100_000, "partial_kb": 16, "full_kb": 3104, "ratio": 194}
+    assert kind(st.judge_index_sizes, guide) == REPRODUCED and st.far_smaller(guide)
+    other = {**guide, "full_kb": 1500, "ratio": 94}
+    assert kind(st.judge_index_sizes, other) == EXPLAINED and st.far_smaller(other)
+    close = {**guide, "full_kb": 80, "ratio": 5}
+    assert kind(st.judge_index_sizes, close) == DIFFERS and not st.far_smaller(close)
+    drained = {"jobs": 100_000, "after_drain_kb": 2208, "after_vacuum_kb": 2208, "after_reindex_kb": 16}
+    assert kind(st.judge_drained_index, drained) == REPRODUCED
+    assert (
+        kind(st.judge_drained_index, {**drained, "after_drain_kb": 1200, "after_vacuum_kb": 1200})
+        == EXPLAINED
+    )
+    assert kind(st.judge_drained_index, {**drained, "after_vacuum_kb": 16}) == DIFFERS  # it shrank by itself
+
+
+def test_bloat_verdicts_and_their_must_claims():
+    drain = {"jobs": 100_000, "table_mb": 29.0, "buffers": 196, "buffers_after_vacuum": 1}
+    assert kind(st.judge_drain, drain, 18) == REPRODUCED and st.one_buffer_after_vacuum(drain)
+    assert kind(st.judge_drain, {**drain, "buffers": 275}, 16) == REPRODUCED  # the guide's PG 16 count
+    assert kind(st.judge_drain, {**drain, "buffers": 600}) == EXPLAINED
+    two = {**drain, "buffers_after_vacuum": 2}
+    assert kind(st.judge_drain, two) == DIFFERS and not st.one_buffer_after_vacuum(two)
+    held = {
+        "jobs": 100_000,
+        "removed_while_open": 0,
+        "not_removable_while_open": 200_000,
+        "buffers_while_open": 1609,
+        "buffers_after": 1,
+    }
+    assert kind(st.judge_held_back, held) == REPRODUCED and st.held_back_then_clean(held)
+    assert kind(st.judge_held_back, {**held, "buffers_while_open": 3000}) == EXPLAINED
+    removed = {**held, "removed_while_open": 5}
+    assert kind(st.judge_held_back, removed) == DIFFERS and not st.held_back_then_clean(removed)
+    assert not st.held_back_then_clean({**held, "buffers_after": 40})
 
 
 # --- what fails the run ---------------------------------------------------------------
 
 
-def row(n: int, verdict: Verdict, **kw) -> Row:
-    e = ENTRIES[n]
-    return Row(n, e.experiment, e.guide, "measured", verdict, must=e.must, timing=e.timing, **kw)
+def row(number: int, verdict: Verdict, **kw) -> Row:
+    e = ENTRIES[number]
+    kw.setdefault("held", verdict.kind == REPRODUCED if e.must else None)
+    return Row(
+        number,
+        e.experiment,
+        e.guide,
+        "measured",
+        verdict,
+        must=e.must is not None,
+        must_claim=e.must_claim,
+        timing=e.timing,
+        **kw,
+    )
 
 
 def report(rows, **kw) -> Report:
@@ -147,12 +213,14 @@ def report(rows, **kw) -> Report:
     return Report(**{**fields, **kw}, rows=rows)
 
 
-def test_only_a_must_figure_that_did_not_reproduce_fails():
+def test_only_a_must_claim_that_did_not_hold_fails_the_run():
     assert report([row(3, Verdict(REPRODUCED)), row(6, Verdict(DIFFERS, "slow"))]).ok  # timing: reported only
     assert report([row(3, Verdict(STOPPED))]).ok  # stopped by the learner, not a failure
-    for bad in (Verdict(DIFFERS, "no error"), Verdict(EXPLAINED, "x"), Verdict(NOT_MEASURED, "no server")):
-        failed = report([row(3, bad)])
-        assert not failed.ok and "FAILED #3" in failed.text()
+    assert report([row(14, Verdict(EXPLAINED, "btree"), held=True)]).ok  # sizes differ, still far smaller
+    for bad in (Verdict(DIFFERS, "no error"), Verdict(NOT_MEASURED, "no server")):
+        failed = report([row(3, bad, held=False)])
+        assert not failed.ok and "FAILED #3: every server must show error 55P03 at once" in failed.text()
+    assert "DID NOT HOLD" in report([row(17, Verdict(DIFFERS, "2 buffers"), held=False)]).markdown()
 
 
 def test_the_report_carries_server_cpus_date_and_quick_notes(tmp_path):
@@ -239,14 +307,19 @@ def test_the_major_is_checked_and_16_lives_beside_18(monkeypatch, tmp_path):
 # --- live runs ----------------------------------------------------------------------------
 
 
-def test_the_must_figures_and_the_quick_ones_reproduce_here(db):
-    found = reproduce(db, [1, 2, 3, 4, 5, 12, 16], quick=True)
+def test_every_must_claim_holds_here_and_the_rest_is_measured(db):
+    figures = sorted({1, 5, 12, 16} | MUST)
+    found = reproduce(db, figures, quick=True)
     by = {x.figure: x for x in found.rows}
-    assert list(by) == [1, 2, 3, 4, 5, 12, 16] and not found.stopped
-    for n in MUST:
-        assert by[n].verdict.kind == REPRODUCED, by[n].verdict
+    assert list(by) == figures and not found.stopped
+    for number in MUST:
+        assert by[number].held is True, (number, by[number].verdict)
     assert by[3].values["sqlstate"] == "55P03"
     assert by[2].values["wait_event"] == ["Lock", "transactionid"]
+    assert by[14].values["ratio"] >= 10
+    assert by[17].values["buffers_after_vacuum"] == 1
+    assert by[18].values["removed_while_open"] == 0
+    assert by[18].values["not_removable_while_open"] == 2 * 10_000  # two dead versions per job, held back
     assert by[5].values["batches"] == 100 and by[5].shrunk  # 10,000 jobs in batches of 100
     assert by[16].verdict.kind == REPRODUCED and by[12].verdict.kind == REPRODUCED
     assert by[1].values["run_more_than_once"] > 0  # how many is scheduling; some is the bug

@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .registry import GUIDE_VERSIONS, guide_major
-from .verdicts import REPRODUCED, STOPPED, Verdict
+from .entry import GUIDE_VERSIONS, guide_major
+from .verdicts import STOPPED, Verdict
 
 
 @dataclass
@@ -21,15 +21,17 @@ class Row:
     measured: str
     verdict: Verdict
     shrunk: str = ""  # what --quick changed for this row, if anything
-    must: bool = False
+    must: bool = False  # a figure with a claim every server must show
+    must_claim: str = ""
+    held: bool | None = None  # whether that claim held here (None: not measured yet)
     timing: bool = False
     values: dict[str, Any] = field(default_factory=dict)
     took_s: float = 0.0
 
     @property
     def failed(self) -> bool:
-        """A figure every server must reproduce, measured and not reproduced."""
-        return self.must and self.verdict.kind not in (REPRODUCED, STOPPED)
+        """A must-show claim that did not hold here (a stopped run fails nothing)."""
+        return self.must and self.verdict.kind != STOPPED and not self.held
 
     def measured_text(self) -> str:
         return self.measured + (f" [quick: {self.shrunk}]" if self.shrunk else "")
@@ -76,19 +78,28 @@ class Report:
         for r in self.rows:
             counts[r.verdict.kind] = counts.get(r.verdict.kind, 0) + 1
         lines = ["; ".join(f"{n} {kind}" for kind, n in counts.items()) or "nothing measured"]
+        held = [r for r in self.rows if r.must and r.held]
+        if held:
+            lines.append("* must hold on every server; held here: " + ", ".join(f"#{r.figure}" for r in held))
         if self.stopped:
             lines.append(
                 "stopped early (Ctrl-C); not run: " + (", ".join(f"#{n}" for n in self.not_run) or "none")
             )
         for r in self.failures:
-            lines.append(f"FAILED #{r.figure}: every server must reproduce it; {r.verdict}")
+            lines.append(f"FAILED #{r.figure}: every server must show {r.must_claim}; here: {r.verdict}")
         return lines
 
     def table(self) -> str:
         """The terminal table; each verdict's reason on the line under its row."""
         head = ("#", "experiment", "guide's figure", "this server", "verdict")
         body = [
-            (str(r.figure), r.experiment, r.guide_text(self.major), r.measured_text(), r.verdict.kind)
+            (
+                f"{r.figure}{'*' if r.must else ''}",
+                r.experiment,
+                r.guide_text(self.major),
+                r.measured_text(),
+                r.verdict.kind,
+            )
             for r in self.rows
         ]
         widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
@@ -111,7 +122,7 @@ class Report:
         lines += ["", "| # | experiment | guide's figure | this server | verdict |", "|---|---|---|---|---|"]
         for r in self.rows:
             verdict = (
-                str(r.verdict) + (" (must reproduce)" if r.must else "") + (" (timing)" if r.timing else "")
+                str(r.verdict) + must_note(r) + (" (timing: reported, never failed on)" if r.timing else "")
             )
             lines.append(
                 f"| {r.figure} | {cell(r.experiment)} | {cell(r.guide_text(self.major))} | "
@@ -129,6 +140,12 @@ class Report:
 
     def write(self, folder: Path, stem: str = "reproduce") -> list[Path]:
         return write_pair(folder, stem, self.markdown(), self.as_json())
+
+
+def must_note(row: Row) -> str:
+    if not row.must or row.held is None:
+        return ""
+    return f" (must show {row.must_claim}: {'held' if row.held else 'DID NOT HOLD'})"
 
 
 def verdict_cell(row: Row | None, with_reason: bool) -> str:

@@ -20,7 +20,8 @@ from .. import embedded, server
 from ..databases import Database, open_database
 from ..errors import BadInput, PgqError, SetupError
 from ..guide import FIGURES
-from .registry import ENTRIES, MISSING, Entry
+from .entry import Entry
+from .registry import ENTRIES, MISSING
 from .report import Comparison, Report, Row
 from .verdicts import NOT_MEASURED, STOPPED, Verdict
 
@@ -81,19 +82,23 @@ def measure_one(
         "",
         Verdict(NOT_MEASURED),
         shrunk,
-        entry.must,
-        entry.timing,
+        must=entry.must is not None,
+        must_claim=entry.must_claim,
+        timing=entry.timing,
     )
     began = time.monotonic()
     try:
         result = entry.run(db, sizes, progress, stop)
     except PgqError as exc:
-        row.measured, row.verdict = "not measured", Verdict(NOT_MEASURED, str(exc))
+        if stop.is_set():  # a step cut short can refuse the next one; that is the stop, not the server
+            row.measured, row.verdict = "stopped before it finished", Verdict(STOPPED)
+        else:
+            row.measured, row.verdict, row.held = "not measured", Verdict(NOT_MEASURED, str(exc)), False
     else:
         if getattr(result, "stopped", False) or stop.is_set():
             row.measured, row.verdict = "stopped before it finished", Verdict(STOPPED)
         else:
-            row.values, row.measured, row.verdict = entry.verdict(result, sizes, major)
+            row.values, row.measured, row.verdict, row.held = entry.verdict(result, sizes, major)
     row.took_s = time.monotonic() - began
     return row
 

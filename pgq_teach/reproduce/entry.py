@@ -1,0 +1,79 @@
+"""What a registry entry is: one guide figure, the experiment that measures
+it at which sizes (full, and smaller with --quick where the figure scales),
+and three steps kept apart so each can be tested alone:
+
+- `measure(result, sizes)` reads plain values off the experiment's result object;
+- `describe(values)` says them in one line, "this server's measurement";
+- `judge(values, major)` gives the verdict (see verdicts.py).
+
+`must`, where set, is the claim every server must show (the command exits 1,
+and CI fails, when it does not hold); `timing` marks figures about time, which
+are reported and never failed on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..databases import Database
+from .verdicts import Verdict
+
+Progress = Callable[[int, int], None]
+Values = dict[str, Any]
+GUIDE_VERSIONS = {16: "16.15", 18: "18.4"}  # the guide measured on these two
+
+
+def guide_major(major: int) -> int:
+    """The guide's major to set beside a server's: 16 up to 16, else 18."""
+    return 16 if major <= 16 else 18
+
+
+def both(text: str) -> dict[int, str]:
+    """A guide figure that is the same on both majors."""
+    return {m: text for m in GUIDE_VERSIONS}
+
+
+@dataclass(frozen=True)
+class Entry:
+    number: int
+    experiment: str  # what runs, as the table names it
+    guide: dict[int, str]  # the guide's figure in short, on 16 and on 18
+    run: Callable[[Database, Values, Progress | None, threading.Event], Any]
+    measure: Callable[[Any, Values], Values]
+    describe: Callable[[Values], str]
+    judge: Callable[[Values, int], Verdict]
+    full: Values = field(default_factory=dict)
+    quick: Values | None = None  # None: the figure does not scale, --quick runs it in full
+    shrunk: str = ""  # what --quick changed, said on every row it shrank
+    must: Callable[[Values], bool] | None = None  # the claim every server must show
+    must_claim: str = ""  # that claim in words
+    timing: bool = False
+
+    def sizes(self, quick: bool) -> Values:
+        return dict(self.quick) if quick and self.quick is not None else dict(self.full)
+
+    def shrinks(self, quick: bool) -> bool:
+        return quick and self.quick is not None
+
+    def verdict(self, result: Any, sizes: Values, major: int) -> tuple[Values, str, Verdict, bool | None]:
+        """The values, their line, the verdict, and whether the must claim held (None: no such claim)."""
+        values = self.measure(result, sizes)
+        held = self.must(values) if self.must else None
+        return values, self.describe(values), self.judge(values, major), held
+
+
+def seconds(value: float) -> str:
+    return f"{value * 1000:.1f} ms" if value < 0.1 else f"{value:.2f} s"
+
+
+def scaled(figure: float, size: float, guide_size: float) -> float:
+    """The guide's figure scaled to a smaller run (a --quick one)."""
+    return figure * size / guide_size
+
+
+def near(value: float, target: float, slack: float = 0.25) -> bool:
+    """Within `slack` (a fraction) of `target`."""
+    return target * (1 - slack) <= value <= target * (1 + slack)

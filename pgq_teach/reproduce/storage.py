@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..experiments import bloat, indexes
-from .entry import Entry, Values, both, guide_major, near, scaled, seconds
+from .entry import Entry, Values, both, guide_major, near, scaled
 from .verdicts import Verdict, differs, explained, reproduced
 
 GUIDE_JOBS = 100_000  # the guide's runs below all use 100,000 jobs
@@ -123,7 +123,7 @@ def measure_drain(result, sizes) -> Values:
 def describe_drain(v: Values) -> str:
     return (
         f"table {v['table_mb']:.1f} MB; empty claim {v['buffers']:,} buffers "
-        f"({seconds(v['ms'] / 1000)}), {v['buffers_after_vacuum']} after VACUUM"
+        f"({v['ms']:.2f} ms), {v['buffers_after_vacuum']} after VACUUM"
     )
 
 
@@ -186,8 +186,8 @@ def measure_held_back(result, sizes) -> Values:
 def describe_held_back(v: Values) -> str:
     return (
         f"VACUUM: {v['removed_while_open']:,} removed, {v['not_removable_while_open']:,} dead not removable; "
-        f"empty claim {v['buffers_while_open']:,} buffers, {seconds(v['ms_while_open'] / 1000)}; "
-        f"after: {v['buffers_after']} buffer(s), {seconds(v['ms_after'] / 1000)}"
+        f"empty claim {v['buffers_while_open']:,} buffers, {v['ms_while_open']:.2f} ms; "
+        f"after: {v['buffers_after']} buffer(s), {v['ms_after']:.2f} ms"
     )
 
 

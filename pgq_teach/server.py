@@ -6,6 +6,8 @@
    In auto, an image that is not here and cannot be pulled (offline, a
    registry error) falls back to step 3, and the backend line says why.
 3. Otherwise the embedded PostgreSQL 18, which needs nothing installed.
+   PGQ_PG_MAJOR=16 makes it PostgreSQL 16 (the optional extra pg16), and
+   then auto skips step 2.
 
 PGQ_BACKEND=auto|dsn|docker|embedded forces the choice; only an explicit
 choice fails when its server cannot be had.
@@ -144,7 +146,8 @@ def get_server() -> Server:
                 "to use the embedded PostgreSQL, which needs nothing installed."
             )
         return _docker(explicit=True)
-    if wanted == "auto" and container.engine_answers():
+    # Asking for PostgreSQL 16 (PGQ_PG_MAJOR=16) means the embedded one, not the postgres:18 container.
+    if wanted == "auto" and embedded.major() == 18 and container.engine_answers():
         try:
             return _docker(explicit=False)
         except SetupError as exc:

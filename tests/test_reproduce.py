@@ -165,6 +165,7 @@ def test_bloat_verdicts_and_their_must_claims():
     assert kind(st.judge_drain, drain, 18) == REPRODUCED and st.one_buffer_after_vacuum(drain)
     assert kind(st.judge_drain, {**drain, "buffers": 275}, 16) == REPRODUCED  # the guide's PG 16 count
     assert kind(st.judge_drain, {**drain, "buffers": 275}, 18) == DIFFERS  # the PG 16 count on 18: a finding
+    assert kind(st.judge_drain, {**drain, "jobs": 10_000, "table_mb": 2.9, "buffers": 29}, 18) == REPRODUCED
     assert kind(st.judge_drain, {**drain, "table_mb": 50.0}) == EXPLAINED
     two = {**drain, "buffers_after_vacuum": 2}
     assert kind(st.judge_drain, two) == DIFFERS and not st.one_buffer_after_vacuum(two)

@@ -139,7 +139,8 @@ def judge_drain(v: Values, major: int) -> Verdict:
         return differs(f"an empty claim read {v['buffers_after_vacuum']} buffers after VACUUM, not 1")
     shown = guide_major(major)
     expected = scaled(GUIDE_BUFFERS[shown], v["jobs"], GUIDE_JOBS)
-    if not near(v["buffers"], expected, SIZE_SLACK):
+    # A smaller drain (--quick) leaves a few pages that do not shrink with it: compare at full size only.
+    if v["jobs"] == GUIDE_JOBS and not near(v["buffers"], expected, SIZE_SLACK):
         # The guide's two majors differ here (275 against 196), so a release can move it: worth reading.
         return differs(
             f"{v['buffers']:,} buffers right after the drain where the guide saw about "

@@ -376,3 +376,20 @@ def test_compare_runs_the_embedded_16_then_18_and_puts_the_choice_back(monkeypat
     assert all(r.rows[0].verdict.kind == REPRODUCED for r in both.reports)
     assert both.ok and "PG 16.14" in both.text()
     assert server.get_server() == before  # the course's own choice is back
+
+
+def test_the_progress_bar_is_one_line_per_figure_off_a_terminal():
+    import io
+
+    from pgq_teach.reproduce.terminal import ProgressBar
+
+    out = io.StringIO()  # not a terminal, as in CI logs
+    bar = ProgressBar(out)
+    bar.server("PostgreSQL 16.14 · backend embedded · somewhere")
+    for done in range(5):
+        bar(14, 0, 2, done, 4)
+    bar(17, 1, 2, 0, 1)
+    assert out.getvalue().splitlines() == [
+        f"PostgreSQL 16.14 [1/2] #14: {ENTRIES[14].experiment}",
+        f"PostgreSQL 16.14 [2/2] #17: {ENTRIES[17].experiment}",
+    ]

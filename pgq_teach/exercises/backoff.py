@@ -70,7 +70,7 @@ def check_fail(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress
     elif any("no overflow" in e.what for e in failed) and len(failed) == 1:
         hint = (
             "power(2, attempts) overflows for a large attempts; cap the exponent first, for example "
-            "power(2, least(attempts, 16)), then cap the wait at an hour."
+            "power(2, least(attempts, 20)), then cap the wait at an hour."
         )
     elif any("lowered" in e.what for e in failed):
         hint = "compare attempts with greatest(attempts, max_attempts), so lowering max_attempts still ends in dead."

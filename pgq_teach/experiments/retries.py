@@ -21,14 +21,16 @@ from ..charts import bars
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
-from ..statements import run, statement
+from ..statements import run, run_one, statement
 
 KIND = "call_webhook"
 ERROR = "HTTP 503 from webhook"
 LEASE_S = 60  # the lab fails each claim at once; the lease never comes into play
 MAX_STEPS = 50
-FAIL_STATEMENTS = {"fail": "the course's fail.sql",
-                   "teaching/fail_without_greatest": "without greatest() (teaching variant)"}
+FAIL_STATEMENTS = {
+    "fail": "the course's fail.sql",
+    "teaching/fail_without_greatest": "without greatest() (teaching variant)",
+}
 HERD_LIMITS = (1, 10_000)
 
 Progress = Callable[[int, int], None] | None
@@ -48,8 +50,12 @@ def tell(progress: Progress, done: int, total: int) -> None:
 def fail_params(name: str, job: queue.Job, error: str) -> dict:
     """The parameters a teaching variant of fail.sql takes, whichever column
     it fences on (the claim's attempts, or its own fence_token)."""
-    offered = {"id": job.id, "attempts": job.attempts, "fence_token": getattr(job, "fence_token", None),
-               "error": error}
+    offered = {
+        "id": job.id,
+        "attempts": job.attempts,
+        "fence_token": getattr(job, "fence_token", None),
+        "error": error,
+    }
     return {key: offered[key] for key in statement(name).params}
 
 
@@ -78,12 +84,17 @@ class FailureStepper:
         self.steps: list[FailureStep] = []
         self.conn = db.connect(application_name="pgq-retry lab")
         run(self.conn, "lab/reset_jobs")
-        self.job_id = queue.enqueue(self.conn, kind, {"url": "https://partner.example/hook"},
-                                    max_attempts=check_whole("max_attempts", max_attempts, 1, 1_000), notify=False)
+        self.job_id = queue.enqueue(
+            self.conn,
+            kind,
+            {"url": "https://partner.example/hook"},
+            max_attempts=check_whole("max_attempts", max_attempts, 1, 1_000),
+            notify=False,
+        )
 
     @property
     def status(self) -> str:
-        return run(self.conn, "job_state", {"id": self.job_id}).fetchone()[0]
+        return run_one(self.conn, "job_state", {"id": self.job_id})[0]
 
     def fail_once(self, error: str = ERROR, statement: str = "fail") -> FailureStep:
         if statement not in FAIL_STATEMENTS:
@@ -101,7 +112,7 @@ class FailureStepper:
         else:  # the teaching variant: the library only runs the course's statement
             if run(self.conn, statement, fail_params(statement, job, error)).fetchone() is None:
                 raise PgqError(f"{statement} matched no row")
-        status, attempts, last_error, wait = run(self.conn, "lab/retry_wait", {"id": job.id}).fetchone()
+        status, attempts, last_error, wait = run_one(self.conn, "lab/retry_wait", {"id": job.id})
         step = FailureStep(attempts, status, round(wait, 1), last_error)
         self.steps.append(step)
         if status == "ready":
@@ -142,30 +153,56 @@ class ScheduleResult:
         return self.steps[-1]
 
     def summary(self) -> str:
-        lines = [f"one {KIND} job, max_attempts {self.max_attempts}, failed {len(self.steps)} times "
-                 "(the lab made it due after each failure instead of waiting):"]
+        lines = [
+            f"one {KIND} job, max_attempts {self.max_attempts}, failed {len(self.steps)} times "
+            "(the lab made it due after each failure instead of waiting):"
+        ]
         for s in self.steps:
             then = f"ready again in {round(s.wait_s):,} s" if s.status == "ready" else "dead"
             lines.append(f"  failure {s.attempt:>2}: {then}")
-        lines += [f"  last error kept: {self.final.last_error!r}", f"  {self.guide}",
-                  f"  this server: PostgreSQL {self.server_version}"]
+        lines += [
+            f"  last error kept: {self.final.last_error!r}",
+            f"  {self.guide}",
+            f"  this server: PostgreSQL {self.server_version}",
+        ]
         return "\n".join(lines)
 
     def comparison(self) -> list[tuple[str, object, object, object]]:
         waits = self.guide.values["waits_s"]
-        return [("waits after failures 1 to 4, s", None, ", ".join(map(str, self.waits_s[:4])),
-                 ", ".join(map(str, waits))),
-                ("the fifth failure leaves it", None, self.steps[4].status if len(self.steps) > 4 else "–", "dead"),
-                ("longest wait, s", self.guess, max(self.waits_s, default=0), self.guide.values["cap_s"])]
+        return [
+            (
+                "waits after failures 1 to 4, s",
+                None,
+                ", ".join(map(str, self.waits_s[:4])),
+                ", ".join(map(str, waits)),
+            ),
+            (
+                "the fifth failure leaves it",
+                None,
+                self.steps[4].status if len(self.steps) > 4 else "–",
+                "dead",
+            ),
+            ("longest wait, s", self.guess, max(self.waits_s, default=0), self.guide.values["cap_s"]),
+        ]
 
     def chart_svg(self) -> str:
-        rows = [(f"after failure {s.attempt}", s.wait_s, "(the 1 h cap)" if round(s.wait_s) == 3600 else "")
-                for s in self.steps if s.status == "ready"]
+        rows = [
+            (f"after failure {s.attempt}", s.wait_s, "(the 1 h cap)" if round(s.wait_s) == 3600 else "")
+            for s in self.steps
+            if s.status == "ready"
+        ]
         return bars(rows, title="The wait fail.sql sets after each failure", unit="s")
 
 
-def schedule(db: Database, failures: int = 5, *, max_attempts: int = 5, guess: float | None = None,
-             progress: Progress = None, stop: threading.Event | None = None) -> ScheduleResult:
+def schedule(
+    db: Database,
+    failures: int = 5,
+    *,
+    max_attempts: int = 5,
+    guess: float | None = None,
+    progress: Progress = None,
+    stop: threading.Event | None = None,
+) -> ScheduleResult:
     """Fail one job `failures` times with the course's fail.sql (stopping at dead)."""
     failures = check_whole("failures", failures, 1, MAX_STEPS)
     stop = stop or threading.Event()
@@ -176,8 +213,13 @@ def schedule(db: Database, failures: int = 5, *, max_attempts: int = 5, guess: f
             stepper.fail_once()
             tell(progress, n + 1, failures)
         steps = list(stepper.steps)
-    return ScheduleResult(steps=steps, max_attempts=max_attempts, server_version=db.server.version, guess=guess,
-                          stopped=stop.is_set())
+    return ScheduleResult(
+        steps=steps,
+        max_attempts=max_attempts,
+        server_version=db.server.version,
+        guess=guess,
+        stopped=stop.is_set(),
+    )
 
 
 # --- why greatest() -------------------------------------------------------------------------
@@ -197,12 +239,15 @@ class LoweredResult:
 
     def summary(self) -> str:
         after = ", ".join(f"{s.attempt}: {s.status}" for s in self.after)
-        return (f"{FAIL_STATEMENTS[self.statement]}: 3 failures, then max_attempts lowered to {self.lowered_to}; "
-                f"the next failures (attempt: status): {after}")
+        return (
+            f"{FAIL_STATEMENTS[self.statement]}: 3 failures, then max_attempts lowered to {self.lowered_to}; "
+            f"the next failures (attempt: status): {after}"
+        )
 
 
-def lowered_max_attempts(db: Database, statement: str = "fail", *, lower_to: int = 2,
-                         more: int = 8) -> LoweredResult:
+def lowered_max_attempts(
+    db: Database, statement: str = "fail", *, lower_to: int = 2, more: int = 8
+) -> LoweredResult:
     """Fail a job three times, lower its max_attempts to `lower_to`, then fail
     it up to `more` more times with `statement` (stopping at dead)."""
     if statement not in FAIL_STATEMENTS:
@@ -217,8 +262,13 @@ def lowered_max_attempts(db: Database, statement: str = "fail", *, lower_to: int
             if stepper.status == "dead":
                 break
         steps = list(stepper.steps)
-    return LoweredResult(statement=statement, before=steps[:3], lowered_to=lower_to, after=steps[3:],
-                         server_version=db.server.version)
+    return LoweredResult(
+        statement=statement,
+        before=steps[:3],
+        lowered_to=lower_to,
+        after=steps[3:],
+        server_version=db.server.version,
+    )
 
 
 # --- requeue dead jobs by hand ----------------------------------------------------------------
@@ -269,9 +319,11 @@ class HerdResult:
 
     def summary(self) -> str:
         how = "with jitter (teaching/fail_with_jitter.sql)" if self.jitter else "without jitter (fail.sql)"
-        return (f"{self.jobs:,} jobs failed at the same moment, {how}: they come due at {self.instants:,} "
-                f"distinct instant(s), from {self.first_s:.2f} to {self.last_s:.2f} s later "
-                f"(spread {self.spread_s:.2f} s)")
+        return (
+            f"{self.jobs:,} jobs failed at the same moment, {how}: they come due at {self.instants:,} "
+            f"distinct instant(s), from {self.first_s:.2f} to {self.last_s:.2f} s later "
+            f"(spread {self.spread_s:.2f} s)"
+        )
 
     def chart_svg(self) -> str:
         rows = [(f"due {s} to {s + 1} s later", n, "") for s, n in self.seconds]
@@ -279,8 +331,14 @@ class HerdResult:
         return bars(rows, title=title, unit="jobs")
 
 
-def herd(db: Database, jobs: int = 1_000, *, jitter: bool, progress: Progress = None,
-         stop: threading.Event | None = None) -> HerdResult:
+def herd(
+    db: Database,
+    jobs: int = 1_000,
+    *,
+    jitter: bool,
+    progress: Progress = None,
+    stop: threading.Event | None = None,
+) -> HerdResult:
     """Claim `jobs` jobs and fail every one in one transaction (so now() is
     one instant, as in an outage where all fail within the same moment),
     with fail.sql or with its jittered teaching variant."""
@@ -293,19 +351,31 @@ def herd(db: Database, jobs: int = 1_000, *, jitter: bool, progress: Progress = 
         run(conn, "lab/seed_jobs", {"kind": KIND, "count": jobs})
         claimed = queue.claim(conn, batch=jobs, lease=LEASE_S)
         with conn.transaction():
-            moment: datetime = run(conn, "lab/open_transaction").fetchone()[0]
+            moment: datetime = run_one(conn, "lab/open_transaction")[0]
             for n, job in enumerate(claimed, start=1):
                 if stop.is_set():
                     break
                 if jitter:
-                    run(conn, "teaching/fail_with_jitter", fail_params("teaching/fail_with_jitter", job, ERROR))
+                    run(
+                        conn,
+                        "teaching/fail_with_jitter",
+                        fail_params("teaching/fail_with_jitter", job, ERROR),
+                    )
                 else:
                     queue.fail(conn, job, ERROR)
                 if n % 100 == 0:
                     tell(progress, n, jobs)
         rows = run(conn, "lab/due_times", {"since": moment}).fetchall()
-        first, last, instants = run(conn, "lab/due_range", {"since": moment}).fetchone()
+        first, last, instants = run_one(conn, "lab/due_range", {"since": moment})
     if not rows:
         raise PgqError("no failed job is ready again")
-    return HerdResult(jitter=jitter, jobs=jobs, seconds=[(s, n) for s, n in rows], instants=instants,
-                      first_s=first, last_s=last, server_version=db.server.version, stopped=stop.is_set())
+    return HerdResult(
+        jitter=jitter,
+        jobs=jobs,
+        seconds=[(s, n) for s, n in rows],
+        instants=instants,
+        first_s=first,
+        last_s=last,
+        server_version=db.server.version,
+        stopped=stop.is_set(),
+    )

@@ -16,6 +16,7 @@ from html import escape
 
 import ipywidgets as W
 
+from ..errors import PgqError
 from ..experiments.crash import (
     DEFAULT_LEASE_S,
     BoardRow,
@@ -42,47 +43,75 @@ def lease_text(row: BoardRow) -> str:
 def board_html(rows: list[BoardRow], holders: list[LockHolder], hold_job: int | None) -> str:
     """The jobs, and the sessions pg_locks shows holding a lock on the jobs table."""
     holding = [h for h in holders if h.mode == "RowShareLock"]
-    head = "<tr><th>job</th><th>status</th><th>attempts</th><th>lease</th><th>row lock</th><th>last error</th></tr>"
+    head = (
+        "<tr><th>job</th><th>status</th><th>attempts</th><th>lease</th>"
+        "<th>row lock</th><th>last error</th></tr>"
+    )
     body = ""
     for r in rows:
         lock = "hold worker (FOR UPDATE)" if holding and r.id == hold_job else "–"
-        body += (f'<tr data-job="{r.id}" data-status="{escape(r.status)}"><td>{r.id}</td>'
-                 f"<td>{escape(r.status)}</td><td>{r.attempts}</td><td>{lease_text(r)}</td>"
-                 f"<td>{lock}</td><td>{escape(r.last_error or '–')}</td></tr>")
-    locks = "".join(f"<li>{escape(h.worker)} (pid {h.pid}, {escape(h.state or '')}): {escape(h.mode)}</li>"
-                    for h in holders) or "<li>none</li>"
+        body += (
+            f'<tr data-job="{r.id}" data-status="{escape(r.status)}"><td>{r.id}</td>'
+            f"<td>{escape(r.status)}</td><td>{r.attempts}</td><td>{lease_text(r)}</td>"
+            f"<td>{lock}</td><td>{escape(r.last_error or '–')}</td></tr>"
+        )
+    locks = (
+        "".join(
+            f"<li>{escape(h.worker)} (pid {h.pid}, {escape(h.state or '')}): {escape(h.mode)}</li>"
+            for h in holders
+        )
+        or "<li>none</li>"
+    )
     style = "<style>.pgq-board td,.pgq-board th{padding:2px 10px;text-align:left}</style>"
-    return (f'{style}<table class="pgq-board" style="border-collapse:collapse"><tr>{head}</tr>{body}</table>'
-            f"<div><b>pg_locks</b>: sessions holding a lock on <code>jobs</code> "
-            f"(a row lock lives in the row itself; FOR UPDATE also takes RowShareLock on the table)"
-            f"<ul class='pgq-lock-holders'>{locks}</ul></div>")
+    return (
+        f'{style}<table class="pgq-board" style="border-collapse:collapse"><tr>{head}</tr>{body}</table>'
+        f"<div><b>pg_locks</b>: sessions holding a lock on <code>jobs</code> "
+        f"(a row lock lives in the row itself; FOR UPDATE also takes RowShareLock on the table)"
+        f"<ul class='pgq-lock-holders'>{locks}</ul></div>"
+    )
 
 
 def result_html(result: CrashResult) -> str:
-    return (comparison_html(result.comparison(), version=result.server_version)
-            + f"<pre>{escape(result.summary())}</pre>")
+    return (
+        comparison_html(result.comparison(), version=result.server_version)
+        + f"<pre>{escape(result.summary())}</pre>"
+    )
 
 
 def cleanup_html(result: CleanupResult, guess: int | None = None) -> str:
     """The VACUUM experiment beside the guide's figure #9 (for an ExperimentPanel)."""
-    return (comparison_html(result.comparison(), version=result.server_version)
-            + f"<pre>{escape(result.summary())}</pre>")
+    return (
+        comparison_html(result.comparison(), version=result.server_version)
+        + f"<pre>{escape(result.summary())}</pre>"
+    )
 
 
 class WorkerPanel(W.VBox):
     """One worker: what it does, Start, End its session, and a status line."""
 
     def __init__(self, title: str, what: str, css: str):
-        self.start_button = W.Button(description="Start", icon="play", tooltip="claim one job and start working")
-        self.end_button = W.Button(description="End its session", icon="times", disabled=True,
-                                   tooltip="pg_terminate_backend, from a third session", button_style="danger")
+        self.start_button = W.Button(
+            description="Start", icon="play", tooltip="claim one job and start working"
+        )
+        self.end_button = W.Button(
+            description="End its session",
+            icon="times",
+            disabled=True,
+            tooltip="pg_terminate_backend, from a third session",
+            button_style="danger",
+        )
         self.status = W.HTML(value="not started")
         self.status.add_class("pgq-status")
         self.start_button.add_class("pgq-start")
         self.end_button.add_class("pgq-end")
-        super().__init__([W.HTML(f"<b>{escape(title)}</b><br><small>{escape(what)}</small>"),
-                          W.HBox([self.start_button, self.end_button]), self.status],
-                         layout=W.Layout(width="48%"))
+        super().__init__(
+            [
+                W.HTML(f"<b>{escape(title)}</b><br><small>{escape(what)}</small>"),
+                W.HBox([self.start_button, self.end_button]),
+                self.status,
+            ],
+            layout=W.Layout(width="48%"),
+        )
         self.add_class(css)
 
 
@@ -99,24 +128,43 @@ class CrashLab(W.VBox):
         self._refresh_lock = threading.Lock()
         self._refresher: threading.Thread | None = None
 
-        self.hold_panel = WorkerPanel("hold-style worker", "BEGIN; claim FOR UPDATE SKIP LOCKED; work inside "
-                                      "the transaction", "pgq-hold-worker")
-        self.lease_panel = WorkerPanel("lease-style worker", f"claim with a {lease_s:g} s lease; commit; work "
-                                       "with no transaction open", "pgq-lease-worker")
+        self.hold_panel = WorkerPanel(
+            "hold-style worker",
+            "BEGIN; claim FOR UPDATE SKIP LOCKED; work inside the transaction",
+            "pgq-hold-worker",
+        )
+        self.lease_panel = WorkerPanel(
+            "lease-style worker",
+            f"claim with a {lease_s:g} s lease; commit; work with no transaction open",
+            "pgq-lease-worker",
+        )
         self.claim_button = W.Button(description="Third worker claims", icon="hand-paper-o")
         self.reap_button = W.Button(description="Run the reaper", icon="recycle")
         self.reset_button = W.Button(description="Reset", icon="refresh", tooltip="two ready jobs again")
         self.third_status = W.HTML(value="")
         self.board = W.HTML(value="")
-        self.guess = W.BoundedFloatText(value=0, min=0, max=60, step=0.5,
-                                        description="Your guess: seconds until the leased job is ready again",
-                                        style={"description_width": "initial"})
-        self.run_button = W.Button(description="Run the guide's sequence", button_style="primary", icon="play",
-                                   layout=W.Layout(width="auto"))
+        self.guess = W.BoundedFloatText(
+            value=0,
+            min=0,
+            max=60,
+            step=0.5,
+            description="Your guess: seconds until the leased job is ready again",
+            style={"description_width": "initial"},
+        )
+        self.run_button = W.Button(
+            description="Run the guide's sequence",
+            button_style="primary",
+            icon="play",
+            layout=W.Layout(width="auto"),
+        )
         self.output = W.HTML()
         self.runner = Runner(self._done, self._failed)
-        for button, css in ((self.claim_button, "pgq-third-claim"), (self.reap_button, "pgq-reap"),
-                            (self.reset_button, "pgq-reset"), (self.run_button, "pgq-replay")):
+        for button, css in (
+            (self.claim_button, "pgq-third-claim"),
+            (self.reap_button, "pgq-reap"),
+            (self.reset_button, "pgq-reset"),
+            (self.run_button, "pgq-replay"),
+        ):
             button.add_class(css)
         self.third_status.add_class("pgq-third-status")
         self.board.add_class("pgq-crash-board")
@@ -130,13 +178,21 @@ class CrashLab(W.VBox):
         self.reap_button.on_click(lambda _: self._act(self._reap))
         self.reset_button.on_click(lambda _: self._act(self.reset))
         self.run_button.on_click(lambda _: self.start_replay())
-        super().__init__([
-            W.HBox([self.hold_panel, self.lease_panel], layout=W.Layout(justify_content="space-between")),
-            W.HBox([self.claim_button, self.reap_button, self.reset_button]), self.third_status, self.board,
-            W.HTML("<b>The guide's sequence</b>: both workers start, each session is ended in turn, a third "
-                   "worker claims and the reaper runs until the leased job comes back."),
-            self.guess, self.run_button, self.output,
-        ])
+        super().__init__(
+            [
+                W.HBox([self.hold_panel, self.lease_panel], layout=W.Layout(justify_content="space-between")),
+                W.HBox([self.claim_button, self.reap_button, self.reset_button]),
+                self.third_status,
+                self.board,
+                W.HTML(
+                    "<b>The guide's sequence</b>: both workers start, each session is ended in turn, a third "
+                    "worker claims and the reaper runs until the leased job comes back."
+                ),
+                self.guess,
+                self.run_button,
+                self.output,
+            ]
+        )
         self.add_class("pgq-crash-lab")
         self.reset()
 
@@ -153,6 +209,12 @@ class CrashLab(W.VBox):
         self.third_status.value = "two ready jobs: 1 and 2. Start the hold-style worker first."
         self.refresh()
 
+    def live_scene(self) -> CrashScene:
+        """The scene the buttons act on; gone once the lab is closed."""
+        if self.scene is None:
+            raise PgqError("the lab is closed: make a new CrashLab")
+        return self.scene
+
     def _act(self, action, *args) -> None:
         if self._closed or self.runner.busy:
             return
@@ -165,13 +227,16 @@ class CrashLab(W.VBox):
         self._keep_refreshing()
 
     def _start_hold(self) -> None:
-        job = self.scene.start_hold_worker()
+        job = self.live_scene().start_hold_worker()
         self._started(self.hold_panel, f"working on job {job}, its transaction open (row lock held)")
 
     def _start_lease(self) -> None:
-        job = self.scene.start_lease_worker()
-        self._started(self.lease_panel, f"working on job {job.id} (attempts {job.attempts}), "
-                                        f"no transaction open; lease {self.lease_s:g} s")
+        job = self.live_scene().start_lease_worker()
+        self._started(
+            self.lease_panel,
+            f"working on job {job.id} (attempts {job.attempts}), "
+            f"no transaction open; lease {self.lease_s:g} s",
+        )
 
     @staticmethod
     def _started(panel: WorkerPanel, text: str) -> None:
@@ -179,17 +244,20 @@ class CrashLab(W.VBox):
         panel.status.value = text
 
     def _end(self, panel: WorkerPanel, worker: str) -> None:
-        ended = self.scene.end_session(worker)
+        ended = self.live_scene().end_session(worker)
         panel.end_button.disabled = True
         panel.status.value = "session ended (pg_terminate_backend)" if ended else "it was not running"
 
     def _third_claim(self) -> None:
-        job, took = self.scene.third_claim()
-        self.third_status.value = (f"third worker claimed job {job.id} in {took * 1000:.1f} ms"
-                                   if job else f"third worker: no job it could claim ({took * 1000:.1f} ms)")
+        job, took = self.live_scene().third_claim()
+        self.third_status.value = (
+            f"third worker claimed job {job.id} in {took * 1000:.1f} ms"
+            if job
+            else f"third worker: no job it could claim ({took * 1000:.1f} ms)"
+        )
 
     def _reap(self) -> None:
-        n = self.scene.reap()
+        n = self.live_scene().reap()
         self.third_status.value = f"the reaper handed back {n} job(s)"
 
     # --- the live board ---------------------------------------------------------------
@@ -202,8 +270,9 @@ class CrashLab(W.VBox):
     def _keep_refreshing(self) -> None:
         with self._refresh_lock:
             if self._refresher is None or not self._refresher.is_alive():
-                self._refresher = threading.Thread(target=self._refresh_loop, name="pgq-crash board",
-                                                   daemon=True)
+                self._refresher = threading.Thread(
+                    target=self._refresh_loop, name="pgq-crash board", daemon=True
+                )
                 self._refresher.start()
 
     def _refresh_loop(self) -> None:

@@ -30,10 +30,13 @@ LEFT, TOP, LANE_H = 70, 24, 30
 
 
 def svg_frame(width: int, height: int, body: list[str], title: str) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="pgq-chart" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">'
-            f'<title>{escape(title)}</title><text x="4" y="14" font-size="12">{escape(title)}</text>'
-            + "".join(body) + "</svg>")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="pgq-chart" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">'
+        f'<title>{escape(title)}</title><text x="4" y="14" font-size="12">{escape(title)}</text>'
+        + "".join(body)
+        + "</svg>"
+    )
 
 
 def lanes(names: tuple[str, ...], width: int) -> list[str]:
@@ -41,15 +44,20 @@ def lanes(names: tuple[str, ...], width: int) -> list[str]:
     for i, name in enumerate(names):
         y = TOP + i * LANE_H
         body.append(f'<text x="4" y="{y + 18}">{escape(name)}</text>')
-        body.append(f'<rect x="{LEFT}" y="{y}" width="{width - LEFT - 10}" height="{LANE_H - 4}" fill="#f3f3f3"/>')
+        body.append(
+            f'<rect x="{LEFT}" y="{y}" width="{width - LEFT - 10}" height="{LANE_H - 4}" fill="#f3f3f3"/>'
+        )
     return body
 
 
 def axis(span: float, y: int, width: int) -> list[str]:
     plot_w = width - LEFT - 10
     anchors = ("start", "middle", "middle", "middle", "end")  # the ends stay inside the picture
-    return [f'<text x="{LEFT + plot_w * i / 4:.0f}" y="{y}" text-anchor="{anchors[i]}">{span * i / 4:.1f} s</text>'
-            for i in range(5)]
+    return [
+        f'<text x="{LEFT + plot_w * i / 4:.0f}" y="{y}" text-anchor="{anchors[i]}">'
+        f"{span * i / 4:.1f} s</text>"
+        for i in range(5)
+    ]
 
 
 def steps_svg(result: FencingResult, shown: int, *, width: int = 720) -> str:
@@ -58,15 +66,19 @@ def steps_svg(result: FencingResult, shown: int, *, width: int = 720) -> str:
     span = max(result.events[-1].t_s * 1.15, result.lease_s * 1.3)
     plot_w = width - LEFT - 10
     body = lanes(LANES, width)
+
     def x(t: float) -> float:
         return LEFT + plot_w * t / span
 
     claim = result.events[0].t_s
     y_a = TOP
-    body.append(f'<rect class="pgq-lease" x="{x(claim):.1f}" y="{y_a + 2}" '
-                f'width="{x(claim + result.lease_s) - x(claim):.1f}" height="{LANE_H - 8}" fill="#c6dbef"/>')
-    body.append(f'<text x="{x(claim + result.lease_s) - 3:.1f}" y="{y_a + 16}" text-anchor="end">'
-                f"A's lease</text>")
+    body.append(
+        f'<rect class="pgq-lease" x="{x(claim):.1f}" y="{y_a + 2}" '
+        f'width="{x(claim + result.lease_s) - x(claim):.1f}" height="{LANE_H - 8}" fill="#c6dbef"/>'
+    )
+    body.append(
+        f'<text x="{x(claim + result.lease_s) - 3:.1f}" y="{y_a + 16}" text-anchor="end">A\'s lease</text>'
+    )
     # Steps at nearly the same moment are spread a little so each number stays readable.
     last_x: dict[str, float] = {}
     for n, event in enumerate(result.events[:shown], start=1):
@@ -75,18 +87,27 @@ def steps_svg(result: FencingResult, shown: int, *, width: int = 720) -> str:
         last_x[event.lane] = cx
         cy = TOP + lane * LANE_H + (LANE_H - 4) / 2
         hot = "0 row" in event.what
-        body.append(f'<circle class="pgq-step" cx="{cx:.1f}" cy="{cy:.1f}" r="7" '
-                    f'fill="{"#d62728" if hot else "#1f77b4"}"/>')
+        body.append(
+            f'<circle class="pgq-step" cx="{cx:.1f}" cy="{cy:.1f}" r="7" '
+            f'fill="{"#d62728" if hot else "#1f77b4"}"/>'
+        )
         body.append(f'<text x="{cx:.1f}" y="{cy + 4:.1f}" text-anchor="middle" fill="white">{n}</text>')
     height = TOP + len(LANES) * LANE_H + 20
     body += axis(span, height - 6, width)
-    return svg_frame(width, height, body, f"A stalls past its {result.lease_s:g} s lease ({result.handler} handler)")
+    return svg_frame(
+        width, height, body, f"A stalls past its {result.lease_s:g} s lease ({result.handler} handler)"
+    )
 
 
 def steps_html(events: list[Event], shown: int) -> str:
-    rows = "".join(f'<tr class="pgq-step-row"><td>{n}</td><td>{e.t_s:.2f} s</td><td>{escape(e.lane)}</td>'
-                   f"<td>{escape(e.what)}</td></tr>" for n, e in enumerate(events[:shown], start=1))
-    return f'<table class="pgq-steps"><tr><th>step</th><th>at</th><th>who</th><th>what</th></tr>{rows}</table>'
+    rows = "".join(
+        f'<tr class="pgq-step-row"><td>{n}</td><td>{e.t_s:.2f} s</td><td>{escape(e.lane)}</td>'
+        f"<td>{escape(e.what)}</td></tr>"
+        for n, e in enumerate(events[:shown], start=1)
+    )
+    return (
+        f'<table class="pgq-steps"><tr><th>step</th><th>at</th><th>who</th><th>what</th></tr>{rows}</table>'
+    )
 
 
 def long_job_svg(result: LongJobResult, *, width: int = 720) -> str:
@@ -94,8 +115,11 @@ def long_job_svg(result: LongJobResult, *, width: int = 720) -> str:
     completion was fenced out), and a 'lease ends' lane with a tick where the
     deadline stood at each look: still with no heartbeat, marching with one."""
     names = ("W1", "W2", "lease ends")
-    span = max([r.end_s for r in result.runs] + [t + left for t, _, left in result.lease_samples] + [1.0]) * 1.05
+    span = (
+        max([r.end_s for r in result.runs] + [t + left for t, _, left in result.lease_samples] + [1.0]) * 1.05
+    )
     plot_w = width - LEFT - 10
+
     def x(t: float) -> float:
         return LEFT + plot_w * t / span
 
@@ -103,17 +127,23 @@ def long_job_svg(result: LongJobResult, *, width: int = 720) -> str:
     for r in result.runs:
         y = TOP + names.index(r.worker) * LANE_H
         colour = "#1f77b4" if r.outcome == "done" else "#d62728"
-        body.append(f'<rect class="pgq-run {r.outcome}" x="{x(r.start_s):.1f}" y="{y + 3}" '
-                    f'width="{x(r.end_s) - x(r.start_s):.1f}" height="{LANE_H - 10}" fill="{colour}"/>')
+        body.append(
+            f'<rect class="pgq-run {r.outcome}" x="{x(r.start_s):.1f}" y="{y + 3}" '
+            f'width="{x(r.end_s) - x(r.start_s):.1f}" height="{LANE_H - 10}" fill="{colour}"/>'
+        )
         body.append(f'<text x="{x(r.start_s) + 3:.1f}" y="{y + 17}" fill="white">token {r.token}</text>')
     y = TOP + 2 * LANE_H
     for t, _, left in result.lease_samples:
-        body.append(f'<line class="pgq-deadline" x1="{x(t + left):.1f}" y1="{y + 3}" x2="{x(t + left):.1f}" '
-                    f'y2="{y + LANE_H - 7}" stroke="#555"/>')
+        body.append(
+            f'<line class="pgq-deadline" x1="{x(t + left):.1f}" y1="{y + 3}" x2="{x(t + left):.1f}" '
+            f'y2="{y + LANE_H - 7}" stroke="#555"/>'
+        )
     height = TOP + len(names) * LANE_H + 20
     body += axis(span, height - 6, width)
-    title = (f"{result.work_s:g} s of work, {result.lease_s:g} s lease, "
-             f"{'with' if result.heartbeat else 'without'} a heartbeat")
+    title = (
+        f"{result.work_s:g} s of work, {result.lease_s:g} s lease, "
+        f"{'with' if result.heartbeat else 'without'} a heartbeat"
+    )
     return svg_frame(width, height, body, title)
 
 
@@ -141,17 +171,29 @@ class FencingLab(W.VBox):
         self.steps = W.HTML(value="")
         self.output = W.HTML(value="")
         self.runner = Runner(self._done, self._failed)
-        for widget, css in ((self.run_button, "pgq-run"), (self.step_button, "pgq-step-button"),
-                            (self.play_button, "pgq-play"), (self.status, "pgq-status"),
-                            (self.chart, "pgq-timeline"), (self.steps, "pgq-steps-table"),
-                            (self.output, "pgq-result")):
+        for widget, css in (
+            (self.run_button, "pgq-run"),
+            (self.step_button, "pgq-step-button"),
+            (self.play_button, "pgq-play"),
+            (self.status, "pgq-status"),
+            (self.chart, "pgq-timeline"),
+            (self.steps, "pgq-steps-table"),
+            (self.output, "pgq-result"),
+        ):
             widget.add_class(css)
         self.run_button.on_click(lambda _: self.start())
         self.step_button.on_click(lambda _: self.step())
         self.play_button.on_click(lambda _: self.play())
-        super().__init__([W.HBox([self.handler, self.guess]),
-                          W.HBox([self.run_button, self.step_button, self.play_button]),
-                          self.status, self.chart, self.steps, self.output])
+        super().__init__(
+            [
+                W.HBox([self.handler, self.guess]),
+                W.HBox([self.run_button, self.step_button, self.play_button]),
+                self.status,
+                self.chart,
+                self.steps,
+                self.output,
+            ]
+        )
         self.add_class("pgq-fencing-lab")
 
     @property
@@ -165,8 +207,9 @@ class FencingLab(W.VBox):
         self.run_button.disabled = self.step_button.disabled = self.play_button.disabled = True
         self.status.value = f"running: A claims, stalls past its {self.lease_s:g} s lease…"
         handler, guess = self.handler.value, self.guess.value
-        return self.runner.start(lambda stop: stale_worker(self.db, self.lease_s, handler=handler, guess=guess,
-                                                           stop=stop))
+        return self.runner.start(
+            lambda stop: stale_worker(self.db, self.lease_s, handler=handler, guess=guess, stop=stop)
+        )
 
     def wait(self, timeout: float | None = 60) -> FencingResult | None:
         return self.runner.wait(timeout)
@@ -212,12 +255,16 @@ class FencingLab(W.VBox):
 
     def _draw(self) -> None:
         result = self.result
+        if result is None:  # nothing has run yet
+            return
         self.chart.value = steps_svg(result, self.shown)
         self.steps.value = steps_html(result.events, self.shown)
         if self.shown == len(result.events):
             self.step_button.disabled = self.play_button.disabled = True
-            self.output.value = (comparison_html(result.comparison(), version=result.server_version)
-                                 + f"<pre>{escape(result.summary())}</pre>")
+            self.output.value = (
+                comparison_html(result.comparison(), version=result.server_version)
+                + f"<pre>{escape(result.summary())}</pre>"
+            )
 
     def close(self) -> None:
         self._closed = True

@@ -24,17 +24,25 @@ from .common import comparison_html, error_html
 
 def steps_html(steps: list[FailureStep]) -> str:
     rows = "".join(
-        f'<tr class="pgq-failure" data-status="{escape(s.status)}"><td>{s.attempt}</td><td>{escape(s.status)}</td>'
-        f"<td>{f'{round(s.wait_s):,} s' if s.status == 'ready' else '–'}</td><td>{escape(s.last_error)}</td></tr>"
-        for s in steps)
-    return ('<table class="pgq-failures"><tr><th>failure</th><th>job is now</th><th>wait set</th>'
-            f"<th>last error</th></tr>{rows}</table>")
+        f'<tr class="pgq-failure" data-status="{escape(s.status)}">'
+        f"<td>{s.attempt}</td><td>{escape(s.status)}</td>"
+        f"<td>{f'{round(s.wait_s):,} s' if s.status == 'ready' else '–'}</td>"
+        f"<td>{escape(s.last_error)}</td></tr>"
+        for s in steps
+    )
+    return (
+        '<table class="pgq-failures"><tr><th>failure</th><th>job is now</th><th>wait set</th>'
+        f"<th>last error</th></tr>{rows}</table>"
+    )
 
 
 def schedule_html(result: ScheduleResult, guess: int | None = None) -> str:
     """For an ExperimentPanel: the comparison, the chart and the summary."""
-    return (comparison_html(result.comparison(), version=result.server_version) + result.chart_svg()
-            + f"<pre>{escape(result.summary())}</pre>")
+    return (
+        comparison_html(result.comparison(), version=result.server_version)
+        + result.chart_svg()
+        + f"<pre>{escape(result.summary())}</pre>"
+    )
 
 
 def herd_html(result: HerdResult, guess: int | None = None) -> str:
@@ -47,15 +55,23 @@ class RetryLab(W.VBox):
     def __init__(self, db, *, max_attempts: int = 5):
         self.db, self.max_attempts = db, max_attempts
         self.stepper: FailureStepper | None = None
-        self.fail_button = W.Button(description="Fail it", button_style="danger", icon="bolt",
-                                    tooltip="claim the job and fail it with 'HTTP 503 from webhook'")
+        self.fail_button = W.Button(
+            description="Fail it",
+            button_style="danger",
+            icon="bolt",
+            tooltip="claim the job and fail it with 'HTTP 503 from webhook'",
+        )
         self.reset_button = W.Button(description="Reset", icon="refresh", tooltip="a fresh job")
         self.status = W.HTML(value="")
         self.table = W.HTML(value="")
         self.chart = W.HTML(value="")
-        for widget, css in ((self.fail_button, "pgq-fail"), (self.reset_button, "pgq-reset"),
-                            (self.status, "pgq-status"), (self.table, "pgq-failures-table"),
-                            (self.chart, "pgq-chart-box")):
+        for widget, css in (
+            (self.fail_button, "pgq-fail"),
+            (self.reset_button, "pgq-reset"),
+            (self.status, "pgq-status"),
+            (self.table, "pgq-failures-table"),
+            (self.chart, "pgq-chart-box"),
+        ):
             widget.add_class(css)
         self.fail_button.on_click(lambda _: self.fail())
         self.reset_button.on_click(lambda _: self.reset())
@@ -69,33 +85,42 @@ class RetryLab(W.VBox):
 
     @property
     def result(self) -> ScheduleResult:
-        return ScheduleResult(steps=self.steps, max_attempts=self.max_attempts, server_version=self.db.server.version)
+        return ScheduleResult(
+            steps=self.steps, max_attempts=self.max_attempts, server_version=self.db.server.version
+        )
 
     def reset(self) -> None:
         if self.stepper is not None:
             self.stepper.close()
         self.stepper = FailureStepper(self.db, max_attempts=self.max_attempts)
         self.fail_button.disabled = False
-        self.status.value = (f"job {self.stepper.job_id} is ready: max_attempts {self.max_attempts}. "
-                             "Press Fail it.")
+        self.status.value = (
+            f"job {self.stepper.job_id} is ready: max_attempts {self.max_attempts}. Press Fail it."
+        )
         self.table.value = steps_html([])
         self.chart.value = ""
 
     def fail(self) -> FailureStep | None:
+        stepper = self.stepper
+        if stepper is None:  # reset() makes one; it runs in __init__
+            return None
         try:
-            step = self.stepper.fail_once()
+            step = stepper.fail_once()
         except Exception as exc:  # shown where the learner looks
             self.status.value = error_html(exc)
             return None
         if step.status == "dead":
-            self.status.value = (f"failure {step.attempt}: the job is <b>dead</b>, its last error kept. "
-                                 "Reset for a fresh job.")
+            self.status.value = (
+                f"failure {step.attempt}: the job is <b>dead</b>, its last error kept. Reset for a fresh job."
+            )
             self.fail_button.disabled = True
         else:
-            self.status.value = (f"failure {step.attempt}: fail.sql set a wait of {round(step.wait_s):,} s. "
-                                 "The lab made the job due at once instead of waiting it out.")
-        self.table.value = steps_html(self.stepper.steps)
-        if any(s.status == "ready" for s in self.stepper.steps):
+            self.status.value = (
+                f"failure {step.attempt}: fail.sql set a wait of {round(step.wait_s):,} s. "
+                "The lab made the job due at once instead of waiting it out."
+            )
+        self.table.value = steps_html(stepper.steps)
+        if any(s.status == "ready" for s in stepper.steps):
             self.chart.value = self.result.chart_svg()
         return step
 

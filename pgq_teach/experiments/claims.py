@@ -19,9 +19,8 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-from .. import charts, queue
+from .. import charts, checks, queue
 from ..databases import Database
-from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import explain, run
 from . import race
@@ -47,13 +46,6 @@ LOCKING_STYLES = tuple(m for m in FIVE_WAYS if m != "naive")
 ZERO_WORK_STYLES = ("lease_skip_locked", "lease_for_update")
 # Two medians closer than this are within the noise of a shared 2-CPU machine.
 TOO_CLOSE_TO_CALL = 0.05
-
-
-def _check_whole(name: str, value) -> int:
-    low, high = LIMITS[name]
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise BadInput(f"{name} must be a whole number from {low:,} to {high:,}, got {value!r}")
-    return value
 
 
 # --- batch claims (guide #5) --------------------------------------------------
@@ -134,9 +126,9 @@ def batch_drain(
     """Seed `jobs` due jobs, then let `workers` sessions at once claim them with
     claim.sql, `batch` at a time, each until a claim comes back empty. Nothing
     is completed: the point is the claim itself, so every job ends 'running'."""
-    _check_whole("jobs", jobs)
-    _check_whole("batch", batch)
-    _check_whole("workers", workers)
+    checks.whole_number("jobs", jobs, *LIMITS["jobs"])
+    checks.whole_number("batch", batch, *LIMITS["batch"])
+    checks.whole_number("workers", workers, *LIMITS["workers"])
     stop = stop or threading.Event()
     race.prepare(db, jobs)  # empty the table, then ids 1..jobs, all due
     sizes: list[int] = []
@@ -345,7 +337,7 @@ def five_way(
 ) -> FiveWayResult:
     """Race the guide's five claim styles, `rounds` times each (guide #6). Each
     round runs the styles in the course's order; progress covers every race."""
-    _check_whole("rounds", rounds)
+    checks.whole_number("rounds", rounds, *LIMITS["rounds"])
     race.check_inputs(workers=workers, jobs=jobs, work_ms=work_ms, mode="naive")
     stop = stop or threading.Event()
     plan = [mode for _ in range(rounds) for mode in FIVE_WAYS]
@@ -467,7 +459,7 @@ def zero_work(
     """Lease claims with and without SKIP LOCKED and no work per job, so the
     claims are the whole cost (guide #7). The two styles swap order every
     round, so neither always runs first on a cold cache."""
-    _check_whole("rounds", rounds)
+    checks.whole_number("rounds", rounds, *LIMITS["rounds"])
     race.check_inputs(workers=workers, jobs=jobs, work_ms=0, mode="lease_skip_locked")
     stop = stop or threading.Event()
     plan = [
@@ -532,11 +524,10 @@ def explain_claims(db: Database, ready: int = 50, claimed: int = 4950, batch: in
     """Seed ready + claimed jobs, claim `claimed` of them, refresh statistics
     (so the planner knows few rows are ready), then EXPLAIN three things: the
     locking read, the whole claim, and the IN (subquery) shape."""
-    if isinstance(claimed, bool) or not isinstance(claimed, int) or claimed < 0:
-        raise BadInput(f"claimed must be a whole number, zero or more; got {claimed!r}")
-    _check_whole("jobs", ready)
-    _check_whole("jobs", ready + claimed)
-    _check_whole("batch", batch)
+    checks.whole_number("claimed", claimed, 0)
+    checks.whole_number("ready", ready, *LIMITS["jobs"])
+    checks.whole_number("ready + claimed", ready + claimed, *LIMITS["jobs"])
+    checks.whole_number("batch", batch, *LIMITS["batch"])
     race.prepare(db, ready + claimed)
     params = {"batch": batch, "lease": queue.DEFAULT_LEASE}
     with db.connection() as conn:

@@ -23,7 +23,7 @@ from datetime import timedelta
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import queue
+from .. import checks, queue
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
@@ -44,20 +44,6 @@ GONE_TIMEOUT_S = 5.0  # how long a terminated session may take to disappear
 OTHERS_LIMITS = (1, 100_000)
 
 Progress = Callable[[int, int], None] | None
-
-
-def check_lease(lease_s) -> float:
-    low, high = LEASE_LIMITS
-    if isinstance(lease_s, bool) or not isinstance(lease_s, (int, float)) or not low <= lease_s <= high:
-        raise BadInput(f"lease_s must be a number of seconds from {low:g} to {high:g}, got {lease_s!r}")
-    return float(lease_s)
-
-
-def check_count(name: str, value, limits: tuple[int, int]) -> int:
-    low, high = limits
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise BadInput(f"{name} must be a whole number from {low:,} to {high:,}, got {value!r}")
-    return value
 
 
 def tell(progress: Progress, done: int, total: int) -> None:
@@ -111,7 +97,7 @@ class CrashScene:
 
     def __init__(self, db: Database, lease_s: float = DEFAULT_LEASE_S):
         self.db = db
-        self.lease_s = check_lease(lease_s)
+        self.lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS)
         self.hold: psycopg.Connection | None = None
         self.lease: psycopg.Connection | None = None
         self.hold_job: int | None = None
@@ -153,9 +139,8 @@ class CrashScene:
         """End a worker's session with pg_terminate_backend, from the third
         session, as a crash or a lost network would; wait until the server
         has let it go. The number of sessions ended (0 if it was not running)."""
-        name = {"hold": HOLD_NAME, "lease": LEASE_NAME}.get(worker)
-        if name is None:
-            raise BadInput(f"worker must be 'hold' or 'lease', got {worker!r}")
+        names = {"hold": HOLD_NAME, "lease": LEASE_NAME}
+        name = names[checks.one_of("worker", worker, names)]
         with self._third_lock:
             ended = run(self._third, "lab/terminate_sessions_named", {"name": name}).fetchall()
             deadline = time.monotonic() + GONE_TIMEOUT_S
@@ -276,7 +261,7 @@ def crash_both(
     stop: threading.Event | None = None,
 ) -> CrashResult:
     """Start both workers, end each one's session, and watch their jobs."""
-    lease_s = check_lease(lease_s)
+    lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS)
     stop = stop or threading.Event()
     total = 5
     with CrashScene(db, lease_s) as scene:
@@ -390,7 +375,7 @@ def cleanup_held_back(
     Autovacuum is kept off the jobs table meanwhile, so the VACUUM run here is
     the one that finds the dead rows. Nothing reads the table between the
     commit and the second VACUUM: a read may prune dead rows on its own."""
-    others = check_count("others", others, OTHERS_LIMITS)
+    others = checks.whole_number("others", others, *OTHERS_LIMITS)
     stop = stop or threading.Event()
     total = 4
     with db.connection(application_name=f"{LAB_PREFIX} cleanup") as conn:
@@ -445,8 +430,8 @@ class ReaperPlan:
 
 def reaper_plan(db: Database, running: int = 50, ready: int = 4_950) -> ReaperPlan:
     """Seed ready + running jobs, refresh statistics, and EXPLAIN sql/reap.sql."""
-    running = check_count("running", running, OTHERS_LIMITS)
-    ready = check_count("ready", ready, OTHERS_LIMITS)
+    running = checks.whole_number("running", running, *OTHERS_LIMITS)
+    ready = checks.whole_number("ready", ready, *OTHERS_LIMITS)
     with db.connection() as conn:
         run(conn, "lab/reset_jobs")
         run(conn, "lab/seed_jobs", {"kind": KIND, "count": running + ready})

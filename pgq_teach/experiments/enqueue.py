@@ -10,18 +10,17 @@ arrives only after COMMIT (guide #12).
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 import psycopg
 
-from .. import queue
+from .. import checks, queue
 from ..databases import Database
-from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import run, run_one
 from .results import Result, guess_text, server_fields
@@ -87,17 +86,10 @@ class EnqueueResult(Result):
         return "\n".join(lines)
 
 
-def check_inputs(*, quiet_s, guess=None) -> None:
-    low, high = QUIET_LIMITS
-    if (
-        isinstance(quiet_s, bool)
-        or not isinstance(quiet_s, (int, float))
-        or not math.isfinite(quiet_s)
-        or not low <= quiet_s <= high
-    ):
-        raise BadInput(f"quiet_s must be a number of seconds from {low} to {high}, got {quiet_s!r}")
-    if guess is not None and (isinstance(guess, bool) or not isinstance(guess, int) or guess < 0):
-        raise BadInput(f"guess must be a whole number of notifications, 0 or more; got {guess!r}")
+def check_inputs(*, quiet_s: Any, guess: Any = None) -> None:
+    checks.seconds("quiet_s", quiet_s, *QUIET_LIMITS)
+    if guess is not None:
+        checks.whole_number("guess (notifications)", guess, 0)
 
 
 def _listen_for(listener: psycopg.Connection, seconds: float) -> list[str]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import queue
+from .. import checks, queue
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
@@ -50,19 +50,6 @@ def fencing_token(job: queue.Job) -> int:
     its own column, `fence_token`, once the schema has it; before that the
     claim's `attempts` plays the part."""
     return getattr(job, "fence_token", job.attempts)
-
-
-def check_seconds(name: str, value, limits: tuple[float, float]) -> float:
-    low, high = limits
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise BadInput(f"{name} must be a number of seconds from {low:g} to {high:g}, got {value!r}")
-    return float(value)
-
-
-def check_handler(handler) -> str:
-    if handler not in HANDLERS:
-        raise BadInput(f"handler must be one of {', '.join(HANDLERS)}; got {handler!r}")
-    return handler
 
 
 def tell(progress: Progress, done: int, total: int) -> None:
@@ -176,8 +163,8 @@ def stale_worker(
 ) -> FencingResult:
     """A claims and sends, then stalls past its lease; the reaper runs; B
     claims and sends; A completes (fenced out), then B completes."""
-    lease_s = check_seconds("lease_s", lease_s, LEASE_LIMITS)
-    handler = check_handler(handler)
+    lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS)
+    handler = checks.one_of("handler", handler, HANDLERS)
     stop = stop or threading.Event()
     job_id = prepare(db)
     events: list[Event] = []
@@ -313,8 +300,8 @@ def long_job(
     """One job that takes `work_s` seconds; two library `Worker`s with a
     `lease_s` lease, polling every 0.2 s; W1 claims first. Runs until the job
     is done or dead and every handler has returned."""
-    lease_s = check_seconds("lease_s", lease_s, LEASE_LIMITS)
-    work_s = check_seconds("work_s", work_s, WORK_LIMITS)
+    lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS)
+    work_s = checks.seconds("work_s", work_s, *WORK_LIMITS)
     if not isinstance(heartbeat, bool):
         raise BadInput(f"heartbeat must be True or False, got {heartbeat!r}")
     stop = stop or threading.Event()
@@ -432,7 +419,7 @@ class RequeueResult:
 def token_after_requeue(db: Database, lease_s: float = 0.5) -> RequeueResult:
     """A claims a one-attempt job and stalls; the reaper makes it dead; a
     person requeues it; C claims it; then A completes, late."""
-    lease_s = check_seconds("lease_s", lease_s, LEASE_LIMITS)
+    lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS)
     prepare(db)
     with db.connection() as conn:
         run(conn, "lab/reset_jobs")

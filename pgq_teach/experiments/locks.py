@@ -17,11 +17,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 
+from .. import checks
 from ..databases import Database
-from ..errors import BadInput, PgqError
+from ..errors import PgqError
 from ..guide import GuideFigure, figure
 from ..statements import run
 from .results import Comparison, Result, guess_text, server_fields
@@ -77,9 +79,8 @@ PREPARE_LOCK_TIMEOUT_MS = 5_000  # how long a reset may wait for other sessions'
 HOLD_LIMITS = (0.5, 30.0)  # seconds A may hold job 1 in a replay
 
 
-def check_clause(clause: str) -> None:
-    if clause not in CLAUSES:
-        raise BadInput(f"the locking clause must be one of {', '.join(CLAUSES)}; got {clause!r}")
+def check_clause(clause: Any) -> None:
+    checks.one_of("the locking clause", clause, CLAUSES)
 
 
 class JobsBusy(PgqError):
@@ -239,14 +240,8 @@ class ReplayResult(Result):
         ]
 
 
-def check_hold(hold_seconds) -> None:
-    low, high = HOLD_LIMITS
-    if (
-        isinstance(hold_seconds, bool)
-        or not isinstance(hold_seconds, (int, float))
-        or not low <= hold_seconds <= high
-    ):
-        raise BadInput(f"hold_seconds must be a number from {low:g} to {high:g}, got {hold_seconds!r}")
+def check_hold(hold_seconds: Any) -> None:
+    checks.seconds("hold_seconds", hold_seconds, *HOLD_LIMITS)
 
 
 def row_of(rows: list[ActivityRow], session: Session) -> ActivityRow | None:

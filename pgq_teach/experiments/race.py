@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -180,15 +181,12 @@ class RaceResult(Result, Ideals):
         )
 
 
-def check_inputs(*, workers, jobs, work_ms, mode) -> None:
-    for name, value in (("workers", workers), ("jobs", jobs), ("work_ms", work_ms)):
-        low, high = LIMITS[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-            raise BadInput(f"{name} must be a number from {low} to {high:,}, got {value!r}")
-    if isinstance(workers, float) or isinstance(jobs, float):
-        raise BadInput("workers and jobs must be whole numbers")
-    if mode not in STYLES:
-        raise BadInput(f"mode must be one of {', '.join(STYLES)}; got {mode!r}")
+def check_inputs(*, workers: Any, jobs: Any, work_ms: Any, mode: Any) -> None:
+    """Every input of a race, checked before any SQL runs."""
+    checks.whole_number("workers", workers, *LIMITS["workers"])
+    checks.whole_number("jobs", jobs, *LIMITS["jobs"])
+    checks.number("work_ms", work_ms, *LIMITS["work_ms"], unit="milliseconds")
+    checks.one_of("mode", mode, STYLES)
 
 
 # --- one claim style each: claim one job, or None; then finish it ------------

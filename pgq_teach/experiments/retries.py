@@ -16,7 +16,7 @@ from datetime import datetime
 
 import psycopg
 
-from .. import queue
+from .. import checks, queue
 from ..charts import bars
 from ..databases import Database
 from ..errors import BadInput, PgqError
@@ -34,12 +34,6 @@ FAIL_STATEMENTS = {
 HERD_LIMITS = (1, 10_000)
 
 Progress = Callable[[int, int], None] | None
-
-
-def check_whole(name: str, value, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise BadInput(f"{name} must be a whole number from {low:,} to {high:,}, got {value!r}")
-    return value
 
 
 def tell(progress: Progress, done: int, total: int) -> None:
@@ -88,7 +82,7 @@ class FailureStepper:
             self.conn,
             kind,
             {"url": "https://partner.example/hook"},
-            max_attempts=check_whole("max_attempts", max_attempts, 1, 1_000),
+            max_attempts=checks.whole_number("max_attempts", max_attempts, 1, 1_000),
             notify=False,
         )
 
@@ -97,8 +91,7 @@ class FailureStepper:
         return run_one(self.conn, "job_state", {"id": self.job_id})[0]
 
     def fail_once(self, error: str = ERROR, statement: str = "fail") -> FailureStep:
-        if statement not in FAIL_STATEMENTS:
-            raise BadInput(f"statement must be one of {', '.join(FAIL_STATEMENTS)}; got {statement!r}")
+        checks.one_of("statement", statement, FAIL_STATEMENTS)
         if self.status == "dead":
             raise BadInput(f"job {self.job_id} is dead: requeue it, or reset the lab")
         if len(self.steps) >= MAX_STEPS:
@@ -121,7 +114,8 @@ class FailureStepper:
 
     def lower_max_attempts(self, max_attempts: int) -> None:
         """Change the job's max_attempts, as an operator might."""
-        params = {"id": self.job_id, "max_attempts": check_whole("max_attempts", max_attempts, 1, 1_000)}
+        max_attempts = checks.whole_number("max_attempts", max_attempts, 1, 1_000)
+        params = {"id": self.job_id, "max_attempts": max_attempts}
         run(self.conn, "lab/set_max_attempts", params)
 
     def close(self) -> None:
@@ -204,7 +198,7 @@ def schedule(
     stop: threading.Event | None = None,
 ) -> ScheduleResult:
     """Fail one job `failures` times with the course's fail.sql (stopping at dead)."""
-    failures = check_whole("failures", failures, 1, MAX_STEPS)
+    failures = checks.whole_number("failures", failures, 1, MAX_STEPS)
     stop = stop or threading.Event()
     with FailureStepper(db, max_attempts=max_attempts) as stepper:
         for n in range(failures):
@@ -250,9 +244,8 @@ def lowered_max_attempts(
 ) -> LoweredResult:
     """Fail a job three times, lower its max_attempts to `lower_to`, then fail
     it up to `more` more times with `statement` (stopping at dead)."""
-    if statement not in FAIL_STATEMENTS:
-        raise BadInput(f"statement must be one of {', '.join(FAIL_STATEMENTS)}; got {statement!r}")
-    more = check_whole("more", more, 1, MAX_STEPS - 3)
+    checks.one_of("statement", statement, FAIL_STATEMENTS)
+    more = checks.whole_number("more", more, 1, MAX_STEPS - 3)
     with FailureStepper(db, max_attempts=5) as stepper:
         for _ in range(3):
             stepper.fail_once()
@@ -292,7 +285,7 @@ def make_dead(db: Database, jobs: dict[str, tuple[int, str]]) -> list[DeadJob]:
     with db.connection() as conn:
         run(conn, "lab/reset_jobs")
         for kind, (count, error) in jobs.items():
-            for _ in range(check_whole("count", count, 1, 1_000)):
+            for _ in range(checks.whole_number("count", count, 1, 1_000)):
                 queue.enqueue(conn, kind, {}, max_attempts=1, notify=False)
             for job in queue.claim(conn, batch=count, lease=LEASE_S):
                 queue.fail(conn, job, error)
@@ -342,7 +335,7 @@ def herd(
     """Claim `jobs` jobs and fail every one in one transaction (so now() is
     one instant, as in an outage where all fail within the same moment),
     with fail.sql or with its jittered teaching variant."""
-    jobs = check_whole("jobs", jobs, *HERD_LIMITS)
+    jobs = checks.whole_number("jobs", jobs, *HERD_LIMITS)
     if not isinstance(jitter, bool):
         raise BadInput(f"jitter must be True or False, got {jitter!r}")
     stop = stop or threading.Event()

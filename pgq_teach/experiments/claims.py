@@ -24,7 +24,7 @@ from ..databases import Database
 from ..guide import GuideFigure, figure
 from ..statements import explain, run
 from . import race
-from .race import RaceResult, status_counts
+from .race import RaceResult
 from .results import Comparison, Result, guess_text, server_fields
 
 Progress = Callable[[int, int], None]
@@ -170,6 +170,8 @@ def batch_drain(
         raise errors[0]
     if progress and not stop.is_set():
         progress(jobs, jobs)
+    with db.connection() as conn:
+        counts = queue.status_counts(conn)
     return BatchDrainResult(
         jobs=jobs,
         batch=batch,
@@ -177,7 +179,7 @@ def batch_drain(
         batch_sizes=sizes,
         claims_per_job=claims,
         elapsed_s=elapsed,
-        status_counts=status_counts(db),
+        status_counts=counts,
         stopped=stop.is_set() and sum(sizes) < jobs,
         guess=guess,
         **server_fields(db),

@@ -23,7 +23,7 @@ from datetime import timedelta
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import checks, queue
+from .. import checks, queue, seeding
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
@@ -106,8 +106,7 @@ class CrashScene:
         self._monitor_lock = threading.Lock()
         self._third = db.connect(application_name=THIRD_NAME)
         self._monitor = db.connect(application_name="pgq-teach monitor")
-        run(self._third, "lab/reset_jobs")
-        run(self._third, "lab/seed_jobs", {"kind": KIND, "count": 2})
+        seeding.reset_and_seed(self._third, KIND, 2)
 
     # the two workers
 
@@ -379,8 +378,7 @@ def cleanup_held_back(
     stop = stop or threading.Event()
     total = 4
     with db.connection(application_name=f"{LAB_PREFIX} cleanup") as conn:
-        run(conn, "lab/reset_jobs")
-        run(conn, "lab/seed_jobs", {"kind": KIND, "count": others + 1})
+        seeding.reset_and_seed(conn, KIND, others + 1)
         run(conn, "lab/autovacuum_off")
         hold = db.connect(autocommit=False, application_name=HOLD_NAME)
         try:
@@ -433,8 +431,7 @@ def reaper_plan(db: Database, running: int = 50, ready: int = 4_950) -> ReaperPl
     running = checks.whole_number("running", running, *OTHERS_LIMITS)
     ready = checks.whole_number("ready", ready, *OTHERS_LIMITS)
     with db.connection() as conn:
-        run(conn, "lab/reset_jobs")
-        run(conn, "lab/seed_jobs", {"kind": KIND, "count": running + ready})
+        seeding.reset_and_seed(conn, KIND, running + ready)
         queue.claim(conn, batch=running, lease=timedelta(minutes=5))
         run(conn, "lab/analyze_jobs")
         plan = "\n".join(explain(conn, "reap"))

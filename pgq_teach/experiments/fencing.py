@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import checks, queue
+from .. import checks, queue, seeding
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
@@ -60,7 +60,7 @@ def tell(progress: Progress, done: int, total: int) -> None:
 def prepare(db: Database) -> int:
     """Empty the jobs, the inbox and the receipts record; enqueue one receipt job. Its id."""
     with db.connection() as conn:
-        run(conn, "lab/reset_jobs")
+        seeding.reset_jobs(conn)
         run(conn, "lab/inbox_create")
         run(conn, "lab/receipts_sent_create")
         run(conn, "lab/inbox_reset")
@@ -422,7 +422,7 @@ def token_after_requeue(db: Database, lease_s: float = 0.5) -> RequeueResult:
     lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS)
     prepare(db)
     with db.connection() as conn:
-        run(conn, "lab/reset_jobs")
+        seeding.reset_jobs(conn)
         queue.enqueue(conn, KIND, {"order": ORDER}, max_attempts=1, notify=False)
         a_job = queue.claim(conn, lease=lease_s)[0]
         time.sleep(max(0.0, lease_end(a_job) - time.time()) + 0.1)

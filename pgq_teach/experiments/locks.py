@@ -21,7 +21,7 @@ from typing import Any
 
 import psycopg
 
-from .. import checks
+from .. import checks, seeding
 from ..databases import Database
 from ..errors import PgqError
 from ..guide import GuideFigure, figure
@@ -94,8 +94,7 @@ def prepare(db: Database, jobs: int = 2, *, lock_timeout_ms: int = PREPARE_LOCK_
     so it gives up after a few seconds with advice instead of hanging."""
     try:
         with db.connection(options=f"-c lock_timeout={int(lock_timeout_ms)}") as conn:
-            run(conn, "lab/reset_jobs")
-            run(conn, "lab/seed_jobs", {"kind": KIND, "count": jobs})
+            seeding.reset_and_seed(conn, KIND, jobs)
     except psycopg.errors.LockNotAvailable:
         raise JobsBusy(
             "Could not reset the jobs table: another session still holds a transaction with "

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import charts, checks, queue
+from .. import charts, checks, queue, seeding
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
@@ -263,14 +263,7 @@ def style_claimer(style: str, wasted: Callable[[], None]) -> Claimer:
 def prepare(db: Database, jobs: int) -> None:
     """Empty the jobs table and add `jobs` due jobs, ids 1..jobs."""
     with db.connection() as conn:
-        run(conn, "lab/reset_jobs")
-        run(conn, "lab/seed_jobs", {"kind": KIND, "count": jobs})
-
-
-def status_counts(db: Database) -> dict[str, int]:
-    """Jobs by status, now."""
-    with db.connection() as conn:
-        return {s: n for s, n, _ in run(conn, "stats_status").fetchall()}
+        seeding.reset_and_seed(conn, KIND, jobs)
 
 
 class Tally:
@@ -376,7 +369,8 @@ def run_race(
             stack.callback(conn.close)
             conns.append(conn)
         runs, elapsed = drain(conns, claim, jobs=jobs, work_ms=work_ms, progress=progress, stop=stop)
-    done = status_counts(db).get("done", 0)
+    with db.connection() as conn:
+        done = queue.status_counts(conn).get("done", 0)
     return RaceResult(
         mode=CUSTOM if custom else mode,
         workers=workers,

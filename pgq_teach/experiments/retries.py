@@ -16,7 +16,7 @@ from datetime import datetime
 
 import psycopg
 
-from .. import checks, queue
+from .. import checks, queue, seeding
 from ..charts import bars
 from ..databases import Database
 from ..errors import BadInput, PgqError
@@ -77,7 +77,7 @@ class FailureStepper:
         self.kind = kind
         self.steps: list[FailureStep] = []
         self.conn = db.connect(application_name="pgq-retry lab")
-        run(self.conn, "lab/reset_jobs")
+        seeding.reset_jobs(self.conn)
         self.job_id = queue.enqueue(
             self.conn,
             kind,
@@ -283,7 +283,7 @@ def make_dead(db: Database, jobs: dict[str, tuple[int, str]]) -> list[DeadJob]:
     """For each kind, `count` one-attempt jobs that fail once with `error`,
     and so die: {"call_webhook": (3, "HTTP 503 from webhook"), ...}."""
     with db.connection() as conn:
-        run(conn, "lab/reset_jobs")
+        seeding.reset_jobs(conn)
         for kind, (count, error) in jobs.items():
             for _ in range(checks.whole_number("count", count, 1, 1_000)):
                 queue.enqueue(conn, kind, {}, max_attempts=1, notify=False)
@@ -340,8 +340,7 @@ def herd(
         raise BadInput(f"jitter must be True or False, got {jitter!r}")
     stop = stop or threading.Event()
     with db.connection() as conn:
-        run(conn, "lab/reset_jobs")
-        run(conn, "lab/seed_jobs", {"kind": KIND, "count": jobs})
+        seeding.reset_and_seed(conn, KIND, jobs)
         claimed = queue.claim(conn, batch=jobs, lease=LEASE_S)
         with conn.transaction():
             moment: datetime = run_one(conn, "lab/open_transaction")[0]

@@ -29,6 +29,7 @@ from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
 from ..statements import explain, run, run_one
 from .bloat import VacuumReport, vacuum
+from .results import tell
 
 KIND = "send_receipt"
 LAB_PREFIX = "pgq-crash"
@@ -44,11 +45,6 @@ GONE_TIMEOUT_S = 5.0  # how long a terminated session may take to disappear
 OTHERS_LIMITS = (1, 100_000)
 
 Progress = Callable[[int, int], None] | None
-
-
-def tell(progress: Progress, done: int, total: int) -> None:
-    if progress is not None:
-        progress(done, total)
 
 
 # --- what the board shows -----------------------------------------------------------

@@ -32,6 +32,7 @@ from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
 from ..statements import run, run_one
 from ..worker import Worker
+from .results import tell
 
 KIND = "send_receipt"
 ORDER = 101
@@ -50,11 +51,6 @@ def fencing_token(job: queue.Job) -> int:
     its own column, `fence_token`, once the schema has it; before that the
     claim's `attempts` plays the part."""
     return getattr(job, "fence_token", job.attempts)
-
-
-def tell(progress: Progress, done: int, total: int) -> None:
-    if progress is not None:
-        progress(done, total)
 
 
 def prepare(db: Database) -> int:

@@ -7,6 +7,7 @@ Widgets draw these rows; they never work them out (or change a result) themselve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,14 @@ from ..guide import GuideFigure
 # One row of a comparison table: (measure, your guess, this server, the guide).
 Comparison = tuple[str, Any, Any, Any]
 NO_GUESS = "no guess"
+# progress(done, total): how far a long experiment has got, for a progress bar.
+Progress = Callable[[int, int], None]
+
+
+def tell(progress: Progress | None, done: int, total: int) -> None:
+    """Report progress, when the caller asked for it."""
+    if progress is not None:
+        progress(done, total)
 
 
 def server_fields(db: Database) -> dict[str, Any]:

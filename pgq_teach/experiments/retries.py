@@ -22,6 +22,7 @@ from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
 from ..statements import run, run_one, statement
+from .results import tell
 
 KIND = "call_webhook"
 ERROR = "HTTP 503 from webhook"
@@ -34,11 +35,6 @@ FAIL_STATEMENTS = {
 HERD_LIMITS = (1, 10_000)
 
 Progress = Callable[[int, int], None] | None
-
-
-def tell(progress: Progress, done: int, total: int) -> None:
-    if progress is not None:
-        progress(done, total)
 
 
 def fail_params(name: str, job: queue.Job, error: str) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import psycopg
 
 from ..guide import figure
-from ..statements import run
+from ..statements import run, run_one
 from .learner_sql import LearnerSQL, Refused
 from .sandbox import Scratch, execute, parse
 from .verdict import Evidence, Verdict
@@ -40,7 +40,7 @@ def _fail_once(owner, conn, learner: LearnerSQL, attempts: int, max_attempts: in
     try:
         with conn.transaction():  # the read below sees the same now() as the statement
             execute(conn, learner, values)
-            status, wait_s, _, _ = run(conn, "exercise/job_wait", {"id": 1}).fetchone()
+            status, wait_s, _, _ = run_one(conn, "exercise/job_wait", {"id": 1})
     except psycopg.DataError as exc:
         return "error", exc.diag.message_primary
     return status, wait_s
@@ -73,7 +73,10 @@ def check_fail(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress
             "power(2, least(attempts, 20)), then cap the wait at an hour."
         )
     elif any("lowered" in e.what for e in failed):
-        hint = "compare attempts with greatest(attempts, max_attempts), so lowering max_attempts still ends in dead."
+        hint = (
+            "compare attempts with greatest(attempts, max_attempts), "
+            "so lowering max_attempts still ends in dead."
+        )
     else:
         hint = "the wait after failure k is 10 s x 2^k: 20, 40, 80, 160 s, at most one hour."
     headline = (

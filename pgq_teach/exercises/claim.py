@@ -17,7 +17,7 @@ import psycopg
 
 from ..experiments.race import RaceResult, run_race
 from ..guide import figure
-from ..statements import run
+from ..statements import run, run_one
 from .learner_sql import LearnerSQL, Refused
 from .sandbox import Scratch, execute, locking, parse, plan
 from .verdict import Evidence, Verdict
@@ -55,7 +55,7 @@ class LearnerClaimer:
                 if self.counts.runaway:
                     return None
                 rows = execute(conn, self.learner, self.values).fetchall()
-                if not rows and run(conn, "exercise/due_left").fetchone()[0] == 0:
+                if not rows and run_one(conn, "exercise/due_left")[0] == 0:
                     return None
                 self._count(len(rows))
                 pending.extend(self._job_id(r) for r in rows)
@@ -98,8 +98,7 @@ class ClaimRace:
 
     @property
     def elapsed_s(self) -> float:
-        # RaceResult names it elapsed_s on the labs branch and elapsed before it
-        return self.race.elapsed_s if hasattr(self.race, "elapsed_s") else self.race.elapsed
+        return self.race.elapsed_s
 
     @property
     def shared_ideal_s(self) -> float:

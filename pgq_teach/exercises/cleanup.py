@@ -37,7 +37,8 @@ def check_cleanup(
                     "max_attempts": 5,
                 },
             )
-        batches, longest = [], 0.0
+        batches: list[int] = []
+        longest = 0.0
         while len(batches) < MAX_CALLS:
             began = time.perf_counter()
             n = execute(conn, learner, {"batch": BATCH}).rowcount

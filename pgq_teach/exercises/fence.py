@@ -6,7 +6,7 @@ the job went dead, was requeued (attempts back to 0) and was claimed again."""
 from __future__ import annotations
 
 from ..guide import figure
-from ..statements import run
+from ..statements import run, run_one
 from .learner_sql import LearnerSQL, Refused
 from .sandbox import Scratch, execute, parse
 from .verdict import Evidence, Verdict
@@ -46,9 +46,9 @@ def check_complete(
                 },
             )
             stale = _call(conn, learner, job_id, old_attempts, old_token)
-            status_after_stale = run(owner, "exercise/job_wait", {"id": job_id}).fetchone()[0]
+            status_after_stale = run_one(owner, "exercise/job_wait", {"id": job_id})[0]
             current = _call(conn, learner, job_id, attempts, token)
-            status_after = run(owner, "exercise/job_wait", {"id": job_id}).fetchone()[0]
+            status_after = run_one(owner, "exercise/job_wait", {"id": job_id})[0]
             evidence += [
                 Evidence(
                     f"{story}: stale worker A's call",

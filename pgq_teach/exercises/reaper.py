@@ -47,15 +47,15 @@ def check_reap(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress
         used = indexes_used(plan(conn, learner, {}))
         execute(conn, learner, {})
         after = {r[0]: r for r in run(owner, "lab/all_jobs").fetchall()}
-    status = {i: after[i][3] for i in STAGE}
-    wrong = {i: (s, STAGE[i][3]) for i, s in status.items() if s != STAGE[i][3]}
+    status_of = {i: after[i][3] for i in STAGE}
+    wrong = {i: (s, STAGE[i][3]) for i, s in status_of.items() if s != STAGE[i][3]}
     others = [i for i in before if i not in STAGE and before[i] != after[i]]
-    live = [i for i, s in STAGE.items() if s[3] == "running" and status[i] != "running"]
+    live = [i for i, s in STAGE.items() if s[3] == "running" and status_of[i] != "running"]
     expired = [i for i, s in STAGE.items() if s[3] != "running"]
     evidence = [
         Evidence(
             "expired leases back to ready (or dead when out of attempts)",
-            ", ".join(f"job {i}: {status[i]}" for i in expired),
+            ", ".join(f"job {i}: {status_of[i]}" for i in expired),
             all(i not in wrong for i in expired),
         ),
         Evidence(
@@ -76,14 +76,20 @@ def check_reap(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress
     if passed:
         hint = "only expired leases came back, and the plan reads just the running rows' index."
     elif live or others:
-        hint = "only running jobs whose lease has passed may change: status = 'running' AND leased_until BETWEEN '-infinity' AND now()."
+        hint = (
+            "only running jobs whose lease has passed may change: "
+            "status = 'running' AND leased_until BETWEEN '-infinity' AND now()."
+        )
     elif INDEX not in used:
         hint = (
             "the planner can use the partial index only if your WHERE says status = 'running' as a literal, "
             "as its predicate does."
         )
     else:
-        hint = "a job whose attempts reached max_attempts goes dead: CASE WHEN attempts = greatest(attempts, max_attempts) ..."
+        hint = (
+            "a job whose attempts reached max_attempts goes dead: "
+            "CASE WHEN attempts = greatest(attempts, max_attempts) ..."
+        )
     headline = (
         "only expired leases came back, through the partial index"
         if passed

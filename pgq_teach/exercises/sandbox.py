@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 from psycopg import pq
 from psycopg.conninfo import make_conninfo
+from psycopg.pq.abc import PGresult
 
 from ..databases import Database, open_database
 from ..statements import run
@@ -57,7 +58,7 @@ def open_scratch(exercise: str) -> Scratch:
     return Scratch(db, make_conninfo(db.dsn, user=ROLE, password=password))
 
 
-def _server_message(res: pq.PGresult) -> str:
+def _server_message(res: PGresult) -> str:
     text = (res.error_message or b"").decode("utf-8", "replace").strip()
     return text.removeprefix("ERROR:").strip().splitlines()[0] if text else "unknown error"
 
@@ -89,7 +90,10 @@ def plan(conn: psycopg.Connection, learner: LearnerSQL, values: dict[str, Any]) 
         cur = conn.execute(prefix + learner.for_psycopg, learner.params(values))
     else:
         cur = conn.execute(prefix + learner.for_server)
-    return cur.fetchone()[0][0]["Plan"]
+    row = cur.fetchone()
+    if row is None:
+        raise LookupError("EXPLAIN returned no plan")
+    return row[0][0]["Plan"]
 
 
 def nodes(node: dict, in_cte: bool = False) -> Iterator[tuple[dict, bool]]:

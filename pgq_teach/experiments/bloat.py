@@ -22,8 +22,9 @@ import re
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -32,7 +33,7 @@ from .. import charts, queue
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
-from ..statements import run
+from ..statements import run, run_one
 
 Progress = Callable[[int, int], None]
 
@@ -129,12 +130,12 @@ def prepare(db: Database, jobs: int) -> None:
 def table_bytes(db: Database) -> int:
     """The jobs table's size on disk now."""
     with db.connection() as conn:
-        return run(conn, "lab/table_bloat").fetchone()[0]
+        return run_one(conn, "lab/table_bloat")[0]
 
 
 def sample(conn, drained: int) -> Sample:
     run(conn, "lab/flush_stats")  # this session's counts reach the statistics now
-    table_bytes, _, _, dead = run(conn, "lab/table_bloat").fetchone()
+    table_bytes, _, _, dead = run_one(conn, "lab/table_bloat")
     return Sample(drained, table_bytes, dead or 0)
 
 
@@ -163,7 +164,7 @@ def drain(
     drained, next_sample = 0, every
     with db.connection() as conn:
         points = [sample(conn, 0)]
-        buffers_before = run(conn, "lab/table_buffers").fetchone()[0]
+        buffers_before = run_one(conn, "lab/table_buffers")[0]
         t0 = time.perf_counter()
         paused = 0.0  # time spent sampling, left out of the drain's time
         while not stop.is_set():
@@ -184,7 +185,7 @@ def drain(
             points.append(sample(conn, drained))
         else:
             run(conn, "lab/flush_stats")
-        buffers = run(conn, "lab/table_buffers").fetchone()[0] - buffers_before
+        buffers = run_one(conn, "lab/table_buffers")[0] - buffers_before
     if progress and not stop.is_set():
         progress(jobs, jobs)
     return DrainResult(
@@ -219,7 +220,7 @@ def empty_claim(db: Database, runs: int = 3) -> ClaimCost:
             # ANALYZE runs the claim: with a job ready it would claim it
             raise BadInput("empty_claim measures a claim with nothing ready, but some jobs are ready")
         for _ in range(runs):
-            plan = run(conn, "lab/explain_empty_claim").fetchone()[0][0]
+            plan = run_one(conn, "lab/explain_empty_claim")[0][0]
             top = plan["Plan"]
             costs.append((top["Shared Hit Blocks"] + top["Shared Read Blocks"], plan["Execution Time"], plan))
     buffers = int(statistics.median(c[0] for c in costs))
@@ -277,7 +278,7 @@ class IdleTransaction:
 
     def open(self) -> int:
         """Open it (once); the session's pid."""
-        if self.is_open:
+        if self.is_open and self.pid is not None:
             return self.pid
         conn = self.db.connect(autocommit=True, application_name=IDLE_NAME)
         if self.timeout is not None:
@@ -315,7 +316,7 @@ class IdleTransaction:
         if self.pid is None:
             return False
         with self.db.connection() as conn:
-            return run(conn, "lab/session_alive", {"pid": self.pid}).fetchone()[0]
+            return run_one(conn, "lab/session_alive", {"pid": self.pid})[0]
 
 
 def holders(db: Database) -> list[dict]:
@@ -343,7 +344,7 @@ def exact_counts(db: Database) -> ExactCounts:
     """pgstattuple('jobs'), installing the extension if the server ships it;
     otherwise available=False with the reason."""
     with db.connection() as conn:
-        available, installed = run(conn, "lab/pgstattuple_available").fetchone()
+        available, installed = run_one(conn, "lab/pgstattuple_available")
         if not available:
             return ExactCounts(False, "this server does not ship the pgstattuple extension (contrib)")
         if not installed:
@@ -353,7 +354,7 @@ def exact_counts(db: Database) -> ExactCounts:
                 return ExactCounts(
                     False, "pgstattuple is shipped, but this role may not install it (it needs a superuser)"
                 )
-        size, live, dead, dead_pct, _, free_pct = run(conn, "lab/pgstattuple_jobs").fetchone()
+        size, live, dead, dead_pct, _, free_pct = run_one(conn, "lab/pgstattuple_jobs")
     return ExactCounts(True, "pgstattuple is installed", size, live, dead, dead_pct, free_pct)
 
 
@@ -394,15 +395,20 @@ class BloatLab:
     def server_version(self) -> str:
         return self.db.server.version
 
+    def _idle_transaction(self) -> IdleTransaction:
+        if self.idle is None:  # __post_init__ made one; this only tells the type checker
+            self.idle = IdleTransaction(self.db)
+        return self.idle
+
     @property
     def transaction_open(self) -> bool:
-        return self.idle.is_open
+        return self._idle_transaction().is_open
 
     def open_transaction(self) -> int:
-        return self.idle.open()
+        return self._idle_transaction().open()
 
     def end_transaction(self) -> None:
-        self.idle.close()
+        self._idle_transaction().close()
 
     def drain(self, progress: Progress | None = None, stop: threading.Event | None = None) -> Step:
         """Drain `jobs` fresh jobs, then measure an empty claim."""
@@ -434,4 +440,4 @@ class BloatLab:
         )
 
     def close(self) -> None:
-        self.idle.close()
+        self._idle_transaction().close()

@@ -13,14 +13,14 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from .. import charts
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
-from ..statements import explain, run
+from ..statements import explain, run, run_one
 from . import bloat
 
 Progress = Callable[[int, int], None]
@@ -273,14 +273,13 @@ def read_plans(db: Database, done: int = 100_000, ready: int = 100, *, guess: in
     check_count("ready", ready)
     seed_history(db, done, ready)
     with db.connection() as conn:
-        literal = plan_cost(run(conn, "lab/explain_analyze_read").fetchone()[0])
+        literal = plan_cost(run_one(conn, "lab/explain_analyze_read")[0])
         run(conn, "teaching/prepare_read_by_status")
         for _ in range(AUTO_RUNS):  # past the five custom plans, in the default mode
-            auto = plan_cost(run(conn, "lab/explain_read_by_status").fetchone()[0])
+            auto = plan_cost(run_one(conn, "lab/explain_read_by_status")[0])
         run(conn, "lab/force_generic_plan")
-        generic = plan_cost(run(conn, "lab/explain_read_by_status").fetchone()[0])
+        generic = plan_cost(run_one(conn, "lab/explain_read_by_status")[0])
     return ReadPlans(done, ready, literal, generic, db.server.version, guess=guess, auto=auto)
-
 
 
 def generic_plan_with_full_index(db: Database) -> PlanCost:
@@ -294,7 +293,7 @@ def generic_plan_with_full_index(db: Database) -> PlanCost:
             run(conn, "lab/analyze_jobs")
             run(conn, "teaching/prepare_read_by_status")
             run(conn, "lab/force_generic_plan")
-            return plan_cost(run(conn, "lab/explain_read_by_status").fetchone()[0])
+            return plan_cost(run_one(conn, "lab/explain_read_by_status")[0])
         finally:
             run(conn, "lab/drop_full_index")
 

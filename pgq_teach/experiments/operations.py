@@ -31,7 +31,7 @@ from psycopg.conninfo import make_conninfo
 from .. import queue
 from ..databases import Database
 from ..errors import BadInput
-from ..statements import run
+from ..statements import run, run_one
 from ..worker import Worker
 
 Progress = Callable[[int, int], None]
@@ -99,7 +99,10 @@ class Load:
 
     def start(self) -> None:
         self.stop_event.clear()
-        handle = lambda job: time.sleep(self.work_ms / 1000)
+
+        def handle(job: Any) -> None:
+            time.sleep(self.work_ms / 1000)
+
         self.workers = [
             Worker(self.db.dsn, {"send_receipt": handle}, poll=0.5) for _ in range(self.workers_wanted)
         ]
@@ -298,9 +301,18 @@ class PartitionComparison:
     def summary(self) -> str:
         return "\n".join(
             [
-                f"one day of history, {self.rows_per_day:,} rows, removed two ways (PostgreSQL {self.server_version}):",
-                f"  DELETE the day's rows : {self.delete_s * 1000:8.1f} ms, dead rows left {self.dead_after_delete:,}",
-                f"  DROP the day's table  : {self.drop_s * 1000:8.1f} ms, dead rows left {self.dead_after_drop:,}",
+                (
+                    f"one day of history, {self.rows_per_day:,} rows, removed two ways "
+                    f"(PostgreSQL {self.server_version}):"
+                ),
+                (
+                    f"  DELETE the day's rows : {self.delete_s * 1000:8.1f} ms, "
+                    f"dead rows left {self.dead_after_delete:,}"
+                ),
+                (
+                    f"  DROP the day's table  : {self.drop_s * 1000:8.1f} ms, "
+                    f"dead rows left {self.dead_after_drop:,}"
+                ),
                 f"  until it commits, the DROP holds on jobs_history: {', '.join(self.drop_locks_on_parent)}",
                 f"partitions left: {', '.join(self.partitions_left)}",
                 f"guide: {self.guide}",
@@ -436,7 +448,7 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: int | None = No
             )
         try:
             with psycopg.connect(make_conninfo(db.dsn, user=LAB_ROLE, password=password)) as worker:
-                setting = run(worker, "lab/session_settings").fetchone()[1]
+                setting = run_one(worker, "lab/session_settings")[1]
                 pid = worker.info.backend_pid
                 worker.commit()
                 run(worker, "lab/open_transaction")  # BEGIN ... and the worker forgets it
@@ -448,7 +460,7 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: int | None = No
                 except psycopg.Error as exc:
                     sqlstate, error = exc.sqlstate, (exc.diag.message_primary or str(exc)).strip()
                 ended = time.monotonic() - began
-            alive = run(admin, "lab/session_alive", {"pid": pid}).fetchone()[0]
+            alive = run_one(admin, "lab/session_alive", {"pid": pid})[0]
         finally:
             drop_lab_role(admin)
     return TimeoutDemo(
@@ -526,8 +538,8 @@ class AutovacuumComparison:
             return f"skipped: {self.skipped}"
         lines = [
             (
-                f"{self.seconds:g} s of churn on a jobs table of {self.base_rows:,} done rows, autovacuum_naptime "
-                f"{self.naptime} (PostgreSQL {self.server_version}):"
+                f"{self.seconds:g} s of churn on a jobs table of {self.base_rows:,} done rows, "
+                f"autovacuum_naptime {self.naptime} (PostgreSQL {self.server_version}):"
             )
         ]
         for r in self.runs:
@@ -556,12 +568,13 @@ class AutovacuumComparison:
             body.append(
                 f'<text x="{x:.0f}" y="{height - 12}" text-anchor="middle">{span * i / 4:.0f} s</text>'
             )
-        for r, colour in zip(self.runs, ("#d62728", "#1f77b4")):
+        for r, colour in zip(self.runs, ("#d62728", "#1f77b4"), strict=False):
             points = " ".join(
                 f"{left + plot_w * t / span:.1f},{top + plot_h - plot_h * d / peak:.1f}" for t, d in r.samples
             )
             body.append(
-                f'<polyline class="pgq-line" points="{points}" fill="none" stroke="{colour}" stroke-width="1.5"/>'
+                f'<polyline class="pgq-line" points="{points}" fill="none" '
+                f'stroke="{colour}" stroke-width="1.5"/>'
             )
             if r.samples:
                 y = top + plot_h - plot_h * r.samples[-1][1] / peak
@@ -645,7 +658,7 @@ def autovacuum_per_table(
         run(conn, "lab/reload_conf")
         try:
             time.sleep(0.2)  # the launcher picks up the reload
-            naptime = run(conn, "lab/show_naptime").fetchone()[0]
+            naptime = run_one(conn, "lab/show_naptime")[0]
             for n, (name, settings) in enumerate((("defaults", DEFAULTS), ("guide", GUIDE_SETTINGS))):
                 if stop is not None and stop.is_set():
                     break
@@ -665,7 +678,7 @@ def autovacuum_per_table(
                     ChurnRun(
                         name,
                         settings["scale_factor"],
-                        settings["threshold"],
+                        int(settings["threshold"]),
                         samples,
                         autovacuums,
                         jobs,

@@ -25,7 +25,7 @@ from .. import queue
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import figure
-from ..statements import run
+from ..statements import run, run_one
 
 Progress = Callable[[int, int], None]
 
@@ -34,7 +34,8 @@ Progress = Callable[[int, int], None]
 SIGNALS = {
     "fan_out": "Many consumers need the same message: one event goes to billing, email and analytics.",
     "replay": "Consumers need to replay history from an offset (a position in a log).",
-    "teams": "Producers and consumers belong to different teams or services that should not share a database.",
+    "teams": "Producers and consumers belong to different teams or services "
+    "that should not share a database.",
     "churn": "Queue churn makes autovacuum fall behind, or claims slow down, even after fixing long "
     "transactions and indexing.",
     "connections": "Workers hold so many database connections that the queue competes with the app for them.",
@@ -113,7 +114,8 @@ class DrainRate:
     def summary(self) -> str:
         return (
             f"{self.completed:,} jobs claimed and completed in batches of {self.batch} by {self.workers} "
-            f"threads: {self.seconds:.2f} s, {self.jobs_per_s:,.0f} jobs/s (PostgreSQL {self.server_version})\n"
+            f"threads: {self.seconds:.2f} s, {self.jobs_per_s:,.0f} jobs/s "
+            f"(PostgreSQL {self.server_version})\n"
             f"guide #19: 100,000 batched jobs in about 4 s, {self.guide_jobs_per_s:,.0f} jobs/s"
         )
 
@@ -288,22 +290,25 @@ class OutboxResult:
     def summary(self) -> str:
         return "\n".join(
             [
-                f"orders: {self.orders_committed} committed (each with its job), {self.orders_rolled_back} rolled back",
                 (
-                    f"broker down: {self.refused_while_down} publishes refused, {self.waiting_while_down} jobs waited "
-                    "ready with backoff, none lost"
+                    f"orders: {self.orders_committed} committed (each with its job), "
+                    f"{self.orders_rolled_back} rolled back"
                 ),
                 (
-                    f"relay crashed after publishing {self.republished_after_crash} jobs: the reaper returned them and "
-                    "they were published again"
+                    f"broker down: {self.refused_while_down} publishes refused, "
+                    f"{self.waiting_while_down} jobs waited ready with backoff, none lost"
                 ),
                 (
-                    f"stand-in broker holds {self.broker_messages} messages for {self.distinct_delivered} distinct jobs: "
-                    "delivery is at least once"
+                    f"relay crashed after publishing {self.republished_after_crash} jobs: "
+                    "the reaper returned them and they were published again"
                 ),
                 (
-                    f"consumer processed {self.consumer_processed} jobs once each, skipping {self.duplicates_skipped} "
-                    "duplicates by job id"
+                    f"stand-in broker holds {self.broker_messages} messages for "
+                    f"{self.distinct_delivered} distinct jobs: delivery is at least once"
+                ),
+                (
+                    f"consumer processed {self.consumer_processed} jobs once each, "
+                    f"skipping {self.duplicates_skipped} duplicates by job id"
                 ),
                 f"jobs by status: {self.status_counts}",
             ]
@@ -331,9 +336,9 @@ def outbox_relay(
 
         def place(n: int, keep: bool) -> None:
             with conn.transaction(force_rollback=not keep):
-                order_id = run(
-                    conn, "lab/place_order", {"email": f"c{n}@example.com", "total": 10 + n}
-                ).fetchone()[0]
+                order_id = run_one(conn, "lab/place_order", {"email": f"c{n}@example.com", "total": 10 + n})[
+                    0
+                ]
                 job_id = queue.enqueue(conn, "publish_order", {"order_id": order_id})
             if keep:
                 committed.append(job_id)

@@ -24,9 +24,9 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -35,7 +35,7 @@ from .. import charts, queue
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
-from ..statements import run
+from ..statements import run, run_one
 from ..worker import Worker
 
 Progress = Callable[[int, int], None]
@@ -208,7 +208,7 @@ class PayloadResult:
 def block_size(db: Database) -> int:
     """The server's page size in bytes (compiled in; the payload limit derives from it)."""
     with db.connection() as conn:
-        return run(conn, "lab/block_size").fetchone()[0]
+        return run_one(conn, "lab/block_size")[0]
 
 
 def payload_limit(db: Database, size: int = 8_000) -> PayloadResult:
@@ -351,9 +351,11 @@ def pickup_latency(
                 job_id = queue.enqueue(conn, KIND, {"n": n}, notify=notify)
                 committed = time.monotonic()
                 with picked:
-                    picked.wait_for(
-                        lambda job_id=job_id: job_id in claimed or stop.is_set(), timeout=poll_s * 3 + 5
-                    )
+
+                    def seen(job_id: int = job_id) -> bool:
+                        return job_id in claimed or stop.is_set()
+
+                    picked.wait_for(seen, timeout=poll_s * 3 + 5)
                 if job_id not in claimed:
                     if stop.is_set():
                         break
@@ -498,7 +500,8 @@ def notify_cost(
             with db.connection() as conn:
                 run(conn, "lab/reset_jobs")
             count[0] = 0
-            start, errors = threading.Barrier(producers + 1), []
+            start = threading.Barrier(producers + 1)
+            errors: list[BaseException] = []
             threads = [
                 threading.Thread(
                     target=_produce, args=(db, mode, transactions, per_transaction, start, errors, stop)
@@ -627,7 +630,10 @@ class PgBouncer:
     def __enter__(self) -> PgBouncer:
         ini = self.folder / "pgbouncer.ini"
         ini.write_text(self.config())
-        argv = [pooler_installed(), str(ini)]
+        pooler = pooler_installed()
+        if pooler is None:
+            raise RuntimeError("pgbouncer is not installed here (Debian: apt-get install pgbouncer)")
+        argv = [pooler, str(ini)]
         if getattr(os, "geteuid", lambda: -1)() == 0:
             argv += ["-u", self.unprivileged_user()]
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -647,7 +653,7 @@ class PgBouncer:
         server's socket folder (who can reach the socket), else nobody."""
         import pwd  # POSIX only, and only root needs it
 
-        host = conninfo_to_dict(self.db.dsn).get("host") or ""
+        host = str(conninfo_to_dict(self.db.dsn).get("host") or "")
         os.chmod(self.folder, 0o777)  # a throwaway folder the new user must write its log into
         return pwd.getpwuid(os.stat(host).st_uid).pw_name if host.startswith("/") else "nobody"
 

@@ -229,27 +229,31 @@ class Envelope:
                 f"(empty jobs, batches: an upper bound, not a benchmark)"
             ),
             (
-                f"workers: {fmt(self.target_per_s)}/s x {fmt(self.work_ms / 1000)} s each = {self.workers:,} jobs in "
-                "flight, "
+                f"workers: {fmt(self.target_per_s)}/s x {fmt(self.work_ms / 1000)} s each = "
+                f"{self.workers:,} jobs in flight, "
                 "so that many worker slots (Little's law)"
             ),
             (
                 f"connections: {self.connections_direct:,} if each worker keeps its own, but only about "
                 f"{fmt(self.connections_busy)} busy at once ({fmt(self.target_per_s)} completions + "
-                f"{fmt(self.target_per_s / self.batch)} claims of {self.batch} a second, about {STATEMENT_MS} ms each): "
+                f"{fmt(self.target_per_s / self.batch)} claims of {self.batch} a second, "
+                f"about {STATEMENT_MS} ms each): "
                 "a pooler in transaction mode shares them; LISTEN stays direct"
             ),
             (
-                f"server: {fmt(self.target_per_s)} / {fmt(self.drain_per_s)} = about {self.server_share:.0%} of what "
+                f"server: {fmt(self.target_per_s)} / {fmt(self.drain_per_s)} = "
+                f"about {self.server_share:.0%} of what "
                 "the measured server drained, for claims and completions alone"
             ),
             (
                 f"autovacuum: 3 dead row versions a job (claim, complete, cleanup's DELETE) = "
                 f"{fmt(self.dead_per_s)} a second, {fmt(self.dead_per_min)} a minute; "
-                f"keeping {fmt(self.keep_done_minutes)} min of done jobs, the table holds about {fmt(self.table_rows)} rows, "
+                f"keeping {fmt(self.keep_done_minutes)} min of done jobs, "
+                f"the table holds about {fmt(self.table_rows)} rows, "
                 f"so scale factor 0.01 + 1000 triggers every {fmt(self.autovacuum_trigger_rows)} dead rows "
                 f"(1,000 + 0.01 x {fmt(self.table_rows)}), about every "
-                f"{fmt(self.autovacuum_trigger_rows / self.dead_per_s)} s at that rate (but autovacuum visits a "
+                f"{fmt(self.autovacuum_trigger_rows / self.dead_per_s)} s at that rate "
+                "(but autovacuum visits a "
                 "database only once per autovacuum_naptime, 1 min by default, "
                 f"so up to {fmt(self.dead_per_min)} can pile up between visits)"
             ),
@@ -390,10 +394,11 @@ def _need() -> str:
 def _table() -> str:
     return (
         "A `jobs` table: id, kind, payload (jsonb: an id, not data), status ('ready', 'running', 'done', "
-        "'dead'), run_at (when it may run, which is how retries wait), attempts and max_attempts, leased_until "
-        "(the lease), fence_token (bumped by every claim, never reset), last_error. Checkout inserts the order and its job in one transaction and calls "
-        "pg_notify, which is delivered only on commit: no order without its job, no job without its order. "
-        "Two partial indexes: ready jobs by run_at, running jobs by leased_until. "
+        "'dead'), run_at (when it may run, which is how retries wait), attempts and max_attempts, "
+        "leased_until (the lease), fence_token (bumped by every claim, never reset), last_error. Checkout "
+        "inserts the order and its job in one transaction and calls pg_notify, which is delivered only on "
+        "commit: no order without its job, no job without its order. Two partial indexes: ready jobs by "
+        "run_at, running jobs by leased_until. "
         + said(
             quote("partial_index_kb"),
             "On my server the ready index stayed {v} with 100,000 done rows.",
@@ -406,10 +411,10 @@ def _claim() -> str:
     q = quote("double_claims")
     return (
         "One statement: a WITH query selects the oldest due ready job, ORDER BY run_at LIMIT n, FOR UPDATE "
-        "SKIP LOCKED, and the UPDATE marks it running, adds one to attempts and to fence_token and sets a lease "
-        "five minutes ahead, RETURNING the job. The lock only lasts for that statement; SKIP LOCKED means workers never "
-        "queue behind each other. The WHERE says status = 'ready' as a literal so the planner can use the "
-        "partial index. Read-then-update in two statements is wrong: "
+        "SKIP LOCKED, and the UPDATE marks it running, adds one to attempts and to fence_token and sets a "
+        "lease five minutes ahead, RETURNING the job. The lock only lasts for that statement; SKIP LOCKED "
+        "means workers never queue behind each other. The WHERE says status = 'ready' as a literal so the "
+        "planner can use the partial index. Read-then-update in two statements is wrong: "
         + said(
             q,
             "on my machine the naive claim handed out {v} more than once.",
@@ -424,35 +429,36 @@ def _failure() -> str:
     return (
         "Three failure modes. Double claims: solved by the claim. Crashed workers: the lease; a reaper every "
         "minute resets running jobs whose lease has passed, to ready, or dead on the last attempt. A slow "
-        "worker is not a dead one, so completion is fenced: its UPDATE matches the id, status 'running' "
-        "and the fence_token its claim returned, which every claim bumps and nothing resets (attempts will "
-        "not do: requeuing a dead job resets it), so a stale worker updates 0 rows. That cannot undo an email already sent, so delivery is at least once and every job is "
-        "idempotent: record 'receipt 101 sent' and check it first. Failures retry with exponential backoff "
-        "(20, 40, 80, 160 s, capped at an hour) and go dead after max_attempts, keeping last_error for a "
-        "human. Table bloat is the third mode; that is operations."
+        "worker is not a dead one, so completion is fenced: its UPDATE matches the id, status 'running' and "
+        "the fence_token its claim returned, which every claim bumps and nothing resets (attempts will not "
+        "do: requeuing a dead job resets it), so a stale worker updates 0 rows. That cannot undo an email "
+        "already sent, so delivery is at least once and every job is idempotent: record 'receipt 101 sent' "
+        "and check it first. Failures retry with exponential backoff (20, 40, 80, 160 s, capped at an hour) "
+        "and go dead after max_attempts, keeping last_error for a human. Table bloat is the third mode; that "
+        "is operations."
     )
 
 
 def _operations() -> str:
     return (
-        "Idle workers LISTEN on their own direct connection, with a fallback poll every few seconds, because a "
-        "notification is a hint that can be lost. "
+        "Idle workers LISTEN on their own direct connection, with a fallback poll every few seconds, because "
+        "a notification is a hint that can be lost. "
         + said(
             quote("notify_ms"),
             "NOTIFY picked jobs up in about {v} on my machine.",
             "The guide saw pickup within {v} with NOTIFY, 5 s at the poll without.",
         )
-        + " Every status change leaves a dead row version, so I watch three things: counts by status with the "
-        "oldest due wait, sessions holding a transaction ID or snapshot with their age, and n_dead_tup with "
-        "last_autovacuum on jobs. No long transactions anywhere in the database: "
+        + " Every status change leaves a dead row version, so I watch three things: counts by status with "
+        "the oldest due wait, sessions holding a transaction ID or snapshot with their age, and n_dead_tup "
+        "with last_autovacuum on jobs. No long transactions anywhere in the database: "
         + said(
             quote("idle_snapshot_buffers"),
             "one idle REPEATABLE READ transaction made my empty claim read {v}",
             "the guide's idle REPEATABLE READ transaction made an empty claim read {v}",
         )
-        + ", so idle_in_transaction_session_timeout is set on the worker role. Done jobs are deleted in batches "
-        "of 5,000 (or history partitioned by day and dropped), and autovacuum on jobs is tuned to scale factor "
-        "0.01, threshold 1000."
+        + ", so idle_in_transaction_session_timeout is set on the worker role. Done jobs are deleted in "
+        "batches of 5,000 (or history partitioned by day and dropped), and autovacuum on jobs is tuned to "
+        "scale factor 0.01, threshold 1000."
         + (
             f" On my server one big DELETE of done jobs left {bulk} behind, and dropping a day's partition "
             "left none."
@@ -470,12 +476,12 @@ def _numbers() -> str:
 def _exit() -> str:
     return (
         "I would move to a broker when the needs stop matching a table: many consumers need the same message "
-        "(fan-out), consumers replay from an offset, producers and consumers belong to different teams, churn "
-        "outruns autovacuum even after fixing long transactions and indexes, or workers crowd the app's "
-        "connections. Until then staying is right: jobs commit with the business data, and one team owns "
-        "both ends. To move without losing jobs, keep the transactional enqueue and add an outbox relay that "
-        "claims jobs and publishes them; consumers de-duplicate by job id, because the relay can publish "
-        "twice."
+        "(fan-out), consumers replay from an offset, producers and consumers belong to different teams, "
+        "churn outruns autovacuum even after fixing long transactions and indexes, or workers crowd the "
+        "app's connections. Until then staying is right: jobs commit with the business data, and one team "
+        "owns both ends. To move without losing jobs, keep the transactional enqueue and add an outbox relay "
+        "that claims jobs and publishes them; consumers de-duplicate by job id, because the relay can "
+        "publish twice."
     )
 
 
@@ -483,8 +489,8 @@ STEPS: tuple[Step, ...] = (
     Step(
         "need",
         "1. State the need",
-        "The interviewer says: design background jobs for an online store (receipts, invoice PDFs). Start: what "
-        "must the system do, and why put the queue in PostgreSQL?",
+        "The interviewer says: design background jobs for an online store (receipts, invoice PDFs). Start: "
+        "what must the system do, and why put the queue in PostgreSQL?",
         2,
         (
             RubricItem("why", "leads with why: the job commits in the same transaction as the order"),
@@ -551,7 +557,8 @@ STEPS: tuple[Step, ...] = (
     Step(
         "failure",
         "4. Handle failure",
-        "A worker crashes halfway through an email. Another is only slow. A partner API is down. What happens?",
+        "A worker crashes halfway through an email. Another is only slow. A partner API is down. What "
+        "happens?",
         5,
         (
             RubricItem("crash", "crashed workers: the reaper returns expired leases"),
@@ -656,7 +663,7 @@ def step(key: str) -> Step:
 
 def red_flags_in(step_key: str, answer: str) -> list[str]:
     """The step's red flags an answer seems to raise (a reminder, not a verdict)."""
-    found = []
+    found: list[str] = []
     text = answer.lower().strip()
     if not text:
         return found
@@ -686,42 +693,45 @@ FOLLOW_UPS: tuple[FollowUp, ...] = (
         "How would you add priorities?",
         lambda: (
             "Add a priority column and claim ORDER BY priority DESC, run_at, with the partial index on "
-            "(priority DESC, run_at) WHERE status = 'ready'. Watch for starvation: low priorities can wait forever "
-            "under load, so either age them (the effective priority grows with the wait) or run a few workers that "
-            "only take low priorities. Few fixed levels can also be separate kinds with their own workers."
+            "(priority DESC, run_at) WHERE status = 'ready'. Watch for starvation: low priorities can wait "
+            "forever under load, so either age them (the effective priority grows with the wait) or run a "
+            "few workers that only take low priorities. Few fixed levels can also be separate kinds with "
+            "their own workers."
         ),
     ),
     FollowUp(
         "exactly_once",
         "Can you make it exactly once?",
         lambda: (
-            "Not delivery, no: a worker can do the work and die before it records done, and the lease hands the job "
-            "out again, so delivery stays at least once. What I can do is make a second run harmless: an idempotent "
-            "handler. That is still not exactly-once delivery; at best it gives exactly-once effects, and only "
-            "with an idempotency key: the job id passed to the email provider, which drops a repeat only if it "
-            "honours the key (and only for as long as it keeps it), or a 'receipt sent' row keyed by job id and "
-            "written in the same transaction as the effect when the effect is in our database. The fence stops a stale worker's status write, not its email."
+            "Not delivery, no: a worker can do the work and die before it records done, and the lease hands "
+            "the job out again, so delivery stays at least once. What I can do is make a second run "
+            "harmless: an idempotent handler. That is still not exactly-once delivery; at best it gives "
+            "exactly-once effects, and only with an idempotency key: the job id passed to the email "
+            "provider, which drops a repeat only if it honours the key (and only for as long as it keeps "
+            "it), or a 'receipt sent' row keyed by job id and written in the same transaction as the effect "
+            "when the effect is in our database. The fence stops a stale worker's status write, not its "
+            "email."
         ),
     ),
     FollowUp(
         "two_hours",
         "One job takes two hours. What changes?",
         lambda: (
-            "Not the transaction: the claim still commits at once and no transaction stays open for two hours, "
-            "or VACUUM stalls for the whole database. The lease must outlive the work, so the worker extends it "
-            "with a heartbeat every minute or so (fenced, so a stale worker cannot extend), and the lease stays "
-            "short enough that a crash is noticed in minutes. Better still, split the job into resumable steps "
-            "that record progress, so a retry does not start from zero."
+            "Not the transaction: the claim still commits at once and no transaction stays open for two "
+            "hours, or VACUUM stalls for the whole database. The lease must outlive the work, so the worker "
+            "extends it with a heartbeat every minute or so (fenced, so a stale worker cannot extend), and "
+            "the lease stays short enough that a crash is noticed in minutes. Better still, split the job "
+            "into resumable steps that record progress, so a retry does not start from zero."
         ),
     ),
     FollowUp(
         "scheduled",
         "How do you run scheduled and recurring jobs?",
         lambda: (
-            "Scheduled: insert with run_at in the future; the claim already ignores jobs not yet due. Recurring: "
-            "a scheduler enqueues the next run, made idempotent with a unique key on (kind, scheduled_for), so two "
-            "schedulers or a retry cannot enqueue the same run twice; or the job enqueues its own next run in the "
-            "same transaction as its completion."
+            "Scheduled: insert with run_at in the future; the claim already ignores jobs not yet due. "
+            "Recurring: a scheduler enqueues the next run, made idempotent with a unique key on (kind, "
+            "scheduled_for), so two schedulers or a retry cannot enqueue the same run twice; or the job "
+            "enqueues its own next run in the same transaction as its completion."
         ),
     ),
     FollowUp(
@@ -737,9 +747,9 @@ FOLLOW_UPS: tuple[FollowUp, ...] = (
         "fairness",
         "One tenant floods the queue. How do you stay fair to the others?",
         lambda: (
-            "Claim per tenant: round-robin over tenants with ready work (a small tenants table or DISTINCT ON "
-            "tenant), or cap each tenant's running jobs and skip tenants at their cap, or give big tenants their own "
-            "kind and workers. Measure it with the oldest due wait per tenant, not overall."
+            "Claim per tenant: round-robin over tenants with ready work (a small tenants table or DISTINCT "
+            "ON tenant), or cap each tenant's running jobs and skip tenants at their cap, or give big "
+            "tenants their own kind and workers. Measure it with the oldest due wait per tenant, not overall."
         ),
     ),
     FollowUp(
@@ -748,63 +758,64 @@ FOLLOW_UPS: tuple[FollowUp, ...] = (
         lambda: (
             "I would work it out: "
             + "; ".join(envelope().lines()[:5])
-            + ". So bigger batches, partitioned history, "
-            "aggressive autovacuum, a pooler; and if the share of the server is past one, PostgreSQL is no longer "
-            "the right answer for that queue."
+            + ". So bigger batches, partitioned history, aggressive autovacuum, a pooler; and if the share "
+            "of the server is past one, PostgreSQL is no longer the right answer for that queue."
         ),
     ),
     FollowUp(
         "breaks_first",
         "What breaks first, and how would you see it?",
         lambda: (
-            "Usually bloat, through one long transaction somewhere in the database: dead versions cannot be removed, "
-            "claims read more and more pages, and the oldest due wait climbs. "
+            "Usually bloat, through one long transaction somewhere in the database: dead versions cannot be "
+            "removed, claims read more and more pages, and the oldest due wait climbs. "
             + said(
                 quote("idle_snapshot_buffers"),
                 "On my server one idle REPEATABLE READ made an empty claim read {v}.",
                 "The guide's idle REPEATABLE READ made an empty claim read {v}, against 1 after VACUUM.",
             )
-            + " I would see it in n_dead_tup not falling, an old xact_age in pg_stat_activity, and the oldest due "
-            "wait; then connections, as workers crowd the app."
+            + " I would see it in n_dead_tup not falling, an old xact_age in pg_stat_activity, and the "
+            "oldest due wait; then connections, as workers crowd the app."
         ),
     ),
     FollowUp(
         "poolers",
         "Does it work behind PgBouncer?",
         lambda: (
-            "The claim, complete and fail statements do: each is one short transaction, so transaction pooling is "
-            "fine. LISTEN is not: a registration belongs to one session, and a pooler hands sessions to others, so "
-            "the listener keeps its own direct connection, one per worker process. The fallback poll covers a "
-            "missed notification either way."
+            "The claim, complete and fail statements do: each is one short transaction, so transaction "
+            "pooling is fine. LISTEN is not: a registration belongs to one session, and a pooler hands "
+            "sessions to others, so the listener keeps its own direct connection, one per worker process. "
+            "The fallback poll covers a missed notification either way."
         ),
     ),
     FollowUp(
         "to_broker",
         "How would you move to a broker without losing jobs?",
         lambda: (
-            "Keep enqueueing in the business transaction (the table becomes an outbox). A relay claims jobs with "
-            "the same claim, publishes each to the broker, waits for the broker's acknowledgement, then marks the "
-            "job done. If the broker is down, the publish fails, the job goes back with backoff, and nothing is "
-            "lost. If the relay dies after publishing but before marking done, the job is published again, so "
-            "consumers de-duplicate by job id. Run both paths side by side, then switch consumers over."
+            "Keep enqueueing in the business transaction (the table becomes an outbox). A relay claims jobs "
+            "with the same claim, publishes each to the broker, waits for the broker's acknowledgement, then "
+            "marks the job done. If the broker is down, the publish fails, the job goes back with backoff, "
+            "and nothing is lost. If the relay dies after publishing but before marking done, the job is "
+            "published again, so consumers de-duplicate by job id. Run both paths side by side, then switch "
+            "consumers over."
         ),
     ),
     FollowUp(
         "why_not_redis",
         "Why not just use Redis (or SQS) from the start?",
         lambda: (
-            "Because the job must commit with the order. With a separate system, the order can commit and the "
-            "publish fail, or the other way round, and closing that gap needs an outbox anyway. At the store's "
-            "volume one system to run, back up and monitor is worth more than a broker's throughput we do not need."
+            "Because the job must commit with the order. With a separate system, the order can commit and "
+            "the publish fail, or the other way round, and closing that gap needs an outbox anyway. At the "
+            "store's volume one system to run, back up and monitor is worth more than a broker's throughput "
+            "we do not need."
         ),
     ),
     FollowUp(
         "deploys",
         "How do you deploy new worker code without losing jobs?",
         lambda: (
-            "Workers stop on SIGTERM after finishing the current job (no new claim). A worker killed mid-job is the "
-            "crash case: its lease expires and the job runs again, which is safe because handlers are idempotent. "
-            "Change payload formats so old and new workers can both read them during the rollout."
+            "Workers stop on SIGTERM after finishing the current job (no new claim). A worker killed mid-job "
+            "is the crash case: its lease expires and the job runs again, which is safe because handlers are "
+            "idempotent. Change payload formats so old and new workers can both read them during the rollout."
         ),
     ),
 )
@@ -1014,19 +1025,21 @@ def summary_markdown(server_version: str = "") -> str:
         "## The design",
         "- **Need**: background work for every committed order, surviving crashes, never slowing checkout.",
         (
-            "- **Table**: `jobs` with status, run_at, attempts, leased_until, fence_token, last_error; enqueued in the order's "
-            "transaction; partial indexes on ready and running rows."
+            "- **Table**: `jobs` with status, run_at, attempts, leased_until, fence_token, last_error; "
+            "enqueued in the order's transaction; partial indexes on ready and running rows."
         ),
-        "- **Claim**: one statement, `FOR UPDATE SKIP LOCKED` inside the `WITH`, a lease, `'ready'` as a literal.",
+        "- **Claim**: one statement, `FOR UPDATE SKIP LOCKED` inside the `WITH`, a lease, `'ready'` as a "
+        "literal.",
         (
-            "- **Failure**: reaper for expired leases; fenced completion; backoff then dead; **at least once**, so "
-            "handlers are idempotent."
+            "- **Failure**: reaper for expired leases; fenced completion; backoff then dead; **at least "
+            "once**, so handlers are idempotent."
         ),
         (
             "- **Operations**: LISTEN/NOTIFY plus a fallback poll; no long transactions "
             "(idle_in_transaction_session_timeout); batch deletes or day partitions; per-table autovacuum."
         ),
-        "- **Exit**: fan-out, replay, team boundaries, vacuum falling behind, connections; an outbox relay to move.",
+        "- **Exit**: fan-out, replay, team boundaries, vacuum falling behind, connections; an outbox relay "
+        "to move.",
         "",
         "## Key numbers",
         "",
@@ -1121,8 +1134,9 @@ def rehearse_in_terminal(
     r = rehearsal or Rehearsal()
     say("The interview rehearsal. Answer aloud, then type it. An empty line ends an answer.")
     say("On a line alone: ? shows a hint, ! shows the model answer. Saved as you type.")
-    if r.previous():
-        say("Last time: {}/{}".format(*r.previous()["total"]))
+    previous = r.previous()
+    if previous:
+        say("Last time: {}/{}".format(*previous["total"]))
     for key in steps:
         s = step(key)
         say("")

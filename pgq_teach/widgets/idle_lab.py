@@ -53,7 +53,7 @@ def drain_html(result: bloat.DrainResult, guess: int | None) -> str:
 
 
 def transaction_html(lab: bloat.BloatLab) -> str:
-    if lab.transaction_open:
+    if lab.transaction_open and lab.idle is not None:
         text = f"an idle REPEATABLE READ transaction is open (pid {lab.idle.pid})"
         return f'<span data-open="yes" style="color:#b26a00">{escape(text)}</span>'
     return '<span data-open="no">no idle transaction open</span>'

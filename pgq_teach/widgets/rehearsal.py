@@ -146,7 +146,7 @@ class RehearsalWidget(W.VBox):
                 )
                 for i in s.rubric
             ]
-            for item, box in zip(s.rubric, self.boxes):
+            for item, box in zip(s.rubric, self.boxes, strict=True):
                 box.observe(lambda ch, k=item.key: self.ticked(k, ch["new"]), names="value")
             self.rubric.children = self.boxes
             self.model.value = self.model_html(key) if key in self.rehearsal.current["revealed"] else ""

@@ -20,7 +20,8 @@ def recommendation_html(rec: Recommendation) -> str:
     items = "".join(f"<li>{escape(r)}</li>" for r in rec.reasons)
     return (
         f"<div class='pgq-recommendation' data-verdict='{escape(rec.verdict)}'>"
-        f"<b style='color:{COLOURS[rec.verdict]}'>Recommendation: {escape(rec.verdict)}</b><ul>{items}</ul></div>"
+        f"<b style='color:{COLOURS[rec.verdict]}'>Recommendation: {escape(rec.verdict)}</b>"
+        f"<ul>{items}</ul></div>"
     )
 
 

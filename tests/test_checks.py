@@ -84,5 +84,4 @@ def test_no_module_reaches_into_another_for_a_private_name():
             if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
                 if isinstance(node.value, ast.Name) and node.value.id in ours:
                     offenders.append(f"{path.name}: {node.value.id}.{node.attr}")
-    # coordinator: remove after the merge (embedded.py is changing on another branch)
-    assert set(offenders) <= {"embedded.py: server._cleanup"}, offenders
+    assert offenders == [], offenders

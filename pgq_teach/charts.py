@@ -13,7 +13,8 @@ from html import escape
 MAX_BARS = 6_000  # beyond this a browser slows down and the eye sees no more
 
 
-def _frame(width: int, height: int, body: list[str], title: str) -> str:
+def frame(width: int, height: int, body: list[str], title: str) -> str:
+    """An SVG picture of the given size, its title as a tooltip and a caption."""
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="pgq-chart" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">'
@@ -83,7 +84,7 @@ def timeline(
             f'<text x="{left + plot_w * i / 4:.0f}" y="{axis_y}" text-anchor="{anchor}" '
             f'font-size="12">{t:.2f} s</text>'
         )
-    return _frame(width, height, body, title)
+    return frame(width, height, body, title)
 
 
 def series(
@@ -136,7 +137,7 @@ def series(
             body.append(f'<circle cx="{px(x):.1f}" cy="{py(dict(ys)[name]):.1f}" r="3" fill="{colour}"/>')
         body.append(f'<rect x="{left + 10 + n * 250}" y="20" width="14" height="4" fill="{colour}"/>')
         body.append(f'<text x="{left + 28 + n * 250}" y="26">{escape(name)}</text>')
-    return _frame(width, height, body, title)
+    return frame(width, height, body, title)
 
 
 def bars(
@@ -173,7 +174,7 @@ def bars(
             'stroke="#555" stroke-dasharray="4 3"/>'
         )
         body.append(f'<text x="{x + 2:.1f}" y="{height - 8}">{escape(label)}</text>')
-    return _frame(width, height, body, title)
+    return frame(width, height, body, title)
 
 
 def line(
@@ -227,4 +228,4 @@ def line(
         body += [
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="#1f77b4"/>' for x, y in (at(*p) for p in points)
         ]
-    return _frame(width, height, body, title)
+    return frame(width, height, body, title)

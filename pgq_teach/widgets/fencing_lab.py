@@ -21,22 +21,13 @@ from html import escape
 
 import ipywidgets as W
 
+from ..charts import frame
 from ..experiments.fencing import HANDLERS, Event, FencingResult, LongJobResult, stale_worker
 from .common import Runner, comparison_html, error_html, prediction
 
 LANES = ("A", "B", "reaper")
 PLAY_STEP_S = 0.6
 LEFT, TOP, LANE_H = 70, 24, 30
-
-
-def svg_frame(width: int, height: int, body: list[str], title: str) -> str:
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="pgq-chart" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">'
-        f'<title>{escape(title)}</title><text x="4" y="14" font-size="12">{escape(title)}</text>'
-        + "".join(body)
-        + "</svg>"
-    )
 
 
 def lanes(names: tuple[str, ...], width: int) -> list[str]:
@@ -94,7 +85,7 @@ def steps_svg(result: FencingResult, shown: int, *, width: int = 720) -> str:
         body.append(f'<text x="{cx:.1f}" y="{cy + 4:.1f}" text-anchor="middle" fill="white">{n}</text>')
     height = TOP + len(LANES) * LANE_H + 20
     body += axis(span, height - 6, width)
-    return svg_frame(
+    return frame(
         width, height, body, f"A stalls past its {result.lease_s:g} s lease ({result.handler} handler)"
     )
 
@@ -144,7 +135,7 @@ def long_job_svg(result: LongJobResult, *, width: int = 720) -> str:
         f"{result.work_s:g} s of work, {result.lease_s:g} s lease, "
         f"{'with' if result.heartbeat else 'without'} a heartbeat"
     )
-    return svg_frame(width, height, body, title)
+    return frame(width, height, body, title)
 
 
 def long_job_html(result: LongJobResult, guess: int | None = None) -> str:

@@ -216,29 +216,23 @@ def claim_verdict(exercise: str, found: ClaimRace, *, need_lock_in_with: bool) -
     evidence = claim_evidence(found)
     if need_lock_in_with:
         evidence[5] = Evidence(evidence[5].what, evidence[5].found, found.locks_in_with)
-    passed = all(e.ok is not False for e in evidence)
     hint = _hint(found)
     if not hint and need_lock_in_with and not found.locks_in_with:
         hint = (
             "it ran correctly, but the lock is not inside a WITH query: put FOR UPDATE SKIP LOCKED in the "
             "WITH that picks the rows, so each claim locks exactly the rows it marks."
         )
-    if passed and found.counts.wasted and not found.locks:
-        hint = (
-            f"correct, and {found.counts.wasted:,} attempts came back empty while jobs were due: "
-            "FOR UPDATE SKIP LOCKED lets each worker take a different job at once."
-        )
-    headline = (
-        "no job ran twice, none was lost"
-        if passed
-        else "; ".join(f"{e.what}: {e.found}" for e in evidence if e.ok is False)
-    )
-    return Verdict(
+    return Verdict.from_evidence(
         exercise,
-        passed,
-        headline,
         evidence,
         hint,
+        passed_headline="no job ran twice, none was lost",
+        passed_hint=(
+            f"correct, and {found.counts.wasted:,} attempts came back empty while jobs were due: "
+            "FOR UPDATE SKIP LOCKED lets each worker take a different job at once."
+            if found.counts.wasted and not found.locks
+            else None
+        ),
         server_version=found.race.server_version,
         guide=figure(1) if found.race.run_more_than_once else figure(6),
         numbers={

@@ -8,7 +8,7 @@ import time
 
 from ..statements import run
 from .learner_sql import LearnerSQL, Refused
-from .sandbox import Scratch, execute, parse
+from .sandbox import Scratch, execute, sessions, stage
 from .verdict import Evidence, Verdict
 
 JOBS, KEEP, BATCH = 3_000, 1_000, 500
@@ -20,23 +20,10 @@ def check_cleanup(
 ) -> Verdict:
     if learner.first_word != "DELETE":
         raise Refused("cleanup is one DELETE of a batch of done jobs")
-    with scratch.db.connection() as owner, scratch.connect() as conn:
-        parse(conn, learner)
-        run(owner, "lab/seed_jobs", {"kind": "send_receipt", "count": JOBS})
+    with sessions(scratch, learner, "send_receipt", JOBS) as (owner, conn):
         run(owner, "exercise/stage_done_beyond", {"keep": KEEP})
-        for job_id, status in [(1, "running"), (2, "dead")]:
-            run(
-                owner,
-                "exercise/stage_job",
-                {
-                    "id": job_id,
-                    "status": status,
-                    "attempts": 1,
-                    "fence_token": 1,
-                    "lease_s": 60,
-                    "max_attempts": 5,
-                },
-            )
+        stage(owner, [1], "running", 1, 1)
+        stage(owner, [2], "dead", 1, 1)
         batches: list[int] = []
         longest = 0.0
         while len(batches) < MAX_CALLS:
@@ -59,10 +46,7 @@ def check_cleanup(
         ),
         Evidence("longest transaction", f"{longest * 1000:,.1f} ms"),
     ]
-    passed = all(e.ok is not False for e in evidence)
-    if passed:
-        hint = "short batches: each transaction ends quickly, so VACUUM is never held back for long."
-    elif kept < KEEP:
+    if kept < KEEP:
         hint = "only done rows may go: WHERE status = 'done'."
     elif max(batches) > BATCH:
         hint = (
@@ -71,17 +55,12 @@ def check_cleanup(
         )
     else:
         hint = "call it until it deletes nothing: every done row must go."
-    headline = (
-        f"all done rows deleted in batches of at most {BATCH}"
-        if passed
-        else "; ".join(f"{e.what}: {e.found}" for e in evidence if e.ok is False)
-    )
-    return Verdict(
+    return Verdict.from_evidence(
         exercise,
-        passed,
-        headline,
         evidence,
         hint,
-        server_version=scratch.db.server.version,
         numbers={"batches": batches, "longest_ms": longest * 1000},
+        passed_headline=f"all done rows deleted in batches of at most {BATCH}",
+        passed_hint="short batches: each transaction ends quickly, so VACUUM is never held back for long.",
+        server_version=scratch.db.server.version,
     )

@@ -111,19 +111,11 @@ def check_envelope(text: str, *, exercise: str, progress=None, stop=None) -> Ver
         evidence.append(Evidence(what, shown, ok))  # the expected value is not shown: no answer given away
         if not ok:
             hints.append(hint)
-    passed = all(e.ok for e in evidence)
-    headline = (
-        "every number matches the rehearsal's calculator"
-        if passed
-        else "; ".join(f"{e.what}: {e.found}" for e in evidence if not e.ok)
-    )
-    return Verdict(
+    return Verdict.from_evidence(
         exercise,
-        passed,
-        headline,
         evidence,
-        "the envelope adds up: say it aloud with where each number comes from."
-        if passed
-        else " ".join(hints),
+        " ".join(hints),
         numbers={name: given.get(name) for name in FIELDS},
+        passed_headline="every number matches the rehearsal's calculator",
+        passed_hint="the envelope adds up: say it aloud with where each number comes from.",
     )

@@ -6,9 +6,9 @@ the job went dead, was requeued (attempts back to 0) and was claimed again."""
 from __future__ import annotations
 
 from ..guide import figure
-from ..statements import run, run_one
+from ..statements import run_one
 from .learner_sql import LearnerSQL, Refused
-from .sandbox import Scratch, execute, parse
+from .sandbox import Scratch, execute, sessions, stage
 from .verdict import Evidence, Verdict
 
 # (story, job id, the job's attempts and fence_token now, the stale worker's attempts and token)
@@ -28,23 +28,10 @@ def check_complete(
 ) -> Verdict:
     if learner.first_word != "UPDATE":
         raise Refused("complete is one UPDATE of the job's row")
-    with scratch.db.connection() as owner, scratch.connect() as conn:
-        parse(conn, learner)
-        run(owner, "lab/seed_jobs", {"kind": "send_receipt", "count": len(STORIES)})
+    with sessions(scratch, learner, "send_receipt", len(STORIES)) as (owner, conn):
         evidence, stale_hits = [], []
         for story, job_id, (attempts, token), (old_attempts, old_token) in STORIES:
-            run(
-                owner,
-                "exercise/stage_job",
-                {
-                    "id": job_id,
-                    "status": "running",
-                    "attempts": attempts,
-                    "fence_token": token,
-                    "lease_s": 60,
-                    "max_attempts": 5,
-                },
-            )
+            stage(owner, [job_id], "running", attempts, token)
             stale = _call(conn, learner, job_id, old_attempts, old_token)
             status_after_stale = run_one(owner, "exercise/job_wait", {"id": job_id})[0]
             current = _call(conn, learner, job_id, attempts, token)
@@ -63,30 +50,25 @@ def check_complete(
             ]
             if stale:
                 stale_hits.append(story)
-    passed = all(e.ok for e in evidence)
-    if passed:
-        hint = "the fence holds: only the worker with the job's current fence_token can finish it."
-    elif len(stale_hits) == 1 and "requeued" in stale_hits[0]:
-        hint = (
+    return Verdict.from_evidence(
+        exercise,
+        evidence,
+        _hint(stale_hits),
+        numbers={"stale_hits": len(stale_hits)},
+        passed_headline="stale calls match 0 rows, current calls 1",
+        passed_hint="the fence holds: only the worker with the job's current fence_token can finish it.",
+        server_version=scratch.db.server.version,
+        guide=figure(10),
+    )
+
+
+def _hint(stale_hits: list[str]) -> str:
+    """What to fix, from the stories in which a stale worker's call matched."""
+    if len(stale_hits) == 1 and "requeued" in stale_hits[0]:
+        return (
             "after a requeue the stale worker's call still matched: requeue_dead resets attempts to 0, so "
             "attempts no longer proves the claim. Fence on fence_token, which only ever goes up."
         )
-    elif stale_hits:
-        hint = "a stale worker finished someone else's claim: add the fence, AND fence_token = :fence_token."
-    else:
-        hint = "the current worker must be able to finish: match its id, status = 'running' and its token."
-    headline = (
-        "stale calls match 0 rows, current calls 1"
-        if passed
-        else "; ".join(f"{e.what}: {e.found}" for e in evidence if not e.ok)
-    )
-    return Verdict(
-        exercise,
-        passed,
-        headline,
-        evidence,
-        hint,
-        server_version=scratch.db.server.version,
-        guide=figure(10),
-        numbers={"stale_hits": len(stale_hits)},
-    )
+    if stale_hits:
+        return "a stale worker finished someone else's claim: add the fence, AND fence_token = :fence_token."
+    return "the current worker must be able to finish: match its id, status = 'running' and its token."

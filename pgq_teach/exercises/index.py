@@ -47,10 +47,7 @@ def check_index(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progres
             size <= SMALL_BYTES,
         ),
     ]
-    passed = all(e.ok for e in evidence)
-    if passed:
-        hint = "the claim reads your index, and it holds only the rows the claim looks for."
-    elif not used:
+    if not used:
         hint = (
             "the planner uses a partial index only when the claim's WHERE implies the index's predicate: "
             "status = 'ready', written as a literal."
@@ -59,18 +56,13 @@ def check_index(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progres
         hint = (
             "it works, but it holds every done job too: a WHERE on the index keeps only the ready rows in it."
         )
-    headline = (
-        "the claim uses your index, and it stays small"
-        if passed
-        else "; ".join(f"{e.what}: {e.found}" for e in evidence if not e.ok)
-    )
-    return Verdict(
+    return Verdict.from_evidence(
         exercise,
-        passed,
-        headline,
         evidence,
         hint,
+        numbers={"bytes": size, "used": used},
+        passed_headline="the claim uses your index, and it stays small",
+        passed_hint="the claim reads your index, and it holds only the rows the claim looks for.",
         server_version=scratch.db.server.version,
         guide=figure(14),
-        numbers={"bytes": size, "used": used},
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..statements import run
 from .learner_sql import LearnerSQL, Refused
-from .sandbox import Scratch, execute, indexes_used, parse, plan
+from .sandbox import Scratch, execute, indexes_used, plan, sessions, stage
 from .verdict import Evidence, Verdict
 
 JOBS = 3_000  # mostly done rows, so reading the whole table and using the index differ
@@ -25,23 +25,10 @@ STAGE = {
 def check_reap(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None) -> Verdict:
     if learner.first_word not in ("UPDATE", "WITH"):  # WITH: pick and lock the rows first, as reap.sql does
         raise Refused("the reaper is one UPDATE of the expired rows (a WITH query may lead into it)")
-    with scratch.db.connection() as owner, scratch.connect() as conn:
-        parse(conn, learner)
-        run(owner, "lab/seed_jobs", {"kind": "send_receipt", "count": JOBS})
+    with sessions(scratch, learner, "send_receipt", JOBS) as (owner, conn):
         run(owner, "exercise/stage_done_beyond", {"keep": KEEP})
         for job_id, (status, attempts, lease_s, _) in STAGE.items():
-            run(
-                owner,
-                "exercise/stage_job",
-                {
-                    "id": job_id,
-                    "status": status,
-                    "attempts": attempts,
-                    "fence_token": attempts,
-                    "lease_s": lease_s,
-                    "max_attempts": 5,
-                },
-            )
+            stage(owner, [job_id], status, attempts, attempts, lease_s)
         run(owner, "lab/analyze_jobs")
         before = {r[0]: r for r in run(owner, "lab/all_jobs").fetchall()}
         used = indexes_used(plan(conn, learner, {}))
@@ -72,10 +59,7 @@ def check_reap(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress
             INDEX in used,
         ),
     ]
-    passed = all(e.ok for e in evidence)
-    if passed:
-        hint = "only expired leases came back, and the plan reads just the running rows' index."
-    elif live or others:
+    if live or others:
         hint = (
             "only running jobs whose lease has passed may change: "
             "status = 'running' AND leased_until BETWEEN '-infinity' AND now()."
@@ -90,17 +74,12 @@ def check_reap(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress
             "a job whose attempts reached max_attempts goes dead: "
             "CASE WHEN attempts = greatest(attempts, max_attempts) ..."
         )
-    headline = (
-        "only expired leases came back, through the partial index"
-        if passed
-        else "; ".join(f"{e.what}: {e.found}" for e in evidence if not e.ok)
-    )
-    return Verdict(
+    return Verdict.from_evidence(
         exercise,
-        passed,
-        headline,
         evidence,
         hint,
-        server_version=scratch.db.server.version,
         numbers={"indexes": sorted(used), "live_changed": live, "others_changed": len(others)},
+        passed_headline="only expired leases came back, through the partial index",
+        passed_hint="only expired leases came back, and the plan reads just the running rows' index.",
+        server_version=scratch.db.server.version,
     )

@@ -20,19 +20,13 @@ from __future__ import annotations
 from ..experiments.switching import Consumer, StandInBroker
 from ..statements import run
 from .learner_sql import LearnerSQL, Refused
-from .sandbox import Scratch, execute, parse
+from .sandbox import Scratch, execute, sessions, stage
 from .verdict import Evidence, Verdict
 
 JOBS = 12
 A_BATCH = [1, 2, 3, 4, 5, 6]
 REQUEUED = 6  # dead, requeued (attempts reset to 0), claimed again: attempts no longer proves the claim
 C_BATCH = [7, 8, 9]
-
-
-def stage(owner, ids: list[int], status: str, attempts: int, token: int, lease_s: float | None = 60) -> None:
-    for job_id in ids:
-        values = {"id": job_id, "status": status, "attempts": attempts, "fence_token": token}
-        run(owner, "exercise/stage_job", {**values, "lease_s": lease_s, "max_attempts": 5})
 
 
 def statuses(owner) -> dict[int, str]:
@@ -55,9 +49,7 @@ def check_relay_completion(
     if learner.first_word not in ("UPDATE", "WITH"):
         raise Refused("the batch completion is one UPDATE of the batch's rows")
     broker, consumer = StandInBroker(), Consumer()
-    with scratch.db.connection() as owner, scratch.connect() as conn:
-        parse(conn, learner)
-        run(owner, "lab/seed_jobs", {"kind": "order_event", "count": JOBS})
+    with sessions(scratch, learner, "order_event", JOBS) as (owner, conn):
         # A claimed 1-6 (attempts 1, token 1) and published them, then stalled.
         a_batch = [(i, 1, 1) for i in A_BATCH]
         stage(owner, A_BATCH, "running", 1, 1)
@@ -125,41 +117,36 @@ def check_relay_completion(
     ]
     if progress:
         progress(4, 4)
-    passed = all(e.ok for e in evidence)
-    if passed:
-        hint = (
-            "the fence holds per job: a stale relay finishes nothing, and nothing unpublished is marked done."
-        )
-    elif stale_done == [REQUEUED]:
-        hint = (
-            f"job {REQUEUED} was requeued after going dead, so its attempts went back to 0 and the new claim "
-            "has the same attempts as the stale one. Fence on fence_token, which only ever goes up."
-        )
-    elif c_touched:
-        hint = (
-            "it marked jobs done that were not in the batch it was given, so the reaper never returned them "
-            "and they were never published: match only the batch's ids (unnest(:ids, ...))."
-        )
-    elif stale_done:
-        hint = "a stale relay finished someone else's claim: fence each job on its own fence_token."
-    else:
-        hint = "each job of the batch needs status 'running' and its own token: pair :ids with :fence_tokens."
-    headline = (
-        "nothing lost, no duplicate beyond the stalled relay's, and the fence held"
-        if passed
-        else "; ".join(f"{e.what}: {e.found}" for e in evidence if not e.ok)
-    )
-    return Verdict(
+    return Verdict.from_evidence(
         exercise,
-        passed,
-        headline,
         evidence,
-        hint,
-        server_version=scratch.db.server.version,
+        _hint(stale_done, c_touched),
         numbers={
             "stale_matched": stale,
             "lost": len(lost),
             "duplicates": duplicates,
             "broker_messages": len(broker.messages),
         },
+        passed_headline="nothing lost, no duplicate beyond the stalled relay's, and the fence held",
+        passed_hint=(
+            "the fence holds per job: a stale relay finishes nothing, and nothing unpublished is marked done."
+        ),
+        server_version=scratch.db.server.version,
     )
+
+
+def _hint(stale_done: list[int], c_touched: list[int]) -> str:
+    """What to fix, from the jobs the stale relay finished and the crashed relay's jobs touched."""
+    if stale_done == [REQUEUED]:
+        return (
+            f"job {REQUEUED} was requeued after going dead, so its attempts went back to 0 and the new claim "
+            "has the same attempts as the stale one. Fence on fence_token, which only ever goes up."
+        )
+    if c_touched:
+        return (
+            "it marked jobs done that were not in the batch it was given, so the reaper never returned them "
+            "and they were never published: match only the batch's ids (unnest(:ids, ...))."
+        )
+    if stale_done:
+        return "a stale relay finished someone else's claim: fence each job on its own fence_token."
+    return "each job of the batch needs status 'running' and its own token: pair :ids with :fence_tokens."

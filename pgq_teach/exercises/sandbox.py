@@ -10,7 +10,8 @@ which refuses more than one command and reports any syntax or name error.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,3 +113,32 @@ def locking(tree: dict) -> tuple[bool, bool]:
 
 def indexes_used(tree: dict) -> set[str]:
     return {node["Index Name"] for node, _ in nodes(tree) if "Index Name" in node}
+
+
+@contextmanager
+def sessions(
+    scratch: Scratch, learner: LearnerSQL, kind: str, jobs: int
+) -> Iterator[tuple[psycopg.Connection, psycopg.Connection]]:
+    """The owner's session and the learner role's, once the server has read the
+    learner's statement (Refused if it cannot) and `jobs` jobs of `kind` are in
+    the table: how every check that stages jobs begins."""
+    with scratch.db.connection() as owner, scratch.connect() as conn:
+        parse(conn, learner)
+        run(owner, "lab/seed_jobs", {"kind": kind, "count": jobs})
+        yield owner, conn
+
+
+def stage(
+    owner: psycopg.Connection,
+    ids: Iterable[int],
+    status: str,
+    attempts: int,
+    token: int,
+    lease_s: float | None = 60,
+    max_attempts: int = 5,
+) -> None:
+    """Put jobs in the state a story needs: status, attempts, fence_token, a
+    lease ending `lease_s` from now (None: no lease), max_attempts."""
+    for job_id in ids:
+        values = {"id": job_id, "status": status, "attempts": attempts, "fence_token": token}
+        run(owner, "exercise/stage_job", {**values, "lease_s": lease_s, "max_attempts": max_attempts})

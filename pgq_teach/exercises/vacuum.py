@@ -110,13 +110,9 @@ def check_holder(
             held_after == 0 and removed >= JOBS,
         ),
     ]
-    passed = all(e.ok is not False for e in evidence)
-    own = own_pid in found
-    if passed:
-        hint = "backend_xmin marks the snapshot that holds VACUUM back; ending that session lets VACUUM work."
-    elif target not in found:
+    if target not in found:
         hint = "look for a session that holds a snapshot: backend_xmin (or backend_xid) IS NOT NULL."
-    elif own:
+    elif own_pid in found:
         hint = (
             "your query's own session holds a snapshot while it runs: leave it out with "
             "pid <> pg_backend_pid()."
@@ -126,18 +122,15 @@ def check_holder(
             "idle in transaction is not enough: a READ COMMITTED transaction between statements holds no "
             "snapshot. Ask for backend_xmin or backend_xid IS NOT NULL instead of the state."
         )
-    headline = (
-        "your query names the one session holding VACUUM back, and ending it let VACUUM work"
-        if passed
-        else "; ".join(f"{e.what}: {e.found}" for e in evidence if e.ok is False)
-    )
-    return Verdict(
+    return Verdict.from_evidence(
         exercise,
-        passed,
-        headline,
         evidence,
         hint,
+        numbers={"found": found, "culprit": target, "held_before": held_before, "held_after": held_after},
+        passed_headline="your query names the one session holding VACUUM back, and ending it let VACUUM work",
+        passed_hint=(
+            "backend_xmin marks the snapshot that holds VACUUM back; ending that session lets VACUUM work."
+        ),
         server_version=scratch.db.server.version,
         guide=figure(18),
-        numbers={"found": found, "culprit": target, "held_before": held_before, "held_after": held_after},
     )

@@ -87,6 +87,38 @@ class Verdict:
             "at": time.strftime("%Y-%m-%d %H:%M:%S"),
         }
 
+    @classmethod
+    def from_evidence(
+        cls,
+        exercise: str,
+        evidence: list[Evidence],
+        hint: str,
+        *,
+        passed_headline: str,
+        passed_hint: str | None = None,
+        server_version: str = "",
+        guide: GuideFigure | None = None,
+        numbers: dict[str, Any] | None = None,
+        stopped: bool = False,
+    ) -> Verdict:
+        """The verdict the evidence gives, as every check words it: passed when
+        no judged fact failed (facts only reported, ok None, never fail it);
+        the headline `passed_headline` on a pass, else each failed fact as
+        `what: found`; the hint `passed_hint` on a pass when given, else `hint`."""
+        failed = [e for e in evidence if e.ok is False]
+        passed = not failed
+        return cls(
+            exercise,
+            passed,
+            passed_headline if passed else "; ".join(f"{e.what}: {e.found}" for e in failed),
+            evidence,
+            passed_hint if passed and passed_hint is not None else hint,
+            server_version=server_version,
+            guide=guide,
+            numbers=numbers or {},
+            stopped=stopped,
+        )
+
 
 def refused(exercise: str, reason: str) -> Verdict:
     return Verdict(

@@ -81,13 +81,7 @@ def check_notify(
             new_id is not None and payloads == [new_id],
         ),
     ]
-    passed = all(e.ok for e in evidence)
-    if passed:
-        hint = (
-            "one statement, one transaction: the job and its wake-up commit together, and the id is all "
-            "a worker needs."
-        )
-    elif len(jobs) != 1:
+    if len(jobs) != 1:
         hint = "the statement must INSERT exactly one job (WITH job AS (INSERT ... RETURNING id) ...)."
     elif not payloads:
         hint = f"the workers LISTEN on {CHANNEL}: call pg_notify('{CHANNEL}', ...) for the new job."
@@ -98,18 +92,16 @@ def check_notify(
             "send the id, not the data: a payload must stay under 8,000 bytes, and a notification can be "
             "folded or lost, so the job's data must live in the table: pg_notify('jobs_ready', id::text)."
         )
-    headline = (
-        "the job and its wake-up commit together, and the notification carries only the id"
-        if passed
-        else "; ".join(f"{e.what}: {e.found}" for e in evidence if not e.ok)
-    )
-    return Verdict(
+    return Verdict.from_evidence(
         exercise,
-        passed,
-        headline,
         evidence,
         hint,
+        numbers={"payloads": payloads, "job_id": new_id, "rolled_back_heard": len(after_rollback[0])},
+        passed_headline="the job and its wake-up commit together, and the notification carries only the id",
+        passed_hint=(
+            "one statement, one transaction: the job and its wake-up commit together, and the id is all "
+            "a worker needs."
+        ),
         server_version=scratch.db.server.version,
         guide=figure(12),
-        numbers={"payloads": payloads, "job_id": new_id, "rolled_back_heard": len(after_rollback[0])},
     )

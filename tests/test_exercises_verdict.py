@@ -8,7 +8,7 @@ from pgq_teach.exercises.learner_sql import Refused, read
 from pgq_teach.exercises.sandbox import open_scratch, sessions, stage
 from pgq_teach.exercises.verdict import Evidence, Verdict
 from pgq_teach.guide import figure
-from pgq_teach.statements import run
+from pgq_teach.statements import run, statement
 
 PASSED = {"passed_headline": "all good", "passed_hint": "well done"}
 
@@ -67,14 +67,14 @@ def rows(owner) -> dict[int, dict]:
 
 def test_sessions_refuse_a_statement_the_server_cannot_read_before_seeding_anything(scratch):
     with pytest.raises(Refused, match="could not read it"):
-        with sessions(scratch, read("UPDATE jobz SET status = 'done'", ()), "send_receipt", 5):
+        with sessions(scratch, read("UPDATE jobz", ()), "send_receipt", 5):
             pass
     with scratch.db.connection() as owner:
         assert rows(owner) == {}
 
 
 def test_sessions_seed_the_jobs_and_stage_puts_them_in_the_story(scratch):
-    learner = read("UPDATE jobs SET status = 'done' WHERE id = :id", ("id",))
+    learner = read(statement("complete").text, ("id", "fence_token"))
     with sessions(scratch, learner, "send_receipt", 4) as (owner, conn):
         assert conn.info.user == "pgq_learner" and owner.info.user != "pgq_learner"
         stage(owner, [1, 2], "running", 2, 3)

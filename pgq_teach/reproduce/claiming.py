@@ -35,7 +35,7 @@ NAIVE = Entry(
     "race: naive read-then-update",
     {16: "244, 251, 260 of 400 twice", 18: "212 to 238 of 400 twice"},
     calls(race.run_race, mode="naive"),
-    reads(sizes=["jobs", "workers"], run_more_than_once="run_more_than_once"),
+    reads("run_more_than_once", sizes=["jobs", "workers"]),
     says("{run_more_than_once:,} of {jobs:,} jobs run more than once ({workers} workers)"),
     judge_naive,
     full={"workers": 8, "jobs": 400, "work_ms": 10},
@@ -201,13 +201,7 @@ BATCHES = Entry(
     "claims: batch drain",
     both("1,000 batches, none over 100 rows"),
     calls(claims.batch_drain),
-    reads(
-        sizes=["jobs", "batch"],
-        workers="workers",
-        batches="batches",
-        largest="largest_batch",
-        every_job_once="every_job_once",
-    ),
+    reads("workers", "batches", "every_job_once", sizes=["jobs", "batch"], largest="largest_batch"),
     describe_batches,
     judge_batches,
     full={"jobs": 100_000, "batch": 100},
@@ -318,7 +312,7 @@ PLANS = Entry(
     "claims: EXPLAIN of the claim",
     both("Index Scan using jobs_ready_idx under LockRows"),
     calls(claims.explain_claims, steps=False),
-    reads(uses_ready_index="uses_ready_index", lockrows_above="lockrows_above_index_scan"),
+    reads("uses_ready_index", lockrows_above="lockrows_above_index_scan"),
     describe_plans,
     judge_plans,
 )
@@ -345,7 +339,7 @@ THROUGHPUT = Entry(
     "switching: batched drain rate",
     both("100,000 batched jobs in about 4 s on 2 CPUs"),
     calls(switching.drain_rate),
-    reads(sizes=["jobs", "workers"], completed="completed", seconds="seconds", jobs_per_s="jobs_per_s"),
+    reads("completed", "seconds", "jobs_per_s", sizes=["jobs", "workers"]),
     says(
         "{completed:,} jobs in {seconds:.2f} s, {jobs_per_s:,.0f} jobs/s ({workers} threads, batches of 100)"
     ),

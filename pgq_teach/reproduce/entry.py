@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypedDict
 
 from ..databases import Database
 from .verdicts import Verdict
@@ -44,6 +44,14 @@ def guide_major(major: int) -> int:
 def both(text: str) -> dict[int, str]:
     """A guide figure that is the same on both majors."""
     return {m: text for m in GUIDE_VERSIONS}
+
+
+class Sizes(TypedDict):
+    """An entry's sizes (see Entry), for figures that share them: `Entry(..., **sizes)`."""
+
+    full: Values
+    quick: Values | None
+    shrunk: str
 
 
 @dataclass(frozen=True)
@@ -101,11 +109,13 @@ def calls(experiment: Callable[..., Any], *, steps: bool = True, **fixed: Any) -
     return run
 
 
-def reads(*, sizes: Iterable[str] = (), **paths: str) -> Measure:
+def reads(*names: str, sizes: Iterable[str] = (), **paths: str) -> Measure:
     """The measure step of a figure whose values are plain attributes: the
-    named `sizes` as they were given, then each value off the result by its
-    attribute path (`removed_while_held="during.removed"`)."""
-    given, getters = tuple(sizes), {name: attrgetter(path) for name, path in paths.items()}
+    named `sizes` as they were given, each of `names` off the result as it is
+    called there, and each of `paths` off the result by its attribute path
+    (`removed_while_held="during.removed"`)."""
+    given = tuple(sizes)
+    getters = {name: attrgetter(name) for name in names} | {k: attrgetter(p) for k, p in paths.items()}
 
     def measure(result: Any, run_sizes: Values) -> Values:
         values = {name: run_sizes[name] for name in given}

@@ -117,7 +117,7 @@ FENCING = Entry(
     "fencing: stale worker A, then B",
     both("A's completion updates 0 rows, B's 1"),
     calls(fencing.stale_worker),
-    reads(a_rows="a_rows", b_rows="b_rows", a_token="a_token", b_token="b_token"),
+    reads("a_rows", "b_rows", "a_token", "b_token"),
     says("A's completion updated {a_rows} row(s), B's {b_rows} (fencing tokens {a_token} then {b_token})"),
     judge_fencing,
     full={"lease_s": 1.0},

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..experiments import claims, locks, race, switching
-from .entry import Describe, Entry, Judge, Values, both, calls, reads, says, seconds
+from .entry import Describe, Entry, Judge, Sizes, Values, both, calls, reads, says, seconds
 from .verdicts import Verdict, differs, explained, reproduced
 
 # --- 1: the naive claim runs jobs twice ------------------------------------------
@@ -45,7 +45,11 @@ NAIVE = Entry(
 # --- 2, 3, 4: two sessions, one locked row -----------------------------------------
 
 # The three replays share their sizes: A holds job 1 for 2 s (1 s with --quick).
-HOLD_FULL, HOLD_QUICK, HOLD_SHRUNK = {"hold_seconds": 2.0}, {"hold_seconds": 1.0}, "A holds 1 s, not 2 s"
+HOLDS: Sizes = {
+    "full": {"hold_seconds": 2.0},
+    "quick": {"hold_seconds": 1.0},
+    "shrunk": "A holds 1 s, not 2 s",
+}
 
 
 def measure_replay(result, sizes) -> Values:
@@ -61,7 +65,7 @@ def measure_replay(result, sizes) -> Values:
     }
 
 
-def replay(
+def replay_figure(
     number: int, clause: str, what: str, guide: str, describe: Describe, judge: Judge, **more: Any
 ) -> Entry:
     """Figures 2 to 4: the same two sessions, B's claim ending in `clause`."""
@@ -73,9 +77,7 @@ def replay(
         measure_replay,
         describe,
         judge,
-        full=HOLD_FULL,
-        quick=HOLD_QUICK,
-        shrunk=HOLD_SHRUNK,
+        **HOLDS,
         **more,
     )
 
@@ -103,7 +105,7 @@ def judge_for_update(v: Values, major: int) -> Verdict:
     return reproduced()
 
 
-FOR_UPDATE = replay(
+FOR_UPDATE = replay_figure(
     2,
     "for_update",
     "A holds job 1, B runs FOR UPDATE",
@@ -131,7 +133,7 @@ def judge_nowait(v: Values, major: int) -> Verdict:
     return reproduced()
 
 
-NOWAIT = replay(
+NOWAIT = replay_figure(
     3,
     "nowait",
     "the same with NOWAIT",
@@ -158,7 +160,7 @@ def judge_skip_locked(v: Values, major: int) -> Verdict:
     return differs(f"B took {seconds(v['b_s'])}: as long as A's hold")
 
 
-SKIP_LOCKED = replay(
+SKIP_LOCKED = replay_figure(
     4,
     "skip_locked",
     "the same with SKIP LOCKED",

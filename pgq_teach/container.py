@@ -134,7 +134,10 @@ def failed_pull(wanted: str) -> str | None:
 
 def forget_failed_pull() -> None:
     """Let the next start try the pull again (PGQ_BACKEND=docker, `pgq-teach server start`)."""
-    pull_memo().unlink(missing_ok=True)
+    try:
+        pull_memo().unlink(missing_ok=True)
+    except OSError:
+        pass  # a folder we cannot write to: the note, if any, ages out by itself
 
 
 def ensure_image(engine, wanted: str) -> None:

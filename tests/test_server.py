@@ -226,6 +226,21 @@ def test_auto_falls_back_to_embedded_with_one_line_saying_why(private_container)
 
 
 @pytest.mark.docker
+@pytest.mark.skipif(not ENGINE, reason="no Docker engine answers a ping here")
+def test_auto_remembers_the_failed_pull_and_falls_back_with_the_same_line(private_container):
+    private_container.setenv("PGQ_BACKEND", "auto")
+    private_container.setenv("PGQ_IMAGE", UNPULLABLE)
+    try:
+        first = server.get_server().line()
+        why = container.failed_pull(UNPULLABLE)  # the pull failed, and is noted
+        assert why and f"backend embedded (Docker answers, but {why})" in first
+        server.reset_choice()
+        assert server.get_server().line() == first  # the next call: no pull, the same line
+    finally:
+        assert "stopped the embedded PostgreSQL" in cli("server", "stop").stdout
+
+
+@pytest.mark.docker
 @pytest.mark.skipif(not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried")
 @pytest.mark.parametrize("ryuk_disabled", ["true", "false"])
 def test_the_container_outlives_each_process_is_reused_and_server_stop_leaves_none(private_container,

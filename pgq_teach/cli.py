@@ -17,7 +17,7 @@ from . import checks, embedded, queue
 from .databases import Database, open_database
 from .errors import BadInput, PgqError, SetupError
 from .psql import psql_command
-from .server import chosen_backend, describe, get_server, wanted_backend
+from .server import chosen_backend, describe, get_server, start_server, wanted_backend
 from .worker import Worker
 
 DEFAULT_DB = "shop"
@@ -127,7 +127,7 @@ def cmd_server(args: argparse.Namespace) -> int:
         return _server_status()
     if args.action == "restart":
         return _server_restart()
-    server = get_server()
+    server = start_server() if args.action == "start" else get_server()
     _say(server.dsn if args.action == "url" else server.line())
     return 0
 

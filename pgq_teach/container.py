@@ -8,25 +8,35 @@ their process ends, which is the opposite of what the course needs, so this
 module asks the Docker engine directly; whether Ryuk is on or off changes
 nothing here. The host port is fixed when the container is made, so a
 restart keeps the same connection string.
+
+A pull that fails (offline, a registry error) is remembered for ten minutes
+in a small file beside the embedded server's data directory, so each later
+call in auto goes straight to the embedded fallback instead of waiting on the
+same failure again. PGQ_BACKEND=docker and `pgq-teach server start` forget it
+and try the pull again.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
 import sys
 import time
+from pathlib import Path
 from urllib.parse import urlparse
 
 import psycopg
 
+from . import embedded
 from .errors import SetupError
 
 DEFAULT_IMAGE = "postgres:18"
 NAME = "pgq-teach-postgres"  # PGQ_CONTAINER names another (the tests use private ones)
 LABEL = "org.pgq-teach.server"
 READY_SECONDS = 90.0  # first start runs initdb; on the vfs storage driver that takes a few seconds
+PULL_MEMO_SECONDS = 600.0  # a failed pull is not tried again for this long (unless asked for)
 
 
 class NoImage(SetupError):
@@ -95,7 +105,46 @@ def _dsn(box) -> str:
     )
 
 
-def _ensure_image(engine, wanted: str) -> None:
+def pull_memo() -> Path:
+    """Where a failed pull is remembered: beside the embedded server's data
+    directory, so each course folder (and each test's private one) has its own."""
+    pgdata = embedded.data_dir()
+    return pgdata.with_name(f"{pgdata.name}-failed-pull.json")
+
+
+def remember_failed_pull(wanted: str, why: str) -> None:
+    """Note that pulling `wanted` failed just now, and the line that said why."""
+    try:
+        pull_memo().parent.mkdir(parents=True, exist_ok=True)
+        pull_memo().write_text(json.dumps({"image": wanted, "at": time.time(), "why": why}), encoding="utf-8")
+    except OSError:
+        pass  # only a shortcut: without it the next call tries the pull again
+
+
+def failed_pull(wanted: str) -> str | None:
+    """Why pulling `wanted` failed, if it failed less than PULL_MEMO_SECONDS ago; else None."""
+    try:
+        memo = json.loads(pull_memo().read_text(encoding="utf-8"))
+        age = time.time() - float(memo["at"])
+        fresh = memo["image"] == wanted and 0 <= age < PULL_MEMO_SECONDS
+        return str(memo["why"]) if fresh else None
+    except (OSError, ValueError, TypeError, KeyError):
+        return None  # none, or unreadable: try the pull
+
+
+def forget_failed_pull() -> None:
+    """Let the next start try the pull again (PGQ_BACKEND=docker, `pgq-teach server start`)."""
+    try:
+        pull_memo().unlink(missing_ok=True)
+    except OSError:
+        pass  # a folder we cannot write to: the note, if any, ages out by itself
+
+
+def ensure_image(engine, wanted: str) -> None:
+    """Make sure the engine has the image `wanted`, pulling it if need be.
+
+    Raises NoImage when it is not here and cannot be pulled, or when a pull
+    of it failed less than PULL_MEMO_SECONDS ago (then no pull is tried)."""
     import docker.errors
     import requests  # the engine's client raises its timeouts as these
 
@@ -104,21 +153,24 @@ def _ensure_image(engine, wanted: str) -> None:
         return
     except docker.errors.ImageNotFound:
         pass
+    recent = failed_pull(wanted)
+    if recent:
+        raise NoImage(recent)
     if sys.stderr.isatty():  # a terminal, never a notebook's output (nbval fails on stderr)
         print(f"pgq-teach: pulling {wanted} once; the next start reuses it", file=sys.stderr, flush=True)
     try:
         engine.images.pull(wanted)
     except (docker.errors.DockerException, requests.RequestException) as exc:
         why = getattr(exc, "explanation", None) or str(exc) or type(exc).__name__
-        raise NoImage(
-            f"the image {wanted} is not here and cannot be pulled: {why.strip().splitlines()[0][:160]}"
-        ) from None
+        line = f"the image {wanted} is not here and cannot be pulled: {why.strip().splitlines()[0][:160]}"
+        remember_failed_pull(wanted, line)
+        raise NoImage(line) from None
 
 
 def _create(engine, wanted: str):
     import docker.errors
 
-    _ensure_image(engine, wanted)
+    ensure_image(engine, wanted)
     try:
         return engine.containers.run(
             wanted,

@@ -18,6 +18,7 @@ import contextlib
 import os
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -56,18 +57,25 @@ def data_dir() -> Path:
 
 
 @contextlib.contextmanager
-def _c_locale():
-    # initdb fails on a locale the machine has not installed; C always exists.
-    saved = {k: os.environ.get(k) for k in ("LC_ALL", "LANG")}
-    os.environ["LC_ALL"] = os.environ["LANG"] = "C"
+def environment(**values: str | None) -> Iterator[None]:
+    """Set these environment variables (None unsets one) for the duration, then
+    put each back as it was, set or not."""
+    saved = {k: os.environ.get(k) for k in values}
     try:
+        for key, value in values.items():
+            set_env(key, value)
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        for key, value in saved.items():
+            set_env(key, value)
+
+
+def set_env(key: str, value: str | None) -> None:
+    """Set one environment variable, or unset it for None."""
+    if value is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = value
 
 
 def _module():
@@ -90,7 +98,8 @@ def _handle(pgdata: Path):
     ep = _module()
     ep.PostgresServer._instances.pop(pgdata, None)  # always re-read postmaster.pid
     version = {"postgres_version": 16} if major() == 16 else {}
-    with _c_locale(), warnings.catch_warnings():
+    # initdb fails on a locale the machine has not installed; C always exists.
+    with environment(LC_ALL="C", LANG="C"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         server = ep.get_server(pgdata, cleanup_mode=None, **version)
     # The server outlives us on purpose; its exit hook only does bookkeeping

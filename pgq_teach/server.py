@@ -4,7 +4,9 @@
 2. Docker answers a ping within a second (or PGQ_BACKEND=docker): the
    course's container, image $PGQ_IMAGE (postgres:18), found or started.
    In auto, an image that is not here and cannot be pulled (offline, a
-   registry error) falls back to step 3, and the backend line says why.
+   registry error) falls back to step 3, and the backend line says why;
+   the failed pull is remembered for ten minutes (see container.py), so
+   the calls after it fall back at once.
 3. Otherwise the embedded PostgreSQL 18, which needs nothing installed.
    PGQ_PG_MAJOR=16 makes it PostgreSQL 16 (the optional extra pg16), and
    then auto skips step 2.
@@ -140,6 +142,7 @@ def get_server() -> Server:
             raise SetupError(f"PGQ_BACKEND=dsn, but PGQ_DSN is not set. {ways('none')}")
         return _probe("dsn", dsn, os.environ.get("PGQ_ORIGIN", ""))
     if wanted == "docker":
+        container.forget_failed_pull()  # asked for Docker by name: try the pull again
         if not container.engine_answers():
             raise SetupError(
                 "PGQ_BACKEND=docker, but no Docker engine answers. Start Docker, or unset PGQ_BACKEND "
@@ -155,6 +158,13 @@ def get_server() -> Server:
             why = str(exc)[:1].lower() + str(exc)[1:]
             return _probe("embedded", embedded.start(), f"Docker answers, but {why.splitlines()[0]}")
     return _probe("embedded", embedded.start())
+
+
+def start_server() -> Server:
+    """`pgq-teach server start`: a start asked for by hand tries a failed pull
+    again, then provisions (or finds) the server as get_server() does."""
+    container.forget_failed_pull()
+    return get_server()
 
 
 def reset_choice() -> None:

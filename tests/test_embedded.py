@@ -72,3 +72,14 @@ def test_recovers_after_the_postmaster_is_killed(private):
         assert conn.execute("SELECT 1").fetchone() == (1,)
     assert embedded.status()["pid"] != pid
     assert time.monotonic() - started < embedded.CONNECT_RETRY_SECONDS + 5
+
+
+def test_environment_sets_and_unsets_for_the_duration_then_puts_each_back(monkeypatch):
+    monkeypatch.setenv("PGQ_TEST_KEPT", "before")
+    monkeypatch.delenv("PGQ_TEST_ABSENT", raising=False)
+    with embedded.environment(PGQ_TEST_KEPT=None, PGQ_TEST_ABSENT="during"):
+        assert "PGQ_TEST_KEPT" not in os.environ and os.environ["PGQ_TEST_ABSENT"] == "during"
+    assert os.environ["PGQ_TEST_KEPT"] == "before" and "PGQ_TEST_ABSENT" not in os.environ
+    with pytest.raises(RuntimeError), embedded.environment(PGQ_TEST_KEPT="during"):
+        raise RuntimeError("an error inside still puts it back")
+    assert os.environ["PGQ_TEST_KEPT"] == "before"

@@ -54,6 +54,19 @@ def test_quick_shrinks_only_where_it_says_so():
             assert entry.sizes(quick=True) != entry.full
 
 
+def test_the_step_builders_read_and_say_only_what_a_figure_names():
+    from types import SimpleNamespace
+
+    from pgq_teach.reproduce.entry import reads, says
+
+    result = SimpleNamespace(a_rows=0, b_rows=1, during=SimpleNamespace(removed=3))
+    values = reads("a_rows", sizes=["jobs"], removed="during.removed")(result, {"jobs": 1000, "workers": 4})
+    assert values == {"jobs": 1000, "a_rows": 0, "removed": 3}  # b_rows and workers are not named
+    assert says("{removed:,} of {jobs:,} removed")(values) == "3 of 1,000 removed"
+    with pytest.raises(AttributeError):
+        reads(gone="during.missing")(result, {})
+
+
 # --- verdicts on measured values ----------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 Docker tests run where an engine answers (CI's container run); each uses a
 container of its own name, so the course's container is never disturbed."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -111,6 +112,78 @@ def test_status_and_start_speak_about_an_unreachable_dsn_not_the_embedded_server
 
 
 @pytest.fixture
+def private_memo(fresh_choice, tmp_path):
+    """An embedded data folder of this test's own, so the failed-pull memo beside it is too."""
+    fresh_choice.setenv("PGQ_DATA_DIR", str(tmp_path / "pg18"))
+    fresh_choice.delenv("PGQ_PG_MAJOR", raising=False)
+    yield fresh_choice
+
+
+class OfflineEngine:
+    """The two answers an offline Docker engine gives the course: the image is not here, and a
+    pull cannot reach the registry. It stands in for the engine only, to count the pulls."""
+
+    def __init__(self):
+        self.images = self
+        self.pulls = []
+
+    def get(self, name):
+        import docker.errors
+
+        raise docker.errors.ImageNotFound(f"No such image: {name}")
+
+    def pull(self, name):
+        import requests
+
+        self.pulls.append(name)
+        raise requests.ConnectionError("registry-1.docker.io: Temporary failure in name resolution")
+
+
+def test_a_failed_pull_is_not_tried_again_for_ten_minutes_and_says_the_same_line(private_memo):
+    engine = OfflineEngine()
+    with pytest.raises(container.NoImage) as first:
+        container.ensure_image(engine, UNPULLABLE)
+    assert engine.pulls == [UNPULLABLE]
+    assert f"the image {UNPULLABLE} is not here and cannot be pulled" in str(first.value)
+    with pytest.raises(container.NoImage) as again:
+        container.ensure_image(engine, UNPULLABLE)
+    assert engine.pulls == [UNPULLABLE]  # remembered: no second pull
+    assert str(again.value) == str(first.value)  # and the same one line for the backend line
+    assert container.failed_pull("pgq-teach-test/another:0") is None  # another image gets its own pull
+
+    memo = json.loads(container.pull_memo().read_text(encoding="utf-8"))
+    memo["at"] -= container.PULL_MEMO_SECONDS + 1  # the same failure, eleven minutes ago
+    container.pull_memo().write_text(json.dumps(memo), encoding="utf-8")
+    assert container.failed_pull(UNPULLABLE) is None
+    with pytest.raises(container.NoImage):
+        container.ensure_image(engine, UNPULLABLE)
+    assert engine.pulls == [UNPULLABLE, UNPULLABLE]  # an old memo does not skip the pull
+
+
+def test_an_unreadable_memo_means_try_the_pull(private_memo):
+    container.pull_memo().parent.mkdir(parents=True, exist_ok=True)
+    for text in ("", "{", "[]", '{"image": 1}'):
+        container.pull_memo().write_text(text, encoding="utf-8")
+        assert container.failed_pull(UNPULLABLE) is None
+
+
+def test_docker_by_name_and_server_start_try_the_pull_again(pg, private_memo):
+    line = f"the image {UNPULLABLE} is not here and cannot be pulled: offline"
+    container.remember_failed_pull(UNPULLABLE, line)
+    assert container.failed_pull(UNPULLABLE) == line
+    private_memo.setenv("PGQ_BACKEND", "docker")
+    private_memo.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    with pytest.raises(SetupError, match="no Docker engine answers"):
+        server.get_server()
+    assert not container.pull_memo().exists()
+
+    container.remember_failed_pull(UNPULLABLE, line)
+    started = cli("server", "start", PGQ_BACKEND="dsn", PGQ_DSN=pg.dsn)
+    assert started.returncode == 0, started.stderr
+    assert not container.pull_memo().exists()
+
+
+@pytest.fixture
 def private_container(fresh_choice):
     """A container name and an embedded data folder of this test's own."""
     home = Path(tempfile.mkdtemp(prefix="pgq-teach-test-"))
@@ -148,6 +221,21 @@ def test_auto_falls_back_to_embedded_with_one_line_saying_why(private_container)
         assert "backend embedded (Docker answers, but the image" in line
         assert f"{UNPULLABLE} is not here and cannot be pulled" in line
         assert container.find() is None
+    finally:
+        assert "stopped the embedded PostgreSQL" in cli("server", "stop").stdout
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not ENGINE, reason="no Docker engine answers a ping here")
+def test_auto_remembers_the_failed_pull_and_falls_back_with_the_same_line(private_container):
+    private_container.setenv("PGQ_BACKEND", "auto")
+    private_container.setenv("PGQ_IMAGE", UNPULLABLE)
+    try:
+        first = server.get_server().line()
+        why = container.failed_pull(UNPULLABLE)  # the pull failed, and is noted
+        assert why and f"backend embedded (Docker answers, but {why})" in first
+        server.reset_choice()
+        assert server.get_server().line() == first  # the next call: no pull, the same line
     finally:
         assert "stopped the embedded PostgreSQL" in cli("server", "stop").stdout
 

@@ -4,8 +4,10 @@ claim's plan, and the batched drain's throughput."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..experiments import claims, locks, race, switching
-from .entry import Entry, Values, both, seconds
+from .entry import Describe, Entry, Judge, Sizes, Values, both, calls, reads, says, seconds
 from .verdicts import Verdict, differs, explained, reproduced
 
 # --- 1: the naive claim runs jobs twice ------------------------------------------
@@ -13,22 +15,6 @@ from .verdicts import Verdict, differs, explained, reproduced
 # How many jobs the guide saw run more than once, of 400, on both majors.
 NAIVE_LOW, NAIVE_HIGH = 212, 260
 NAIVE_SLACK = 0.25  # a run within a quarter of the guide's range counts as its figure
-
-
-def run_naive(db, sizes, progress, stop):
-    return race.run_race(db, mode="naive", progress=progress, stop=stop, **sizes)
-
-
-def measure_naive(result, sizes) -> Values:
-    return {
-        "jobs": sizes["jobs"],
-        "workers": sizes["workers"],
-        "run_more_than_once": result.run_more_than_once,
-    }
-
-
-def describe_naive(v: Values) -> str:
-    return f"{v['run_more_than_once']:,} of {v['jobs']:,} jobs run more than once ({v['workers']} workers)"
 
 
 def judge_naive(v: Values, major: int) -> Verdict:
@@ -44,20 +30,32 @@ def judge_naive(v: Values, major: int) -> Verdict:
     )
 
 
+NAIVE = Entry(
+    1,
+    "race: naive read-then-update",
+    {16: "244, 251, 260 of 400 twice", 18: "212 to 238 of 400 twice"},
+    calls(race.run_race, mode="naive"),
+    reads("run_more_than_once", sizes=["jobs", "workers"]),
+    says("{run_more_than_once:,} of {jobs:,} jobs run more than once ({workers} workers)"),
+    judge_naive,
+    full={"workers": 8, "jobs": 400, "work_ms": 10},
+)
+
+
 # --- 2, 3, 4: two sessions, one locked row -----------------------------------------
 
-
-def run_replay(clause: str):
-    def run(db, sizes, progress, stop):
-        return locks.replay(db, clause, sizes["hold_s"])
-
-    return run
+# The three replays share their sizes: A holds job 1 for 2 s (1 s with --quick).
+HOLDS: Sizes = {
+    "full": {"hold_seconds": 2.0},
+    "quick": {"hold_seconds": 1.0},
+    "shrunk": "A holds 1 s, not 2 s",
+}
 
 
 def measure_replay(result, sizes) -> Values:
     event = result.wait_event
     return {
-        "hold_s": sizes["hold_s"],
+        "hold_s": sizes["hold_seconds"],
         "b_job": result.b_job,
         "b_s": result.b_seconds,
         "sqlstate": result.sqlstate,
@@ -65,6 +63,29 @@ def measure_replay(result, sizes) -> Values:
         "wait_event": list(event) if event else None,
         "blocked_by_a": result.blocked_by_a,
     }
+
+
+def replay_figure(
+    number: int, clause: str, what: str, guide: str, describe: Describe, judge: Judge, **more: Any
+) -> Entry:
+    """Figures 2 to 4: the same two sessions, B's claim ending in `clause`."""
+    return Entry(
+        number,
+        f"locks: {what}",
+        both(guide),
+        calls(locks.replay, steps=False, clause=clause),
+        measure_replay,
+        describe,
+        judge,
+        **HOLDS,
+        **more,
+    )
+
+
+def waited_on_a(v: Values) -> bool:
+    return bool(
+        v["waiting_when_sampled"] and v["wait_event"] == ["Lock", "transactionid"] and v["blocked_by_a"]
+    )
 
 
 def describe_for_update(v: Values) -> str:
@@ -77,12 +98,27 @@ def describe_for_update(v: Values) -> str:
 
 
 def judge_for_update(v: Values, major: int) -> Verdict:
-    waited = v["waiting_when_sampled"] and v["wait_event"] == ["Lock", "transactionid"] and v["blocked_by_a"]
-    if not waited:
+    if not waited_on_a(v):
         return differs(f"B was not seen waiting on Lock / transactionid behind A (saw {v['wait_event']})")
     if v["b_job"] != 2:
         return differs(f"after A committed, B got job {v['b_job']}, not job 2")
     return reproduced()
+
+
+FOR_UPDATE = replay_figure(
+    2,
+    "for_update",
+    "A holds job 1, B runs FOR UPDATE",
+    "B waits on Lock / transactionid, job 2 after 2.01 s",
+    describe_for_update,
+    judge_for_update,
+    must=waited_on_a,
+    must_claim="B waits on Lock / transactionid behind A",
+)
+
+
+def failed_at_once(v: Values) -> bool:
+    return v["sqlstate"] == "55P03" and v["b_s"] < v["hold_s"] / 2
 
 
 def describe_nowait(v: Values) -> str:
@@ -97,11 +133,18 @@ def judge_nowait(v: Values, major: int) -> Verdict:
     return reproduced()
 
 
+NOWAIT = replay_figure(
+    3,
+    "nowait",
+    "the same with NOWAIT",
+    "error 55P03 at once",
+    describe_nowait,
+    judge_nowait,
+    must=failed_at_once,
+    must_claim="error 55P03 at once",
+)
+
 SKIP_LOCKED_UNDER_S = 0.010
-
-
-def describe_skip_locked(v: Values) -> str:
-    return f"B got job {v['b_job']} after {seconds(v['b_s'])}"
 
 
 def judge_skip_locked(v: Values, major: int) -> Verdict:
@@ -117,22 +160,18 @@ def judge_skip_locked(v: Values, major: int) -> Verdict:
     return differs(f"B took {seconds(v['b_s'])}: as long as A's hold")
 
 
+SKIP_LOCKED = replay_figure(
+    4,
+    "skip_locked",
+    "the same with SKIP LOCKED",
+    "job 2 in under 10 ms",
+    lambda v: f"B got job {v['b_job']} after {seconds(v['b_s'])}",
+    judge_skip_locked,
+    timing=True,
+)
+
+
 # --- 5: batch claims --------------------------------------------------------------
-
-
-def run_batches(db, sizes, progress, stop):
-    return claims.batch_drain(db, jobs=sizes["jobs"], batch=sizes["batch"], progress=progress, stop=stop)
-
-
-def measure_batches(result, sizes) -> Values:
-    return {
-        "jobs": sizes["jobs"],
-        "batch": sizes["batch"],
-        "workers": result.workers,
-        "batches": result.batches,
-        "largest": result.largest_batch,
-        "every_job_once": result.every_job_once,
-    }
 
 
 def describe_batches(v: Values) -> str:
@@ -159,14 +198,24 @@ def judge_batches(v: Values, major: int) -> Verdict:
     return differs(f"{v['batches']:,} batches, not {expected:,}")
 
 
+BATCHES = Entry(
+    5,
+    "claims: batch drain",
+    both("1,000 batches, none over 100 rows"),
+    calls(claims.batch_drain),
+    reads("workers", "batches", "every_job_once", sizes=["jobs", "batch"], largest="largest_batch"),
+    describe_batches,
+    judge_batches,
+    full={"jobs": 100_000, "batch": 100},
+    quick={"jobs": 10_000, "batch": 100},
+    shrunk="10,000 jobs, not 100,000 (so 100 batches)",
+)
+
+
 # --- 6: five ways -----------------------------------------------------------------
 
 
 FIVE_WAYS_SHOWN = ("hold_for_update", "lease_skip_locked")  # the two the guide's claim sets apart
-
-
-def run_five_ways(db, sizes, progress, stop):
-    return claims.five_way(db, progress=progress, stop=stop, **sizes)
 
 
 def measure_five_ways(result, sizes) -> Values:
@@ -179,14 +228,6 @@ def measure_five_ways(result, sizes) -> Values:
     }
 
 
-def describe_five_ways(v: Values) -> str:
-    m = v["median_s"]
-    return (
-        f"hold + FOR UPDATE {m['hold_for_update']:.2f} s, lease + SKIP LOCKED {m['lease_skip_locked']:.2f} s "
-        f"(ideal {v['serial_ideal_s']:.1f} serial, {v['shared_ideal_s']:.1f} shared)"
-    )
-
-
 def judge_five_ways(v: Values, major: int) -> Verdict:
     held = v["median_s"]["hold_for_update"]
     if held > v["serial_ideal_s"]:
@@ -194,11 +235,26 @@ def judge_five_ways(v: Values, major: int) -> Verdict:
     return differs(f"hold + FOR UPDATE took {held:.2f} s, under the {v['serial_ideal_s']:.1f} s serial ideal")
 
 
+FIVE_WAYS = Entry(
+    6,
+    "claims: five ways",
+    both("hold + FOR UPDATE slower than the 4.0 s serial ideal"),
+    calls(claims.five_way),
+    measure_five_ways,
+    says(
+        "hold + FOR UPDATE {median_s[hold_for_update]:.2f} s, "
+        "lease + SKIP LOCKED {median_s[lease_skip_locked]:.2f} s "
+        "(ideal {serial_ideal_s:.1f} serial, {shared_ideal_s:.1f} shared)"
+    ),
+    judge_five_ways,
+    full={"rounds": 3, "workers": 8, "jobs": 400, "work_ms": 10},
+    quick={"rounds": 1, "workers": 8, "jobs": 400, "work_ms": 10},
+    shrunk="1 round, not 3",
+    timing=True,
+)
+
+
 # --- 7: zero work -----------------------------------------------------------------
-
-
-def run_zero_work(db, sizes, progress, stop):
-    return claims.zero_work(db, progress=progress, stop=stop, **sizes)
 
 
 def measure_zero_work(result, sizes) -> Values:
@@ -209,10 +265,6 @@ def measure_zero_work(result, sizes) -> Values:
         "for_update_s": result.median("lease_for_update"),
         "saving": result.skip_locked_saving,
     }
-
-
-def describe_zero_work(v: Values) -> str:
-    return f"SKIP LOCKED {v['skip_locked_s']:.2f} s, without {v['for_update_s']:.2f} s (medians)"
 
 
 def judge_zero_work(v: Values, major: int) -> Verdict:
@@ -227,15 +279,22 @@ def judge_zero_work(v: Values, major: int) -> Verdict:
     return differs(f"SKIP LOCKED was {-saving:.0%} slower")
 
 
+ZERO_WORK = Entry(
+    7,
+    "claims: zero work, lease claims",
+    both("1.90-2.07 s SKIP LOCKED, 2.06-2.47 s without"),
+    calls(claims.zero_work),
+    measure_zero_work,
+    says("SKIP LOCKED {skip_locked_s:.2f} s, without {for_update_s:.2f} s (medians)"),
+    judge_zero_work,
+    full={"jobs": 3_000, "workers": 8, "rounds": 3},
+    quick={"jobs": 1_000, "workers": 8, "rounds": 1},
+    shrunk="1,000 jobs and 1 round, not 3,000 and 3",
+    timing=True,
+)
+
+
 # --- 16: the claim's plan -----------------------------------------------------------
-
-
-def run_plans(db, sizes, progress, stop):
-    return claims.explain_claims(db)
-
-
-def measure_plans(result, sizes) -> Values:
-    return {"uses_ready_index": result.uses_ready_index, "lockrows_above": result.lockrows_above_index_scan}
 
 
 def describe_plans(v: Values) -> str:
@@ -250,30 +309,20 @@ def judge_plans(v: Values, major: int) -> Verdict:
     return differs("the locking read does not scan jobs_ready_idx under LockRows")
 
 
+PLANS = Entry(
+    16,
+    "claims: EXPLAIN of the claim",
+    both("Index Scan using jobs_ready_idx under LockRows"),
+    calls(claims.explain_claims, steps=False),
+    reads("uses_ready_index", lockrows_above="lockrows_above_index_scan"),
+    describe_plans,
+    judge_plans,
+)
+
+
 # --- 19: throughput -------------------------------------------------------------
 
 GUIDE_JOBS_PER_S = 100_000 / 4.0  # guide #19: 100,000 batched jobs in about 4 s on 2 CPUs
-
-
-def run_throughput(db, sizes, progress, stop):
-    return switching.drain_rate(db, progress=progress, stop=stop, **sizes)
-
-
-def measure_throughput(result, sizes) -> Values:
-    return {
-        "jobs": sizes["jobs"],
-        "workers": sizes["workers"],
-        "completed": result.completed,
-        "seconds": result.seconds,
-        "jobs_per_s": result.jobs_per_s,
-    }
-
-
-def describe_throughput(v: Values) -> str:
-    return (
-        f"{v['completed']:,} jobs in {v['seconds']:.2f} s, {v['jobs_per_s']:,.0f} jobs/s "
-        f"({v['workers']} threads, batches of 100)"
-    )
 
 
 def judge_throughput(v: Values, major: int) -> Verdict:
@@ -287,131 +336,21 @@ def judge_throughput(v: Values, major: int) -> Verdict:
     )
 
 
-# --- the entries --------------------------------------------------------------------
+THROUGHPUT = Entry(
+    19,
+    "switching: batched drain rate",
+    both("100,000 batched jobs in about 4 s on 2 CPUs"),
+    calls(switching.drain_rate),
+    reads("completed", "seconds", "jobs_per_s", sizes=["jobs", "workers"]),
+    says(
+        "{completed:,} jobs in {seconds:.2f} s, {jobs_per_s:,.0f} jobs/s ({workers} threads, batches of 100)"
+    ),
+    judge_throughput,
+    full={"jobs": 100_000, "batch": 100, "workers": 4},
+    quick={"jobs": 10_000, "batch": 100, "workers": 4},
+    shrunk="10,000 jobs, not 100,000",
+    timing=True,
+)
 
 
-def waited_on_a(v: Values) -> bool:
-    return bool(
-        v["waiting_when_sampled"] and v["wait_event"] == ["Lock", "transactionid"] and v["blocked_by_a"]
-    )
-
-
-def failed_at_once(v: Values) -> bool:
-    return v["sqlstate"] == "55P03" and v["b_s"] < v["hold_s"] / 2
-
-
-HOLD_FULL, HOLD_QUICK, HOLD_SHRUNK = {"hold_s": 2.0}, {"hold_s": 1.0}, "A holds 1 s, not 2 s"
-
-ENTRIES = [
-    Entry(
-        1,
-        "race: naive read-then-update",
-        {16: "244, 251, 260 of 400 twice", 18: "212 to 238 of 400 twice"},
-        run_naive,
-        measure_naive,
-        describe_naive,
-        judge_naive,
-        full={"workers": 8, "jobs": 400, "work_ms": 10},
-    ),
-    Entry(
-        2,
-        "locks: A holds job 1, B runs FOR UPDATE",
-        both("B waits on Lock / transactionid, job 2 after 2.01 s"),
-        run_replay("for_update"),
-        measure_replay,
-        describe_for_update,
-        judge_for_update,
-        full=HOLD_FULL,
-        quick=HOLD_QUICK,
-        shrunk=HOLD_SHRUNK,
-        must=waited_on_a,
-        must_claim="B waits on Lock / transactionid behind A",
-    ),
-    Entry(
-        3,
-        "locks: the same with NOWAIT",
-        both("error 55P03 at once"),
-        run_replay("nowait"),
-        measure_replay,
-        describe_nowait,
-        judge_nowait,
-        full=HOLD_FULL,
-        quick=HOLD_QUICK,
-        shrunk=HOLD_SHRUNK,
-        must=failed_at_once,
-        must_claim="error 55P03 at once",
-    ),
-    Entry(
-        4,
-        "locks: the same with SKIP LOCKED",
-        both("job 2 in under 10 ms"),
-        run_replay("skip_locked"),
-        measure_replay,
-        describe_skip_locked,
-        judge_skip_locked,
-        full=HOLD_FULL,
-        quick=HOLD_QUICK,
-        shrunk=HOLD_SHRUNK,
-        timing=True,
-    ),
-    Entry(
-        5,
-        "claims: batch drain",
-        both("1,000 batches, none over 100 rows"),
-        run_batches,
-        measure_batches,
-        describe_batches,
-        judge_batches,
-        full={"jobs": 100_000, "batch": 100},
-        quick={"jobs": 10_000, "batch": 100},
-        shrunk="10,000 jobs, not 100,000 (so 100 batches)",
-    ),
-    Entry(
-        6,
-        "claims: five ways",
-        both("hold + FOR UPDATE slower than the 4.0 s serial ideal"),
-        run_five_ways,
-        measure_five_ways,
-        describe_five_ways,
-        judge_five_ways,
-        full={"rounds": 3, "workers": 8, "jobs": 400, "work_ms": 10},
-        quick={"rounds": 1, "workers": 8, "jobs": 400, "work_ms": 10},
-        shrunk="1 round, not 3",
-        timing=True,
-    ),
-    Entry(
-        7,
-        "claims: zero work, lease claims",
-        both("1.90-2.07 s SKIP LOCKED, 2.06-2.47 s without"),
-        run_zero_work,
-        measure_zero_work,
-        describe_zero_work,
-        judge_zero_work,
-        full={"jobs": 3_000, "workers": 8, "rounds": 3},
-        quick={"jobs": 1_000, "workers": 8, "rounds": 1},
-        shrunk="1,000 jobs and 1 round, not 3,000 and 3",
-        timing=True,
-    ),
-    Entry(
-        16,
-        "claims: EXPLAIN of the claim",
-        both("Index Scan using jobs_ready_idx under LockRows"),
-        run_plans,
-        measure_plans,
-        describe_plans,
-        judge_plans,
-    ),
-    Entry(
-        19,
-        "switching: batched drain rate",
-        both("100,000 batched jobs in about 4 s on 2 CPUs"),
-        run_throughput,
-        measure_throughput,
-        describe_throughput,
-        judge_throughput,
-        full={"jobs": 100_000, "batch": 100, "workers": 4},
-        quick={"jobs": 10_000, "batch": 100, "workers": 4},
-        shrunk="10,000 jobs, not 100,000",
-        timing=True,
-    ),
-]
+ENTRIES = [NAIVE, FOR_UPDATE, NOWAIT, SKIP_LOCKED, BATCHES, FIVE_WAYS, ZERO_WORK, PLANS, THROUGHPUT]

@@ -6,6 +6,11 @@ and three steps kept apart so each can be tested alone:
 - `describe(values)` says them in one line, "this server's measurement";
 - `judge(values, major)` gives the verdict (see verdicts.py).
 
+Most figures need no code of their own for the run, the measure and the
+describe steps: `calls`, `reads` and `says` build them from the experiment,
+the attribute paths and a line with blanks. A figure writes a function only
+where a step does more than that; its judge is always its own.
+
 `must`, where set, is the claim every server must show (the command exits 1,
 and CI fails, when it does not hold); `timing` marks figures about time, which
 are reported and never failed on.
@@ -14,15 +19,20 @@ are reported and never failed on.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from operator import attrgetter
+from typing import Any, TypedDict
 
 from ..databases import Database
 from .verdicts import Verdict
 
 Progress = Callable[[int, int], None]
 Values = dict[str, Any]
+Run = Callable[[Database, Values, Progress | None, threading.Event], Any]
+Measure = Callable[[Any, Values], Values]
+Describe = Callable[[Values], str]
+Judge = Callable[[Values, int], Verdict]
 GUIDE_VERSIONS = {16: "16.15", 18: "18.4"}  # the guide measured on these two
 
 
@@ -36,15 +46,23 @@ def both(text: str) -> dict[int, str]:
     return {m: text for m in GUIDE_VERSIONS}
 
 
+class Sizes(TypedDict):
+    """An entry's sizes (see Entry), for figures that share them: `Entry(..., **sizes)`."""
+
+    full: Values
+    quick: Values | None
+    shrunk: str
+
+
 @dataclass(frozen=True)
 class Entry:
     number: int
     experiment: str  # what runs, as the table names it
     guide: dict[int, str]  # the guide's figure in short, on 16 and on 18
-    run: Callable[[Database, Values, Progress | None, threading.Event], Any]
-    measure: Callable[[Any, Values], Values]
-    describe: Callable[[Values], str]
-    judge: Callable[[Values, int], Verdict]
+    run: Run
+    measure: Measure
+    describe: Describe
+    judge: Judge
     full: Values = field(default_factory=dict)
     quick: Values | None = None  # None: the figure does not scale, --quick runs it in full
     shrunk: str = ""  # what --quick changed, said on every row it shrank
@@ -77,3 +95,37 @@ def scaled(figure: float, size: float, guide_size: float) -> float:
 def near(value: float, target: float, slack: float = 0.25) -> bool:
     """Within `slack` (a fraction) of `target`."""
     return target * (1 - slack) <= value <= target * (1 + slack)
+
+
+def calls(experiment: Callable[..., Any], *, steps: bool = True, **fixed: Any) -> Run:
+    """The run step of a figure whose experiment takes its sizes as keywords:
+    `experiment(db, **fixed, **sizes)`, with progress and stop where it takes
+    them (`steps`)."""
+
+    def run(db: Database, sizes: Values, progress: Progress | None, stop: threading.Event) -> Any:
+        more = {"progress": progress, "stop": stop} if steps else {}
+        return experiment(db, **fixed, **sizes, **more)
+
+    return run
+
+
+def reads(*names: str, sizes: Iterable[str] = (), **paths: str) -> Measure:
+    """The measure step of a figure whose values are plain attributes: the
+    named `sizes` as they were given, each of `names` off the result as it is
+    called there, and each of `paths` off the result by its attribute path
+    (`removed_while_held="during.removed"`)."""
+    given = tuple(sizes)
+    getters = {name: attrgetter(name) for name in names} | {k: attrgetter(p) for k, p in paths.items()}
+
+    def measure(result: Any, run_sizes: Values) -> Values:
+        values = {name: run_sizes[name] for name in given}
+        values.update((name, get(result)) for name, get in getters.items())
+        return values
+
+    return measure
+
+
+def says(line: str) -> Describe:
+    """The describe step of a figure said in one line: `line`'s blanks
+    (str.format fields such as `{jobs:,}`) filled in from the values."""
+    return line.format_map

@@ -4,7 +4,7 @@ soon an idle worker picks a job up with and without it."""
 from __future__ import annotations
 
 from ..experiments import enqueue, wakeups
-from .entry import Entry, Values, both
+from .entry import Entry, Values, both, calls, says
 from .verdicts import Verdict, differs, explained, reproduced
 
 # --- 12: NOTIFY's rules -------------------------------------------------------------
@@ -50,15 +50,22 @@ def judge_rules(v: Values, major: int) -> Verdict:
     return reproduced()
 
 
+RULES = Entry(
+    12,
+    "wakeups: NOTIFY rules",
+    both(
+        "rolled back: never delivered; after COMMIT; 3 identical -> 1, 3 distinct -> 3; "
+        "busy listener: nothing until it ends; no listener: lost"
+    ),
+    run_rules,
+    measure_rules,
+    describe_rules,
+    judge_rules,
+)
+
 # --- 13: pickup latency ---------------------------------------------------------------
 
 NOTIFY_WITHIN_S = 0.010
-
-
-def run_latency(db, sizes, progress, stop):
-    return wakeups.pickup_latency(
-        db, jobs=sizes["jobs"], poll_s=sizes["poll_s"], progress=progress, stop=stop, seed=1
-    )
 
 
 def measure_latency(result, sizes) -> Values:
@@ -70,13 +77,6 @@ def measure_latency(result, sizes) -> Values:
         "poll_ms": result.median_ms(False),
         "poll_max_ms": result.max_ms(False),
     }
-
-
-def describe_latency(v: Values) -> str:
-    return (
-        f"with NOTIFY median {v['notify_ms']:,.1f} ms; without, median {v['poll_ms']:,.0f} ms, "
-        f"up to {v['poll_max_ms']:,.0f} ms (poll {v['poll_s']:g} s: the guide's 5 s, shortened)"
-    )
 
 
 def judge_latency(v: Values, major: int) -> Verdict:
@@ -92,30 +92,21 @@ def judge_latency(v: Values, major: int) -> Verdict:
     )
 
 
-ENTRIES = [
-    Entry(
-        12,
-        "wakeups: NOTIFY rules",
-        both(
-            "rolled back: never delivered; after COMMIT; 3 identical -> 1, 3 distinct -> 3; "
-            "busy listener: nothing until it ends; no listener: lost"
-        ),
-        run_rules,
-        measure_rules,
-        describe_rules,
-        judge_rules,
+LATENCY = Entry(
+    13,
+    "wakeups: pickup latency",
+    both("with NOTIFY within 10 ms; without, at the 5 s poll"),
+    calls(wakeups.pickup_latency, seed=1),
+    measure_latency,
+    says(
+        "with NOTIFY median {notify_ms:,.1f} ms; without, median {poll_ms:,.0f} ms, "
+        "up to {poll_max_ms:,.0f} ms (poll {poll_s:g} s: the guide's 5 s, shortened)"
     ),
-    Entry(
-        13,
-        "wakeups: pickup latency",
-        both("with NOTIFY within 10 ms; without, at the 5 s poll"),
-        run_latency,
-        measure_latency,
-        describe_latency,
-        judge_latency,
-        full={"jobs": 12, "poll_s": 1.0},
-        quick={"jobs": 6, "poll_s": 1.0},
-        shrunk="6 jobs, not 12",
-        timing=True,
-    ),
-]
+    judge_latency,
+    full={"jobs": 12, "poll_s": 1.0},
+    quick={"jobs": 6, "poll_s": 1.0},
+    shrunk="6 jobs, not 12",
+    timing=True,
+)
+
+ENTRIES = [RULES, LATENCY]

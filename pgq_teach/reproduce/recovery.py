@@ -5,14 +5,10 @@ worker, the stale worker fenced out, and the retry schedule."""
 from __future__ import annotations
 
 from ..experiments import crash, fencing, retries
-from .entry import Entry, Values, both, seconds
+from .entry import Entry, Values, both, calls, reads, says, seconds
 from .verdicts import Verdict, differs, reproduced
 
 # --- 8: crashed workers ---------------------------------------------------------------
-
-
-def run_crash(db, sizes, progress, stop):
-    return crash.crash_both(db, sizes["lease_s"], progress=progress, stop=stop)
 
 
 def measure_crash(result, sizes) -> Values:
@@ -50,27 +46,18 @@ def judge_crash(v: Values, major: int) -> Verdict:
     return reproduced()
 
 
+CRASH = Entry(
+    8,
+    "crash: hold against lease worker",
+    both("held job ready at once; leased job running until its lease ends"),
+    calls(crash.crash_both),
+    measure_crash,
+    describe_crash,
+    judge_crash,
+    full={"lease_s": 2.0},
+)
+
 # --- 9: cleanup held back -------------------------------------------------------------
-
-
-def run_cleanup(db, sizes, progress, stop):
-    return crash.cleanup_held_back(db, sizes["others"], progress=progress, stop=stop)
-
-
-def measure_cleanup(result, sizes) -> Values:
-    return {
-        "others": sizes["others"],
-        "removed_while_held": result.during.removed,
-        "dead_while_held": result.during.not_removable,
-        "removed_after": result.after.removed,
-    }
-
-
-def describe_cleanup(v: Values) -> str:
-    return (
-        f"VACUUM while held: {v['removed_while_held']:,} removed, {v['dead_while_held']:,} dead not yet "
-        f"removable; after commit: {v['removed_after']:,} removed"
-    )
 
 
 def none_removed_while_held(v: Values) -> bool:
@@ -89,27 +76,28 @@ def judge_cleanup(v: Values, major: int) -> Verdict:
     return reproduced()
 
 
+CLEANUP = Entry(
+    9,
+    "crash: cleanup held back",
+    both("0 removed, 1,000 dead not yet removable; all removed after commit"),
+    calls(crash.cleanup_held_back),
+    reads(
+        sizes=["others"],
+        removed_while_held="during.removed",
+        dead_while_held="during.not_removable",
+        removed_after="after.removed",
+    ),
+    says(
+        "VACUUM while held: {removed_while_held:,} removed, {dead_while_held:,} dead not yet removable; "
+        "after commit: {removed_after:,} removed"
+    ),
+    judge_cleanup,
+    full={"others": 1_000},
+    must=none_removed_while_held,
+    must_claim="0 removed while a transaction holds back VACUUM",
+)
+
 # --- 10: the stale worker, fenced ---------------------------------------------------------
-
-
-def run_fencing(db, sizes, progress, stop):
-    return fencing.stale_worker(db, sizes["lease_s"], progress=progress, stop=stop)
-
-
-def measure_fencing(result, sizes) -> Values:
-    return {
-        "a_rows": result.a_rows,
-        "b_rows": result.b_rows,
-        "a_token": result.a_token,
-        "b_token": result.b_token,
-    }
-
-
-def describe_fencing(v: Values) -> str:
-    return (
-        f"A's completion updated {v['a_rows']} row(s), B's {v['b_rows']} "
-        f"(fencing tokens {v['a_token']} then {v['b_token']})"
-    )
 
 
 def stale_updates_nothing(v: Values) -> bool:
@@ -124,13 +112,22 @@ def judge_fencing(v: Values, major: int) -> Verdict:
     return reproduced()
 
 
+FENCING = Entry(
+    10,
+    "fencing: stale worker A, then B",
+    both("A's completion updates 0 rows, B's 1"),
+    calls(fencing.stale_worker),
+    reads("a_rows", "b_rows", "a_token", "b_token"),
+    says("A's completion updated {a_rows} row(s), B's {b_rows} (fencing tokens {a_token} then {b_token})"),
+    judge_fencing,
+    full={"lease_s": 1.0},
+    must=stale_updates_nothing,
+    must_claim="a stale completion updates 0 rows",
+)
+
 # --- 11: the retry schedule ---------------------------------------------------------------
 
 GUIDE_WAITS_S = [20, 40, 80, 160]
-
-
-def run_schedule(db, sizes, progress, stop):
-    return retries.schedule(db, sizes["failures"], progress=progress, stop=stop)
 
 
 def measure_schedule(result, sizes) -> Values:
@@ -150,49 +147,15 @@ def judge_schedule(v: Values, major: int) -> Verdict:
     return reproduced()
 
 
-ENTRIES = [
-    Entry(
-        8,
-        "crash: hold against lease worker",
-        both("held job ready at once; leased job running until its lease ends"),
-        run_crash,
-        measure_crash,
-        describe_crash,
-        judge_crash,
-        full={"lease_s": 2.0},
-    ),
-    Entry(
-        9,
-        "crash: cleanup held back",
-        both("0 removed, 1,000 dead not yet removable; all removed after commit"),
-        run_cleanup,
-        measure_cleanup,
-        describe_cleanup,
-        judge_cleanup,
-        full={"others": 1_000},
-        must=none_removed_while_held,
-        must_claim="0 removed while a transaction holds back VACUUM",
-    ),
-    Entry(
-        10,
-        "fencing: stale worker A, then B",
-        both("A's completion updates 0 rows, B's 1"),
-        run_fencing,
-        measure_fencing,
-        describe_fencing,
-        judge_fencing,
-        full={"lease_s": 1.0},
-        must=stale_updates_nothing,
-        must_claim="a stale completion updates 0 rows",
-    ),
-    Entry(
-        11,
-        "retries: one job through five failures",
-        both("waits 20, 40, 80, 160 s; the fifth failure is dead"),
-        run_schedule,
-        measure_schedule,
-        describe_schedule,
-        judge_schedule,
-        full={"failures": 5},
-    ),
-]
+SCHEDULE = Entry(
+    11,
+    "retries: one job through five failures",
+    both("waits 20, 40, 80, 160 s; the fifth failure is dead"),
+    calls(retries.schedule),
+    measure_schedule,
+    describe_schedule,
+    judge_schedule,
+    full={"failures": 5},
+)
+
+ENTRIES = [CRASH, CLEANUP, FENCING, SCHEDULE]

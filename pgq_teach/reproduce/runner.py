@@ -159,20 +159,12 @@ def reproduce_here(figures: list[int], **kwargs) -> Report:
 def embedded_major(major: int) -> Iterator[None]:
     """Choose the embedded PostgreSQL `major` for the duration, then put the
     environment and the server choice back as they were."""
-    keys = ("PGQ_BACKEND", "PGQ_PG_MAJOR", "PGQ_DSN")
-    saved = {k: os.environ.get(k) for k in keys}
-    os.environ.update(PGQ_BACKEND="embedded", PGQ_PG_MAJOR=str(major))
-    os.environ.pop("PGQ_DSN", None)
-    server.reset_choice()
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with embedded.environment(PGQ_BACKEND="embedded", PGQ_PG_MAJOR=str(major), PGQ_DSN=None):
         server.reset_choice()
+        try:
+            yield
+        finally:
+            server.reset_choice()
 
 
 def check_compare() -> None:

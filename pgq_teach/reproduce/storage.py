@@ -7,18 +7,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..experiments import bloat, indexes
-from .entry import GUIDE_VERSIONS, Entry, Values, both, guide_major, near, scaled
+from .entry import GUIDE_VERSIONS, Entry, Sizes, Values, both, calls, guide_major, near, reads, says, scaled
 from .verdicts import Verdict, differs, explained, reproduced
 
 GUIDE_JOBS = 100_000  # the guide's runs below all use 100,000 jobs
+# Figures 15, 17 and 18 drain the guide's 100,000 jobs; --quick drains 10,000.
+ON_JOBS: Sizes = {
+    "full": {"jobs": GUIDE_JOBS},
+    "quick": {"jobs": 10_000},
+    "shrunk": "10,000 jobs, not 100,000",
+}
 SIZE_SLACK = 0.35  # sizes and buffer counts this close to the guide's (scaled) count as its figure
 FAR_SMALLER = 10  # "far smaller": the full index at least this many times the partial one
 
 # --- 14: partial against full index ---------------------------------------------------
-
-
-def run_index_sizes(db, sizes, progress, stop):
-    return indexes.index_sizes(db, done=sizes["done"], ready=sizes["ready"])
 
 
 def measure_index_sizes(result, sizes) -> Values:
@@ -28,10 +30,6 @@ def measure_index_sizes(result, sizes) -> Values:
         "full_kb": result.kb(indexes.FULL_INDEX),
         "ratio": result.ratio,
     }
-
-
-def describe_index_sizes(v: Values) -> str:
-    return f"partial {v['partial_kb']:,.0f} kB; full {v['full_kb']:,.0f} kB (about {v['ratio']:,.0f}x)"
 
 
 def far_smaller(v: Values) -> bool:
@@ -49,27 +47,23 @@ def judge_index_sizes(v: Values, major: int) -> Verdict:
     )
 
 
+INDEX_SIZES = Entry(
+    14,
+    "indexes: partial against full",
+    both("partial ready index 16 kB; full 3,104 kB (about 194x)"),
+    calls(indexes.index_sizes, steps=False),
+    measure_index_sizes,
+    says("partial {partial_kb:,.0f} kB; full {full_kb:,.0f} kB (about {ratio:,.0f}x)"),
+    judge_index_sizes,
+    full={"done": 100_000, "ready": 100},
+    quick={"done": 10_000, "ready": 100},
+    shrunk="10,000 done jobs, not 100,000",
+    must=far_smaller,
+    must_claim=f"the partial index is far smaller (at least {FAR_SMALLER}x) than the full one",
+)
+
+
 # --- 15: the drained index ----------------------------------------------------------
-
-
-def run_drained_index(db, sizes, progress, stop):
-    return indexes.drained_index(db, jobs=sizes["jobs"], progress=progress, stop=stop)
-
-
-def measure_drained_index(result, sizes) -> Values:
-    return {
-        "jobs": sizes["jobs"],
-        "after_drain_kb": result.after_drain_kb,
-        "after_vacuum_kb": result.after_vacuum_kb,
-        "after_reindex_kb": result.after_reindex_kb,
-    }
-
-
-def describe_drained_index(v: Values) -> str:
-    return (
-        f"ready index {v['after_drain_kb']:,.0f} kB after the drain, {v['after_vacuum_kb']:,.0f} kB after "
-        f"VACUUM, {v['after_reindex_kb']:,.0f} kB rebuilt"
-    )
 
 
 def judge_drained_index(v: Values, major: int) -> Verdict:
@@ -83,6 +77,21 @@ def judge_drained_index(v: Values, major: int) -> Verdict:
         "how big a drained index gets depends on its page splits; it still stayed that size "
         "until rebuilt (lesson 08)"
     )
+
+
+DRAINED_INDEX = Entry(
+    15,
+    "indexes: the drained ready index",
+    both("stays 2,208 kB until rebuilt"),
+    calls(indexes.drained_index),
+    reads("after_drain_kb", "after_vacuum_kb", "after_reindex_kb", sizes=["jobs"]),
+    says(
+        "ready index {after_drain_kb:,.0f} kB after the drain, {after_vacuum_kb:,.0f} kB after VACUUM, "
+        "{after_reindex_kb:,.0f} kB rebuilt"
+    ),
+    judge_drained_index,
+    **ON_JOBS,
+)
 
 
 # --- 17: a drain, then VACUUM -------------------------------------------------------
@@ -109,24 +118,6 @@ def run_drain(db, sizes, progress, stop):
     return drained
 
 
-def measure_drain(result, sizes) -> Values:
-    return {
-        "jobs": sizes["jobs"],
-        "table_mb": result.drain.table_mb,
-        "buffers": result.before.buffers,
-        "buffers_after_vacuum": result.after.buffers,
-        "ms": result.before.ms,
-        "ms_after_vacuum": result.after.ms,
-    }
-
-
-def describe_drain(v: Values) -> str:
-    return (
-        f"table {v['table_mb']:.1f} MB; empty claim {v['buffers']:,} buffers "
-        f"({v['ms']:.2f} ms), {v['buffers_after_vacuum']} after VACUUM"
-    )
-
-
 def one_buffer_after_vacuum(v: Values) -> bool:
     return v["buffers_after_vacuum"] == 1
 
@@ -149,6 +140,33 @@ def judge_drain(v: Values, major: int) -> Verdict:
     if near(v["table_mb"], scaled(29, v["jobs"], GUIDE_JOBS), SIZE_SLACK):
         return reproduced()
     return explained("the table's size depends on the version's page pruning (lesson 09)")
+
+
+DRAIN = Entry(
+    17,
+    "bloat: drain, then VACUUM",
+    {
+        16: "table 29 MB; empty claim 275 buffers, 1 after VACUUM",
+        18: "empty claim 196 buffers, 1 after VACUUM",
+    },
+    run_drain,
+    reads(
+        sizes=["jobs"],
+        table_mb="drain.table_mb",
+        buffers="before.buffers",
+        buffers_after_vacuum="after.buffers",
+        ms="before.ms",
+        ms_after_vacuum="after.ms",
+    ),
+    says(
+        "table {table_mb:.1f} MB; empty claim {buffers:,} buffers ({ms:.2f} ms), "
+        "{buffers_after_vacuum} after VACUUM"
+    ),
+    judge_drain,
+    **ON_JOBS,
+    must=one_buffer_after_vacuum,
+    must_claim="1 buffer after VACUUM",
+)
 
 
 # --- 18: the same drain with an idle transaction open --------------------------------
@@ -176,28 +194,6 @@ def run_held_back(db, sizes, progress, stop):
         lab.close()
 
 
-def measure_held_back(result, sizes) -> Values:
-    during, after = result.open_vacuum, result.closed_vacuum
-    return {
-        "jobs": sizes["jobs"],
-        "removed_while_open": during.vacuum.removed,
-        "not_removable_while_open": during.vacuum.not_removable,
-        "buffers_while_open": during.claim.buffers,
-        "ms_while_open": during.claim.ms,
-        "removed_after": after.vacuum.removed,
-        "buffers_after": after.claim.buffers,
-        "ms_after": after.claim.ms,
-    }
-
-
-def describe_held_back(v: Values) -> str:
-    return (
-        f"VACUUM: {v['removed_while_open']:,} removed, {v['not_removable_while_open']:,} dead not removable; "
-        f"empty claim {v['buffers_while_open']:,} buffers, {v['ms_while_open']:.2f} ms; "
-        f"after: {v['buffers_after']} buffer(s), {v['ms_after']:.2f} ms"
-    )
-
-
 def held_back_then_clean(v: Values) -> bool:
     return v["removed_while_open"] == 0 and v["buffers_after"] == 1
 
@@ -217,65 +213,30 @@ def judge_held_back(v: Values, major: int) -> Verdict:
     )
 
 
-QUICK_JOBS = {"jobs": 10_000}
-SHRUNK = "10,000 jobs, not 100,000"
+HELD_BACK = Entry(
+    18,
+    "bloat: the drain with an idle transaction open",
+    both("0 removed, 200,000 dead not removable; 1,609 buffers, 8-11 ms; after: 1 buffer"),
+    run_held_back,
+    reads(
+        sizes=["jobs"],
+        removed_while_open="open_vacuum.vacuum.removed",
+        not_removable_while_open="open_vacuum.vacuum.not_removable",
+        buffers_while_open="open_vacuum.claim.buffers",
+        ms_while_open="open_vacuum.claim.ms",
+        removed_after="closed_vacuum.vacuum.removed",
+        buffers_after="closed_vacuum.claim.buffers",
+        ms_after="closed_vacuum.claim.ms",
+    ),
+    says(
+        "VACUUM: {removed_while_open:,} removed, {not_removable_while_open:,} dead not removable; "
+        "empty claim {buffers_while_open:,} buffers, {ms_while_open:.2f} ms; "
+        "after: {buffers_after} buffer(s), {ms_after:.2f} ms"
+    ),
+    judge_held_back,
+    **ON_JOBS,
+    must=held_back_then_clean,
+    must_claim="0 removed while a transaction holds back VACUUM; then 1 buffer",
+)
 
-ENTRIES = [
-    Entry(
-        14,
-        "indexes: partial against full",
-        both("partial ready index 16 kB; full 3,104 kB (about 194x)"),
-        run_index_sizes,
-        measure_index_sizes,
-        describe_index_sizes,
-        judge_index_sizes,
-        full={"done": 100_000, "ready": 100},
-        quick={"done": 10_000, "ready": 100},
-        shrunk="10,000 done jobs, not 100,000",
-        must=far_smaller,
-        must_claim=f"the partial index is far smaller (at least {FAR_SMALLER}x) than the full one",
-    ),
-    Entry(
-        15,
-        "indexes: the drained ready index",
-        both("stays 2,208 kB until rebuilt"),
-        run_drained_index,
-        measure_drained_index,
-        describe_drained_index,
-        judge_drained_index,
-        full={"jobs": 100_000},
-        quick=QUICK_JOBS,
-        shrunk=SHRUNK,
-    ),
-    Entry(
-        17,
-        "bloat: drain, then VACUUM",
-        {
-            16: "table 29 MB; empty claim 275 buffers, 1 after VACUUM",
-            18: "empty claim 196 buffers, 1 after VACUUM",
-        },
-        run_drain,
-        measure_drain,
-        describe_drain,
-        judge_drain,
-        full={"jobs": 100_000},
-        quick=QUICK_JOBS,
-        shrunk=SHRUNK,
-        must=one_buffer_after_vacuum,
-        must_claim="1 buffer after VACUUM",
-    ),
-    Entry(
-        18,
-        "bloat: the drain with an idle transaction open",
-        both("0 removed, 200,000 dead not removable; 1,609 buffers, 8-11 ms; after: 1 buffer"),
-        run_held_back,
-        measure_held_back,
-        describe_held_back,
-        judge_held_back,
-        full={"jobs": 100_000},
-        quick=QUICK_JOBS,
-        shrunk=SHRUNK,
-        must=held_back_then_clean,
-        must_claim="0 removed while a transaction holds back VACUUM; then 1 buffer",
-    ),
-]
+ENTRIES = [INDEX_SIZES, DRAINED_INDEX, DRAIN, HELD_BACK]

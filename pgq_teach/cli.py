@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from . import checks, embedded, queue
-from .databases import Database, open_database
+from .databases import open_database
 from .errors import BadInput, PgqError, SetupError
+from .faults.settings import FaultSettings, LoadSettings, RunSettings
 from .psql import psql_command
 from .server import chosen_backend, describe, get_server, start_server, wanted_backend
 from .worker import Worker
@@ -252,16 +253,6 @@ def _positive(kind):
     return parse
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be from 0 up to (not including) 1")
-    return value
-
-
 def _progress_line(every: float = 5.0):
     """A progress(done, total) that prints a line every `every` seconds."""
     began = time.monotonic()
@@ -276,14 +267,17 @@ def _progress_line(every: float = 5.0):
     return progress
 
 
-def _run_in_fresh_database(label: str, what: str, details: str, start: Callable[[Database], Any]) -> int:
-    """Reset the run's own database, say what runs, run it with Ctrl-C stopping
-    every worker process, print its report; exit 1 if an invariant failed."""
-    db = open_database(label, reset=True)
+def _run_in_fresh_database(
+    args: argparse.Namespace, what: str, start: Callable[..., Any], settings: RunSettings, details: str
+) -> int:
+    """Reset the run's own database (--db), say what runs, run it with Ctrl-C
+    stopping every worker process, print its report; exit 1 if an invariant
+    failed. The settings were checked before: bad options never reach a database."""
+    db = open_database(args.db, reset=True)
     _say(db.server.line())
     _say(f"{what} in database {db.name}: {details}; Ctrl-C stops it")
     try:
-        report = start(db)
+        report = start(db, settings, progress=_progress_line())
     except KeyboardInterrupt:
         _say("interrupted: every worker process was stopped")
         return 130
@@ -294,51 +288,36 @@ def _run_in_fresh_database(label: str, what: str, details: str, start: Callable[
 def cmd_fault_run(args: argparse.Namespace) -> int:
     from .faults import run_faults
 
+    s = FaultSettings.from_options(vars(args))
     details = (
-        f"{args.jobs:,} jobs due over {args.seconds:g} s, {args.workers} worker processes, "
-        f"dead jobs requeued every {args.requeue_every:g} s"
+        f"{s.jobs:,} jobs due over {s.seconds:g} s, {s.workers} worker processes, "
+        f"dead jobs requeued every {s.requeue_every:g} s"
     )
-    return _run_in_fresh_database(
-        args.db,
-        "fault run",
-        details,
-        lambda db: run_faults(
-            db,
-            jobs=args.jobs,
-            workers=args.workers,
-            seconds=args.seconds,
-            lease=args.lease,
-            kill_every=args.kill_every,
-            terminate_every=args.terminate_every,
-            pause_every=args.pause_every,
-            requeue_every=args.requeue_every,
-            restart=not args.no_restart,
-            progress=_progress_line(),
-        ),
-    )
+    return _run_in_fresh_database(args, "fault run", run_faults, s, details)
 
 
 def cmd_load(args: argparse.Namespace) -> int:
     from .faults import run_load
 
+    s = LoadSettings.from_options(vars(args))
     details = (
-        f"{args.jobs:,} jobs, {args.workers} worker processes, {args.fail_rate:.0%} of calls "
+        f"{s.jobs:,} jobs, {s.workers} worker processes, {s.fail_rate:.0%} of calls "
         "raising; the retries alone take over 60 s"
     )
-    return _run_in_fresh_database(
-        args.db,
-        "load run",
-        details,
-        lambda db: run_load(
-            db,
-            jobs=args.jobs,
-            workers=args.workers,
-            fail_rate=args.fail_rate,
-            max_attempts=args.max_attempts,
-            seed=args.seed,
-            progress=_progress_line(),
-        ),
-    )
+    return _run_in_fresh_database(args, "load run", run_load, s, details)
+
+
+def _run_options(sp: argparse.ArgumentParser, settings: type[RunSettings], label: str, *options: Any) -> None:
+    """A run's options: --jobs, --workers, then each of `options` as (name,
+    type, help), and --db. None has a default of its own: one not given is
+    left out, and the run's settings keep theirs (shown in the help)."""
+    shared = (("jobs", int, "jobs to drain"), ("workers", int, "worker processes at a time"))
+    for name, kind, text in (*shared, *options):
+        default = getattr(settings, name)
+        shown = f"{default:,}" if isinstance(default, int) else f"{default:g}"
+        flag = f"--{name.replace('_', '-')}"
+        sp.add_argument(flag, type=kind, default=argparse.SUPPRESS, help=f"{text} (default {shown})")
+    sp.add_argument("--db", default=label, help=f"database label (default pgq_{label}; reset first)")
 
 
 def cmd_interview(args: argparse.Namespace) -> int:
@@ -494,29 +473,35 @@ def parser() -> argparse.ArgumentParser:
         help="the fault run: kill, freeze and cut off workers, restart the server, requeue "
         "dead jobs, then check that nothing was lost or done twice (alias: torture)",
     )
-    seconds = _positive(float)
-    tor.add_argument("--jobs", type=_positive(int), default=2000)
-    tor.add_argument("--workers", type=_positive(int), default=4, help="worker processes at a time")
-    tor.add_argument("--seconds", type=seconds, default=20.0, help="how long jobs fall due and faults go on")
-    tor.add_argument("--lease", type=seconds, default=1.5, help="the workers' lease in seconds")
-    tor.add_argument("--kill-every", type=seconds, default=0.6, help="seconds between SIGKILLs")
-    tor.add_argument("--terminate-every", type=seconds, default=1.0, help="seconds between sessions ended")
-    tor.add_argument("--pause-every", type=seconds, default=2.0, help="seconds between SIGSTOP pauses")
-    tor.add_argument("--requeue-every", type=seconds, default=0.5, help="seconds between dead-job requeues")
-    tor.add_argument("--no-restart", action="store_true", help="do not restart PostgreSQL")
-    tor.add_argument("--db", default="fault_run", help="database label (default pgq_fault_run; reset first)")
+    _run_options(
+        tor,
+        FaultSettings,
+        "fault_run",
+        ("seconds", float, "how long jobs fall due and faults go on"),
+        ("lease", float, "the workers' lease in seconds"),
+        ("kill_every", float, "seconds between SIGKILLs"),
+        ("terminate_every", float, "seconds between sessions ended"),
+        ("pause_every", float, "seconds between SIGSTOP pauses"),
+        ("requeue_every", float, "seconds between dead-job requeues"),
+    )
+    tor.add_argument(
+        "--no-restart", dest="restart", action="store_false", default=argparse.SUPPRESS,
+        help="do not restart PostgreSQL",
+    )  # fmt: skip
     tor.set_defaults(func=cmd_fault_run)
 
     prg = sub.add_parser("progress", help="which lessons' exercises you have passed")
     prg.set_defaults(func=cmd_progress)
 
     lod = sub.add_parser("load", help="the load run: many workers, planned failures, retries and dead jobs")
-    lod.add_argument("--jobs", type=_positive(int), default=20_000)
-    lod.add_argument("--workers", type=_positive(int), default=16, help="worker processes")
-    lod.add_argument("--fail-rate", type=_fraction, default=0.1, help="fraction of handler calls that raise")
-    lod.add_argument("--max-attempts", type=_positive(int), default=3)
-    lod.add_argument("--seed", type=int, default=1, help="picks which calls fail")
-    lod.add_argument("--db", default="load", help="database label (default load -> pgq_load; reset first)")
+    _run_options(
+        lod,
+        LoadSettings,
+        "load",
+        ("fail_rate", float, "fraction of handler calls that raise"),
+        ("max_attempts", int, "tries per job"),
+        ("seed", int, "picks which calls fail"),
+    )
     lod.set_defaults(func=cmd_load)
 
     itv = sub.add_parser(

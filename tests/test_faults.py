@@ -45,7 +45,7 @@ def test_fault_run_loses_nothing_and_fences_every_stale_completion(db):
     frozen worker can come back after its job was requeued and claimed
     again: attempts then repeat, and only a fence that never repeats holds.
     Sized for about 35 s."""
-    report = faults.run_faults(db, jobs=3_000, workers=4, seconds=30, lease=1.5)
+    report = faults.run_faults(db, faults.FaultSettings(jobs=3_000, workers=4, seconds=30, lease=1.5))
     print("\n" + report.summary())
     assert report.violations == [], report.summary()
     assert report.lost == 0 and report.done + report.dead == 3_000
@@ -57,7 +57,8 @@ def test_fault_run_loses_nothing_and_fences_every_stale_completion(db):
     assert report.done_by_stale_claim == 0
     # Requeues happened, and a worker from before a requeue came back to be told so.
     assert report.requeued >= 1 and report.requeued == report.verdict["requeued"]
-    assert report.outcomes_across_requeue >= 1, "no frozen worker outlived a requeue: that fence went untested"
+    untested = "no frozen worker outlived a requeue: that fence went untested"
+    assert report.outcomes_across_requeue >= 1, untested
     # The faults really happened, and really produced the cases the fences are for.
     assert report.kills >= 20 and report.kills_mid_job >= 10
     assert report.terminations >= 10 and report.sessions_ended >= 10
@@ -79,7 +80,8 @@ def test_load_run_keeps_attempts_errors_and_the_plan(db):
     20,000: the retries' backoff (20 s, then 40 s) sets a floor of about 60 s
     whatever the size, and 2,000 jobs already give about 230 failures, 20 jobs
     retried twice and 3 dead ones. `pgq-teach load` runs the full 20,000."""
-    report = faults.run_load(db, jobs=2_000, workers=16, fail_rate=0.1, max_attempts=3, seed=1)
+    settings = faults.LoadSettings(jobs=2_000, workers=16, fail_rate=0.1, max_attempts=3, seed=1)
+    report = faults.run_load(db, settings)
     print("\n" + report.summary())
     assert report.violations == [], report.summary()
     assert report.done + report.dead == report.enqueued == 2_000
@@ -171,7 +173,8 @@ def test_a_failing_run_still_stops_every_worker_process(db):
             raise RuntimeError("the caller gave up")
 
     with pytest.raises(RuntimeError, match="gave up"):
-        faults.run_faults(db, jobs=200, workers=3, seconds=30, restart=False, progress=progress)
+        settings = faults.FaultSettings(jobs=200, workers=3, seconds=30, restart=False)
+        faults.run_faults(db, settings, progress=progress)
     assert fault_children() == []
 
 
@@ -180,7 +183,8 @@ def test_a_stopped_run_says_so_and_leaves_nothing_running(db):
     timer = threading.Timer(2.0, stop.set)
     timer.start()
     try:
-        report = faults.run_faults(db, jobs=200, workers=2, seconds=30, restart=False, stop=stop)
+        settings = faults.FaultSettings(jobs=200, workers=2, seconds=30, restart=False)
+        report = faults.run_faults(db, settings, stop=stop)
     finally:
         timer.cancel()
     assert report.stopped and not report.ok
@@ -189,22 +193,58 @@ def test_a_stopped_run_says_so_and_leaves_nothing_running(db):
     assert report.crashes == []
 
 
-BAD_SETTINGS = [("run_faults", s) for s in (
+BAD_SETTINGS = [("FaultSettings", s) for s in (
     {"jobs": 0}, {"workers": 0}, {"workers": 65}, {"seconds": 0}, {"lease": 0},
-    {"kill_every": -1}, {"jobs": True}, {"seconds": float("nan")}, {"requeue_every": 0}, {"fragile_every": -1},
-)] + [("run_load", s) for s in (
-    {"fail_rate": 1.0}, {"fail_rate": -0.1}, {"max_attempts": 0}, {"jobs": -5}, {"workers": "16"},
-)]
+    {"kill_every": -1}, {"jobs": True}, {"seconds": float("nan")}, {"requeue_every": 0},
+    {"fragile_every": -1}, {"max_attempts": 1_001}, {"drain_timeout": 0}, {"restart": "no"},
+)] + [("LoadSettings", s) for s in (
+    {"fail_rate": 1.0}, {"fail_rate": -0.1}, {"max_attempts": 0}, {"max_attempts": 21}, {"jobs": -5},
+    {"workers": "16"}, {"seed": -1}, {"poll": 0},
+)]  # fmt: skip
 
 
-@pytest.mark.parametrize("runner, settings", BAD_SETTINGS)
-def test_fault_and_load_runs_refuse_bad_settings_before_touching_the_table(db, runner, settings):
+@pytest.mark.parametrize("kind, settings", BAD_SETTINGS)
+def test_fault_and_load_settings_refuse_bad_values_before_touching_the_table(db, kind, settings):
     with db.connection() as conn:
         pgq.enqueue(conn, "send_receipt", {})
         before = run(conn, "lab/all_jobs").fetchall()
-        with pytest.raises(pgq.BadInput):
-            getattr(faults, runner)(db, **settings)
+        with pytest.raises(pgq.BadInput, match=next(iter(settings))):
+            run_faults_or_load(db, getattr(faults, kind)(**settings))
         assert run(conn, "lab/all_jobs").fetchall() == before
+
+
+def run_faults_or_load(db, settings):
+    runner = faults.run_faults if isinstance(settings, faults.FaultSettings) else faults.run_load
+    return runner(db, settings)
+
+
+def test_the_command_line_refuses_a_bad_run_option_in_one_line_before_touching_the_table(db):
+    """Each run's options become its settings, checked once: a bad one is a
+    clear line and exit 2, and the run's database is not reset."""
+    import subprocess
+    import sys
+
+    label = db.name[len("pgq_"):]
+    with db.connection() as conn:
+        pgq.enqueue(conn, "send_receipt", {})
+        before = run(conn, "lab/all_jobs").fetchall()
+        for args, says in (
+            (["fault-run", "--workers", "0"], "workers must be from 1 to 64, got 0"),
+            (["load", "--fail-rate", "1.5"], "fail_rate must be a fraction from 0 up to (not including) 1"),
+        ):
+            out = subprocess.run([sys.executable, "-m", "pgq_teach.cli", *args, "--db", label],
+                                 capture_output=True, text=True, timeout=60)  # fmt: skip
+            assert out.returncode == 2 and says in out.stderr, out.stderr
+            assert "Traceback" not in out.stderr
+        assert run(conn, "lab/all_jobs").fetchall() == before
+
+
+def test_a_run_option_not_given_keeps_the_runs_default():
+    from pgq_teach.cli import parser
+
+    given = vars(parser().parse_args(["fault-run", "--seconds", "120", "--no-restart"]))
+    assert faults.FaultSettings.from_options(given) == faults.FaultSettings(seconds=120, restart=False)
+    assert faults.LoadSettings.from_options(vars(parser().parse_args(["load"]))) == faults.LoadSettings()
 
 
 def test_the_failure_plan_is_stable_and_about_the_rate():
@@ -220,19 +260,20 @@ def test_a_run_whose_workers_cannot_start_fails_fast_with_their_error(db, monkey
 
     monkeypatch.setattr(fleet, "WORKER_CODE", "raise SystemExit('this worker cannot start')")
     started = time.monotonic()
-    with pytest.raises(RuntimeError, match="this worker cannot start"):
-        faults.run_faults(db, jobs=50, workers=2, seconds=5, restart=False)
+    says = r"pgq-faults-w\d{4} exited with code 1.*this worker cannot start"
+    with pytest.raises(faults.WorkersCrashed, match=says):
+        faults.run_faults(db, faults.FaultSettings(jobs=50, workers=2, seconds=5, restart=False))
     assert time.monotonic() - started < 30
 
 
 def test_a_fleet_stops_its_workers_and_removes_its_folder_however_the_block_ends(db):
     """The set-up and tear-down both runs share: leaving the block, by an
     error here, stops every worker process and removes the log folder."""
-    settings = {"lease": 60.0, "poll": 0.2, "sleep_ms": (0, 1), "max_seconds": 120}
+    settings = faults.LoadSettings(jobs=20, workers=2, lease=60, poll=0.2, fail_rate=0.0, drain_timeout=60)
     with pytest.raises(RuntimeError, match="the caller gave up"):
-        with faults.Fleet(db, "load", settings | {"fail_rate": 0.0, "plan_seed": 1}) as fleet:
-            fleet.seed(20, spread=0, max_attempts=3)
-            fleet.start(2)
+        with faults.Fleet(db, settings) as fleet:
+            fleet.seed()
+            fleet.start()
             assert len(fleet.pool.alive()) == 2 and fleet.folder.is_dir()
             assert fleet.progress()["ready"] + fleet.progress()["running"] + fleet.progress()["done"] == 20
             raise RuntimeError("the caller gave up")
@@ -241,3 +282,28 @@ def test_a_fleet_stops_its_workers_and_removes_its_folder_however_the_block_ends
     # The session reconnects to judge the run afterwards.
     assert fleet.verdict()["enqueued"] == 20
     fleet.session.close()
+
+
+def test_a_worker_that_exits_before_reading_its_settings_is_a_clear_error_not_a_broken_pipe(db, monkeypatch):
+    """Under heavy load a worker can exit before the run hands it its settings
+    on stdin, so the write meets a closed pipe. Forced here: each worker exits
+    at once, and the fleet writes only once it has gone. The run must name
+    the worker and its exit, and stop every process, never raise BrokenPipeError."""
+    import subprocess
+
+    from pgq_teach.faults import fleet
+
+    class ExitedFirst(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.wait(30)  # the child is gone before the parent writes to it
+
+    monkeypatch.setattr(fleet, "WORKER_CODE", "import sys; sys.exit('gone at once')")
+    monkeypatch.setattr(fleet.subprocess, "Popen", ExitedFirst)
+    with pytest.raises(fleet.WorkersCrashed) as caught:
+        faults.run_faults(db, faults.FaultSettings(jobs=20, workers=2, seconds=5, restart=False))
+    message = str(caught.value)
+    assert "pgq-faults-w0001 exited with code 1 before it read its settings" in message, message
+    assert "gone at once" in message
+    assert not isinstance(caught.value.__context__, BrokenPipeError)
+    assert fault_children() == []

@@ -1,5 +1,8 @@
 """Two runs that test the queue's promises on a live server, with real processes.
 
+Each run takes its settings as one object (`FaultSettings`, `LoadSettings`,
+both a `RunSettings`), checked when it is made, before any database is touched.
+
 `run_faults` (the fault run, `pgq-teach fault-run`): worker processes, each
 running the library's Worker with a short lease, drain a queue while we
 SIGKILL them mid-job and start replacements, freeze them (SIGSTOP) past their
@@ -23,17 +26,22 @@ processes in a `Fleet`, a context manager.
 """
 
 from .fault_run import FaultReport, run_faults
-from .fleet import KIND, OUTCOMES, Fleet, RunReport, restart_server
+from .fleet import KIND, OUTCOMES, Fleet, RunReport, WorkersCrashed, restart_server
 from .load import LoadReport, run_load
 from .plan import planned_error, planned_failure, planned_result
+from .settings import FaultSettings, LoadSettings, RunSettings
 
 __all__ = [
     "KIND",
     "OUTCOMES",
     "FaultReport",
+    "FaultSettings",
     "Fleet",
     "LoadReport",
+    "LoadSettings",
     "RunReport",
+    "RunSettings",
+    "WorkersCrashed",
     "planned_error",
     "planned_failure",
     "planned_result",

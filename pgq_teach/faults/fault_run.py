@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .. import checks, queue
+from .. import queue
 from ..databases import Database
 from .fleet import (
     SHARED_INVARIANTS,
@@ -24,6 +24,7 @@ from .fleet import (
     restart_server,
     verdict_lines,
 )
+from .settings import FaultSettings
 
 # What the fault run must never see, as (report field, what a non-zero count means).
 _INVARIANTS = (
@@ -47,8 +48,7 @@ _FROM_VERDICT = (
 class FaultReport(RunReport):
     """What the fault run did and what the database says came of it."""
 
-    lease: float
-    chaos_seconds: float
+    settings: FaultSettings
     processes_started: int = 0
     kills: int = 0
     kills_mid_job: int = 0
@@ -78,10 +78,11 @@ class FaultReport(RunReport):
         return broken(self, _INVARIANTS)
 
     def summary(self) -> str:
+        s = self.settings
         lines = [
             f"fault run on {self.server}",
-            f"  {self.jobs:,} jobs, {self.workers} workers at a time ({self.processes_started} processes "
-            f"started), lease {self.lease:g} s, faults for {self.chaos_seconds:g} s",
+            f"  {s.jobs:,} jobs, {s.workers} workers at a time ({self.processes_started} processes "
+            f"started), lease {s.lease:g} s, faults for {s.seconds:g} s",
             f"  faults: {self.kills} SIGKILLs ({self.kills_mid_job} mid-job), {self.pauses} SIGSTOP pauses "
             f"past the lease, {self.terminations} pg_terminate_backend rounds "
             f"({self.sessions_ended} sessions), "
@@ -108,86 +109,23 @@ class FaultReport(RunReport):
         return "\n".join(lines + verdict_lines(self.stopped, self.violations))
 
 
-@dataclass(frozen=True)
-class _Settings:
-    """A fault run's settings, each checked (BadInput) before anything starts."""
-
-    jobs: int
-    workers: int
-    seconds: float
-    lease: float
-    poll: float
-    kill_every: float
-    terminate_every: float
-    pause_every: float
-    requeue_every: float
-    fragile_every: int
-    restart: bool
-    max_attempts: int
-    drain_timeout: float
-
-    def __post_init__(self) -> None:
-        for name, low, high in (
-            ("jobs", 1, 1_000_000),
-            ("workers", 1, 64),
-            ("max_attempts", 1, 1_000),
-            ("fragile_every", 0, 1_000_000),
-        ):
-            checks.whole_number(name, getattr(self, name), low, high)
-        for name, shortest, longest in (
-            ("seconds", 1, 86_400),
-            ("poll", 0.01, 60),
-            ("kill_every", 0.05, 86_400),
-            ("terminate_every", 0.05, 86_400),
-            ("pause_every", 0.05, 86_400),
-            ("requeue_every", 0.05, 86_400),
-            ("drain_timeout", 1, 86_400),
-        ):
-            object.__setattr__(self, name, checks.seconds(name, getattr(self, name), shortest, longest))
-        object.__setattr__(self, "lease", checks.lease(self.lease).total_seconds())
-
-
 def run_faults(
     db: Database,
+    settings: FaultSettings | None = None,
     *,
-    jobs: int = 2_000,
-    workers: int = 4,
-    seconds: float = 20.0,
-    lease: float = 1.5,
-    poll: float = 0.2,
-    kill_every: float = 0.6,
-    terminate_every: float = 1.0,
-    pause_every: float = 2.0,
-    requeue_every: float = 0.5,
-    fragile_every: int = 2,
-    restart: bool = True,
-    max_attempts: int = 25,
-    drain_timeout: float = 120.0,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> FaultReport:
-    """Drain `jobs` jobs, falling due evenly over `seconds`, with `workers`
-    worker processes while faults are injected for those `seconds`, and dead
-    jobs are requeued every `requeue_every` seconds until the queue drains;
-    then judge it. Every `fragile_every`-th job (none if 0) gets one try
-    only, so the faults kill some jobs for the requeues to bring back. Resets
-    the jobs table of `db`."""
-    s = _Settings(jobs, workers, seconds, lease, poll, kill_every, terminate_every, pause_every,
-                  requeue_every, fragile_every, restart, max_attempts, drain_timeout)  # fmt: skip
+    """Drain the jobs, falling due evenly over `settings.seconds`, with
+    worker processes while faults are injected for those seconds and dead
+    jobs are requeued until the queue drains; then judge it (see
+    FaultSettings; its defaults when None). Resets the jobs table of `db`."""
+    s = settings or FaultSettings()
     stop = stop or threading.Event()
-    report = FaultReport(
-        server=db.server.line(), jobs=s.jobs, workers=s.workers, lease=s.lease, chaos_seconds=s.seconds
-    )
-    settings = {
-        "lease": s.lease,
-        "poll": s.poll,
-        "batch": 10,  # so outcomes wait for their flush while faults strike
-        "sleep_ms": (2, 12),
-        "max_seconds": s.seconds + s.drain_timeout + 60,
-    }
-    with Fleet(db, "faults", settings) as fleet:
-        fleet.seed(s.jobs, spread=s.seconds, max_attempts=s.max_attempts, fragile_every=s.fragile_every)
-        fleet.start(s.workers)
+    report = FaultReport(server=db.server.line(), settings=s)
+    with Fleet(db, s) as fleet:
+        fleet.seed(fragile_every=s.fragile_every)
+        fleet.start()
         faults = _Faults(fleet, s, report)
         while not stop.is_set() and not faults.over(time.monotonic(), progress):
             fleet.replace_crashed()
@@ -212,7 +150,7 @@ class _Faults:
     """The faults of one run, each on its own clock, injected while jobs fall
     due; the requeues of dead jobs go on until the queue has drained."""
 
-    def __init__(self, fleet: Fleet, s: _Settings, report: FaultReport):
+    def __init__(self, fleet: Fleet, s: FaultSettings, report: FaultReport):
         self.fleet, self.s, self.report = fleet, s, report
         began = fleet.began
         self.next_kill, self.next_term = began + s.kill_every, began + s.terminate_every / 2

@@ -32,9 +32,11 @@ from psycopg.rows import dict_row
 
 from .. import embedded, queue, seeding
 from ..databases import Database
+from ..errors import PgqError
 from ..statements import run
 from ..worker import Worker
 from .plan import planned_error, planned_failure
+from .settings import RunSettings
 
 KIND = "fault_job"
 OUTCOMES = ("done", "fenced", "retried", "dead")  # the Worker's events that end a claim
@@ -42,6 +44,13 @@ ORCHESTRATOR = "pgq-faults-orchestrator"  # the application_name of the run's ow
 MAX_CRASHES = 3  # workers that exit on their own before a run gives up
 RETRY_SECONDS = 30.0  # how long a worker's ledger writes and our own queries ride out an outage
 Progress = Callable[[int, int], None]
+
+
+class WorkersCrashed(PgqError, RuntimeError):
+    """Worker processes of a run exited on their own, MAX_CRASHES of them: a
+    broken setup, not a fault the run injected. The message names the first
+    worker, its exit code and the end of its log."""
+
 
 # --- inside a worker process ---------------------------------------------------
 
@@ -184,9 +193,15 @@ class Child:
     report: Path
     log: Path
     paused_until: float | None = None
+    told: bool = True  # False if it exited before it read its settings
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def exit_line(self) -> str:
+        """How it ended: "pgq-faults-w0001 exited with code 1: <the end of its log>"."""
+        when = "" if self.told else " before it read its settings"
+        return f"{self.name} exited with code {self.process.returncode}{when}: {_tail(self.log)}"
 
 
 WORKER_CODE = "from pgq_teach.faults.fleet import worker_process; worker_process()"
@@ -196,8 +211,8 @@ class Pool:
     """The worker processes of one run: fresh interpreters (nothing of the
     caller's __main__ is re-run in them), stopped or killed by stop_all()."""
 
-    def __init__(self, db: Database, folder: Path, mode: str, settings: dict):
-        self.db, self.folder, self.mode, self.settings = db, folder, mode, settings
+    def __init__(self, db: Database, folder: Path, settings: RunSettings):
+        self.db, self.folder, self.settings = db, folder, settings
         self.children: dict[str, Child] = {}
         self.started = 0
         self.crashes: list[str] = []
@@ -207,12 +222,18 @@ class Pool:
         self.env = dict(os.environ, PYTHONPATH=package_root + (os.pathsep + path if path else ""))
 
     def start(self) -> Child:
+        """Start one worker process and hand it its settings. One that exits
+        before it reads them is kept all the same, as a crash for
+        collect_crashes to count, name and replace."""
         self.started += 1
-        name = f"pgq-{self.mode}-w{self.started:04d}"
+        name = f"pgq-{self.settings.mode}-w{self.started:04d}"
         log, report = self.folder / f"{name}.log", self.folder / f"{name}.json"
-        spec = dict(
-            self.settings, name=name, dsn=self.db.dsn, mode=self.mode, report=str(report), seed=self.started
-        )
+        spec = self.settings.worker_spec() | {
+            "name": name,
+            "dsn": self.db.dsn,
+            "report": str(report),
+            "seed": self.started,
+        }
         with open(log, "wb") as out:
             process = subprocess.Popen(
                 [sys.executable, "-c", WORKER_CODE],
@@ -221,10 +242,7 @@ class Pool:
                 stderr=subprocess.STDOUT,
                 env=self.env,
             )
-        if process.stdin is not None:  # always, with stdin=PIPE
-            process.stdin.write(json.dumps(spec).encode())
-            process.stdin.close()
-        child = Child(name, process, report, log)
+        child = Child(name, process, report, log, told=tell(process, json.dumps(spec).encode()))
         self.children[name] = child
         return child
 
@@ -252,13 +270,13 @@ class Pool:
         gone = [c for c in self.children.values() if not c.alive()]
         for child in gone:
             del self.children[child.name]
-            self.crashes.append(
-                f"{child.name} exited with code {child.process.returncode}: {_tail(child.log)}"
-            )
+            self.crashes.append(child.exit_line())
         if len(self.crashes) >= MAX_CRASHES:
             # A worker never exits on its own, so this is a broken setup, not
             # a fault we injected: stop now rather than wait out the drain.
-            raise RuntimeError(f"{len(self.crashes)} worker processes crashed; the first: {self.crashes[0]}")
+            raise WorkersCrashed(
+                f"{len(self.crashes)} worker processes crashed; the first: {self.crashes[0]}"
+            )
         return len(gone)
 
     def stop_all(self) -> None:
@@ -277,12 +295,33 @@ class Pool:
                 self.crashes.append(f"{child.name} did not stop within 15 s of SIGTERM")
                 continue
             if child.process.returncode not in (0, -signal.SIGTERM):
-                self.crashes.append(
-                    f"{child.name} exited with code {child.process.returncode}: {_tail(child.log)}"
-                )
+                self.crashes.append(child.exit_line())
             if child.report.exists():
                 self.reports.append(json.loads(child.report.read_text()))
         self.children.clear()
+
+
+def tell(process: subprocess.Popen, spec: bytes) -> bool:
+    """Write a worker's settings to its stdin and close it. False if the
+    worker had already exited, so the pipe was closed (seen under heavy load
+    when the worker cannot start): it is then reaped, and killed if it still
+    lingers, so its exit code is known."""
+    assert process.stdin is not None  # always, with stdin=PIPE
+    try:
+        process.stdin.write(spec)
+        process.stdin.close()
+    except BrokenPipeError:
+        try:
+            process.stdin.close()
+        except BrokenPipeError:
+            pass  # the buffered spec could not be flushed either: nobody reads it
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+        return False
+    return True
 
 
 def _tail(path: Path, lines: int = 6) -> str:
@@ -330,14 +369,13 @@ SHARED_INVARIANTS = (
 
 @dataclass(kw_only=True)
 class RunReport:
-    """What the fault and load reports share: the run's size, the verdict and
-    the counts both judge by, the workers that crashed, and whether it was
-    stopped. Each report names its own `violations`; `ok` means none, and a
-    run that was not stopped."""
+    """What the fault and load reports share: the server, the run's settings,
+    the verdict and the counts both judge by, the workers that crashed, and
+    whether it was stopped. Each report names its own `violations`; `ok`
+    means none, and a run that was not stopped."""
 
     server: str
-    jobs: int
-    workers: int
+    settings: RunSettings
     done: int = 0
     dead: int = 0
     running_at_end: int = 0
@@ -396,11 +434,11 @@ class Fleet:
     (SIGCONT, SIGTERM, then SIGKILL), the folder removed and the session
     closed. `session` reconnects if used again afterwards, to judge the run."""
 
-    def __init__(self, db: Database, mode: str, settings: dict[str, Any]):
-        self.db = db
-        self.folder = Path(tempfile.mkdtemp(prefix=f"pgq-{mode}-"))
+    def __init__(self, db: Database, settings: RunSettings):
+        self.db, self.settings = db, settings
+        self.folder = Path(tempfile.mkdtemp(prefix=f"pgq-{settings.mode}-"))
         self.session = orchestrator_session(db)
-        self.pool = Pool(db, self.folder, mode, settings)
+        self.pool = Pool(db, self.folder, settings)
         self.began = time.monotonic()
         self.elapsed = 0.0
 
@@ -418,9 +456,11 @@ class Fleet:
 
     # --- set-up ------------------------------------------------------------------
 
-    def seed(self, jobs: int, *, spread: float, max_attempts: int, fragile_every: int = 0) -> None:
-        """Ledgers in place, jobs and ledgers emptied, the jobs seeded. On a
-        plain connection, not the session: a seed must never be sent twice."""
+    def seed(self, *, fragile_every: int = 0) -> None:
+        """Ledgers in place, jobs and ledgers emptied, the run's jobs seeded,
+        falling due evenly over its `due_over` seconds. On a plain
+        connection, not the session: a seed must never be sent twice."""
+        s = self.settings
         with self.db.connection() as conn:
             run(conn, "lab/fault_setup")
             seeding.reset_jobs(conn)
@@ -430,17 +470,17 @@ class Fleet:
                 "lab/fault_seed",
                 {
                     "kind": KIND,
-                    "count": jobs,
-                    "spread": timedelta(seconds=spread),
-                    "max_attempts": max_attempts,
+                    "count": s.jobs,
+                    "spread": timedelta(seconds=s.due_over),
+                    "max_attempts": s.max_attempts,
                     "fragile_every": fragile_every,
                 },
             )
 
-    def start(self, workers: int) -> None:
-        """Start `workers` worker processes; the run's clock starts now."""
+    def start(self) -> None:
+        """Start the run's worker processes; its clock starts now."""
         self.began = time.monotonic()
-        for _ in range(workers):
+        for _ in range(self.settings.workers):
             self.pool.start()
 
     # --- during the run ----------------------------------------------------------

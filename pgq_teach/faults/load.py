@@ -8,10 +8,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import checks
 from ..databases import Database
 from .fleet import SHARED_INVARIANTS, Fleet, Progress, RunReport, broken, copy_verdict, verdict_lines
 from .plan import planned_error, planned_result
+from .settings import LoadSettings
 
 _SHARED = ("duplicate_effects", "done_without_effect", "overwrites", "jobs_done_twice")
 # What the load run must never see, beyond its plan, as (report field, what a non-zero count means).
@@ -27,8 +27,7 @@ _INVARIANTS = (
 class LoadReport(RunReport):
     """The load run: invariants from the database, timings for the record."""
 
-    fail_rate: float
-    max_attempts: int
+    settings: LoadSettings
     planned_done: int = 0
     planned_dead: int = 0
     planned_calls: int = 0
@@ -41,13 +40,13 @@ class LoadReport(RunReport):
 
     @property
     def enqueued(self) -> int:
-        return self.jobs
+        return self.settings.jobs
 
     @property
     def violations(self) -> list[str]:
         v = []
-        if self.done + self.dead != self.jobs:
-            v.append(f"done {self.done} + dead {self.dead} != enqueued {self.jobs}")
+        if self.done + self.dead != self.enqueued:
+            v.append(f"done {self.done} + dead {self.dead} != enqueued {self.enqueued}")
         if self.dead_without_their_error:
             v.append(f"{self.dead_without_their_error} dead job(s) without the error of their last try")
         if self.not_as_planned:
@@ -63,11 +62,12 @@ class LoadReport(RunReport):
 
     def summary(self) -> str:
         share = self.failures / self.calls if self.calls else 0.0
+        s = self.settings
         lines = [
             f"load run on {self.server}",
-            f"  {self.jobs:,} jobs, {self.workers} workers, {self.fail_rate:.0%} of handler calls planned "
-            f"to raise, max_attempts {self.max_attempts}",
-            f"  result: done {self.done:,} + dead {self.dead:,} = {self.done + self.dead:,} of {self.jobs:,} "
+            f"  {s.jobs:,} jobs, {s.workers} workers, {s.fail_rate:.0%} of handler calls planned "
+            f"to raise, max_attempts {s.max_attempts}",
+            f"  result: done {self.done:,} + dead {self.dead:,} = {self.done + self.dead:,} of {s.jobs:,} "
             f"enqueued (the plan: done {self.planned_done:,}, dead {self.planned_dead:,})",
             f"  handler calls {self.calls:,} (plan {self.planned_calls:,}), raised {self.failures:,} "
             f"({share:.1%}; plan {self.planned_failures:,})",
@@ -75,7 +75,7 @@ class LoadReport(RunReport):
             f"{self.dead_without_their_error}, jobs not as planned {self.not_as_planned}, "
             f"calls after done {self.calls_after_done}, duplicate effects {self.duplicate_effects}",
             f"  every job tried once after {self.first_pass_seconds:.1f} s "
-            f"({self.jobs / self.first_pass_seconds if self.first_pass_seconds else 0:,.0f} jobs/s); "
+            f"({s.jobs / self.first_pass_seconds if self.first_pass_seconds else 0:,.0f} jobs/s); "
             f"drained in {self.elapsed:.1f} s (retries wait 20 s, then 40 s)",
         ]
         return "\n".join(lines + verdict_lines(self.stopped, self.violations))
@@ -83,61 +83,33 @@ class LoadReport(RunReport):
 
 def run_load(
     db: Database,
+    settings: LoadSettings | None = None,
     *,
-    jobs: int = 20_000,
-    workers: int = 16,
-    fail_rate: float = 0.1,
-    max_attempts: int = 3,
-    seed: int = 1,
-    lease: float = 120.0,
-    poll: float = 0.5,
-    timeout: float = 900.0,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> LoadReport:
-    """Drain `jobs` due jobs with `workers` worker processes while a planned
-    `fail_rate` of handler calls raise; judge the result against the plan.
-    The lease is long on purpose: no lease may run out, so every attempt
-    comes from a planned failure. Resets the jobs table of `db`."""
-    jobs = checks.whole_number("jobs", jobs, 1, 1_000_000)
-    workers = checks.whole_number("workers", workers, 1, 64)
-    max_attempts = checks.whole_number("max_attempts", max_attempts, 1, 20)
-    seed = checks.whole_number("seed", seed, 0)
-    fail_rate = checks.fraction("fail_rate", fail_rate)
-    lease = checks.lease(lease).total_seconds()
-    poll = checks.seconds("poll", poll, 0.01, 60)
-    timeout = checks.seconds("timeout", timeout, 1, 86_400)
+    """Drain the jobs, all due at once, with worker processes while a
+    planned share of handler calls raise; judge the result against the plan
+    (see LoadSettings; its defaults when None). Resets the jobs table of `db`."""
+    s = settings or LoadSettings()
     stop = stop or threading.Event()
-
-    report = LoadReport(
-        server=db.server.line(), jobs=jobs, workers=workers, fail_rate=fail_rate, max_attempts=max_attempts
-    )
-    plan = {n: planned_result(seed, n, fail_rate, max_attempts) for n in range(1, jobs + 1)}
-    report.planned_done = sum(1 for s, _ in plan.values() if s == "done")
-    report.planned_dead = jobs - report.planned_done
+    report = LoadReport(server=db.server.line(), settings=s)
+    plan = {n: planned_result(s.seed, n, s.fail_rate, s.max_attempts) for n in range(1, s.jobs + 1)}
+    report.planned_done = sum(1 for status, _ in plan.values() if status == "done")
+    report.planned_dead = s.jobs - report.planned_done
     report.planned_calls = sum(a for _, a in plan.values())
     report.planned_failures = report.planned_calls - report.planned_done
-
-    settings = {
-        "lease": lease,
-        "poll": poll,
-        "batch": 10,  # so outcomes wait for their flush while workers run
-        "sleep_ms": (0, 2),
-        "fail_rate": fail_rate,
-        "plan_seed": seed,
-        "max_seconds": timeout + 60,
-    }
-    with Fleet(db, "load", settings) as fleet:
-        fleet.seed(jobs, spread=0, max_attempts=max_attempts)
-        fleet.start(workers)
+    with Fleet(db, s) as fleet:
+        fleet.seed()
+        fleet.start()
         while not stop.is_set():
             fleet.replace_crashed()
             p = fleet.progress()
             if not report.first_pass_seconds and p["never_claimed"] == 0:
                 report.first_pass_seconds = time.monotonic() - fleet.began
             if progress:
-                progress(p["done"] + p["dead"], jobs)
-            if p["done"] + p["dead"] >= jobs or time.monotonic() - fleet.began > timeout:
+                progress(p["done"] + p["dead"], s.jobs)
+            if p["done"] + p["dead"] >= s.jobs or time.monotonic() - fleet.began > s.drain_timeout:
                 break
             time.sleep(0.25)
         report.stopped = stop.is_set()

@@ -1,0 +1,141 @@
+"""What a fault or load run is told to do, checked once before anything runs.
+
+`RunSettings` holds what both runs share: how many jobs, how many worker
+processes at a time, the workers' lease and poll, `max_attempts` and how long
+the queue may take to drain. `FaultSettings` and `LoadSettings` add each
+run's own, with that run's defaults. Every value is checked with
+`pgq_teach.checks` when the settings are made, so bad input is refused
+(`BadInput`) before any database is touched. The CLI builds them from its
+options with `from_options`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, TypeVar
+
+from .. import checks
+
+DAY = 86_400.0  # the longest any run's clock may be set to
+S = TypeVar("S", bound="RunSettings")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSettings:
+    """What both runs share. `drain_timeout` counts from the moment the last
+    job falls due: after the faults for a fault run, at once for a load run."""
+
+    jobs: int
+    workers: int
+    lease: float
+    poll: float
+    max_attempts: int
+    drain_timeout: float
+    mode: ClassVar[str]  # names the run's worker processes and tells them what to do
+    handler_ms: ClassVar[tuple[int, int]]  # how long a handler call sleeps, at random in this range
+    most_attempts: ClassVar[int] = 1_000  # the highest max_attempts this run accepts
+
+    def __post_init__(self) -> None:
+        self.keep("jobs", checks.whole_number("jobs", self.jobs, 1, 1_000_000))
+        self.keep("workers", checks.whole_number("workers", self.workers, 1, 64))
+        self.keep(
+            "max_attempts", checks.whole_number("max_attempts", self.max_attempts, 1, self.most_attempts)
+        )
+        self.keep("lease", checks.lease(self.lease).total_seconds())
+        self.keep("poll", checks.seconds("poll", self.poll, 0.01, 60))
+        self.keep("drain_timeout", checks.seconds("drain_timeout", self.drain_timeout, 1, DAY))
+
+    def keep(self, name: str, value: Any) -> None:
+        """Store a checked value in the form the run wants (the settings are frozen once made)."""
+        object.__setattr__(self, name, value)
+
+    @property
+    def due_over(self) -> float:
+        """Seconds over which the jobs fall due (0: all due at once)."""
+        return 0.0
+
+    def worker_spec(self) -> dict[str, Any]:
+        """What every worker process of the run is told on stdin. Batches of
+        10, so outcomes wait for their flush while faults strike or workers
+        run. A worker gives up a minute after the run's longest possible end."""
+        return {
+            "mode": self.mode,
+            "lease": self.lease,
+            "poll": self.poll,
+            "batch": 10,
+            "sleep_ms": self.handler_ms,
+            "max_seconds": self.due_over + self.drain_timeout + 60,
+        }
+
+    @classmethod
+    def from_options(cls: type[S], options: Mapping[str, Any]) -> S:
+        """Settings from the named options that are settings of this run
+        (the CLI's, say); any not given keep the run's default."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{name: value for name, value in options.items() if name in names})
+
+
+@dataclass(frozen=True, kw_only=True)
+class FaultSettings(RunSettings):
+    """A fault run: jobs fall due evenly over `seconds` while the faults go
+    on, each on its own clock; dead jobs are requeued every `requeue_every`
+    seconds until the queue drains. Every `fragile_every`-th job (none if 0)
+    gets one try only, so the faults kill some jobs for the requeues to bring
+    back. `restart`: restart the server once, 40% into the faults."""
+
+    jobs: int = 2_000
+    workers: int = 4
+    lease: float = 1.5
+    poll: float = 0.2
+    max_attempts: int = 25
+    drain_timeout: float = 120.0
+    seconds: float = 20.0
+    kill_every: float = 0.6
+    terminate_every: float = 1.0
+    pause_every: float = 2.0
+    requeue_every: float = 0.5
+    fragile_every: int = 2
+    restart: bool = True
+    mode: ClassVar[str] = "faults"
+    handler_ms: ClassVar[tuple[int, int]] = (2, 12)  # long enough that faults strike mid-job
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.keep("seconds", checks.seconds("seconds", self.seconds, 1, DAY))
+        for name in ("kill_every", "terminate_every", "pause_every", "requeue_every"):
+            self.keep(name, checks.seconds(name, getattr(self, name), 0.05, DAY))
+        self.keep("fragile_every", checks.whole_number("fragile_every", self.fragile_every, 0, 1_000_000))
+        checks.one_of("restart", self.restart, (True, False))
+
+    @property
+    def due_over(self) -> float:
+        return self.seconds
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadSettings(RunSettings):
+    """A load run: every job due at once, a planned `fail_rate` of handler
+    calls raising (which ones, `seed` picks). The lease is long on purpose:
+    no lease may run out, so every attempt comes from a planned failure."""
+
+    jobs: int = 20_000
+    workers: int = 16
+    lease: float = 120.0
+    poll: float = 0.5
+    max_attempts: int = 3
+    drain_timeout: float = 900.0
+    fail_rate: float = 0.1
+    seed: int = 1
+    mode: ClassVar[str] = "load"
+    handler_ms: ClassVar[tuple[int, int]] = (0, 2)
+    most_attempts: ClassVar[int] = 20  # the run waits out every retry, up to an hour each (sql/fail.sql)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.keep("fail_rate", checks.fraction("fail_rate", self.fail_rate))
+        self.keep("seed", checks.whole_number("seed", self.seed, 0))
+
+    def worker_spec(self) -> dict[str, Any]:
+        """The shared spec, plus the failure plan every worker follows."""
+        return super().worker_spec() | {"fail_rate": self.fail_rate, "plan_seed": self.seed}

@@ -307,16 +307,36 @@ def cmd_load(args: argparse.Namespace) -> int:
     return _run_in_fresh_database(args, "load run", run_load, s, details)
 
 
-def _run_options(sp: argparse.ArgumentParser, settings: type[RunSettings], label: str, *options: Any) -> None:
-    """A run's options: --jobs, --workers, then each of `options` as (name,
-    type, help), and --db. None has a default of its own: one not given is
-    left out, and the run's settings keep theirs (shown in the help)."""
-    shared = (("jobs", int, "jobs to drain"), ("workers", int, "worker processes at a time"))
-    for name, kind, text in (*shared, *options):
+# What each setting of a run means, as its option's help (`--kill-every` sets kill_every).
+RUN_OPTIONS = {
+    "jobs": "jobs to drain",
+    "workers": "worker processes at a time",
+    "seconds": "how long jobs fall due and faults go on",
+    "lease": "the workers' lease in seconds",
+    "kill_every": "seconds between SIGKILLs",
+    "terminate_every": "seconds between sessions ended",
+    "pause_every": "seconds between SIGSTOP pauses",
+    "requeue_every": "seconds between dead-job requeues",
+    "restart": "do not restart PostgreSQL during the faults",  # the option is --no-restart
+    "fail_rate": "fraction of handler calls that raise",
+    "max_attempts": "tries per job",
+    "seed": "picks which calls fail",
+}
+
+
+def _run_options(sp: argparse.ArgumentParser, settings: type[RunSettings], label: str, names: str) -> None:
+    """An option for each setting of a run in `names` (space-separated),
+    typed and explained by the setting's default and RUN_OPTIONS, and --db.
+    None has a default of its own: one not given is left out, and the run's
+    settings keep theirs."""
+    for name in names.split():
         default = getattr(settings, name)
+        if isinstance(default, bool):  # on by default: --no-NAME turns it off
+            sp.add_argument(f"--no-{name}", dest=name, action="store_false", help=RUN_OPTIONS[name])
+            continue
         shown = f"{default:,}" if isinstance(default, int) else f"{default:g}"
-        flag = f"--{name.replace('_', '-')}"
-        sp.add_argument(flag, type=kind, default=argparse.SUPPRESS, help=f"{text} (default {shown})")
+        flag, text = f"--{name.replace('_', '-')}", f"{RUN_OPTIONS[name]} (default {shown})"
+        sp.add_argument(flag, type=type(default), default=argparse.SUPPRESS, help=text)
     sp.add_argument("--db", default=label, help=f"database label (default pgq_{label}; reset first)")
 
 
@@ -473,35 +493,15 @@ def parser() -> argparse.ArgumentParser:
         help="the fault run: kill, freeze and cut off workers, restart the server, requeue "
         "dead jobs, then check that nothing was lost or done twice (alias: torture)",
     )
-    _run_options(
-        tor,
-        FaultSettings,
-        "fault_run",
-        ("seconds", float, "how long jobs fall due and faults go on"),
-        ("lease", float, "the workers' lease in seconds"),
-        ("kill_every", float, "seconds between SIGKILLs"),
-        ("terminate_every", float, "seconds between sessions ended"),
-        ("pause_every", float, "seconds between SIGSTOP pauses"),
-        ("requeue_every", float, "seconds between dead-job requeues"),
-    )
-    tor.add_argument(
-        "--no-restart", dest="restart", action="store_false", default=argparse.SUPPRESS,
-        help="do not restart PostgreSQL",
-    )  # fmt: skip
+    names = "jobs workers seconds lease kill_every terminate_every pause_every requeue_every restart"
+    _run_options(tor, FaultSettings, "fault_run", names)
     tor.set_defaults(func=cmd_fault_run)
 
     prg = sub.add_parser("progress", help="which lessons' exercises you have passed")
     prg.set_defaults(func=cmd_progress)
 
     lod = sub.add_parser("load", help="the load run: many workers, planned failures, retries and dead jobs")
-    _run_options(
-        lod,
-        LoadSettings,
-        "load",
-        ("fail_rate", float, "fraction of handler calls that raise"),
-        ("max_attempts", int, "tries per job"),
-        ("seed", int, "picks which calls fail"),
-    )
+    _run_options(lod, LoadSettings, "load", "jobs workers fail_rate max_attempts seed")
     lod.set_defaults(func=cmd_load)
 
     itv = sub.add_parser(

@@ -22,7 +22,6 @@ from .fleet import (
     broken,
     copy_verdict,
     restart_server,
-    verdict_lines,
 )
 from .settings import FaultSettings
 
@@ -77,9 +76,9 @@ class FaultReport(RunReport):
     def violations(self) -> list[str]:
         return broken(self, _INVARIANTS)
 
-    def summary(self) -> str:
+    def lines(self) -> list[str]:
         s = self.settings
-        lines = [
+        return [
             f"fault run on {self.server}",
             f"  {s.jobs:,} jobs, {s.workers} workers at a time ({self.processes_started} processes "
             f"started), lease {s.lease:g} s, faults for {s.seconds:g} s",
@@ -106,7 +105,6 @@ class FaultReport(RunReport):
             f"reconnects counted by the workers alive at the end: {self.reconnects_of_survivors}",
             f"  elapsed {self.elapsed:.1f} s (drain after the faults {self.drain_seconds:.1f} s)",
         ]
-        return "\n".join(lines + verdict_lines(self.stopped, self.violations))
 
 
 def run_faults(

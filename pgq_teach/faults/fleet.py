@@ -400,6 +400,16 @@ class RunReport:
     def ok(self) -> bool:
         return not self.violations and not self.stopped
 
+    def lines(self) -> list[str]:
+        """What the run did and what came of it, a line each (each report its own)."""
+        raise NotImplementedError
+
+    def summary(self) -> str:
+        """The report's lines, then STOPPED if it was, and each violation or "every invariant held"."""
+        stopped = ["  STOPPED before the queue drained"] if self.stopped else []
+        verdict = [f"  VIOLATION: {v}" for v in self.violations] or ["  every invariant held"]
+        return "\n".join(self.lines() + stopped + verdict)
+
 
 def broken(report: RunReport, invariants: tuple[tuple[str, str], ...]) -> list[str]:
     """A line ("3 duplicate effect(s)") for each invariant whose count on
@@ -418,12 +428,6 @@ def copy_verdict(report: RunReport, verdict: dict[str, Any], names: tuple[str, .
         setattr(report, name, verdict[name])
     over = ("over_attempts", "transitions_over_attempts", "calls_over_attempts")
     report.over_attempts = sum(verdict[n] for n in over)
-
-
-def verdict_lines(stopped: bool, violations: list[str]) -> list[str]:
-    """The closing lines of a run's summary: STOPPED, then each violation or "every invariant held"."""
-    lines = ["  STOPPED before the queue drained"] if stopped else []
-    return lines + ([f"  VIOLATION: {v}" for v in violations] or ["  every invariant held"])
 
 
 class Fleet:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..databases import Database
-from .fleet import SHARED_INVARIANTS, Fleet, Progress, RunReport, broken, copy_verdict, verdict_lines
+from .fleet import SHARED_INVARIANTS, Fleet, Progress, RunReport, broken, copy_verdict
 from .plan import planned_error, planned_result
 from .settings import LoadSettings
 
@@ -60,10 +60,10 @@ class LoadReport(RunReport):
             v.append(f"{self.failures} failures recorded, the plan makes {self.planned_failures}")
         return v + broken(self, _INVARIANTS)
 
-    def summary(self) -> str:
+    def lines(self) -> list[str]:
         share = self.failures / self.calls if self.calls else 0.0
         s = self.settings
-        lines = [
+        return [
             f"load run on {self.server}",
             f"  {s.jobs:,} jobs, {s.workers} workers, {s.fail_rate:.0%} of handler calls planned "
             f"to raise, max_attempts {s.max_attempts}",
@@ -78,7 +78,6 @@ class LoadReport(RunReport):
             f"({s.jobs / self.first_pass_seconds if self.first_pass_seconds else 0:,.0f} jobs/s); "
             f"drained in {self.elapsed:.1f} s (retries wait 20 s, then 40 s)",
         ]
-        return "\n".join(lines + verdict_lines(self.stopped, self.violations))
 
 
 def run_load(

@@ -361,9 +361,19 @@ class IdleTransaction:
     def close(self) -> None:
         """End it and close the session (the server rolls back: it changed nothing).
         Quiet when the server has already ended it (the timeout)."""
-        if self.session is not None:
-            self.session.close()
-        self.session = None
+        session, self.session = self.session, None
+        if session is None:
+            return
+        if session.in_transaction:
+            # ROLLBACK first: the server answers it only once the snapshot is released, while a
+            # closed connection's backend leaves on its own time, and a VACUUM run at once could
+            # still find the old snapshot there
+            session.rollback()
+            try:
+                session.wait_done()
+            except psycopg.Error:
+                pass  # the server had already ended the session (the timeout): nothing is held
+        session.close()
 
     def next_statement_sqlstate(self) -> str | None:
         """Run one more statement in this session, as the forgetful client

@@ -25,6 +25,7 @@ import psycopg
 from . import queue
 from .databases import Database, open_database
 from .errors import BadInput
+from .experiments.sessions import together
 from .guide import figure
 from .statements import run, run_one
 from .worker import Worker
@@ -175,32 +176,6 @@ def _end_state(db: Database, jobs: int, *, claimed: bool = True) -> tuple[bool, 
     )
 
 
-def _threads(count: int, target: Callable[[int], object]) -> float:
-    """Run target(i) on `count` threads started together; seconds taken.
-    A thread's error is raised here."""
-    errors: list[BaseException] = []
-    gate = threading.Barrier(count + 1)
-
-    def go(i: int) -> None:
-        try:
-            gate.wait()
-            target(i)
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=go, args=(i,), daemon=True) for i in range(count)]
-    for t in threads:
-        t.start()
-    gate.wait()
-    began = time.perf_counter()
-    for t in threads:
-        t.join()
-    took = time.perf_counter() - began
-    if errors:
-        raise errors[0]
-    return took
-
-
 def ceiling(db: Database, jobs: int) -> Outcome:
     """Two set-based UPDATEs: every job claimed at once, then every job done."""
     _seed(db, jobs)
@@ -231,7 +206,7 @@ def raw_loop(connections: int) -> Callable[[Database, int], Outcome]:
                 completed[i] += [r[0] for r in run(conn, "complete_many", params).fetchall()]
 
         try:
-            took = _threads(connections, drain)
+            took = together(connections, drain)
         finally:
             for conn in conns:
                 conn.close()
@@ -255,7 +230,7 @@ def worker_drain(batch: int, workers: int, durable: bool = False) -> Callable[[D
             Worker(db.dsn, {KIND: lambda job: None}, batch=batch, durable_completions=durable)
             for _ in range(workers)
         ]
-        took = _threads(workers, lambda i: fleet[i].run(until_idle=True))
+        took = together(workers, lambda i: fleet[i].run(until_idle=True))
         ok, note = _end_state(db, jobs)
         ids = [i for w in fleet for i in w.report.done_ids]
         trouble = sum(w.report.fenced + w.report.reconnects + w.report.retried for w in fleet)

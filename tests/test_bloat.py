@@ -140,3 +140,57 @@ def test_the_drain_charts_draw_every_sample(db):
     svg = result.size_chart_svg()
     assert svg.startswith("<svg") and svg.count("<circle") == len(result.samples)
     assert "guide: 29 MB" in svg
+
+
+def test_the_drain_rows_and_summary_say_no_guess_until_one_is_made(db):
+    silent = bloat.drain(db, jobs=JOBS, samples=2)
+    assert silent.comparison()[0] == ("table size, MB", "no guess", round(silent.table_mb, 1), "29 (PG 16)")
+    assert "(your guess: no guess)" in silent.summary()
+    guessed = bloat.drain(db, jobs=JOBS, samples=2, guess=12.5)
+    assert guessed.comparison()[0][1] == 12.5 and "(your guess: 12.5 MB)" in guessed.summary()
+
+
+def test_vacuum_effect_measures_the_claim_on_both_sides_of_vacuum(db):
+    bloat.drain(db, jobs=JOBS)
+    effect = bloat.vacuum_effect(db, guess=40)
+    assert effect.vacuum.not_removable == 0 and effect.after.buffers <= 2 < effect.before.buffers
+    rows = {measure: (guess, here) for measure, guess, here, _ in effect.comparison()}
+    assert rows["empty claim right after the drain, buffers"] == (40, effect.before.buffers)
+    assert rows["empty claim after VACUUM, buffers"] == (None, effect.after.buffers)
+    if effect.exact_before.available:
+        assert effect.vacuum.removed == effect.exact_before.dead and effect.exact_after.dead == 0
+
+
+def test_the_idle_transaction_is_a_named_session_with_a_timeline(db):
+    from pgq_teach.experiments import sessions
+
+    idle = bloat.IdleTransaction(db, timeout="10s")
+    pid = idle.open()
+    try:
+        seen = sessions.activity(db, bloat.IDLE_NAME)
+        assert [(r.pid, r.state) for r in seen] == [(pid, "idle in transaction")]
+        assert [s.statement for s in idle.session.timeline] == ["lab/set_idle_timeout"]
+        assert idle.session.in_transaction
+    finally:
+        idle.close()
+    assert not idle.is_open and sessions.activity(db, bloat.IDLE_NAME) == []
+
+
+def test_the_lab_report_sets_the_guess_beside_guide_18(db):
+    lab = bloat.BloatLab(db, jobs=JOBS)
+    try:
+        assert [row[2] for row in lab.report().comparison()] == [None, None, None]  # nothing measured yet
+        lab.open_transaction()
+        lab.drain()
+        held = lab.vacuum()
+        lab.end_transaction()
+        freed = lab.vacuum()
+    finally:
+        lab.close()
+    rows = lab.report(guess=900).comparison()
+    assert [(guess, here, guide) for _, guess, here, guide in rows] == [
+        (None, 2 * JOBS, 200_000),
+        (900, held.claim.buffers, 1_609),
+        (None, freed.claim.buffers, 1),
+    ]
+    assert lab.report().comparison()[1][1] == "no guess"

@@ -68,7 +68,8 @@ def test_notify_rules_lab_runs_one_rule_then_all(page, lab):
     result.locator("tr.pgq-rule[data-rule='nobody listening']").wait_for()
     assert rows.count() == 4
     assert [rows.nth(i).get_attribute("data-holds") for i in range(4)] == ["yes"] * 4
-    status.filter(has_text="every rule held").wait_for()
+    result.locator(".pgq-verdict").filter(has_text="every rule held").wait_for()
+    status.filter(has_text="done").wait_for()
     rules.screenshot(path=str(ARTIFACTS / "07-notify-rules.png"))
 
 

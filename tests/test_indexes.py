@@ -59,3 +59,12 @@ def test_a_generic_plan_can_use_a_full_index_which_is_then_dropped(db):
     assert indexes.FULL_INDEX in with_full.indexes
     assert with_full.buffers < plans.generic.buffers
     assert indexes.FULL_INDEX not in indexes.sizes(db)
+
+
+def test_index_results_carry_the_guess_in_their_rows(db):
+    silent = indexes.index_sizes(db, done=DONE, ready=100)
+    assert silent.comparison()[2][1] == "no guess" and "(your guess: no guess)" in silent.summary()
+    guessed = indexes.read_plans(db, done=DONE, ready=100, guess=50)
+    row = ("status = $1, generic plan: buffers", 50, guessed.generic.buffers, None)
+    assert guessed.comparison()[1] == row
+    assert "(your guess: 50)" in guessed.summary() and guessed.server_major == db.server.major

@@ -87,3 +87,51 @@ def test_without_pgbouncer_the_pooler_demo_says_why(db, monkeypatch):
     monkeypatch.setattr(wakeups, "pooler_installed", lambda: None)
     result = wakeups.through_pooler(db)
     assert not result.ran and "not installed" in result.reason
+
+
+def test_an_unmade_guess_reads_no_guess_and_a_made_one_is_kept(db):
+    silent = wakeups.pickup_latency(db, jobs=2, poll_s=0.2, seed=3)
+    assert "your guess, the median without NOTIFY: no guess" in silent.summary()
+    assert [row[1] for row in silent.comparison()] == [None, "no guess", None]
+    guessed = wakeups.pickup_latency(db, jobs=2, poll_s=0.2, seed=3, guess=150)
+    rows = {measure: (guess, here) for measure, guess, here, _ in guessed.comparison()}
+    assert rows["without NOTIFY, median ms"] == (150, guessed.median_ms(False))
+    assert "150 ms" in guessed.summary() and "PostgreSQL" in guessed.summary()
+
+
+def test_the_rules_rows_pair_what_happened_with_what_the_guide_says(db):
+    result = wakeups.notify_rules(db, ["identical", "nobody listening"])
+    assert result.comparison() == [
+        (result.rule("identical").question, None, "1", "1"),
+        (result.rule("nobody listening").question, None, "nothing", "nothing"),
+    ]
+    assert result.server_major == db.server.major and not result.stopped
+
+
+def test_the_sender_is_a_scripted_session_whose_refused_notify_commits_nothing(db):
+    steps = wakeups.notify_in_one_transaction(db, ["fits", "x" * 8_000, "after"])
+    assert [s.failed for s in steps] == [False, True, True] and all(s.in_transaction for s in steps)
+    assert steps[1].sqlstate == "22023" and steps[2].sqlstate == "25P02"  # then the transaction is aborted
+
+
+def test_the_cost_rows_carry_what_the_listener_heard(db):
+    result = wakeups.notify_cost(db, producers=2, transactions=2, per_transaction=2, rounds=1)
+    heard = {measure: here for measure, _, here, _ in result.comparison() if "heard" in measure}
+    assert heard == {
+        "NOTIFY per job: notifications heard": 8,
+        "NOTIFY per transaction: notifications heard": 4,
+        "NOTIFY none: notifications heard": 0,
+    }
+
+
+def test_the_rules_lab_runs_one_rule_then_all_headless(db):
+    from pgq_teach.widgets.notify_lab import NotifyRulesLab
+
+    lab = NotifyRulesLab(db)
+    lab.rule_buttons["distinct"].click()
+    assert lab.wait(30).rules[0].name == "distinct" and len(lab.result.rules) == 1
+    assert not any(b.disabled for b in lab.buttons)  # usable again once the run ended
+    lab.all_button.click()
+    assert lab.wait(60).all_hold and len(lab.result.rules) == len(wakeups.RULES)
+    assert lab.output.value.count("class='pgq-rule'") == len(wakeups.RULES)
+    assert "every rule held" in lab.output.value

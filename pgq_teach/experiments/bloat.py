@@ -22,31 +22,23 @@ import re
 import statistics
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import charts, queue
+from .. import charts, checks, queue
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import run, run_one
-
-Progress = Callable[[int, int], None]
+from .results import Comparison, Progress, Result, guess_text, guide_bars, server_fields, tell
+from .sessions import Session
 
 LIMITS = {"jobs": (1, 200_000), "batch": (1, queue.MAX_BATCH), "samples": (1, 200)}
-IDLE_NAME = "pgq idle transaction"  # application_name, so the learner can spot it
-_TUPLES = re.compile(r"tuples: (\d+) removed, (\d+) remain, (\d+) are dead but not yet removable")
-
-
-def check_whole(name: str, value: Any) -> int:
-    low, high = LIMITS[name]
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise BadInput(f"{name} must be a whole number from {low:,} to {high:,}, got {value!r}")
-    return value
+IDLE_PREFIX, IDLE_SESSION = "pgq idle", "transaction"  # application_name "pgq idle transaction"
+IDLE_NAME = f"{IDLE_PREFIX} {IDLE_SESSION}"  # so the learner can spot it in pg_stat_activity
+TUPLES = re.compile(r"tuples: (\d+) removed, (\d+) remain, (\d+) are dead but not yet removable")
 
 
 # --- the drain (guide #17) -----------------------------------------------------
@@ -59,16 +51,15 @@ class Sample:
     dead_tuples: int
 
 
-@dataclass
-class DrainResult:
+@dataclass(kw_only=True)
+class DrainResult(Result):
+    """A drain, sampled; the guess is the table's size afterwards, in MB."""
+
     jobs: int
     batch: int
     drained: int
     elapsed_s: float
     samples: list[Sample]
-    server_version: str
-    stopped: bool = False
-    guess: int | None = None
     guide: GuideFigure = field(default_factory=lambda: figure(17))
     buffers: int = 0  # buffers the drain's statements touched in jobs and its indexes (pg_statio)
 
@@ -84,17 +75,28 @@ class DrainResult:
     def dead_tuples(self) -> int:
         return self.samples[-1].dead_tuples if self.samples else 0
 
+    def comparison(self) -> list[Comparison]:
+        return [
+            (
+                "table size, MB",
+                self.guess_cell,
+                round(self.table_mb, 1),
+                f"{self.guide.values['table_mb']} (PG 16)",
+            ),
+            ("dead row versions (statistics)", None, self.dead_tuples, None),
+            ("seconds to drain", None, self.elapsed_s, None),
+        ]
+
     def summary(self) -> str:
         return "\n".join(
             [
                 f"drain: {self.drained:,} of {self.jobs:,} jobs through claim and done, "
-                f"batches of {self.batch}" + (" (stopped early)" if self.stopped else ""),
+                f"batches of {self.batch}" + self.stopped_note,
                 f"  elapsed {self.elapsed_s:.2f} s",
-                f"  table {self.table_mb:.1f} MB; dead row versions {self.dead_tuples:,}; "
-                f"buffers touched {self.buffers:,}",
-                f"  {self.guide}",
-                f"  this server: PostgreSQL {self.server_version}",
+                f"  table {self.table_mb:.1f} MB  (your guess: {guess_text(self.guess, ' MB')}); "
+                f"dead row versions {self.dead_tuples:,}; buffers touched {self.buffers:,}",
             ]
+            + self.footer()
         )
 
     def size_chart_svg(self, width: int = 720) -> str:
@@ -141,22 +143,21 @@ def sample(conn, drained: int) -> Sample:
 
 def drain(
     db: Database,
+    *,
     jobs: int = 100_000,
     batch: int = 100,
     samples: int = 20,
+    prepared: bool = False,
+    guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
-    *,
-    guess: int | None = None,
-    prepared: bool = False,
 ) -> DrainResult:
     """Seed `jobs` due jobs (unless `prepared` says the caller already did,
     with prepare()), then claim them `batch` at a time and mark each batch
     done, as fast as one session can; sample size and dead row versions about
     `samples` times on the way."""
-    check_whole("jobs", jobs)
-    check_whole("batch", batch)
-    check_whole("samples", samples)
+    for name, value in (("jobs", jobs), ("batch", batch), ("samples", samples)):
+        checks.whole_number(name, value, *LIMITS[name])
     stop = stop or threading.Event()
     if not prepared:
         prepare(db, jobs)
@@ -178,26 +179,25 @@ def drain(
                 points.append(sample(conn, drained))
                 paused += time.perf_counter() - s0
                 next_sample += every
-                if progress:
-                    progress(drained, jobs)
+                tell(progress, drained, jobs)
         elapsed = time.perf_counter() - t0 - paused
         if not points or points[-1].drained != drained:
             points.append(sample(conn, drained))
         else:
             run(conn, "lab/flush_stats")
         buffers = run_one(conn, "lab/table_buffers")[0] - buffers_before
-    if progress and not stop.is_set():
-        progress(jobs, jobs)
+    if not stop.is_set():
+        tell(progress, jobs, jobs)
     return DrainResult(
         jobs=jobs,
         batch=batch,
         drained=drained,
         elapsed_s=elapsed,
         samples=points,
-        server_version=db.server.version,
         stopped=drained < jobs,
         guess=guess,
         buffers=buffers,
+        **server_fields(db),
     )
 
 
@@ -252,11 +252,70 @@ def vacuum(db: Database) -> VacuumReport:
         conn.add_notice_handler(lambda diag: messages.append(diag.message_primary or ""))
         run(conn, "lab/vacuum_verbose_jobs")
     text = "\n".join(messages)
-    match = _TUPLES.search(text)
+    match = TUPLES.search(text)
     if match is None:
         raise RuntimeError(f"VACUUM (VERBOSE) said nothing about tuples; it said:\n{text}")
     removed, remain, not_removable = (int(n) for n in match.groups())
     return VacuumReport(removed, remain, not_removable, text)
+
+
+# --- what VACUUM does for an empty claim (guide #17) ----------------------------------
+
+
+@dataclass(kw_only=True)
+class VacuumEffect(Result):
+    """An empty claim before and after VACUUM, with pgstattuple's exact counts
+    around it where the server ships them; the guess is the buffers the claim
+    reads before VACUUM."""
+
+    before: ClaimCost
+    vacuum: VacuumReport
+    after: ClaimCost
+    exact_before: ExactCounts
+    exact_after: ExactCounts
+    guide: GuideFigure = field(default_factory=lambda: figure(17))
+
+    def comparison(self) -> list[Comparison]:
+        g = self.guide.values
+        return [
+            (
+                "empty claim right after the drain, buffers",
+                self.guess_cell,
+                self.before.buffers,
+                f"{g['buffers_pg16']} (PG 16), {g['buffers_pg18']} (PG 18)",
+            ),
+            ("  its time, ms", None, self.before.ms, None),
+            ("empty claim after VACUUM, buffers", None, self.after.buffers, g["after_vacuum"]),
+            ("  its time, ms", None, self.after.ms, None),
+        ]
+
+    def summary(self) -> str:
+        return "\n".join(
+            [
+                f"empty claim: {self.before.buffers:,} buffers before VACUUM "
+                f"(your guess: {guess_text(self.guess)}), {self.after.buffers:,} after",
+                f"  {self.vacuum}",
+            ]
+            + self.footer()
+        )
+
+
+def vacuum_effect(db: Database, *, guess: float | None = None) -> VacuumEffect:
+    """On a drained queue: an empty claim, pgstattuple's counts, VACUUM
+    (VERBOSE), then the empty claim and the counts again."""
+    before = empty_claim(db)
+    exact_before = exact_counts(db)
+    report = vacuum(db)
+    after = empty_claim(db)
+    return VacuumEffect(
+        before=before,
+        vacuum=report,
+        after=after,
+        exact_before=exact_before,
+        exact_after=exact_counts(db),
+        guess=guess,
+        **server_fields(db),
+    )
 
 
 # --- the idle transaction (guide #18) -------------------------------------------
@@ -265,51 +324,66 @@ def vacuum(db: Database) -> VacuumReport:
 class IdleTransaction:
     """A session that opens a REPEATABLE READ transaction, runs one SELECT,
     and then sits idle: its snapshot stays until the transaction ends.
-    `timeout` (such as "1s") sets idle_in_transaction_session_timeout first."""
+    `timeout` (such as "1s") sets idle_in_transaction_session_timeout first.
+    The session is a sessions.Session, named IDLE_NAME, so its timeline
+    records what it ran."""
 
     def __init__(self, db: Database, *, timeout: str | None = None):
         self.db, self.timeout = db, timeout
-        self.conn: psycopg.Connection | None = None
+        self.session: Session | None = None
         self.pid: int | None = None
 
     @property
     def is_open(self) -> bool:
-        return self.conn is not None and not self.conn.closed
+        return self.session is not None and not self.session.closed and not self.session.conn.closed
 
     def open(self) -> int:
         """Open it (once); the session's pid."""
         if self.is_open and self.pid is not None:
             return self.pid
-        conn = self.db.connect(autocommit=True, application_name=IDLE_NAME)
+        session = Session(self.db, IDLE_SESSION, prefix=IDLE_PREFIX)
+        # set before any command is queued, while the session's thread waits for one
+        session.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         if self.timeout is not None:
-            run(conn, "lab/set_idle_timeout", {"timeout": self.timeout})
-        conn.autocommit = False
-        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        run(conn, "lab/open_transaction")  # the single SELECT: the snapshot is taken here
-        self.conn, self.pid = conn, conn.info.backend_pid
+            session.run("lab/set_idle_timeout", {"timeout": self.timeout})  # committed: lasts the session
+        session.begin()  # the single SELECT: the snapshot is taken here
+        session.wait_done()
+        failed = next((step for step in session.timeline if step.failed), None)
+        if failed is not None:
+            session.close()
+            raise RuntimeError(
+                f"the idle transaction did not open: {failed.statement} failed with "
+                f"{failed.sqlstate}: {failed.message}"
+            )
+        self.session, self.pid = session, session.pid
         return self.pid
 
     def close(self) -> None:
-        """End it (a rollback: it changed nothing) and close the session."""
-        if self.conn is not None:
+        """End it and close the session (the server rolls back: it changed nothing).
+        Quiet when the server has already ended it (the timeout)."""
+        session, self.session = self.session, None
+        if session is None:
+            return
+        if session.in_transaction:
+            # ROLLBACK first: the server answers it only once the snapshot is released, while a
+            # closed connection's backend leaves on its own time, and a VACUUM run at once could
+            # still find the old snapshot there
+            session.rollback()
             try:
-                self.conn.rollback()
+                session.wait_done()
             except psycopg.Error:
-                pass  # the server may already have ended it (the timeout)
-            self.conn.close()
-        self.conn = None
+                pass  # the server had already ended the session (the timeout): nothing is held
+        session.close()
 
     def next_statement_sqlstate(self) -> str | None:
         """Run one more statement in this session, as the forgetful client
         finally would: None if it ran, else the SQLSTATE of the server's error
         (25P03 once idle_in_transaction_session_timeout has ended the session)."""
-        if self.conn is None:
+        if self.session is None:
             raise BadInput("the idle transaction is not open")
-        try:
-            run(self.conn, "lab/open_transaction")
-        except psycopg.Error as exc:
-            return exc.sqlstate
-        return None
+        self.session.run("lab/open_transaction")
+        self.session.wait_done()
+        return self.session.timeline[-1].sqlstate
 
     def alive(self) -> bool:
         """Whether the server still has this session (asked from another one)."""
@@ -375,42 +449,80 @@ class Step:
         return f"after {self.action}, {state}"
 
 
+@dataclass(kw_only=True)
+class HeldBack(Result):
+    """What the lab's steps measured so far, beside guide #18; the guess is
+    the buffers an empty claim reads after VACUUM with the transaction open."""
+
+    steps: list[Step]
+    guide: GuideFigure = field(default_factory=lambda: figure(18))
+
+    def last(self, action: str, transaction_open: bool) -> Step | None:
+        """The latest step of this kind, or None."""
+        return next(
+            (s for s in reversed(self.steps) if (s.action, s.transaction_open) == (action, transaction_open)),
+            None,
+        )
+
+    def comparison(self) -> list[Comparison]:
+        g = self.guide.values
+        held, freed = self.last("vacuum", True), self.last("vacuum", False)
+        return [
+            (
+                "VACUUM, transaction open: dead but not yet removable",
+                None,
+                held and held.vacuum and held.vacuum.not_removable,
+                g["dead"],
+            ),
+            ("then an empty claim, buffers", self.guess_cell, held and held.claim.buffers, g["buffers"]),
+            (
+                "VACUUM once it ended, then an empty claim, buffers",
+                None,
+                freed and freed.claim.buffers,
+                g["after_buffers"],
+            ),
+        ]
+
+    def summary(self) -> str:
+        lines = [f"the idle-transaction lab, {len(self.steps)} step(s)"]
+        lines += [
+            f"  {n}. {s.label}: empty claim {s.claim.buffers:,} buffers" for n, s in enumerate(self.steps, 1)
+        ]
+        return "\n".join(lines + self.footer())
+
+
 @dataclass
 class BloatLab:
     """The guide's experiment #18, step by step: open (or end) the idle
     transaction, drain, VACUUM; after each drain or VACUUM an empty claim is
-    measured and kept in `steps`, so the chart shows what the learner did."""
+    measured and kept in `steps`, so the chart shows what the learner did.
+    `report(guess)` is the result so far."""
 
     db: Database
     jobs: int = 100_000
     steps: list[Step] = field(default_factory=list)
-    idle: IdleTransaction | None = None
+    idle: IdleTransaction = field(init=False)
     guide: GuideFigure = field(default_factory=lambda: figure(18))
 
     def __post_init__(self) -> None:
-        check_whole("jobs", self.jobs)
-        self.idle = self.idle or IdleTransaction(self.db)
+        checks.whole_number("jobs", self.jobs, *LIMITS["jobs"])
+        self.idle = IdleTransaction(self.db)
 
     @property
     def server_version(self) -> str:
         return self.db.server.version
 
-    def _idle_transaction(self) -> IdleTransaction:
-        if self.idle is None:  # __post_init__ made one; this only tells the type checker
-            self.idle = IdleTransaction(self.db)
-        return self.idle
-
     @property
     def transaction_open(self) -> bool:
-        return self._idle_transaction().is_open
+        return self.idle.is_open
 
     def open_transaction(self) -> int:
-        return self._idle_transaction().open()
+        return self.idle.open()
 
     def end_transaction(self) -> None:
-        self._idle_transaction().close()
+        self.idle.close()
 
-    def drain(self, progress: Progress | None = None, stop: threading.Event | None = None) -> Step:
+    def drain(self, *, progress: Progress | None = None, stop: threading.Event | None = None) -> Step:
         """Drain `jobs` fresh jobs, then measure an empty claim."""
         result = drain(self.db, jobs=self.jobs, progress=progress, stop=stop)
         step = Step("drain", self.transaction_open, empty_claim(self.db), drain=result)
@@ -424,20 +536,23 @@ class BloatLab:
         self.steps.append(step)
         return step
 
+    def report(self, guess: float | None = None) -> HeldBack:
+        return HeldBack(steps=list(self.steps), guess=guess, **server_fields(self.db))
+
     def chart_svg(self, width: int = 720) -> str:
         rows = [
             (f"{n}. {s.label}", s.claim.buffers, f"({s.claim.ms:.2f} ms)")
             for n, s in enumerate(self.steps, start=1)
         ]
-        return charts.bars(
+        buffers = self.guide.values["buffers"]
+        return guide_bars(
             rows,
             width=width,
             unit="buffers",
-            fmt="{:,.0f}",
             right=170,
-            lines=[(f"guide: {self.guide.values['buffers']:,}", self.guide.values["buffers"])],
+            guide=(f"guide: {buffers:,}", buffers),
             title="What one empty claim reads, step by step",
         )
 
     def close(self) -> None:
-        self._idle_transaction().close()
+        self.idle.close()

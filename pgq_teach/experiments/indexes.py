@@ -13,17 +13,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .. import charts
+from .. import checks
 from ..databases import Database
-from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import explain, run, run_one
 from . import bloat
-
-Progress = Callable[[int, int], None]
+from .results import Comparison, Progress, Result, guess_text, guide_bars, server_fields
 
 READY_INDEX, RUNNING_INDEX, FULL_INDEX = "jobs_ready_idx", "jobs_running_idx", "jobs_status_run_at_idx"
 # The index most people write first; lesson 08's exercise seeds the same statement.
@@ -32,11 +29,9 @@ LIMITS = {"done": (0, 1_000_000), "ready": (1, 100_000)}
 AUTO_RUNS = 8  # runs of the prepared read in the default plan_cache_mode: past its five custom plans
 
 
-def check_count(name: str, value) -> int:
-    low, high = LIMITS[name]
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise BadInput(f"{name} must be a whole number from {low:,} to {high:,}, got {value!r}")
-    return value
+def check_counts(done: int, ready: int) -> None:
+    checks.whole_number("done", done, *LIMITS["done"])
+    checks.whole_number("ready", ready, *LIMITS["ready"])
 
 
 def sizes(db: Database) -> dict[str, int]:
@@ -66,14 +61,14 @@ def seed_history(
 # --- partial against full (guide #14) ----------------------------------------------
 
 
-@dataclass
-class IndexSizes:
+@dataclass(kw_only=True)
+class IndexSizes(Result):
+    """Index sizes; the guess is how many times bigger the full index is."""
+
     done: int
     ready: int
     distinct: bool
     bytes: dict[str, int]
-    server_version: str
-    guess: int | None = None
     guide: GuideFigure = field(default_factory=lambda: figure(14))
 
     def kb(self, index: str) -> float:
@@ -83,68 +78,85 @@ class IndexSizes:
     def ratio(self) -> float:
         return self.bytes[FULL_INDEX] / self.bytes[READY_INDEX]
 
+    def comparison(self) -> list[Comparison]:
+        g = self.guide.values
+        return [
+            ("partial ready index, kB", None, round(self.kb(READY_INDEX)), g["partial_kb"]),
+            ("full (status, run_at) index, kB", None, round(self.kb(FULL_INDEX)), g["full_kb"]),
+            (
+                "full / partial, times",
+                self.guess_cell,
+                round(self.ratio),
+                round(g["full_kb"] / g["partial_kb"]),
+            ),
+        ]
+
     def summary(self) -> str:
         keys = "distinct run_at values" if self.distinct else "all-equal (status, run_at) keys"
         lines = [f"{self.done:,} done + {self.ready:,} ready jobs, {keys}, indexes rebuilt"]
         lines += [f"  {name:<24} {self.kb(name):>8,.0f} kB" for name in sorted(self.bytes)]
-        lines += [
-            f"  full / partial ready: {self.ratio:,.0f}x"
-            + (f"  (your guess: {self.guess:,}x)" if self.guess else ""),
-            f"  {self.guide}",
-            f"  this server: PostgreSQL {self.server_version}",
-        ]
-        return "\n".join(lines)
+        lines += [f"  full / partial ready: {self.ratio:,.0f}x  (your guess: {guess_text(self.guess, 'x')})"]
+        return "\n".join(lines + self.footer())
 
     def chart_svg(self, width: int = 720) -> str:
-        rows = [(name, self.kb(name), "") for name in (READY_INDEX, RUNNING_INDEX, FULL_INDEX)]
-        return charts.bars(
-            rows,
+        full_kb = self.guide.values["full_kb"]
+        return guide_bars(
+            [(name, self.kb(name), "") for name in (READY_INDEX, RUNNING_INDEX, FULL_INDEX)],
             width=width,
             unit="kB",
-            fmt="{:,.0f}",
-            right=110,
-            lines=[(f"guide full: {self.guide.values['full_kb']:,} kB", self.guide.values["full_kb"])],
+            guide=(f"guide full: {full_kb:,} kB", full_kb),
             title=f"Index sizes, {self.done:,} done + {self.ready} ready"
             + ("" if self.distinct else " (all-equal keys)"),
         )
 
 
 def index_sizes(
-    db: Database, done: int = 100_000, ready: int = 100, *, distinct: bool = True, guess: int | None = None
+    db: Database, *, done: int = 100_000, ready: int = 100, distinct: bool = True, guess: float | None = None
 ) -> IndexSizes:
-    check_count("done", done)
-    check_count("ready", ready)
+    check_counts(done, ready)
     seed_history(db, done, ready, distinct=distinct, full_index=True)
-    return IndexSizes(done, ready, distinct, sizes(db), db.server.version, guess=guess)
+    return IndexSizes(
+        done=done, ready=ready, distinct=distinct, bytes=sizes(db), guess=guess, **server_fields(db)
+    )
 
 
 # --- the index that does not shrink (guide #15) ------------------------------------
 
 
-@dataclass
-class DrainedIndex:
+@dataclass(kw_only=True)
+class DrainedIndex(Result):
+    """The ready index through a drain; the guess is its size after the drain, in kB."""
+
     jobs: int
     seeded_kb: float
     after_drain_kb: float
     after_vacuum_kb: float
     after_reindex_kb: float
-    server_version: str
-    stopped: bool = False
-    guess: int | None = None
     guide: GuideFigure = field(default_factory=lambda: figure(15))
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            (
+                "ready index after the drain, kB",
+                self.guess_cell,
+                round(self.after_drain_kb),
+                self.guide.values["kb"],
+            ),
+            ("after VACUUM, kB", None, round(self.after_vacuum_kb), "(not measured)"),
+            ("after REINDEX INDEX CONCURRENTLY, kB", None, round(self.after_reindex_kb), "(not measured)"),
+        ]
 
     def summary(self) -> str:
         return "\n".join(
             [
-                f"ready index, {self.jobs:,} queued jobs drained"
-                + (" (stopped early)" if self.stopped else ""),
+                f"ready index, {self.jobs:,} queued jobs drained" + self.stopped_note,
                 f"  with the jobs queued:         {self.seeded_kb:>8,.0f} kB",
-                f"  after the drain:              {self.after_drain_kb:>8,.0f} kB",
+                f"  after the drain:              {self.after_drain_kb:>8,.0f} kB"
+                f"  (your guess: {guess_text(self.guess, ' kB')})",
                 f"  after VACUUM:                 {self.after_vacuum_kb:>8,.0f} kB",
                 f"  after REINDEX CONCURRENTLY:   {self.after_reindex_kb:>8,.0f} kB",
-                f"  {self.guide}",
-                f"  this server: PostgreSQL {self.server_version}",
             ]
+            + self.footer()
         )
 
     def chart_svg(self, width: int = 720) -> str:
@@ -153,28 +165,27 @@ class DrainedIndex:
             ("after VACUUM", self.after_vacuum_kb, ""),
             ("after REINDEX CONCURRENTLY", self.after_reindex_kb, ""),
         ]
-        return charts.bars(
+        kb = self.guide.values["kb"]
+        return guide_bars(
             rows,
             width=width,
             unit="kB",
-            fmt="{:,.0f}",
-            right=110,
+            guide=(f"guide: {kb:,} kB", kb),
             title="The ready index, empty queue",
-            lines=[(f"guide: {self.guide.values['kb']:,} kB", self.guide.values["kb"])],
         )
 
 
 def drained_index(
     db: Database,
+    *,
     jobs: int = 100_000,
+    guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
-    *,
-    guess: int | None = None,
 ) -> DrainedIndex:
     """Queue `jobs` jobs, drain them, then measure the ready index after the
     drain, after VACUUM, and after REINDEX INDEX CONCURRENTLY."""
-    bloat.check_whole("jobs", jobs)
+    checks.whole_number("jobs", jobs, *bloat.LIMITS["jobs"])
     with db.connection() as conn:
         run(conn, "lab/drop_full_index")
     bloat.prepare(db, jobs)
@@ -185,16 +196,15 @@ def drained_index(
     after_vacuum = sizes(db)[READY_INDEX] / 1024
     with db.connection() as conn:
         run(conn, "reindex_ready")
-    after_reindex = sizes(db)[READY_INDEX] / 1024
     return DrainedIndex(
-        jobs,
-        seeded,
-        after_drain,
-        after_vacuum,
-        after_reindex,
-        db.server.version,
+        jobs=jobs,
+        seeded_kb=seeded,
+        after_drain_kb=after_drain,
+        after_vacuum_kb=after_vacuum,
+        after_reindex_kb=sizes(db)[READY_INDEX] / 1024,
         stopped=result.stopped,
         guess=guess,
+        **server_fields(db),
     )
 
 
@@ -233,18 +243,25 @@ def plan_cost(explained: list) -> PlanCost:
     )
 
 
-@dataclass
-class ReadPlans:
+@dataclass(kw_only=True)
+class ReadPlans(Result):
+    """The claim's read, literal and parameterised; the guess is the buffers
+    the read with status = $1 touches under a generic plan."""
+
     done: int
     ready: int
     literal: PlanCost
     generic: PlanCost
-    server_version: str
-    guess: int | None = None
     guide: GuideFigure = field(default_factory=lambda: figure(16))
     # the same prepared read in the default plan_cache_mode (auto), after AUTO_RUNS runs: the
     # server compares the generic plan's estimate with the custom plans' and keeps the cheaper
     auto: PlanCost | None = None
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            ("literal 'ready': buffers", None, self.literal.buffers, None),
+            ("status = $1, generic plan: buffers", self.guess_cell, self.generic.buffers, None),
+        ]
 
     def summary(self) -> str:
         return "\n".join(
@@ -257,20 +274,21 @@ class ReadPlans:
                     if self.auto and READY_INDEX in self.auto.indexes
                     else []
                 ),
-                f"  status = $1, generic plan:  {self.generic.buffers:,} buffers, {self.generic.ms:.2f} ms",
+                f"  status = $1, generic plan:  {self.generic.buffers:,} buffers, {self.generic.ms:.2f} ms"
+                f"  (your guess: {guess_text(self.guess)})",
                 *("    " + line for line in self.generic.shape.splitlines()),
-                f"  {self.guide}",
-                f"  this server: PostgreSQL {self.server_version}",
             ]
+            + self.footer()
         )
 
 
-def read_plans(db: Database, done: int = 100_000, ready: int = 100, *, guess: int | None = None) -> ReadPlans:
+def read_plans(
+    db: Database, *, done: int = 100_000, ready: int = 100, guess: float | None = None
+) -> ReadPlans:
     """The locking read with the literal 'ready', then the same read prepared
     with status = $1: run AUTO_RUNS times in the default plan_cache_mode, then
     under plan_cache_mode = force_generic_plan."""
-    check_count("done", done)
-    check_count("ready", ready)
+    check_counts(done, ready)
     seed_history(db, done, ready)
     with db.connection() as conn:
         literal = plan_cost(run_one(conn, "lab/explain_analyze_read")[0])
@@ -279,7 +297,9 @@ def read_plans(db: Database, done: int = 100_000, ready: int = 100, *, guess: in
             auto = plan_cost(run_one(conn, "lab/explain_read_by_status")[0])
         run(conn, "lab/force_generic_plan")
         generic = plan_cost(run_one(conn, "lab/explain_read_by_status")[0])
-    return ReadPlans(done, ready, literal, generic, db.server.version, guess=guess, auto=auto)
+    return ReadPlans(
+        done=done, ready=ready, literal=literal, generic=generic, auto=auto, guess=guess, **server_fields(db)
+    )
 
 
 def generic_plan_with_full_index(db: Database) -> PlanCost:

@@ -7,10 +7,11 @@ Widgets draw these rows; they never work them out (or change a result) themselve
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import charts
 from ..databases import Database
 from ..guide import GuideFigure
 
@@ -66,3 +67,17 @@ class Result:
     @property
     def stopped_note(self) -> str:
         return " (stopped early)" if self.stopped else ""
+
+
+def guide_bars(
+    rows: Sequence[tuple[str, float, str]],
+    *,
+    title: str,
+    unit: str,
+    guide: tuple[str, float],
+    width: int = 720,
+    right: int = 110,
+) -> str:
+    """Bars of (label, value, note) in whole `unit`s, with the guide's figure
+    (label, value) drawn across them as a dashed line."""
+    return charts.bars(rows, width=width, unit=unit, fmt="{:,.0f}", right=right, lines=[guide], title=title)

@@ -552,3 +552,34 @@ class ActivityMonitor:
         with self.conn_lock:
             if self.conn is not None:
                 self.conn.close()
+
+
+# --- several sessions released at once -------------------------------------------------
+
+
+def together(count: int, target: Callable[[int], object]) -> float:
+    """Run target(i) for i in range(count), each on its own thread, all released
+    at once by a barrier (so none gets a head start while the others connect);
+    the seconds from the release until the last one finished. The first error a
+    thread hit is raised here, after every thread has ended."""
+    errors: list[BaseException] = []
+    gate = threading.Barrier(count + 1)
+
+    def go(i: int) -> None:
+        try:
+            gate.wait()
+            target(i)
+        except BaseException as exc:  # raised again below, on the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=go, args=(i,), daemon=True) for i in range(count)]
+    for t in threads:
+        t.start()
+    gate.wait()
+    began = time.perf_counter()
+    for t in threads:
+        t.join()
+    took = time.perf_counter() - began
+    if errors:
+        raise errors[0]
+    return took

@@ -25,29 +25,39 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from .. import charts, queue
+from .. import charts, checks, queue
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import run, run_one
 from ..worker import Worker
-
-Progress = Callable[[int, int], None]
+from .results import Comparison, Progress, Result, guess_text, server_fields, tell
+from .sessions import LAB_PREFIX, Session, Step, together
 
 CHANNEL = "pgq_lab_rules"  # the rules lab's own channel
 QUIET_S = 0.3  # how long to listen for a notification that should not come
 DELIVERY_S = 5.0  # how long to wait for one that should; it normally takes milliseconds
 KIND = "send_receipt"
+SENDER_PREFIX = f"{LAB_PREFIX} notify"  # the sending sessions' application_name: 'pgq-lab notify sender'
 
 
 def listen(db: Database, channel: str = CHANNEL) -> psycopg.Connection:
-    """A listening session of its own, autocommit, outside any transaction."""
+    """A listening session of its own, autocommit, outside any transaction.
+
+    Not a sessions.Session, on purpose: a Session's connection belongs to its
+    own thread and runs every statement in a transaction it then commits,
+    while a listener must sit idle outside any transaction (rule "busy
+    listener") and be read with notifies(), which holds the connection while
+    it waits, so it would block the Session's thread. A plain autocommit
+    connection, read on the caller's thread, is what a worker would use."""
     conn = db.connect(autocommit=True)
     run(conn, "lab/listen_channel", idents={"channel": channel})
     return conn
@@ -58,10 +68,17 @@ def heard(listener: psycopg.Connection, seconds: float) -> list[str]:
     return [n.payload for n in listener.notifies(timeout=seconds)]
 
 
-def notify_in_one_transaction(db: Database, payloads: list[str], channel: str = CHANNEL) -> None:
-    with db.connection() as conn, conn.transaction():
+def notify_in_one_transaction(db: Database, payloads: list[str], channel: str = CHANNEL) -> list[Step]:
+    """A sender session, as in psql: BEGIN, one NOTIFY per payload, COMMIT.
+    Its timeline: a failed Step carries the server's error (the transaction
+    then commits nothing)."""
+    with Session(db, "sender", prefix=SENDER_PREFIX) as sender:
+        sender.begin()
         for payload in payloads:
-            run(conn, "lab/notify_channel", {"channel": channel, "payload": payload})
+            sender.run("lab/notify_channel", {"channel": channel, "payload": payload})
+        sender.commit()
+        sender.wait_done(timeout=DELIVERY_S * 2)
+        return list(sender.timeline)
 
 
 # --- the rules (guide #12) ---------------------------------------------------------
@@ -76,32 +93,26 @@ class Rule:
     holds: bool
 
 
+def one_transaction_rule(
+    db: Database, name: str, question: str, payloads: list[str], arrive: list[str]
+) -> Rule:
+    """Send `payloads` in one transaction; the rule holds when exactly `arrive` arrives, in order."""
+    with listen(db) as listener:
+        notify_in_one_transaction(db, payloads)
+        got = heard(listener, QUIET_S)
+    return Rule(name, question, str(len(arrive)), str(len(got)), got == arrive)
+
+
 def rule_identical(db: Database) -> Rule:
     """Three NOTIFYs with the same payload in one transaction arrive as one."""
-    with listen(db) as listener:
-        notify_in_one_transaction(db, [KIND] * 3)
-        got = heard(listener, QUIET_S)
-    return Rule(
-        "identical",
-        "Three identical notifications in one transaction: how many arrive?",
-        "1",
-        str(len(got)),
-        got == [KIND],
-    )
+    question = "Three identical notifications in one transaction: how many arrive?"
+    return one_transaction_rule(db, "identical", question, [KIND] * 3, [KIND])
 
 
 def rule_distinct(db: Database) -> Rule:
     """Three with different payloads arrive as three, in order."""
-    with listen(db) as listener:
-        notify_in_one_transaction(db, ["1", "2", "3"])
-        got = heard(listener, QUIET_S)
-    return Rule(
-        "distinct",
-        "Three different payloads in one transaction: how many arrive?",
-        "3",
-        str(len(got)),
-        got == ["1", "2", "3"],
-    )
+    question = "Three different payloads in one transaction: how many arrive?"
+    return one_transaction_rule(db, "distinct", question, ["1", "2", "3"], ["1", "2", "3"])
 
 
 def rule_busy_listener(db: Database) -> Rule:
@@ -147,12 +158,9 @@ RULES: dict[str, Callable[[Database], Rule]] = {
 }
 
 
-@dataclass
-class RulesResult:
+@dataclass(kw_only=True)
+class RulesResult(Result):
     rules: list[Rule]
-    server_version: str
-    stopped: bool = False
-    guess: int | None = None
     guide: GuideFigure = field(default_factory=lambda: figure(12))
 
     @property
@@ -162,19 +170,24 @@ class RulesResult:
     def rule(self, name: str) -> Rule:
         return next(r for r in self.rules if r.name == name)
 
+    def comparison(self) -> list[Comparison]:
+        """One row per rule run: what this server did beside what the guide says (the expected)."""
+        return [(r.question, None, r.observed, r.expected) for r in self.rules]
+
     def summary(self) -> str:
-        lines = ["NOTIFY rules, run live"]
+        lines = ["NOTIFY rules, run live" + self.stopped_note]
         lines += [
             f"  {r.name:<17} expected {r.expected}; observed {r.observed}: "
             f"{'holds' if r.holds else 'DOES NOT HOLD'}"
             for r in self.rules
         ]
-        return "\n".join(lines + [f"  {self.guide}", f"  this server: PostgreSQL {self.server_version}"])
+        return "\n".join(lines + self.footer())
 
 
 def notify_rules(
     db: Database,
     names: list[str] | None = None,
+    *,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> RulesResult:
@@ -189,9 +202,8 @@ def notify_rules(
         if stop.is_set():
             break
         done.append(RULES[name](db))
-        if progress:
-            progress(n + 1, len(names))
-    return RulesResult(done, db.server.version, stopped=len(done) < len(names))
+        tell(progress, n + 1, len(names))
+    return RulesResult(rules=done, stopped=len(done) < len(names), **server_fields(db))
 
 
 # --- the payload limit ---------------------------------------------------------------
@@ -213,12 +225,10 @@ def block_size(db: Database) -> int:
 
 def payload_limit(db: Database, size: int = 8_000) -> PayloadResult:
     """Send a payload of `size` bytes; the server's verdict."""
-    if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= 1_000_000:
-        raise BadInput(f"size must be a whole number of bytes from 0 to 1,000,000, got {size!r}")
-    try:
-        notify_in_one_transaction(db, ["x" * size])
-    except psycopg.Error as exc:
-        return PayloadResult(size, False, exc.sqlstate, exc.diag.message_primary)
+    checks.whole_number("size (bytes)", size, 0, 1_000_000)
+    refused = next((step for step in notify_in_one_transaction(db, ["x" * size]) if step.failed), None)
+    if refused is not None:
+        return PayloadResult(size, False, refused.sqlstate, refused.message)
     return PayloadResult(size, True, None, None)
 
 
@@ -235,13 +245,12 @@ class Pickup:
     after_claim_s: float = 0.0
 
 
-@dataclass
-class LatencyResult:
+@dataclass(kw_only=True)
+class LatencyResult(Result):
+    """Pickup latency; the guess is the median without NOTIFY, in ms."""
+
     poll_s: float
     pickups: list[Pickup]
-    server_version: str
-    stopped: bool = False
-    guess: int | None = None
     guide: GuideFigure = field(default_factory=lambda: figure(13))
 
     def latencies(self, notify: bool) -> list[float]:
@@ -267,7 +276,9 @@ class LatencyResult:
         return max(values) * 1000 if values else None
 
     def line(self, label: str, notify: bool) -> str:
-        median, most = self.median_ms(notify) or 0, self.max_ms(notify) or 0
+        median, most = self.median_ms(notify), self.max_ms(notify)
+        if median is None or most is None:
+            return f"  {label} no jobs"
         return (
             f"  {label} median {median:,.1f} ms, max {most:,.1f} ms over {len(self.latencies(notify))} jobs"
         )
@@ -277,17 +288,29 @@ class LatencyResult:
         """How much shorter our poll is than the guide's 5 s."""
         return self.guide.values["poll_s"] / self.poll_s
 
+    def comparison(self) -> list[Comparison]:
+        g = self.guide.values
+        return [
+            ("with NOTIFY, median ms", None, self.median_ms(True), f"within {g['notify_s'] * 1000:.0f}"),
+            (
+                "without NOTIFY, median ms",
+                self.guess_cell,
+                self.median_ms(False),
+                f"up to the poll: {g['poll_s']:g} s (here {self.poll_s:g} s)",
+            ),
+            ("without NOTIFY, longest ms", None, self.max_ms(False), None),
+        ]
+
     def summary(self) -> str:
         return "\n".join(
             [
                 f"pickup latency, one idle Worker, poll {self.poll_s:g} s "
-                f"(the guide's 5 s scaled by 1/{self.scale:g})"
-                + (" (stopped early)" if self.stopped else ""),
+                f"(the guide's 5 s scaled by 1/{self.scale:g})" + self.stopped_note,
                 self.line("with NOTIFY:   ", True),
                 self.line("without NOTIFY:", False),
-                f"  {self.guide}",
-                f"  this server: PostgreSQL {self.server_version}",
+                f"  your guess, the median without NOTIFY: {guess_text(self.guess, ' ms')}",
             ]
+            + self.footer()
         )
 
     def chart_svg(self, width: int = 720) -> str:
@@ -308,21 +331,20 @@ class LatencyResult:
 
 def pickup_latency(
     db: Database,
+    *,
     jobs: int = 12,
     poll_s: float = 1.0,
+    seed: int | None = None,
+    guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
-    *,
-    seed: int | None = None,
-    guess: int | None = None,
 ) -> LatencyResult:
     """Start one library Worker (poll `poll_s`), let it go idle, then enqueue
     `jobs` jobs one at a time at random moments, alternately with and
-    without NOTIFY; each job's latency runs from its commit to its claim."""
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 2 <= jobs <= 100:
-        raise BadInput(f"jobs must be a whole number from 2 to 100, got {jobs!r}")
-    if isinstance(poll_s, bool) or not isinstance(poll_s, (int, float)) or not 0.1 <= poll_s <= 10:
-        raise BadInput(f"poll_s must be from 0.1 to 10 seconds, got {poll_s!r}")
+    without NOTIFY; each job's latency runs from its commit to its claim.
+    The guess is the median latency without NOTIFY, in ms."""
+    checks.whole_number("jobs", jobs, 2, 100)
+    checks.seconds("poll_s", poll_s, 0.1, 10)
     stop = stop or threading.Event()
     chance = random.Random(seed)
     with db.connection() as conn:
@@ -361,32 +383,34 @@ def pickup_latency(
                         break
                     raise RuntimeError(f"the worker did not claim job {job_id} within {poll_s * 3 + 5:g} s")
                 pickups.append(Pickup(job_id, notify, claimed[job_id] - committed, pause))
-                if progress:
-                    progress(n + 1, jobs)
+                tell(progress, n + 1, jobs)
     finally:
         worker.stop()
         thread.join(timeout=poll_s + 5)
-    return LatencyResult(poll_s, pickups, db.server.version, stopped=len(pickups) < jobs, guess=guess)
+    return LatencyResult(
+        poll_s=poll_s, pickups=pickups, stopped=len(pickups) < jobs, guess=guess, **server_fields(db)
+    )
 
 
 # --- NOTIFY's cost with many producers -------------------------------------------------
 
 COST_MODES = ("per job", "per transaction", "none")
+# what the listening session hears per mode, by the rules of guide #12: every job's id is a
+# distinct payload; one kind per transaction folds within it, never across transactions
+HEARD_PER = {"per job": "one per job", "per transaction": "one per transaction", "none": "none"}
 
 
-@dataclass
-class CostResult:
+@dataclass(kw_only=True)
+class CostResult(Result):
     producers: int
     transactions: int
     per_transaction: int
     elapsed_s: dict[str, float]  # the best round, per mode
-    server_version: str
-    stopped: bool = False
     rounds: int = 1
-    guess: int | None = None
     # counted on the server and by the listener, per mode (its last round)
     enqueued: dict[str, int] = field(default_factory=dict)  # rows in jobs after the mode ran
     heard: dict[str, int] = field(default_factory=dict)  # notifications the listening session got
+    guide: GuideFigure = field(default_factory=lambda: figure(12))
 
     @property
     def jobs(self) -> int:
@@ -396,25 +420,38 @@ class CostResult:
     def jobs_per_s(self, mode: str) -> float:
         return self.jobs / self.elapsed_s[mode]
 
+    @property
+    def modes(self) -> list[str]:
+        """The modes that ran, in the course's order."""
+        return [mode for mode in COST_MODES if mode in self.elapsed_s]
+
+    def comparison(self) -> list[Comparison]:
+        """Per mode, its throughput and what the listener heard; the guide column
+        gives what guide #12's rules predict the listener hears (it times nothing)."""
+        rows: list[Comparison] = []
+        for mode in self.modes:
+            rows += [
+                (f"NOTIFY {mode}: jobs/s", None, self.jobs_per_s(mode), None),
+                (f"NOTIFY {mode}: notifications heard", None, self.heard.get(mode, 0), HEARD_PER[mode]),
+            ]
+        return rows
+
     def summary(self) -> str:
         lines = [
             f"enqueue cost: {self.producers} producers, {self.transactions} transactions each of "
             f"{self.per_transaction} jobs ({self.jobs:,} jobs per mode), best of {self.rounds} round(s)"
-            + (" (stopped early)" if self.stopped else "")
+            + self.stopped_note
         ]
         lines += [
             f"  NOTIFY {mode:<16} {self.elapsed_s[mode]:.2f} s, {self.jobs_per_s(mode):,.0f} jobs/s; "
             f"{self.enqueued.get(mode, 0):,} jobs in the table, "
             f"{self.heard.get(mode, 0):,} notifications heard"
-            for mode in COST_MODES
-            if mode in self.elapsed_s
+            for mode in self.modes
         ]
-        return "\n".join(lines + [f"  this server: PostgreSQL {self.server_version}"])
+        return "\n".join(lines + self.footer())
 
     def chart_svg(self, width: int = 720) -> str:
-        rows = [
-            (f"NOTIFY {mode}", self.jobs_per_s(mode), "") for mode in COST_MODES if mode in self.elapsed_s
-        ]
+        rows = [(f"NOTIFY {mode}", self.jobs_per_s(mode), "") for mode in self.modes]
         return charts.bars(
             rows,
             width=width,
@@ -426,62 +463,57 @@ class CostResult:
         )
 
 
-def _produce(
-    db: Database,
+def produce(
+    conns: list[psycopg.Connection],
     mode: str,
+    index: int,
+    *,
     transactions: int,
     per_transaction: int,
-    start: threading.Barrier,
-    errors: list[BaseException],
     stop: threading.Event,
 ) -> None:
-    try:
-        with db.connection() as conn:
-            start.wait()
-            for _ in range(transactions):
-                if stop.is_set():
-                    return
-                with conn.transaction():
-                    for n in range(per_transaction):
-                        job_id = queue.enqueue(conn, KIND, {"n": n}, notify=False)
-                        if mode == "per job":  # the id, as the payload lesson advises: each one distinct
-                            run(conn, "lab/notify_channel", {"channel": "jobs_ready", "payload": str(job_id)})
-                    if mode == "per transaction":
-                        run(conn, "notify_ready", {"kind": KIND})
-    except BaseException as exc:  # raised again by the caller
-        errors.append(exc)
+    """Producer number `index`, on its own session conns[index]: `transactions`
+    transactions of `per_transaction` enqueues, with a NOTIFY per job, one per
+    transaction, or none (`mode`)."""
+    conn = conns[index]
+    for _ in range(transactions):
+        if stop.is_set():
+            return
+        with conn.transaction():
+            for n in range(per_transaction):
+                job_id = queue.enqueue(conn, KIND, {"n": n}, notify=False)
+                if mode == "per job":  # the id, as the payload lesson advises: each one distinct
+                    run(conn, "lab/notify_channel", {"channel": "jobs_ready", "payload": str(job_id)})
+            if mode == "per transaction":
+                run(conn, "notify_ready", {"kind": KIND})
 
 
 def notify_cost(
     db: Database,
+    *,
     producers: int = 8,
     transactions: int = 50,
     per_transaction: int = 10,
     rounds: int = 2,
+    guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
-    *,
-    guess: int | None = None,
 ) -> CostResult:
-    """Each mode: `producers` threads, each committing `transactions`
+    """Each mode: `producers` sessions, each committing `transactions`
     transactions of `per_transaction` enqueues, while one worker-like session
     listens (and reads what arrives). Each round runs the modes in turn, the
     order reversed every other round so none always runs first on a cold
     cache; a mode's time is its best round."""
-    for name, value, high in (
-        ("producers", producers, 64),
-        ("transactions", transactions, 10_000),
-        ("per_transaction", per_transaction, 1_000),
-        ("rounds", rounds, 10),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-            raise BadInput(f"{name} must be a whole number from 1 to {high:,}, got {value!r}")
+    checks.whole_number("producers", producers, 1, 64)
+    checks.whole_number("transactions", transactions, 1, 10_000)
+    checks.whole_number("per_transaction", per_transaction, 1, 1_000)
+    checks.whole_number("rounds", rounds, 1, 10)
     stop = stop or threading.Event()
     elapsed: dict[str, float] = {}
     enqueued: dict[str, int] = {}
     heard_by_mode: dict[str, int] = {}
     listening = threading.Event()
-    listener = db.connect(autocommit=True)
+    listener = db.connect(autocommit=True)  # a plain connection: see listen()
     run(listener, "listen")
     count = [0]  # notifications heard since the mode began; only the reader thread adds to it
 
@@ -500,45 +532,40 @@ def notify_cost(
             with db.connection() as conn:
                 run(conn, "lab/reset_jobs")
             count[0] = 0
-            start = threading.Barrier(producers + 1)
-            errors: list[BaseException] = []
-            threads = [
-                threading.Thread(
-                    target=_produce, args=(db, mode, transactions, per_transaction, start, errors, stop)
+            with ExitStack() as stack:  # fresh sessions each mode, connected before the clock starts
+                conns = [stack.enter_context(db.connection()) for _ in range(producers)]
+                took = together(
+                    producers,
+                    partial(
+                        produce,
+                        conns,
+                        mode,
+                        transactions=transactions,
+                        per_transaction=per_transaction,
+                        stop=stop,
+                    ),
                 )
-                for _ in range(producers)
-            ]
-            for t in threads:
-                t.start()
-            start.wait()
-            t0 = time.perf_counter()
-            for t in threads:
-                t.join()
-            took = time.perf_counter() - t0
-            if errors:
-                raise errors[0]
             if not stop.is_set():
                 elapsed[mode] = min(took, elapsed.get(mode, took))
                 heard_by_mode[mode] = settled(count)
                 with db.connection() as conn:
-                    enqueued[mode] = sum(n for _, n, *_ in run(conn, "stats_status").fetchall())
-            if progress:
-                progress(index + 1, len(plan))
+                    enqueued[mode] = sum(queue.status_counts(conn).values())
+            tell(progress, index + 1, len(plan))
     finally:
         listening.set()
         reader.join()
         listener.close()
     return CostResult(
-        producers,
-        transactions,
-        per_transaction,
-        elapsed,
-        db.server.version,
+        producers=producers,
+        transactions=transactions,
+        per_transaction=per_transaction,
+        elapsed_s=elapsed,
         stopped=stop.is_set(),
         rounds=rounds,
         guess=guess,
         enqueued=enqueued,
         heard=heard_by_mode,
+        **server_fields(db),
     )
 
 

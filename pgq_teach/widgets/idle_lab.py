@@ -12,6 +12,7 @@ Headless (a notebook, a test):
     lab.close_button.click()
     lab.vacuum_button.click(); lab.wait()
     lab.lab.steps                              # what each step measured
+    lab.report()                               # the result so far, with the guess
 
 CSS classes for a browser: pgq-idle-lab, pgq-open, pgq-close, pgq-drain,
 pgq-vacuum, pgq-transaction (data-open="yes"/"no"), pgq-holders, pgq-status,
@@ -28,32 +29,18 @@ import ipywidgets as W
 
 from ..databases import Database
 from ..experiments import bloat
-from .common import ProgressRelay, Runner, comparison_html, error_html
+from .common import ProgressRelay, Runner, comparison_html, error_html, guess_field, result_html, styled
+
+GUESS_LABEL = "How many buffers will an empty claim read while the idle transaction is open?"
 
 
-def drain_html(result: bloat.DrainResult, guess: int | None) -> str:
-    """The drain beside guide #17: the guess is the table's size in MB."""
-    result.guess = guess or None  # the box starts at 0, which is no answer here
-    rows = [
-        (
-            "table size, MB",
-            result.guess,
-            round(result.table_mb, 1),
-            f"{result.guide.values['table_mb']} (PG 16)",
-        ),
-        ("dead row versions (statistics)", None, result.dead_tuples, None),
-        ("seconds to drain", None, result.elapsed_s, None),
-    ]
-    return (
-        comparison_html(rows, version=result.server_version)
-        + result.size_chart_svg()
-        + result.dead_chart_svg()
-        + f"<pre class='pgq-summary'>{escape(result.summary())}</pre>"
-    )
+def drain_html(result: bloat.DrainResult) -> str:
+    """The drain beside guide #17: its charts, then the result's rows and summary."""
+    return result.size_chart_svg() + result.dead_chart_svg() + result_html(result)
 
 
 def transaction_html(lab: bloat.BloatLab) -> str:
-    if lab.transaction_open and lab.idle is not None:
+    if lab.transaction_open:
         text = f"an idle REPEATABLE READ transaction is open (pid {lab.idle.pid})"
         return f'<span data-open="yes" style="color:#b26a00">{escape(text)}</span>'
     return '<span data-open="no">no idle transaction open</span>'
@@ -70,7 +57,8 @@ def holders_html(rows: list[dict]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def steps_html(lab: bloat.BloatLab) -> str:
+def steps_html(lab: bloat.BloatLab, guess: float | None = None) -> str:
+    """The lab's steps as drawn, then its report's rows beside guide #18, then the chart."""
     if not lab.steps:
         return ""
     head = (
@@ -88,35 +76,35 @@ def steps_html(lab: bloat.BloatLab) -> str:
         f"<td>{number(s.vacuum and s.vacuum.not_removable)}</td></tr>"
         for n, s in enumerate(lab.steps, start=1)
     )
-    guide = f"<p>{escape(str(lab.guide))}; this server: PostgreSQL {escape(lab.server_version)}</p>"
-    return f"<table>{head}{rows}</table>{guide}{lab.chart_svg()}"
+    report = lab.report(guess)
+    compared = comparison_html(report.comparison(), version=report.server_version)
+    guide = f"<p>{escape('; '.join(line.strip() for line in report.footer()))}</p>"
+    return f"<table>{head}{rows}</table>{compared}{guide}{lab.chart_svg()}"
 
 
 class IdleLab(W.VBox):
     def __init__(self, db: Database, jobs: int = 100_000):
         self.lab = bloat.BloatLab(db, jobs=jobs)
         self.db = db
-        self.open_button = W.Button(description="Open an idle transaction", icon="folder-open")
-        self.close_button = W.Button(description="End it", icon="times", disabled=True)
-        self.drain_button = W.Button(description=f"Drain {jobs:,} jobs", button_style="primary", icon="play")
-        self.vacuum_button = W.Button(description="VACUUM (VERBOSE)")
-        for button, css in (
-            (self.open_button, "pgq-open"),
-            (self.close_button, "pgq-close"),
-            (self.drain_button, "pgq-drain"),
-            (self.vacuum_button, "pgq-vacuum"),
-        ):
-            button.add_class(css)
-            button.layout = W.Layout(width="auto")
-        self.transaction = W.HTML(value=transaction_html(self.lab))
-        self.transaction.add_class("pgq-transaction")
-        self.holders = W.HTML(value="")
-        self.holders.add_class("pgq-holders")
+        self.guess = guess_field(GUESS_LABEL)
+        self.run_guess: float | None = None  # the guess when the last step started
+        wide = W.Layout(width="auto")
+        self.open_button = styled(
+            W.Button(description="Open an idle transaction", icon="folder-open", layout=wide), "pgq-open"
+        )
+        self.close_button = styled(
+            W.Button(description="End it", icon="times", disabled=True, layout=wide), "pgq-close"
+        )
+        self.drain_button = styled(
+            W.Button(description=f"Drain {jobs:,} jobs", button_style="primary", icon="play", layout=wide),
+            "pgq-drain",
+        )
+        self.vacuum_button = styled(W.Button(description="VACUUM (VERBOSE)", layout=wide), "pgq-vacuum")
+        self.transaction = styled(W.HTML(value=transaction_html(self.lab)), "pgq-transaction")
+        self.holders = styled(W.HTML(value=""), "pgq-holders")
         self.progress = W.IntProgress(value=0, min=0, max=jobs, description="drain")
-        self.status = W.HTML(value="")
-        self.status.add_class("pgq-status")
-        self.output = W.HTML(value="")
-        self.output.add_class("pgq-result")
+        self.status = styled(W.HTML(value=""), "pgq-status")
+        self.output = styled(W.HTML(value=""), "pgq-result")
         self.runner = Runner(self._done, self._failed)
         self.open_button.on_click(lambda _: self._open())
         self.close_button.on_click(lambda _: self._close())
@@ -124,6 +112,7 @@ class IdleLab(W.VBox):
         self.vacuum_button.on_click(lambda _: self._start(self._vacuum, "VACUUM running…"))
         super().__init__(
             [
+                self.guess,
                 W.HBox([self.open_button, self.close_button]),
                 self.transaction,
                 W.HBox([self.drain_button, self.vacuum_button, self.progress]),
@@ -139,6 +128,10 @@ class IdleLab(W.VBox):
     @property
     def steps(self) -> list[bloat.Step]:
         return self.lab.steps
+
+    def report(self) -> bloat.HeldBack:
+        """The lab's result so far, with the guess read when the last step started."""
+        return self.lab.report(self.run_guess)
 
     def _show_holders(self) -> None:
         self.transaction.value = transaction_html(self.lab)
@@ -165,6 +158,7 @@ class IdleLab(W.VBox):
             return
         self.drain_button.disabled = self.vacuum_button.disabled = True
         self.status.value = message
+        self.run_guess = self.guess.value  # read now, on the caller's thread
         self.runner.start(fn)
 
     def _drain(self, stop: threading.Event) -> bloat.Step:
@@ -179,7 +173,7 @@ class IdleLab(W.VBox):
         self.progress.value = min(done, total)
 
     def _done(self, step: bloat.Step) -> None:
-        self.output.value = steps_html(self.lab)
+        self.output.value = steps_html(self.lab, self.run_guess)
         self.status.value = f"done: {escape(step.label)}"
         self.drain_button.disabled = self.vacuum_button.disabled = False
         self._show_holders()

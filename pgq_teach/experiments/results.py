@@ -66,3 +66,18 @@ class Result:
     @property
     def stopped_note(self) -> str:
         return " (stopped early)" if self.stopped else ""
+
+
+@dataclass(frozen=True)
+class GuideAdvice(GuideFigure):
+    """A rule from the guide's prose rather than one of its numbered figures
+    (lessons 10 and 11 teach its operations and switching advice), shown with
+    the section it comes from and never with a figure number."""
+
+    def __str__(self) -> str:
+        return f"the guide ({self.experiment}): {self.figure}"
+
+
+def advice(section: str, rule: str) -> GuideAdvice:
+    """The guide's advice from `section`, to stand where a result shows the guide."""
+    return GuideAdvice(0, section, rule)

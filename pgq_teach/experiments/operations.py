@@ -567,12 +567,6 @@ class ChurnRun:
     def peak_dead(self) -> int:
         return max((d for _, d in self.samples), default=0)
 
-    @property
-    def mean_dead(self) -> float:
-        """Dead rows averaged over the run: less sensitive than the peak to one
-        late autovacuum worker on a busy machine."""
-        return sum(d for _, d in self.samples) / len(self.samples) if self.samples else 0.0
-
     def starts_at(self, rows: int) -> float:
         return self.threshold + self.scale_factor * rows
 
@@ -634,6 +628,11 @@ class AutovacuumComparison(Result):
                 f"{r.starts_at(self.base_rows):,.0f} dead): {r.jobs:,} jobs, {r.autovacuums} autovacuum(s), "
                 f"first at n_dead_tup {r.dead_before_first_autovacuum:,}, peak {r.peak_dead:,}"
             )
+            if r.waited_for_workers_s >= 0.5:
+                lines.append(
+                    f"    (it first waited {r.waited_for_workers_s:.1f} s for autovacuum workers busy in "
+                    "other databases)"
+                )
             if r.starved_before_first_autovacuum:
                 lines.append(
                     f"    (all {r.max_workers} autovacuum workers were busy in other databases "

@@ -101,7 +101,9 @@ def test_the_autovacuum_lab_runs_defaults_and_the_guide_settings_under_the_same_
     if guide.starved_before_first_autovacuum:
         pytest.skip(
             f"all {guide.max_workers} autovacuum workers were busy in other databases before the "
-            f"guide's first autovacuum (busy at each tick: {guide.busy_elsewhere})"
+            f"guide's first autovacuum, at {guide.busy_elsewhere.count(guide.max_workers)} of "
+            f"{len(guide.busy_elsewhere)} ticks, after the lab waited "
+            f"{guide.waited_for_workers_s:.0f} s for them"
         )
     assert guide.autovacuums >= 1
     assert guide.dead_before_first_autovacuum < starts, (

@@ -31,7 +31,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from .. import checks, queue
+from .. import charts, checks, queue
 from ..databases import Database
 from ..guide import GuideFigure
 from ..statements import run, run_one
@@ -669,12 +669,7 @@ class AutovacuumComparison(Result):
             if r.samples:
                 y = top + plot_h - plot_h * r.samples[-1][1] / peak
                 body.append(f'<text x="{left + plot_w + 4}" y="{y:.0f}" fill="{colour}">{r.settings}</text>')
-        title = "n_dead_tup on jobs under the same churn"
-        return (
-            f'<svg xmlns="http://www.w3.org/2000/svg" class="pgq-chart" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11"><title>{title}</title>'
-            f'<text x="4" y="14" font-size="12">{title}</text>' + "".join(body) + "</svg>"
-        )
+        return charts.frame(width, height, body, "n_dead_tup on jobs under the same churn")
 
 
 def autovacuum_workers(conn) -> tuple[int, int, int]:

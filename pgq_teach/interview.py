@@ -9,6 +9,10 @@ time and red flags to avoid. Follow-up questions come after.
 
 Model answers quote the learner's own measurements (`pgq_teach.learner`)
 where a lesson recorded them, and otherwise the guide's figures, saying so.
+The envelope (`envelope`) is the lesson's one experiment with a guess, so it
+is a `results.Result`; the steps, rubrics, follow-ups and the learner's
+answers are the rehearsal's content and record, not measurements, so they stay
+plain frozen records and the learner file.
 The learner's answers, ticks and times live in the learner file `rehearsal`,
 saved as they type; a finished rehearsal is kept, so the next one shows its
 scores beside the new ones. The widget (`widgets/rehearsal.py`) and the
@@ -21,13 +25,15 @@ import math
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
 from . import learner
+from .databases import Database
 from .errors import BadInput
-from .guide import figure
+from .experiments.results import Comparison, Result, guess_text, server_fields
+from .guide import GuideFigure, figure
 from .statements import statement
 
 FILE = "rehearsal"
@@ -195,14 +201,16 @@ def said(q: Quote, mine: str, guide: str) -> str:
 # --- the back-of-envelope calculator -----------------------------------------
 
 
-@dataclass(frozen=True)
-class Envelope:
+@dataclass(kw_only=True)
+class Envelope(Result):
     """What a target rate needs, worked from a measured drain rate.
 
     Little's law gives the workers: jobs in flight = arrival rate x time per
     job. The measured drain (empty jobs, batched) bounds what one server's
     claims and completions can do; each job leaves three dead row versions
     (claim, complete, and the cleanup's DELETE), which autovacuum must clear.
+    The guess is the learner's worker slots. Worked out, not measured: the
+    server fields name the server of the lesson that asked, if any.
     """
 
     target_per_s: float
@@ -220,6 +228,36 @@ class Envelope:
     table_rows: float
     autovacuum_trigger_rows: float
     verdict: str
+    server_version: str = ""
+    server_major: int = 0
+    guide: GuideFigure = field(default_factory=lambda: figure(19))
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            ("worker slots (jobs in flight)", self.guess_cell, self.workers, None),
+            (
+                "drain rate, jobs/s",
+                None,
+                self.drain_per_s if self.drain_is_mine else None,
+                self.guide.values["jobs"] / self.guide.values["seconds"],
+            ),
+            ("connections busy at once", None, self.connections_busy, None),
+            ("share of the measured drain rate", None, f"{self.server_share:.0%}", None),
+            ("dead row versions a second", None, self.dead_per_s, None),
+        ]
+
+    def summary(self) -> str:
+        return "\n".join(
+            [*self.lines(), f"your guess: {guess_text(self.guess, ' worker slots')}", *self.footer()]
+        )
+
+    def footer(self) -> list[str]:
+        where = (
+            f"asked on PostgreSQL {self.server_version}"
+            if self.server_version
+            else "worked out, not measured"
+        )
+        return [f"  {self.guide}", f"  {where}"]
 
     def lines(self) -> list[str]:
         whose = "my measured" if self.drain_is_mine else "the guide's (not yet my own)"
@@ -271,9 +309,12 @@ def envelope(
     work_ms: float = 50,
     batch: int = 10,
     keep_done_minutes: float = 10,
+    guess: float | None = None,
+    db: Database | None = None,
 ) -> Envelope:
     """Work out workers, connections and autovacuum load for `target_per_s`
-    from the learner's drain rate (or the guide's, if none is recorded)."""
+    from the learner's drain rate (or the guide's, if none is recorded).
+    `guess` is the learner's worker slots; `db`, if given, names the server."""
     for name, value in (
         ("target_per_s", target_per_s),
         ("work_ms", work_ms),
@@ -314,21 +355,23 @@ def envelope(
             "or this is where a broker (Kafka, RabbitMQ, SQS) becomes the right answer"
         )
     return Envelope(
-        float(target_per_s),
-        float(drain_per_s),
-        mine,
-        float(work_ms),
-        int(batch),
-        float(keep_done_minutes),
-        workers,
-        workers,
-        busy,
-        share,
-        dead_per_s,
-        dead_per_s * 60,
-        rows,
-        trigger,
-        verdict,
+        target_per_s=float(target_per_s),
+        drain_per_s=float(drain_per_s),
+        drain_is_mine=mine,
+        work_ms=float(work_ms),
+        batch=int(batch),
+        keep_done_minutes=float(keep_done_minutes),
+        workers=workers,
+        connections_direct=workers,
+        connections_busy=busy,
+        server_share=share,
+        dead_per_s=dead_per_s,
+        dead_per_min=dead_per_s * 60,
+        table_rows=rows,
+        autovacuum_trigger_rows=trigger,
+        verdict=verdict,
+        guess=guess,
+        **(server_fields(db) if db is not None else {}),
     )
 
 

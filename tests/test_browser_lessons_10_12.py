@@ -96,6 +96,8 @@ def test_rehearsal_keeps_the_answer_and_ticks_across_a_kernel_restart(page, lab,
 
 def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page, lab):
     open_and_run_all(page, lab, "10-operations.ipynb", timeout_ms=240_000)
+    # Run All pressed Run on the autovacuum panel with its guess box empty: the table says so, not 0
+    page.locator(".pgq-panel .pgq-compare td", has_text="no guess").first.wait_for()
     dash = page.locator(".pgq-dashboard").first
     dash.scroll_into_view_if_needed()
     dash.locator("button", has_text="Start").click()

@@ -137,6 +137,16 @@ def test_the_envelope_from_the_measured_rate():
     assert interview.envelope(10_000).drain_per_s == 25_000
 
 
+def test_the_envelope_is_a_result_with_the_guess_beside_it(db):
+    env = interview.envelope(10_000, drain_per_s=40_000, work_ms=50, guess=50, db=db)
+    assert env.comparison()[0] == ("worker slots (jobs in flight)", 50, 500, None)
+    assert env.server_version == db.server.version and "your guess: 50 worker slots" in env.summary()
+    assert "guide #19" in env.summary()
+    unguessed = interview.envelope(10_000, drain_per_s=40_000)
+    assert unguessed.comparison()[0][1] == "no guess" and "your guess: no guess" in unguessed.summary()
+    assert "worked out, not measured" in unguessed.summary()
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [

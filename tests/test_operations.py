@@ -78,44 +78,61 @@ def test_bad_input_is_refused_before_anything_runs(db, call):
 
 
 def test_the_autovacuum_lab_runs_defaults_and_the_guide_settings_under_the_same_churn(db):
-    r = operations.autovacuum_per_table(db, base_rows=50_000, seconds=8, jobs_per_tick=200)
+    r = operations.autovacuum_per_table(db, base_rows=50_000, churn_s=8, jobs_per_tick=200, guess=12_000)
     if r.skipped:
         pytest.skip(r.skipped)
     defaults, guide = r.run("defaults"), r.run("guide")
     assert r.naptime == "1s" and not r.stopped
-    assert defaults.peak_dead >= defaults.starts_at(50_000)
-    # no autovacuum finished before the threshold (within the dead rows of one tick: claim + complete)
-    assert defaults.dead_before_first_autovacuum >= defaults.starts_at(50_000) - 2 * 200, (
+    assert (guide.scale_factor, guide.threshold) == (0.01, 1000)  # the second run used the guide's settings
+    starts = defaults.starts_at(50_000)  # 10,050
+    one_tick = 2 * 200  # dead versions a tick adds: claim + complete
+    assert len(defaults.vacuums_so_far) == len(defaults.busy_elsewhere) == len(defaults.samples)
+    # What the settings guarantee, read from pg_stat_user_tables: with the defaults,
+    # no autovacuum finished on jobs before the threshold (within one tick's dead rows)
+    assert defaults.peak_dead >= starts
+    assert defaults.dead_before_first_autovacuum >= starts - one_tick, (
         defaults.samples,
         defaults.vacuums_so_far,
     )
-    assert len(defaults.vacuums_so_far) == len(defaults.samples)
-    # The second run used the guide's per-table settings.
-    assert (guide.scale_factor, guide.threshold) == (0.01, 1000)
-    # How low n_dead_tup stays, and how often autovacuum runs, depend on when a
-    # free autovacuum worker reaches this table. In a full test run the three
-    # workers are busy in the other test databases: the guide's run once peaked
-    # above the defaults', and once ran as often. So the comparison is reported
-    # here, not asserted; lesson 10's check cell asserts it on a quiet server.
-    print(
-        f"autovacuums: guide {guide.autovacuums}, defaults {defaults.autovacuums}; "
-        f"peak dead rows: guide {guide.peak_dead:,}, defaults {defaults.peak_dead:,}"
+    # With the guide's, autovacuum may start at 1,500 dead rows, and a free worker comes
+    # within a naptime (1 s, about 4,000 dead rows here). The lab waited until no worker
+    # was busy in another database; if all of them still were before the first
+    # autovacuum, the timing is not the settings' to keep, so say so rather than guess.
+    if guide.starved_before_first_autovacuum:
+        pytest.skip(
+            f"all {guide.max_workers} autovacuum workers were busy in other databases before the "
+            f"guide's first autovacuum, at {guide.busy_elsewhere.count(guide.max_workers)} of "
+            f"{len(guide.busy_elsewhere)} ticks, after the lab waited "
+            f"{guide.waited_for_workers_s:.0f} s for them"
+        )
+    assert guide.autovacuums >= 1
+    assert guide.dead_before_first_autovacuum < starts, (
+        guide.samples,
+        guide.vacuums_so_far,
+        guide.busy_elsewhere,
     )
     assert "<polyline" in r.chart_svg()
     from pgq_teach.widgets.dashboard import autovacuum_html
 
-    assert "peak n_dead_tup, defaults" in autovacuum_html(r, 20_000) and "<svg" in autovacuum_html(r, None)
+    html = autovacuum_html(r)
+    assert "<td>12,000</td>" in html and "peak n_dead_tup, defaults" in html and "<svg" in html
+    assert "your guess for the defaults' peak: 12,000" in r.summary()
     with db.connection() as conn:  # the server-wide setting is back to its default
         assert operations.run(conn, "lab/show_naptime").fetchone()[0] == "1min"
+
+
+def test_an_unmade_guess_reads_no_guess(db):
+    r = operations.partition_drop_vs_delete(db, rows_per_day=1_000)
+    assert r.guess is None and r.comparison()[0][1] == "no guess" and "your guess: no guess" in r.summary()
 
 
 def test_autovacuum_lab_leaves_a_server_it_does_not_own_alone(db):
     from dataclasses import replace
 
     theirs = replace(db, server=replace(db.server, backend="dsn", origin=""))
-    r = operations.autovacuum_per_table(theirs, seconds=5)
+    r = operations.autovacuum_per_table(theirs, churn_s=5)
     assert r.skipped.startswith("autovacuum_naptime is a server-wide setting") and r.runs == []
     assert "skipped" in r.summary()
     from pgq_teach.widgets.dashboard import autovacuum_html
 
-    assert "Skipped: autovacuum_naptime" in autovacuum_html(r, None)
+    assert "Skipped: autovacuum_naptime" in autovacuum_html(r)

@@ -54,13 +54,15 @@ def test_the_checklist_widget_saves_its_ticks(tmp_path):
 
 
 def test_drain_rate_completes_every_job_once(db):
-    d = switching.drain_rate(db, jobs=5_000, batch=100, workers=3)
+    d = switching.drain_rate(db, jobs=5_000, batch=100, workers=3, guess=7)
     assert d.completed == 5_000 and not d.stopped and d.jobs_per_s > 0
     assert d.guide_jobs_per_s == 25_000
-    from pgq_teach.widgets.switch_checklist import drain_html
+    from pgq_teach.widgets.common import result_html
 
-    html = drain_html(d, 7)
+    html = result_html(d)
     assert "seconds for 5,000 jobs" in html and "<td>7</td>" in html and "<td>25,000</td>" in html
+    assert d.comparison()[0][3] is None  # the guide's 4 s is for 100,000 jobs, not 5,000
+    assert "your guess: 7 s" in d.summary()
 
 
 def test_the_stand_in_broker_refuses_while_down_and_the_consumer_deduplicates():
@@ -84,6 +86,7 @@ def test_the_outbox_relay_loses_nothing_and_delivers_at_least_once(db):
     assert r.broker_messages == 33 and r.republished_after_crash == 3
     assert r.consumer_processed == 30 and r.duplicates_skipped == 3
     assert r.status_counts == {"done": 30}
+    assert r.comparison()[0][:3] == ("messages in the broker", "no guess", 33)  # an unmade guess is not 0
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,11 @@
   a forgotten transaction; the client sees 25P03.
 
 Sessions here are plain psycopg connections, kept small so they can move onto
-the shared session helpers later. Results are plain dataclasses with
-`server_version`, `guess`, `guide` and `stopped`.
+the shared session helpers later. Every result is a `results.Result`: the
+server, the learner's guess, the guide's advice (`results.advice`: these rules
+come from the guide's prose, not its numbered figures), and the comparison rows
+its widget draws. `Snapshot` is not an experiment's result but one reading of
+the monitoring queries, so it stays a plain record.
 """
 
 from __future__ import annotations
@@ -28,23 +31,24 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from .. import queue
+from .. import charts, checks, queue
 from ..databases import Database
-from ..errors import BadInput
+from ..guide import GuideFigure
 from ..statements import run, run_one
 from ..worker import Worker
+from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
 
-Progress = Callable[[int, int], None]
 LAB_ROLE = "pgq_lab_idle_worker"  # a lab role, never the real queue_worker
-GUIDE_CLEANUP = "delete done jobs in batches, e.g. 5,000 at a time; small batches keep each transaction short"
-GUIDE_PARTITION = "dropping a whole partition avoids the VACUUM cost of a bulk DELETE (the partitioning docs)"
-GUIDE_TIMEOUT = "ALTER ROLE queue_worker SET idle_in_transaction_session_timeout = '1min' (default 0, off)"
-
-
-def check_count(name: str, value: Any, low: int, high: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise BadInput(f"{name} must be a whole number from {low:,} to {high:,}, got {value!r}")
-    return value
+SECTION = "operations"
+GUIDE_CLEANUP = advice(
+    SECTION, "delete done jobs in batches, e.g. 5,000 at a time; small batches keep each transaction short"
+)
+GUIDE_PARTITION = advice(
+    SECTION, "dropping a whole partition avoids the VACUUM cost of a bulk DELETE (the partitioning docs)"
+)
+GUIDE_TIMEOUT = advice(
+    SECTION, "ALTER ROLE queue_worker SET idle_in_transaction_session_timeout = '1min' (default 0, off)"
+)
 
 
 def owns_server(db: Database) -> bool:
@@ -86,9 +90,9 @@ class Load:
         self, db: Database, *, rate: int = 200, workers: int = 2, work_ms: int = 5, stuck_session: bool = True
     ):
         self.db = db
-        self.rate = check_count("rate", rate, 1, 5_000)
-        self.workers_wanted = check_count("workers", workers, 1, 16)
-        self.work_ms = check_count("work_ms", work_ms, 0, 10_000)
+        self.rate = checks.whole_number("rate", rate, 1, 5_000)
+        self.workers_wanted = checks.whole_number("workers", workers, 1, 16)
+        self.work_ms = checks.whole_number("work_ms", work_ms, 0, 10_000)
         self.stuck_session = stuck_session
         self.stop_event = threading.Event()
         self.threads: list[threading.Thread] = []
@@ -160,9 +164,11 @@ class Load:
 
 @dataclass
 class DeleteRun:
+    """One of the two ways's measurements (a part of `CleanupComparison`, not a result)."""
+
     way: str
     rows: int
-    seconds: float
+    elapsed_s: float
     longest_transaction_s: float
     transactions: int
     dead_rows: int
@@ -173,28 +179,55 @@ class DeleteRun:
         ms = sorted(self.transaction_ms)
         return ms[len(ms) // 2] if ms else 0.0
 
+    @property
+    def elapsed_ms(self) -> float:
+        return self.elapsed_s * 1000
 
-@dataclass
-class CleanupComparison:
+    @property
+    def longest_transaction_ms(self) -> float:
+        return self.longest_transaction_s * 1000
+
+
+NOT_RUN = DeleteRun("not run", 0, 0.0, 0.0, 0, 0, [])
+
+
+@dataclass(kw_only=True)
+class CleanupComparison(Result):
     rows: int
     batch: int
     batched: DeleteRun
     bulk: DeleteRun
-    server_version: str
-    guess: int | None = None
-    guide: str = GUIDE_CLEANUP
-    stopped: bool = False
+    guess: float | None = None  # how many ms the one big DELETE lasts
+    guide: GuideFigure = GUIDE_CLEANUP
+
+    def comparison(self) -> list[Comparison]:
+        b, one = self.batched, self.bulk
+        return [
+            ("one big DELETE, ms", self.guess_cell, one.elapsed_ms, None),
+            ("cleanup in batches, ms", None, b.elapsed_ms, None),
+            ("longest transaction, one DELETE, ms", None, one.longest_transaction_ms, None),
+            (
+                f"longest transaction, batches of {self.batch:,}, ms",
+                None,
+                b.longest_transaction_ms,
+                "short: batches of e.g. 5,000",
+            ),
+            ("dead rows left, one DELETE", None, one.dead_rows, None),
+            ("dead rows left, batches", None, b.dead_rows, None),
+        ]
 
     def summary(self) -> str:
-        lines = [f"{self.rows:,} done jobs deleted two ways (PostgreSQL {self.server_version}):"]
+        lines = [f"{self.rows:,} done jobs deleted two ways" + self.stopped_note + ":"]
         for r in (self.batched, self.bulk):
             lines.append(
-                f"  {r.way:<22} {r.seconds:6.2f} s, {r.transactions:>3} transaction(s), longest "
-                f"{r.longest_transaction_s * 1000:7.1f} ms, median {r.median_transaction_ms:7.1f} ms, "
+                f"  {r.way:<22} {r.elapsed_s:6.2f} s, {r.transactions:>3} transaction(s), longest "
+                f"{r.longest_transaction_ms:7.1f} ms, median {r.median_transaction_ms:7.1f} ms, "
                 f"dead rows left {r.dead_rows:,}"
             )
-        lines.append(f"guide: {self.guide}")
-        return "\n".join(lines)
+        lines.append(
+            f"  one big DELETE: {self.bulk.elapsed_ms:,.0f} ms (your guess: {guess_text(self.guess, ' ms')})"
+        )
+        return "\n".join(lines + self.footer())
 
 
 def dead_rows(conn, prefix: str) -> dict[str, tuple[int, int]]:
@@ -233,15 +266,14 @@ def cleanup_vs_bulk_delete(
     *,
     rows: int = 200_000,
     batch: int = 5_000,
-    guess: int | None = None,
+    guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> CleanupComparison:
     """Delete `rows` done jobs with cleanup (batches) and again with one DELETE.
     Autovacuum is turned off for the run, so dead rows are counted, not raced."""
-    check_count("rows", rows, 1_000, 1_000_000)
-    check_count("batch", batch, 1, rows)
-    progress = progress or (lambda d, t: None)
+    checks.whole_number("rows", rows, 1_000, 1_000_000)
+    checks.whole_number("batch", batch, 1, rows)
     results = []
     with db.connection() as conn:
         run(conn, "lab/jobs_autovacuum", {"enabled": False, "scale_factor": 0.2, "threshold": 50})
@@ -261,62 +293,64 @@ def cleanup_vs_bulk_delete(
                     with conn.transaction():
                         deleted = run(conn, "lab/delete_all_done").rowcount
                     times = [(time.perf_counter() - began) * 1000]
-                seconds = time.perf_counter() - began
+                elapsed_s = time.perf_counter() - began
                 run(conn, "lab/flush_stats")
                 dead = wait_for_dead(conn, "jobs", before + deleted) - before
-                results.append(DeleteRun(way, deleted, seconds, max(times) / 1000, len(times), dead, times))
-                progress(n + 1, 2)
+                results.append(DeleteRun(way, deleted, elapsed_s, max(times) / 1000, len(times), dead, times))
+                tell(progress, n + 1, 2)
         finally:
-            run(conn, "lab/jobs_autovacuum", {"enabled": True, "scale_factor": 0.2, "threshold": 50})
-    stopped = len(results) < 2
-    empty = DeleteRun("not run", 0, 0.0, 0.0, 0, 0, [])
+            run(conn, "lab/jobs_autovacuum", {"enabled": True, **DEFAULTS})
+    results += [NOT_RUN] * (2 - len(results))
     return CleanupComparison(
-        rows,
-        batch,
-        results[0] if results else empty,
-        results[1] if len(results) > 1 else empty,
-        db.server.version,
-        guess,
-        stopped=stopped,
+        rows=rows,
+        batch=batch,
+        batched=results[0],
+        bulk=results[1],
+        guess=guess,
+        stopped=NOT_RUN in results,
+        **server_fields(db),
     )
 
 
 # --- partitioned history: drop a day, or delete it --------------------------------
 
 
-@dataclass
-class PartitionComparison:
+@dataclass(kw_only=True)
+class PartitionComparison(Result):
     rows_per_day: int
     delete_s: float
     drop_s: float
     dead_after_delete: int
     dead_after_drop: int
     partitions_left: list[str]
-    server_version: str
-    guess: int | None = None
-    guide: str = GUIDE_PARTITION
-    stopped: bool = False
     drop_locks_on_parent: list[str] = field(default_factory=list)  # what the DROP held on jobs_history
+    guess: float | None = None  # dead rows left by dropping a day
+    guide: GuideFigure = GUIDE_PARTITION
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            ("dead rows left, DROP the day's table", self.guess_cell, self.dead_after_drop, "none to VACUUM"),
+            ("dead rows left, DELETE the day's rows", None, self.dead_after_delete, None),
+            ("DELETE the day's rows, ms", None, self.delete_s * 1000, None),
+            ("DROP the day's table, ms", None, self.drop_s * 1000, None),
+        ]
 
     def summary(self) -> str:
         return "\n".join(
             [
-                (
-                    f"one day of history, {self.rows_per_day:,} rows, removed two ways "
-                    f"(PostgreSQL {self.server_version}):"
-                ),
+                f"one day of history, {self.rows_per_day:,} rows, removed two ways:",
                 (
                     f"  DELETE the day's rows : {self.delete_s * 1000:8.1f} ms, "
                     f"dead rows left {self.dead_after_delete:,}"
                 ),
                 (
                     f"  DROP the day's table  : {self.drop_s * 1000:8.1f} ms, "
-                    f"dead rows left {self.dead_after_drop:,}"
+                    f"dead rows left {self.dead_after_drop:,} (your guess: {guess_text(self.guess)})"
                 ),
                 f"  until it commits, the DROP holds on jobs_history: {', '.join(self.drop_locks_on_parent)}",
-                f"partitions left: {', '.join(self.partitions_left)}",
-                f"guide: {self.guide}",
+                f"  partitions left: {', '.join(self.partitions_left)}",
             ]
+            + self.footer()
         )
 
 
@@ -328,13 +362,13 @@ def partition_drop_vs_delete(
     db: Database,
     *,
     rows_per_day: int = 50_000,
-    guess: int | None = None,
+    guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> PartitionComparison:
-    """Three days of history in day partitions; delete day 1's rows, drop day 2's partition."""
-    check_count("rows_per_day", rows_per_day, 1_000, 1_000_000)
-    progress = progress or (lambda d, t: None)
+    """Three days of history in day partitions; delete day 1's rows, drop day 2's
+    partition. Short enough that `stop` is not checked; it is taken for the panel."""
+    checks.whole_number("rows_per_day", rows_per_day, 1_000, 1_000_000)
     days = [date(2026, 11, 1) + timedelta(days=n) for n in range(3)]
     with db.connection() as conn:
         run(conn, "lab/history_drop")
@@ -347,7 +381,7 @@ def partition_drop_vs_delete(
                 idents={"name": partition_name(day)},
             )
             run(conn, "lab/history_fill_day", {"day": day.isoformat(), "count": rows_per_day})
-        progress(1, 3)
+        tell(progress, 1, 3)
         run(conn, "lab/flush_stats")
         deleted_day, dropped_day = days[0], days[1]
         began = time.perf_counter()
@@ -357,7 +391,7 @@ def partition_drop_vs_delete(
             {"day": deleted_day.isoformat(), "next_day": (deleted_day + timedelta(days=1)).isoformat()},
         )
         delete_s = time.perf_counter() - began
-        progress(2, 3)
+        tell(progress, 2, 3)
         began = time.perf_counter()
         with conn.transaction(), db.connection() as other:
             run(conn, "lab/history_drop_day", idents={"name": partition_name(dropped_day)})
@@ -368,40 +402,48 @@ def partition_drop_vs_delete(
         run(conn, "lab/flush_stats")
         wait_for_dead(conn, partition_name(deleted_day), rows_per_day)
         tables = dead_rows(conn, "jobs_history")
-        progress(3, 3)
+        tell(progress, 3, 3)
     left = sorted(t for t in tables if t != "jobs_history")
     dead_deleted = tables.get(partition_name(deleted_day), (0, 0))[1]
     dead_dropped = tables.get(partition_name(dropped_day), (0, 0))[1]  # gone: nothing left to count
     return PartitionComparison(
-        rows_per_day,
-        delete_s,
-        drop_s,
-        dead_deleted,
-        dead_dropped,
-        left,
-        db.server.version,
-        guess,
+        rows_per_day=rows_per_day,
+        delete_s=delete_s,
+        drop_s=drop_s,
+        dead_after_delete=dead_deleted,
+        dead_after_drop=dead_dropped,
+        partitions_left=left,
         drop_locks_on_parent=parent_locks,
+        guess=guess,
+        **server_fields(db),
     )
 
 
 # --- idle_in_transaction_session_timeout on the worker role ------------------------
 
 
-@dataclass
-class TimeoutDemo:
+@dataclass(kw_only=True)
+class TimeoutDemo(Result):
     timeout_s: float
     role: str
-    setting_seen: str
-    ended_after_s: float
-    sqlstate: str | None
-    error: str
-    session_gone: bool
-    server_version: str
-    guess: int | None = None
-    guide: str = GUIDE_TIMEOUT
-    stopped: bool = False
+    setting_seen: str = ""
+    ended_after_s: float = 0.0
+    sqlstate: str | None = None
+    error: str = ""
+    session_gone: bool = False
     skipped: str = ""
+    guess: float | None = None  # seconds until the server ends the forgotten transaction
+    guide: GuideFigure = GUIDE_TIMEOUT
+
+    def comparison(self) -> list[Comparison]:
+        if self.skipped:
+            return []
+        return [
+            ("idle_in_transaction_session_timeout", None, self.setting_seen, "1min (default 0, off)"),
+            ("the next statement failed after, s", self.guess_cell, self.ended_after_s, None),
+            ("SQLSTATE the client saw", None, self.sqlstate, None),
+            ("session gone from pg_stat_activity", None, "yes" if self.session_gone else "no", None),
+        ]
 
     def summary(self) -> str:
         if self.skipped:
@@ -414,17 +456,17 @@ class TimeoutDemo:
                     f"{self.ended_after_s:.1f} s with SQLSTATE {self.sqlstate}: {self.error}"
                 ),
                 f"the session is gone from pg_stat_activity: {self.session_gone}",
-                f"guide: {self.guide}",
             ]
+            + self.footer()
         )
 
 
-def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: int | None = None) -> TimeoutDemo:
+def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: float | None = None) -> TimeoutDemo:
     """Make a lab worker role with sql/roles.sql and a short timeout, open a
     transaction as that role and forget it; the server ends the session and
     the client sees 25P03."""
-    if not isinstance(timeout_s, (int, float)) or not 0.2 <= timeout_s <= 10:
-        raise BadInput(f"timeout_s must be from 0.2 to 10 seconds, got {timeout_s!r}")
+    timeout_s = checks.seconds("timeout_s", timeout_s, 0.2, 10)
+    demo = {"timeout_s": timeout_s, "role": LAB_ROLE, "guess": guess, **server_fields(db)}
     password = secrets.token_hex(12)
     with db.connection() as admin:
         drop_lab_role(admin)
@@ -434,18 +476,8 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: int | None = No
             run(admin, "roles", params, idents={"role": LAB_ROLE})
         except psycopg.errors.InsufficientPrivilege as exc:
             drop_lab_role(admin)
-            return TimeoutDemo(
-                timeout_s,
-                LAB_ROLE,
-                "",
-                0.0,
-                None,
-                "",
-                False,
-                db.server.version,
-                guess,
-                skipped=f"this server's user may not create roles ({exc.diag.message_primary})",
-            )
+            why = f"this server's user may not create roles ({exc.diag.message_primary})"
+            return TimeoutDemo(skipped=why, **demo)
         try:
             with psycopg.connect(make_conninfo(db.dsn, user=LAB_ROLE, password=password)) as worker:
                 setting = run_one(worker, "lab/session_settings")[1]
@@ -464,7 +496,12 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: int | None = No
         finally:
             drop_lab_role(admin)
     return TimeoutDemo(
-        timeout_s, LAB_ROLE, setting, ended, sqlstate, error, not alive, db.server.version, guess
+        setting_seen=setting,
+        ended_after_s=ended,
+        sqlstate=sqlstate,
+        error=error,
+        session_gone=not alive,
+        **demo,
     )
 
 
@@ -481,14 +518,19 @@ def drop_lab_role(admin) -> None:
 
 DEFAULTS = {"scale_factor": 0.2, "threshold": 50}  # the server's defaults (guide: 50 rows plus 20%)
 GUIDE_SETTINGS = {"scale_factor": 0.01, "threshold": 1000}  # the guide's starting point for jobs
-GUIDE_AUTOVACUUM = (
-    "ALTER TABLE jobs SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000)"
+GUIDE_AUTOVACUUM = advice(
+    SECTION,
+    "ALTER TABLE jobs SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000)",
 )
 LAB_NAPTIME = "1s"
+TICK_S = 0.1
+FREE_WORKER_WAIT_S = 20.0  # how long a run waits for autovacuum workers busy in other databases
 
 
 @dataclass
 class ChurnRun:
+    """One setting's churn (a part of `AutovacuumComparison`, not a result)."""
+
     settings: str
     scale_factor: float
     threshold: int
@@ -496,60 +538,108 @@ class ChurnRun:
     autovacuums: int
     jobs: int
     vacuums_so_far: list[int] = field(default_factory=list)  # autovacuums this run, at each sample
+    # autovacuum workers busy in other databases at each sample, and how many the server may run:
+    # when all of them are busy elsewhere, none can come to this table, whatever its settings
+    busy_elsewhere: list[int] = field(default_factory=list)
+    max_workers: int = 3
+    waited_for_workers_s: float = 0.0  # before the run, for workers busy elsewhere to finish
+
+    @property
+    def first_autovacuum_sample(self) -> int:
+        """The index of the first sample after autovacuum first finished on jobs (len(samples) if never)."""
+        return next((i for i, n in enumerate(self.vacuums_so_far) if n > 0), len(self.samples))
 
     @property
     def dead_before_first_autovacuum(self) -> int:
-        """The most dead rows seen before autovacuum first finished on jobs in this run."""
-        first = next((i for i, n in enumerate(self.vacuums_so_far) if n > 0), len(self.samples))
-        return max((d for _, d in self.samples[:first]), default=0)
+        """The most dead rows seen before autovacuum first finished on jobs in this run:
+        the count at which the first autovacuum fired, to within a tick's churn."""
+        return max((d for _, d in self.samples[: self.first_autovacuum_sample]), default=0)
+
+    @property
+    def starved_before_first_autovacuum(self) -> bool:
+        """Whether every autovacuum worker was busy in another database at some
+        sample before the first autovacuum here: then the first one may have come
+        late for a reason no table setting controls."""
+        busy = self.busy_elsewhere[: self.first_autovacuum_sample]
+        return any(n >= self.max_workers for n in busy)
 
     @property
     def peak_dead(self) -> int:
         return max((d for _, d in self.samples), default=0)
 
-    @property
-    def mean_dead(self) -> float:
-        """Dead rows averaged over the run: less sensitive than the peak to one
-        late autovacuum worker on a busy machine."""
-        return sum(d for _, d in self.samples) / len(self.samples) if self.samples else 0.0
-
     def starts_at(self, rows: int) -> float:
         return self.threshold + self.scale_factor * rows
 
 
-@dataclass
-class AutovacuumComparison:
+@dataclass(kw_only=True)
+class AutovacuumComparison(Result):
     base_rows: int
-    seconds: float
+    churn_s: float
     jobs_per_tick: int
     runs: list[ChurnRun]
     naptime: str
-    server_version: str
-    guess: int | None = None
-    guide: str = GUIDE_AUTOVACUUM
-    stopped: bool = False
     skipped: str = ""
+    guess: float | None = None  # peak n_dead_tup with the defaults
+    guide: GuideFigure = GUIDE_AUTOVACUUM
 
     def run(self, settings: str) -> ChurnRun:
         return next(r for r in self.runs if r.settings == settings)
+
+    def comparison(self) -> list[Comparison]:
+        if self.skipped or len(self.runs) < 2:
+            return []
+        defaults, guide = self.run("defaults"), self.run("guide")
+        return [
+            (
+                "peak n_dead_tup, defaults",
+                self.guess_cell,
+                defaults.peak_dead,
+                f"starts at 50 + 20% of rows = {defaults.starts_at(self.base_rows):,.0f}",
+            ),
+            (
+                "peak n_dead_tup, guide's settings",
+                None,
+                guide.peak_dead,
+                f"starts at 1000 + 1% of rows = {guide.starts_at(self.base_rows):,.0f}",
+            ),
+            (
+                "n_dead_tup at the first autovacuum, defaults",
+                None,
+                defaults.dead_before_first_autovacuum,
+                None,
+            ),
+            ("n_dead_tup at the first autovacuum, guide's", None, guide.dead_before_first_autovacuum, None),
+            ("autovacuum runs, defaults", None, defaults.autovacuums, None),
+            ("autovacuum runs, guide's settings", None, guide.autovacuums, None),
+        ]
 
     def summary(self) -> str:
         if self.skipped:
             return f"skipped: {self.skipped}"
         lines = [
             (
-                f"{self.seconds:g} s of churn on a jobs table of {self.base_rows:,} done rows, "
-                f"autovacuum_naptime {self.naptime} (PostgreSQL {self.server_version}):"
+                f"{self.churn_s:g} s of churn on a jobs table of {self.base_rows:,} done rows, "
+                f"autovacuum_naptime {self.naptime}" + self.stopped_note + ":"
             )
         ]
         for r in self.runs:
             lines.append(
                 f"  {r.settings:<8} (threshold {r.threshold:,} + {r.scale_factor:g} x rows = starts at "
                 f"{r.starts_at(self.base_rows):,.0f} dead): {r.jobs:,} jobs, {r.autovacuums} autovacuum(s), "
-                f"peak n_dead_tup {r.peak_dead:,}"
+                f"first at n_dead_tup {r.dead_before_first_autovacuum:,}, peak {r.peak_dead:,}"
             )
-        lines.append(f"guide: {self.guide}")
-        return "\n".join(lines)
+            if r.waited_for_workers_s >= 0.5:
+                lines.append(
+                    f"    (it first waited {r.waited_for_workers_s:.1f} s for autovacuum workers busy in "
+                    "other databases)"
+                )
+            if r.starved_before_first_autovacuum:
+                lines.append(
+                    f"    (all {r.max_workers} autovacuum workers were busy in other databases "
+                    "before its first autovacuum)"
+                )
+        lines.append(f"  your guess for the defaults' peak: {guess_text(self.guess)}")
+        return "\n".join(lines + self.footer())
 
     def chart_svg(self, width: int = 720, height: int = 260) -> str:
         """n_dead_tup over time, one line per setting."""
@@ -579,52 +669,66 @@ class AutovacuumComparison:
             if r.samples:
                 y = top + plot_h - plot_h * r.samples[-1][1] / peak
                 body.append(f'<text x="{left + plot_w + 4}" y="{y:.0f}" fill="{colour}">{r.settings}</text>')
-        title = "n_dead_tup on jobs under the same churn"
-        return (
-            f'<svg xmlns="http://www.w3.org/2000/svg" class="pgq-chart" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11"><title>{title}</title>'
-            f'<text x="4" y="14" font-size="12">{title}</text>' + "".join(body) + "</svg>"
-        )
+        return charts.frame(width, height, body, "n_dead_tup on jobs under the same churn")
+
+
+def autovacuum_workers(conn) -> tuple[int, int, int]:
+    """(busy in other databases, busy in this one, autovacuum_max_workers)."""
+    busy_elsewhere, busy_here, max_workers = run_one(conn, "lab/autovacuum_workers")
+    return int(busy_elsewhere), int(busy_here), int(max_workers)
+
+
+def wait_for_free_workers(conn, timeout: float = FREE_WORKER_WAIT_S) -> float:
+    """Wait (at most `timeout` s) until no autovacuum worker is busy in another
+    database, so the run starts with every worker free to come here; the seconds waited."""
+    began = time.monotonic()
+    while autovacuum_workers(conn)[0] > 0 and time.monotonic() - began < timeout:
+        time.sleep(0.05)
+    return time.monotonic() - began
 
 
 def churn(
     conn,
+    run_record: ChurnRun,
     jobs_per_tick: int,
-    seconds: float,
+    churn_s: float,
     stop: threading.Event | None,
-    progress: Progress,
+    progress: Progress | None,
     done_before: int,
     total_ticks: int,
-) -> tuple[list[tuple[float, int]], int, int, list[int]]:
-    """Enqueue, claim and complete `jobs_per_tick` jobs every 0.1 s; sample n_dead_tup
-    and how many autovacuums have finished on jobs so far."""
-    samples, counts, jobs, ticks = [], [], 0, 0
+) -> None:
+    """Enqueue, claim and complete `jobs_per_tick` jobs every tick (0.1 s); at each
+    tick record n_dead_tup, how many autovacuums have finished on jobs so far, and
+    how many autovacuum workers are busy in other databases, into `run_record`."""
     first = run(conn, "stats_vacuum").fetchone()
     runs_before = first[3] if first else 0
     began = time.monotonic()
-    while time.monotonic() - began < seconds and not (stop is not None and stop.is_set()):
+    ticks = 0
+    while time.monotonic() - began < churn_s and not (stop is not None and stop.is_set()):
         run(conn, "lab/seed_jobs", {"kind": "send_receipt", "count": jobs_per_tick})
         queue.claim(conn, batch=jobs_per_tick)
         run(conn, "lab/complete_running")
         run(conn, "lab/flush_stats")
-        jobs += jobs_per_tick
+        run_record.jobs += jobs_per_tick
         row = run(conn, "stats_vacuum").fetchone()
-        samples.append((time.monotonic() - began, row[1] if row else 0))
-        counts.append((row[3] if row else 0) - runs_before)
+        run_record.samples.append((time.monotonic() - began, row[1] if row else 0))
+        run_record.vacuums_so_far.append((row[3] if row else 0) - runs_before)
+        busy_elsewhere, _, run_record.max_workers = autovacuum_workers(conn)
+        run_record.busy_elsewhere.append(busy_elsewhere)
         ticks += 1
-        progress(done_before + ticks, total_ticks)
-        time.sleep(max(0.0, began + ticks * 0.1 - time.monotonic()))
+        tell(progress, done_before + ticks, total_ticks)
+        time.sleep(max(0.0, began + ticks * TICK_S - time.monotonic()))
     row = run(conn, "stats_vacuum").fetchone()
-    return samples, jobs, (row[3] if row else 0) - runs_before, counts
+    run_record.autovacuums = (row[3] if row else 0) - runs_before
 
 
 def autovacuum_per_table(
     db: Database,
     *,
     base_rows: int = 100_000,
-    seconds: float = 15.0,
+    churn_s: float = 15.0,
     jobs_per_tick: int = 200,
-    guess: int | None = None,
+    guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> AutovacuumComparison:
@@ -632,27 +736,31 @@ def autovacuum_per_table(
     guide's per-table settings, sampling n_dead_tup. Autovacuum looks at a
     database once a minute by default, too rarely to see in a lesson, so the
     lab shortens autovacuum_naptime to 1 s, only on a server the course started
-    itself, and resets it afterwards. On another server it skips, saying why."""
-    check_count("base_rows", base_rows, 1_000, 1_000_000)
-    check_count("jobs_per_tick", jobs_per_tick, 1, 5_000)
-    if not isinstance(seconds, (int, float)) or not 1 <= seconds <= 120:
-        raise BadInput(f"seconds must be from 1 to 120, got {seconds!r}")
-    progress = progress or (lambda d, t: None)
+    itself, and resets it afterwards. On another server it skips, saying why.
+    Each run first waits for autovacuum workers busy in other databases (the
+    server has only autovacuum_max_workers, 3 by default) and records how many
+    were busy at every tick."""
+    checks.whole_number("base_rows", base_rows, 1_000, 1_000_000)
+    checks.whole_number("jobs_per_tick", jobs_per_tick, 1, 5_000)
+    churn_s = checks.seconds("churn_s", churn_s, 1, 120)
+    comparison = {
+        "base_rows": base_rows,
+        "churn_s": churn_s,
+        "jobs_per_tick": jobs_per_tick,
+        "guess": guess,
+        **server_fields(db),
+    }
     if not owns_server(db):
         return AutovacuumComparison(
-            base_rows,
-            seconds,
-            jobs_per_tick,
-            [],
-            "",
-            db.server.version,
-            guess,
+            runs=[],
+            naptime="",
             skipped="autovacuum_naptime is a server-wide setting, and this is your own server "
             "(PGQ_DSN), so the lab does not change it; at the default of 1min, a run of "
-            f"{seconds:g} s may see no autovacuum at all",
+            f"{churn_s:g} s may see no autovacuum at all",
+            **comparison,
         )
-    ticks = int(seconds / 0.1) * 2
-    runs = []
+    ticks = int(churn_s / TICK_S) * 2
+    runs: list[ChurnRun] = []
     with db.connection() as conn:
         run(conn, "lab/set_autovacuum_naptime", {"naptime": LAB_NAPTIME})
         run(conn, "lab/reload_conf")
@@ -671,24 +779,12 @@ def autovacuum_per_table(
                 run(conn, "lab/vacuum_jobs")
                 run(conn, "lab/analyze_jobs")  # autovacuum's trigger reads the row estimate
                 run(conn, "lab/jobs_autovacuum", {"enabled": True, **settings})
-                samples, jobs, autovacuums, counts = churn(
-                    conn, jobs_per_tick, seconds, stop, progress, n * ticks // 2, ticks
-                )
-                runs.append(
-                    ChurnRun(
-                        name,
-                        settings["scale_factor"],
-                        int(settings["threshold"]),
-                        samples,
-                        autovacuums,
-                        jobs,
-                        counts,
-                    )
-                )
+                record = ChurnRun(name, settings["scale_factor"], int(settings["threshold"]), [], 0, 0)
+                record.waited_for_workers_s = wait_for_free_workers(conn)
+                churn(conn, record, jobs_per_tick, churn_s, stop, progress, n * ticks // 2, ticks)
+                runs.append(record)
         finally:
             run(conn, "lab/reset_autovacuum_naptime")
             run(conn, "lab/reload_conf")
             run(conn, "lab/jobs_autovacuum", {"enabled": True, **DEFAULTS})
-    return AutovacuumComparison(
-        base_rows, seconds, jobs_per_tick, runs, naptime, db.server.version, guess, stopped=len(runs) < 2
-    )
+    return AutovacuumComparison(runs=runs, naptime=naptime, stopped=len(runs) < 2, **comparison)

@@ -81,3 +81,18 @@ def guide_bars(
     """Bars of (label, value, note) in whole `unit`s, with the guide's figure
     (label, value) drawn across them as a dashed line."""
     return charts.bars(rows, width=width, unit=unit, fmt="{:,.0f}", right=right, lines=[guide], title=title)
+
+
+@dataclass(frozen=True)
+class GuideAdvice(GuideFigure):
+    """A rule from the guide's prose rather than one of its numbered figures
+    (lessons 10 and 11 teach its operations and switching advice), shown with
+    the section it comes from and never with a figure number."""
+
+    def __str__(self) -> str:
+        return f"the guide ({self.experiment}): {self.figure}"
+
+
+def advice(section: str, rule: str) -> GuideAdvice:
+    """The guide's advice from `section`, to stand where a result shows the guide."""
+    return GuideAdvice(0, section, rule)

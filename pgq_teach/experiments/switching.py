@@ -10,24 +10,30 @@
   (no real broker runs offline). Delivery into it is at least once; the
   consumer de-duplicates by job id. When it is down, jobs wait and are not lost.
 
-Results are plain dataclasses with `server_version`, `guess`, `guide`, `stopped`.
+The drain and the relay return `results.Result`s (the server, the learner's
+guess, the guide, the comparison rows the widgets draw). `Recommendation` is
+the checklist's answer, worked out from the learner's ticks without a server,
+so it stays a plain record; so does `RelayRound`, one round inside the relay.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import queue
+from .. import checks, queue
 from ..databases import Database
 from ..errors import BadInput
-from ..guide import figure
+from ..guide import GuideFigure, figure
 from ..statements import run, run_one
+from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
 
-Progress = Callable[[int, int], None]
+GUIDE_OUTBOX = advice(
+    "when to switch",
+    "keep the transactional enqueue in Postgres and have a relay process forward jobs to the broker",
+)
 
 # --- the checklist -----------------------------------------------------------------
 
@@ -89,34 +95,48 @@ def recommend(signals: set[str] | frozenset[str], *, fixes_tried: bool = False) 
 # --- the learner's drain rate ------------------------------------------------------
 
 
-@dataclass
-class DrainRate:
+@dataclass(kw_only=True)
+class DrainRate(Result):
     jobs: int
     batch: int
     workers: int
-    seconds: float
+    elapsed_s: float
     completed: int
-    server_version: str
-    guess: float | None = None
-    guide: str = str(figure(19))
-    stopped: bool = False
     status_counts: dict[str, int] = field(default_factory=dict)  # the server's count after the drain
+    guess: float | None = None  # seconds to drain the jobs
+    guide: GuideFigure = field(default_factory=lambda: figure(19))
 
     @property
     def jobs_per_s(self) -> float:
-        return self.completed / self.seconds if self.seconds else 0.0
+        return self.completed / self.elapsed_s if self.elapsed_s else 0.0
 
     @property
     def guide_jobs_per_s(self) -> float:
-        values = figure(19).values
+        values = self.guide.values
         return values["jobs"] / values["seconds"]
 
+    def comparison(self) -> list[Comparison]:
+        """The guide timed 100,000 jobs: its seconds stand beside a drain of that size only."""
+        same_size = self.jobs == self.guide.values["jobs"]
+        return [
+            (
+                f"seconds for {self.jobs:,} jobs",
+                self.guess_cell,
+                round(self.elapsed_s, 2),
+                self.guide.values["seconds"] if same_size else None,
+            ),
+            ("jobs per second", None, round(self.jobs_per_s), round(self.guide_jobs_per_s)),
+        ]
+
     def summary(self) -> str:
-        return (
-            f"{self.completed:,} jobs claimed and completed in batches of {self.batch} by {self.workers} "
-            f"threads: {self.seconds:.2f} s, {self.jobs_per_s:,.0f} jobs/s "
-            f"(PostgreSQL {self.server_version})\n"
-            f"guide #19: 100,000 batched jobs in about 4 s, {self.guide_jobs_per_s:,.0f} jobs/s"
+        return "\n".join(
+            [
+                f"{self.completed:,} jobs claimed and completed in batches of {self.batch} by {self.workers} "
+                f"threads: {self.elapsed_s:.2f} s, {self.jobs_per_s:,.0f} jobs/s" + self.stopped_note,
+                f"  your guess: {guess_text(self.guess, ' s')}",
+                f"  the guide's rate: {self.guide_jobs_per_s:,.0f} jobs/s",
+            ]
+            + self.footer()
         )
 
 
@@ -132,14 +152,9 @@ def drain_rate(
 ) -> DrainRate:
     """Seed `jobs` empty jobs, then drain them: each thread claims a batch and
     completes it in one fenced statement, until nothing is due."""
-    for name, value, high in (
-        ("jobs", jobs, 1_000_000),
-        ("batch", batch, queue.MAX_BATCH),
-        ("workers", workers, 32),
-    ):
-        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= high:
-            raise BadInput(f"{name} must be a whole number from 1 to {high:,}, got {value!r}")
-    progress = progress or (lambda d, t: None)
+    checks.whole_number("jobs", jobs, 1, 1_000_000)
+    checks.whole_number("batch", batch, 1, queue.MAX_BATCH)
+    checks.whole_number("workers", workers, 1, 32)
     stop = stop or threading.Event()
     with db.connection() as conn:
         run(conn, "lab/reset_jobs")
@@ -157,7 +172,7 @@ def drain_rate(
                     if not held:
                         return
                     done[n] += sum(queue.complete_many(conn, held))
-                    progress(sum(done), jobs)
+                    tell(progress, sum(done), jobs)
         except BaseException as exc:  # raised again below  # noqa: BLE001
             errors.append(exc)
 
@@ -167,21 +182,21 @@ def drain_rate(
         t.start()
     for t in threads:
         t.join()
-    seconds = time.perf_counter() - began
+    elapsed_s = time.perf_counter() - began
     if errors:
         raise errors[0]
     with db.connection() as conn:
         counts = dict(run(conn, "lab/status_counts").fetchall())
     return DrainRate(
-        jobs,
-        batch,
-        workers,
-        seconds,
-        sum(done),
-        db.server.version,
-        guess,
-        stopped=stop.is_set(),
+        jobs=jobs,
+        batch=batch,
+        workers=workers,
+        elapsed_s=elapsed_s,
+        completed=sum(done),
         status_counts=counts,
+        guess=guess,
+        stopped=stop.is_set(),
+        **server_fields(db),
     )
 
 
@@ -261,8 +276,8 @@ def relay_once(
     return r
 
 
-@dataclass
-class OutboxResult:
+@dataclass(kw_only=True)
+class OutboxResult(Result):
     orders_committed: int
     orders_rolled_back: int
     refused_while_down: int
@@ -275,17 +290,20 @@ class OutboxResult:
     committed_job_ids: list[int] = field(default_factory=list)
     delivered_ids: list[int] = field(default_factory=list)
     status_counts: dict[str, int] = field(default_factory=dict)
-    server_version: str = ""
-    guess: int | None = None
-    guide: str = (
-        "keep the transactional enqueue in Postgres and have a relay process forward jobs to the broker "
-        "(guide, when to switch)"
-    )
-    stopped: bool = False
+    guess: float | None = None  # messages in the broker
+    guide: GuideFigure = GUIDE_OUTBOX
 
     @property
     def nothing_lost(self) -> bool:
         return set(self.committed_job_ids) == set(self.delivered_ids)
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            ("messages in the broker", self.guess_cell, self.broker_messages, "at least one a job"),
+            ("distinct jobs delivered", None, self.distinct_delivered, None),
+            ("orders committed", None, self.orders_committed, None),
+            ("jobs the consumer processed", None, self.consumer_processed, "once each: de-duplicate by id"),
+        ]
 
     def summary(self) -> str:
         return "\n".join(
@@ -311,22 +329,20 @@ class OutboxResult:
                     f"skipping {self.duplicates_skipped} duplicates by job id"
                 ),
                 f"jobs by status: {self.status_counts}",
+                f"your guess for the broker's messages: {guess_text(self.guess)}",
             ]
+            + self.footer()
         )
 
 
 def outbox_relay(
-    db: Database, *, orders: int = 60, rolled_back: int = 10, crash_batch: int = 5, guess: int | None = None
+    db: Database, *, orders: int = 60, rolled_back: int = 10, crash_batch: int = 5, guess: float | None = None
 ) -> OutboxResult:
     """Place orders with their jobs in one transaction (some rolled back);
     relay while the broker is up, then down, then through a relay crash."""
-    for name, value, low in (
-        ("orders", orders, 3),
-        ("rolled_back", rolled_back, 0),
-        ("crash_batch", crash_batch, 1),
-    ):
-        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= 10_000:
-            raise BadInput(f"{name} must be a whole number from {low} to 10,000, got {value!r}")
+    checks.whole_number("orders", orders, 3, 10_000)
+    checks.whole_number("rolled_back", rolled_back, 0, 10_000)
+    checks.whole_number("crash_batch", crash_batch, 1, 10_000)
     if crash_batch > orders // 3:
         raise BadInput(f"crash_batch must be at most a third of orders ({orders // 3}), got {crash_batch}")
     broker, consumer = StandInBroker(), Consumer()
@@ -371,18 +387,18 @@ def outbox_relay(
     consumer.consume(broker)
     delivered = [m for m, _ in broker.messages]
     return OutboxResult(
-        len(committed),
-        rolled_back,
-        refused,
-        waiting,
-        crashed,
-        len(broker.messages),
-        len(set(delivered)),
-        len(consumer.processed),
-        consumer.duplicates_skipped,
-        committed,
-        delivered,
-        counts,
-        db.server.version,
-        guess,
+        orders_committed=len(committed),
+        orders_rolled_back=rolled_back,
+        refused_while_down=refused,
+        waiting_while_down=waiting,
+        republished_after_crash=crashed,
+        broker_messages=len(broker.messages),
+        distinct_delivered=len(set(delivered)),
+        consumer_processed=len(consumer.processed),
+        duplicates_skipped=consumer.duplicates_skipped,
+        committed_job_ids=committed,
+        delivered_ids=delivered,
+        status_counts=counts,
+        guess=guess,
+        **server_fields(db),
     )

@@ -341,7 +341,7 @@ THROUGHPUT = Entry(
     "switching: batched drain rate",
     both("100,000 batched jobs in about 4 s on 2 CPUs"),
     calls(switching.drain_rate),
-    reads("completed", "seconds", "jobs_per_s", sizes=["jobs", "workers"]),
+    reads("completed", "jobs_per_s", sizes=["jobs", "workers"], seconds="elapsed_s"),
     says(
         "{completed:,} jobs in {seconds:.2f} s, {jobs_per_s:,.0f} jobs/s ({workers} threads, batches of 100)"
     ),

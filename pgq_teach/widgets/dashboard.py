@@ -10,8 +10,8 @@ from html import escape
 import ipywidgets as W
 
 from ..databases import Database
-from ..experiments.operations import Load, Snapshot, snapshot
-from .common import comparison_html, error_html
+from ..experiments.operations import AutovacuumComparison, Load, Snapshot, snapshot
+from .common import comparison_html, error_html, styled
 
 
 def snapshot_html(snap: Snapshot) -> str:
@@ -56,10 +56,8 @@ class Dashboard(W.VBox):
         self.workers = W.BoundedIntText(value=workers, min=1, max=16, description="workers")
         self.start_button = W.Button(description="Start", button_style="primary", icon="play")
         self.stop_button = W.Button(description="Stop", icon="stop", disabled=True)
-        self.status = W.HTML()
-        self.view = W.HTML()
-        self.status.add_class("pgq-status")
-        self.view.add_class("pgq-result")
+        self.status = styled(W.HTML(), "pgq-status")
+        self.view = styled(W.HTML(), "pgq-result")
         self.snapshots: list[Snapshot] = []
         self.load: Load | None = None
         self.thread: threading.Thread | None = None
@@ -75,7 +73,7 @@ class Dashboard(W.VBox):
                 self.view,
             ]
         )
-        self.add_class("pgq-dashboard")
+        styled(self, "pgq-dashboard")
 
     def start(self) -> None:
         if self.thread is not None and self.thread.is_alive():
@@ -132,25 +130,9 @@ class Dashboard(W.VBox):
         return self.snapshots
 
 
-def autovacuum_html(result, guess: int | None) -> str:
-    """The autovacuum lab's result: the guess, this server and the guide's rule, then the chart."""
+def autovacuum_html(result: AutovacuumComparison) -> str:
+    """The autovacuum lab's result: its comparison rows (the guess, this server and
+    the guide's rule), then the chart; or why it skipped."""
     if result.skipped:
         return f"<p class='pgq-skipped'>Skipped: {escape(result.skipped)}</p>"
-    defaults, guide = result.run("defaults"), result.run("guide")
-    rows = [
-        (
-            "peak n_dead_tup, defaults",
-            guess,
-            defaults.peak_dead,
-            f"starts at 50 + 20% of rows = {defaults.starts_at(result.base_rows):,.0f}",
-        ),
-        (
-            "peak n_dead_tup, guide's settings",
-            None,
-            guide.peak_dead,
-            f"starts at 1000 + 1% of rows = {guide.starts_at(result.base_rows):,.0f}",
-        ),
-        ("autovacuum runs, defaults", None, defaults.autovacuums, None),
-        ("autovacuum runs, guide's settings", None, guide.autovacuums, None),
-    ]
-    return comparison_html(rows, version=result.server_version) + result.chart_svg()
+    return comparison_html(result.comparison(), version=result.server_version) + result.chart_svg()

@@ -12,6 +12,7 @@ import ipywidgets as W
 
 from .. import interview
 from ..interview import Rehearsal
+from .common import styled
 
 
 def auto() -> W.Layout:
@@ -53,12 +54,15 @@ class RehearsalWidget(W.VBox):
         self.loading = False
         self.ticker: threading.Thread | None = None
         self.ticker_stop = threading.Event()
-        self.steps = W.ToggleButtons(
-            options=[(s.title, s.key) for s in interview.STEPS], style={"button_width": "auto"}
+        self.steps = styled(
+            W.ToggleButtons(
+                options=[(s.title, s.key) for s in interview.STEPS], style={"button_width": "auto"}
+            ),
+            "pgq-steps",
         )
         self.title = W.HTML()
         self.prompt = W.HTML()
-        self.timer = W.HTML()
+        self.timer = styled(W.HTML(), "pgq-timer")
         self.start_button = W.Button(description="Start timer", icon="play", layout=auto())
         self.pause_button = W.Button(description="Pause", icon="pause", layout=auto())
         self.hint_button = W.Button(description="Hint", icon="lightbulb-o", layout=auto())
@@ -67,27 +71,19 @@ class RehearsalWidget(W.VBox):
         self.finish_button = W.Button(
             description="Finish rehearsal", icon="flag-checkered", button_style="warning", layout=auto()
         )
-        self.answer = W.Textarea(
-            placeholder="Say it aloud, then write it here. Saved as you type.",
-            layout=W.Layout(width="100%", height="9em"),
+        self.answer = styled(
+            W.Textarea(
+                placeholder="Say it aloud, then write it here. Saved as you type.",
+                layout=W.Layout(width="100%", height="9em"),
+            ),
+            "pgq-answer",
         )
-        self.flags = W.HTML()
-        self.hints = W.HTML()
-        self.model = W.HTML()
-        self.rubric = W.VBox()
+        self.flags = styled(W.HTML(), "pgq-flags")
+        self.hints = styled(W.HTML(), "pgq-hints")
+        self.model = styled(W.HTML(), "pgq-model")
+        self.rubric = styled(W.VBox(), "pgq-rubric")
         self.boxes: list[W.Checkbox] = []
-        self.score = W.HTML()
-        for widget, css in (
-            (self.answer, "pgq-answer"),
-            (self.model, "pgq-model"),
-            (self.hints, "pgq-hints"),
-            (self.flags, "pgq-flags"),
-            (self.rubric, "pgq-rubric"),
-            (self.score, "pgq-score"),
-            (self.timer, "pgq-timer"),
-            (self.steps, "pgq-steps"),
-        ):
-            widget.add_class(css)
+        self.score = styled(W.HTML(), "pgq-score")
         self.steps.observe(lambda ch: self.show(ch["new"]), names="value")
         self.answer.observe(self.typed, names="value")
         self.start_button.on_click(lambda _: self.start_timer())
@@ -122,7 +118,7 @@ class RehearsalWidget(W.VBox):
                 self.score,
             ]
         )
-        self.add_class("pgq-rehearsal")
+        styled(self, "pgq-rehearsal")
         self.show(self.steps.value)
 
     @property
@@ -267,18 +263,19 @@ class FollowUpDrill(W.VBox):
         self.pick = W.Dropdown(
             options=[(f.question, f.key) for f in interview.FOLLOW_UPS], layout=W.Layout(width="100%")
         )
-        self.answer = W.Textarea(
-            placeholder="Your answer (saved as you type)", layout=W.Layout(width="100%", height="6em")
+        self.answer = styled(
+            W.Textarea(
+                placeholder="Your answer (saved as you type)", layout=W.Layout(width="100%", height="6em")
+            ),
+            "pgq-answer",
         )
         self.model_button = W.Button(description="Show model answer", icon="eye")
-        self.model = W.HTML()
-        self.answer.add_class("pgq-answer")
-        self.model.add_class("pgq-model")
+        self.model = styled(W.HTML(), "pgq-model")
         self.pick.observe(lambda ch: self.show(), names="value")
         self.answer.observe(self.typed, names="value")
         self.model_button.on_click(lambda _: self.reveal())
         super().__init__([self.pick, self.answer, self.model_button, self.model])
-        self.add_class("pgq-follow-ups")
+        styled(self, "pgq-follow-ups")
         self.show()
 
     def show(self) -> None:

@@ -10,7 +10,7 @@ import ipywidgets as W
 
 from .. import learner
 from ..experiments.switching import SIGNALS, Recommendation, recommend
-from .common import comparison_html
+from .common import styled
 
 FILE = "switch-checklist"
 COLOURS = {"stay": "#2e7d32", "fix first": "#b26a00", "move": "#b00020"}
@@ -33,8 +33,11 @@ class SwitchChecklist(W.VBox):
         saved = learner.load(file)
         ticked = set(saved.get("signals", []))
         self.boxes = {
-            key: W.Checkbox(
-                value=key in ticked, description=text, indent=False, layout=W.Layout(width="auto")
+            key: styled(
+                W.Checkbox(
+                    value=key in ticked, description=text, indent=False, layout=W.Layout(width="auto")
+                ),
+                f"pgq-signal-{key.replace('_', '-')}",
             )
             for key, text in SIGNALS.items()
         }
@@ -45,16 +48,13 @@ class SwitchChecklist(W.VBox):
             description="We already ended long transactions, kept the partial indexes, tuned "
             "autovacuum and pooled the claims.",
         )
-        for key, box in self.boxes.items():
-            box.add_class(f"pgq-signal-{key.replace('_', '-')}")
-        self.output = W.HTML()
-        self.output.add_class("pgq-result")
+        self.output = styled(W.HTML(), "pgq-result")
         for box in [*self.boxes.values(), self.fixes]:
             box.observe(lambda _: self.changed(), names="value")
         super().__init__(
             [W.HTML("<b>Which are true of your system?</b>"), *self.boxes.values(), self.fixes, self.output]
         )
-        self.add_class("pgq-switch-checklist")
+        styled(self, "pgq-switch-checklist")
         self.recommendation = self.show()
 
     def ticked(self) -> set[str]:
@@ -68,17 +68,3 @@ class SwitchChecklist(W.VBox):
     def changed(self) -> None:
         learner.save(self.file, {"signals": sorted(self.ticked()), "fixes_tried": self.fixes.value})
         self.show()
-
-
-def drain_html(result, guess: float | None) -> str:
-    """The drain: the learner's guess and time beside the guide's #19."""
-    rows = [
-        (
-            "seconds for 100,000 jobs" if result.jobs == 100_000 else f"seconds for {result.jobs:,} jobs",
-            guess,
-            round(result.seconds, 2),
-            4.0 if result.jobs == 100_000 else None,
-        ),
-        ("jobs per second", None, round(result.jobs_per_s), round(result.guide_jobs_per_s)),
-    ]
-    return comparison_html(rows, version=result.server_version)

@@ -8,6 +8,7 @@ chart where one helps, and its summary, shown once.
 
 from __future__ import annotations
 
+from functools import partial
 from html import escape
 from typing import Any
 
@@ -49,11 +50,8 @@ class BatchDrainLab(ExperimentPanel):
     """Guide #5: several workers claim 100,000 jobs in batches of 100."""
 
     def __init__(self, db: Database, *, jobs: int = 100_000, batch: int = 100, workers: int = 4):
-        def experiment(**run: Any) -> BatchDrainResult:
-            return claims.batch_drain(db, jobs=jobs, batch=batch, workers=workers, **run)
-
         super().__init__(
-            experiment,
+            partial(claims.batch_drain, db, jobs=jobs, batch=batch, workers=workers),
             batch_drain_html,
             css_class="pgq-drain-lab",
             guess_label=f"Your guess: how many batches will {jobs:,} jobs take, at {batch} per batch?",
@@ -66,11 +64,8 @@ class FiveWayLab(ExperimentPanel):
     def __init__(
         self, db: Database, *, rounds: int = 3, workers: int = 8, jobs: int = 400, work_ms: int = 10
     ):
-        def experiment(**run: Any) -> FiveWayResult:
-            return claims.five_way(db, rounds=rounds, workers=workers, jobs=jobs, work_ms=work_ms, **run)
-
         super().__init__(
-            experiment,
+            partial(claims.five_way, db, rounds=rounds, workers=workers, jobs=jobs, work_ms=work_ms),
             five_way_html,
             css_class="pgq-five-way-lab",
             guess_label="Your guess: how many seconds will hold + FOR UPDATE take? "
@@ -82,11 +77,8 @@ class ZeroWorkLab(ExperimentPanel):
     """Guide #7: lease claims with and without SKIP LOCKED, no work per job."""
 
     def __init__(self, db: Database, *, jobs: int = 3000, workers: int = 8, rounds: int = 3):
-        def experiment(**run: Any) -> ZeroWorkResult:
-            return claims.zero_work(db, jobs=jobs, workers=workers, rounds=rounds, **run)
-
         super().__init__(
-            experiment,
+            partial(claims.zero_work, db, jobs=jobs, workers=workers, rounds=rounds),
             zero_work_html,
             css_class="pgq-zero-work-lab",
             guess_label=f"Your guess: how many milliseconds for {jobs:,} zero-work jobs with SKIP LOCKED?",

@@ -258,8 +258,8 @@ class ExperimentPanel(W.VBox):
         self.run_button = W.Button(description="Run", button_style="primary", icon="play")
         self.stop_button = W.Button(description="Stop", icon="stop", disabled=True)
         self.progress = W.IntProgress(value=0, min=0, max=100, description="progress")
-        self.status = W.HTML(value="")
-        self.output = W.HTML(value="")
+        self.status = styled(W.HTML(value=""), "pgq-status")
+        self.output = styled(W.HTML(value=""), "pgq-result")
         self.runner = Runner(self._done, self._failed)
         self.run_guess: float | None = None
         self.run_button.on_click(lambda _: self.start())
@@ -269,8 +269,6 @@ class ExperimentPanel(W.VBox):
             controls + [W.HBox([self.run_button, self.stop_button, self.progress]), self.status, self.output]
         )
         self.add_class(css_class)
-        self.output.add_class("pgq-result")
-        self.status.add_class("pgq-status")
 
     @property
     def result(self) -> Any:

@@ -50,7 +50,7 @@ from ..experiments.locks import (
     prepare,
 )
 from ..experiments.sessions import ActivityMonitor, ActivityRow
-from .common import TABLE_STYLE, Runner, error_html, guess_field, result_html
+from .common import TABLE_STYLE, Runner, error_html, guess_field, result_html, styled
 
 # A click returns once its command has finished or the server shows it waiting
 # for a lock (at most this long), so clicks on A then B reach the server in that
@@ -162,32 +162,28 @@ class SessionPanel(W.VBox):
         self._settle = settle or (lambda panel: panel.session.wait_done(timeout=SETTLE_SECONDS))
         self._render_lock = threading.Lock()
         self.title = W.HTML()
-        self.status = W.HTML(value="idle")
-        self.status.add_class("pgq-status")
-        self.begin_button = W.Button(description="BEGIN", tooltip="start a transaction")
+        status_layout = W.Layout(width="100%", min_height=STATUS_HEIGHT)
+        self.status = styled(W.HTML(value="idle", layout=status_layout), "pgq-status")
+        self.begin_button = styled(W.Button(description="BEGIN", tooltip="start a transaction"), "pgq-begin")
         self.claim_buttons = {
-            mode: W.Button(description=words, tooltip=f"claim the oldest ready job with {words}")
+            mode: styled(
+                W.Button(description=words, tooltip=f"claim the oldest ready job with {words}"),
+                f"pgq-claim-{mode.replace('_', '-')}",
+            )
             for mode, words in CLAUSES.items()
         }
-        self.commit_button = W.Button(
-            description="COMMIT", tooltip="mark the jobs this transaction claimed done, then COMMIT"
-        )
-        self.rollback_button = W.Button(
-            description="ROLLBACK", tooltip="end the transaction; its jobs stay ready"
-        )
+        commit_tip = "mark the jobs this transaction claimed done, then COMMIT"
+        self.commit_button = styled(W.Button(description="COMMIT", tooltip=commit_tip), "pgq-commit")
+        rollback_tip = "end the transaction; its jobs stay ready"
+        self.rollback_button = styled(W.Button(description="ROLLBACK", tooltip=rollback_tip), "pgq-rollback")
         self.session = LockSession(db, name, on_change=lambda _state: self._changed())
         self.title.value = f"<b>Session {escape(name)}</b> · backend pid {self.session.pid}"
 
         self.begin_button.on_click(lambda _: self._run_command(self.session.begin))
         for mode, button in self.claim_buttons.items():
             button.on_click(lambda _, mode=mode: self._run_command(self.session.claim, mode))
-            button.add_class(f"pgq-claim-{mode.replace('_', '-')}")
         self.commit_button.on_click(lambda _: self._run_command(self.session.commit))
         self.rollback_button.on_click(lambda _: self._run_command(self.session.rollback))
-        self.begin_button.add_class("pgq-begin")
-        self.commit_button.add_class("pgq-commit")
-        self.rollback_button.add_class("pgq-rollback")
-        self.status.layout = W.Layout(width="100%", min_height=STATUS_HEIGHT)
         super().__init__(
             [
                 self.title,
@@ -252,8 +248,7 @@ class LockLab(W.VBox):
         if reset:
             prepare(db)
         self.closed = False
-        self.activity = W.HTML(value=activity_html([]))
-        self.activity.add_class("pgq-activity")
+        self.activity = styled(W.HTML(value=activity_html([])), "pgq-activity")
         self.monitor = ActivityMonitor(
             db, on_rows=self._show_rows, on_error=self._show_monitor_error, busy=self._anything_running
         )
@@ -264,12 +259,9 @@ class LockLab(W.VBox):
             self.a.session.close()
             self.monitor.close()
             raise
-        self.reset_button = W.Button(
-            description="Reset",
-            icon="refresh",
-            tooltip="roll both sessions back and start again from two ready jobs",
-        )
-        self.lab_status = W.HTML(value="two ready jobs: 1 and 2")
+        tip = "roll both sessions back and start again from two ready jobs"
+        self.reset_button = styled(W.Button(description="Reset", icon="refresh", tooltip=tip), "pgq-reset")
+        self.lab_status = styled(W.HTML(value="two ready jobs: 1 and 2"), "pgq-lab-status")
         self.mode = W.Dropdown(
             options=[(words, mode) for mode, words in CLAUSES.items()],
             value="for_update",
@@ -278,14 +270,16 @@ class LockLab(W.VBox):
             layout=W.Layout(width="16em"),
         )
         self.guess = guess_field("Your guess: how many seconds will B wait?")
-        self.replay_button = W.Button(
-            description="Replay the guide's sequence",
-            button_style="primary",
-            icon="play",
-            layout=W.Layout(width="auto"),
+        self.replay_button = styled(
+            W.Button(
+                description="Replay the guide's sequence",
+                button_style="primary",
+                icon="play",
+                layout=W.Layout(width="auto"),
+            ),
+            "pgq-replay",
         )
-        self.replay_output = W.HTML()
-        self.replay_output.add_class("pgq-result")
+        self.replay_output = styled(W.HTML(), "pgq-result")
         self.runner = Runner(self._job_done, self._job_failed)
 
         self.reset_button.on_click(lambda _: self.reset())
@@ -306,9 +300,6 @@ class LockLab(W.VBox):
             ]
         )
         self.add_class("pgq-lock-lab")
-        self.reset_button.add_class("pgq-reset")
-        self.replay_button.add_class("pgq-replay")
-        self.lab_status.add_class("pgq-lab-status")
         _open_labs.add(self)
         self.monitor.watch()
 

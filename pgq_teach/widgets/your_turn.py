@@ -17,7 +17,7 @@ from html import escape
 import ipywidgets as W
 
 from .. import exercises
-from .common import ProgressRelay, Runner, error_html
+from .common import ProgressRelay, Runner, error_html, styled
 
 
 class YourTurn(W.VBox):
@@ -29,19 +29,16 @@ class YourTurn(W.VBox):
         if sql is None:
             sql = (exercises.last_sql(key) if save else None) or self.exercise.attempt_text()
         self.title = W.HTML(f"<b>Your turn: {escape(self.exercise.title)}.</b> {escape(self.exercise.task)}")
-        self.editor = W.Textarea(
-            value=sql,
-            layout=W.Layout(width="100%", height="16em"),
+        self.editor = styled(
+            W.Textarea(value=sql, layout=W.Layout(width="100%", height="16em")), "pgq-your-turn-sql"
         )
-        self.editor.add_class("pgq-your-turn-sql")
         self.check_button = W.Button(description="Check", button_style="primary", icon="check")
         self.reset_button = W.Button(
             description="Start over", icon="undo", tooltip="put the seeded first attempt back in the editor"
         )
         self.progress = W.IntProgress(value=0, min=0, max=100, description="progress")
         self.status = W.HTML(value="")
-        self.verdict = W.HTML(value="")
-        self.verdict.add_class("pgq-verdict-box")
+        self.verdict = styled(W.HTML(value=""), "pgq-verdict-box")
         self.runner = Runner(self._done, self._failed)
         self.check_button.on_click(lambda _: self.start())
         self.reset_button.on_click(lambda _: self.start_over())

@@ -50,3 +50,8 @@ def db(pg, request):
 def conn(db):
     with db.connection() as c:
         yield c
+
+
+# The browser tests' fixtures (jupyterlab, chromium, page, kernel_home), defined once with the
+# rest of their machinery.
+from jupyter_browser import chromium, jupyterlab, kernel_home, page  # noqa: E402, F401

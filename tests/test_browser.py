@@ -5,47 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_browser import ARTIFACTS, CHROMIUM_FLAGS, LabServer, chromium_path, open_and_run_all
+from jupyter_browser import ARTIFACTS, BROWSER_TESTS, ThemeRetry, open_and_run_all, open_page
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(chromium_path() is None,
-                       reason="no Chromium at /usr/bin/chromium: install it with `apt-get install chromium` "
-                              "(or set PGQ_CHROMIUM to a Chromium binary)"),
-]
-
-STEP_MS = 30_000
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    server = LabServer(tmp_path_factory.mktemp("jupyterlab")).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser, lab, request):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(STEP_MS)
-    yield page
-    shot = ARTIFACTS / f"{request.node.name}-last.png"
-    call = getattr(request.node, "rep_call", None)
-    if call is None or call.failed:
-        page.screenshot(path=str(shot), full_page=True)
-        print(f"\nlast screenshot: {shot}\nJupyterLab log tail:\n{lab.log_tail()}")
-    context.close()
+pytestmark = BROWSER_TESTS
 
 
 # The width of `chars` characters ("0") in an element's own font, in pixels.
@@ -77,8 +39,8 @@ def assert_cells_are_padded(table) -> None:
         assert left >= 4 and right >= 4, (left, right)
 
 
-def test_start_here_connects_and_prints_the_server_version(page, lab):
-    open_and_run_all(page, lab, "00-start-here.ipynb")
+def test_start_here_connects_and_prints_the_server_version(page, jupyterlab):
+    open_and_run_all(page, jupyterlab, "00-start-here.ipynb")
     line = page.locator(".jp-OutputArea-output", has_text="backend").first
     assert "PostgreSQL 1" in line.inner_text()  # 15, 16, 17, 18 ...
     assert assert_guess_fields_are_wide(page) == 1
@@ -99,8 +61,8 @@ def set_slider(panel, description: str, value: int) -> None:
     readout.press("Enter")
 
 
-def test_race_lab_runs_from_its_run_button(page, lab):
-    open_and_run_all(page, lab, "01-double-send.ipynb")
+def test_race_lab_runs_from_its_run_button(page, jupyterlab):
+    open_and_run_all(page, jupyterlab, "01-double-send.ipynb")
     panel = page.locator(".pgq-race-lab").first
     panel.scroll_into_view_if_needed()
     set_slider(panel, "workers", 8)
@@ -130,8 +92,8 @@ def test_race_lab_runs_from_its_run_button(page, lab):
     chart.screenshot(path=str(ARTIFACTS / "01-sweep.png"))
 
 
-def test_lock_lab_shows_waiting_then_served_and_skip_locked_at_once(page, lab):
-    open_and_run_all(page, lab, "02-row-locks.ipynb")
+def test_lock_lab_shows_waiting_then_served_and_skip_locked_at_once(page, jupyterlab):
+    open_and_run_all(page, jupyterlab, "02-row-locks.ipynb")
     lock_lab = page.locator(".pgq-lock-lab").first
     lock_lab.scroll_into_view_if_needed()
     a, b = lock_lab.locator(".pgq-session-a"), lock_lab.locator(".pgq-session-b")
@@ -185,3 +147,28 @@ def reset(lock_lab) -> None:
     lock_lab.locator(".pgq-reset").click()
     lock_lab.locator(".pgq-session-a .pgq-begin:not([disabled])").wait_for()
     lock_lab.locator(".pgq-session-b .pgq-begin:not([disabled])").wait_for()
+
+
+def test_a_theme_that_fails_to_load_once_is_loaded_again_and_a_second_failure_fails(page, jupyterlab):
+    url = f"{jupyterlab.base}/lab/workspaces/theme?reset&token={jupyterlab.token}"
+    stylesheet = "**/lab/api/themes/@jupyterlab/theme-light-extension/index.css"
+    aborted: list[str] = []
+
+    def fail_once(route) -> None:
+        if aborted:
+            route.continue_()
+        else:
+            aborted.append(route.request.url)
+            route.abort()
+
+    page.route(stylesheet, fail_once)
+    with pytest.warns(ThemeRetry, match="Stylesheet failed to load"):
+        open_page(page, jupyterlab, url)
+    assert len(aborted) == 1
+    assert page.evaluate("document.body.dataset.jpThemeName") == "JupyterLab Light"
+
+    page.unroute(stylesheet)
+    page.route(stylesheet, lambda route: route.abort())
+    with pytest.raises(AssertionError, match="again after loading the page once more"):
+        with pytest.warns(ThemeRetry):
+            open_page(page, jupyterlab, url)

@@ -5,52 +5,13 @@ from __future__ import annotations
 
 import re
 
-import pytest
-from jupyter_browser import ARTIFACTS, CHROMIUM_FLAGS, LabServer, chromium_path, open_and_run_all
+from jupyter_browser import ARTIFACTS, BROWSER_TESTS, open_and_run_all
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(chromium_path() is None,
-                       reason="no Chromium at /usr/bin/chromium: install it with `apt-get install chromium` "
-                              "(or set PGQ_CHROMIUM to a Chromium binary)"),
-]
-
-STEP_MS = 30_000
+pytestmark = BROWSER_TESTS
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    server = LabServer(tmp_path_factory.mktemp("jupyterlab")).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser, lab, request):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(STEP_MS)
-    yield page
-    call = getattr(request.node, "rep_call", None)
-    if call is None or call.failed:
-        shot = ARTIFACTS / f"{request.node.name}-last.png"
-        page.screenshot(path=str(shot), full_page=True)
-        print(f"\nlast screenshot: {shot}\nJupyterLab log tail:\n{lab.log_tail()}")
-    context.close()
-
-
-def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, lab):
-    open_and_run_all(page, lab, "04-crashed-workers.ipynb")
+def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, jupyterlab):
+    open_and_run_all(page, jupyterlab, "04-crashed-workers.ipynb")
     crash = page.locator(".pgq-crash-lab").first
     crash.scroll_into_view_if_needed()
     hold, lease = crash.locator(".pgq-hold-worker"), crash.locator(".pgq-lease-worker")
@@ -86,8 +47,8 @@ def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, l
     crash.screenshot(path=str(ARTIFACTS / "04-crash-lab.png"))
 
 
-def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, lab):
-    open_and_run_all(page, lab, "05-stalled-workers-and-fencing.ipynb")
+def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, jupyterlab):
+    open_and_run_all(page, jupyterlab, "05-stalled-workers-and-fencing.ipynb")
     fencing = page.locator(".pgq-fencing-lab").first
     fencing.scroll_into_view_if_needed()
     fencing.locator("button", has_text="plain").click()
@@ -105,8 +66,8 @@ def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, lab):
     fencing.screenshot(path=str(ARTIFACTS / "05-fencing-lab.png"))
 
 
-def test_retry_lab_fails_a_job_five_times_to_dead(page, lab):
-    open_and_run_all(page, lab, "06-retries-and-dead-jobs.ipynb")
+def test_retry_lab_fails_a_job_five_times_to_dead(page, jupyterlab):
+    open_and_run_all(page, jupyterlab, "06-retries-and-dead-jobs.ipynb")
     retry = page.locator(".pgq-retry-lab").first
     retry.scroll_into_view_if_needed()
     retry.locator(".pgq-reset").click()

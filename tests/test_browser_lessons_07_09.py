@@ -3,56 +3,15 @@ NOTIFY rules lab and the idle-transaction lab, clicked as a learner would."""
 
 from __future__ import annotations
 
-import pytest
+from jupyter_browser import ARTIFACTS, BROWSER_TESTS, open_and_run_all
 
-from jupyter_browser import ARTIFACTS, CHROMIUM_FLAGS, LabServer, chromium_path, open_and_run_all
+pytestmark = BROWSER_TESTS
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        chromium_path() is None,
-        reason="no Chromium at /usr/bin/chromium: install it with `apt-get install chromium` "
-        "(or set PGQ_CHROMIUM to a Chromium binary)",
-    ),
-]
-
-STEP_MS = 30_000
 DRAIN_MS = 120_000  # a 100,000-job drain with the idle transaction open, on a busy machine
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    server = LabServer(tmp_path_factory.mktemp("jupyterlab")).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser, lab, request):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(STEP_MS)
-    yield page
-    call = getattr(request.node, "rep_call", None)
-    if call is None or call.failed:
-        shot = ARTIFACTS / f"{request.node.name}-last.png"
-        page.screenshot(path=str(shot), full_page=True)
-        print(f"\nlast screenshot: {shot}\nJupyterLab log tail:\n{lab.log_tail()}")
-    context.close()
-
-
-def test_notify_rules_lab_runs_one_rule_then_all(page, lab):
-    open_and_run_all(page, lab, "07-wake-ups.ipynb")
+def test_notify_rules_lab_runs_one_rule_then_all(page, jupyterlab):
+    open_and_run_all(page, jupyterlab, "07-wake-ups.ipynb")
     rules = page.locator(".pgq-notify-lab").first
     rules.scroll_into_view_if_needed()
     result, status = rules.locator(".pgq-result"), rules.locator(".pgq-status")
@@ -73,8 +32,8 @@ def test_notify_rules_lab_runs_one_rule_then_all(page, lab):
     rules.screenshot(path=str(ARTIFACTS / "07-notify-rules.png"))
 
 
-def test_idle_transaction_lab_holds_back_vacuum_until_ended(page, lab):
-    open_and_run_all(page, lab, "09-bloat-and-vacuum.ipynb", timeout_ms=180_000)
+def test_idle_transaction_lab_holds_back_vacuum_until_ended(page, jupyterlab):
+    open_and_run_all(page, jupyterlab, "09-bloat-and-vacuum.ipynb", timeout_ms=180_000)
     idle = page.locator(".pgq-idle-lab").first
     idle.scroll_into_view_if_needed()
     steps = idle.locator(".pgq-result tr.pgq-step")

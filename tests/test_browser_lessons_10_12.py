@@ -6,59 +6,11 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
-from jupyter_browser import ARTIFACTS, CHROMIUM_FLAGS, KERNEL_IDLE, LabServer, chromium_path, open_and_run_all
+from jupyter_browser import ARTIFACTS, BROWSER_TESTS, KERNEL_IDLE, open_and_run_all
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        chromium_path() is None,
-        reason="no Chromium at /usr/bin/chromium: install it with `apt-get install chromium` "
-        "(or set PGQ_CHROMIUM to a Chromium binary)",
-    ),
-]
+pytestmark = BROWSER_TESTS
 
-STEP_MS = 30_000
 ANSWER = "Jobs commit in the order's transaction; delivery is at least once."
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    return tmp_path_factory.mktemp("learner")
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory, home):
-    # The kernels inherit PGQ_HOME, so the learner's files go to a throwaway folder.
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PGQ_HOME", str(home))
-        server = LabServer(tmp_path_factory.mktemp("jupyterlab")).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser, lab, request):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(STEP_MS)
-    yield page
-    call = getattr(request.node, "rep_call", None)
-    if call is None or call.failed:
-        shot = ARTIFACTS / f"{request.node.name}-last.png"
-        page.screenshot(path=str(shot), full_page=True)
-        print(f"\nlast screenshot: {shot}\nJupyterLab log tail:\n{lab.log_tail()}")
-    context.close()
 
 
 RESTART = """async () => {
@@ -67,9 +19,9 @@ RESTART = """async () => {
 }"""
 
 
-def test_rehearsal_keeps_the_answer_and_ticks_across_a_kernel_restart(page, lab, home):
+def test_rehearsal_keeps_the_answer_and_ticks_across_a_kernel_restart(page, jupyterlab, kernel_home):
     notebook = "12-the-interview.ipynb"
-    open_and_run_all(page, lab, notebook)
+    open_and_run_all(page, jupyterlab, notebook)
     widget = page.locator(".pgq-rehearsal").first
     widget.scroll_into_view_if_needed()
     box = widget.locator(".pgq-answer textarea")
@@ -80,13 +32,13 @@ def test_rehearsal_keeps_the_answer_and_ticks_across_a_kernel_restart(page, lab,
     assert "at least once" in widget.locator(".pgq-model").inner_text()
     widget.locator(".pgq-rubric input[type=checkbox]").first.check()
     widget.locator(".pgq-score").filter(has_text="1/4").wait_for()
-    saved = json.loads((home / "rehearsal.json").read_text())["current"]
+    saved = json.loads((kernel_home / "rehearsal.json").read_text())["current"]
     assert saved["answers"]["need"] == ANSWER and saved["ticks"]["need"] == ["why"]
     page.screenshot(path=str(ARTIFACTS / "12-the-interview.png"), full_page=False)
 
     page.evaluate(RESTART)
     page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=60_000)
-    open_and_run_all(page, lab, notebook)
+    open_and_run_all(page, jupyterlab, notebook)
     widget = page.locator(".pgq-rehearsal").first
     widget.scroll_into_view_if_needed()
     assert widget.locator(".pgq-answer textarea").input_value() == ANSWER
@@ -94,8 +46,8 @@ def test_rehearsal_keeps_the_answer_and_ticks_across_a_kernel_restart(page, lab,
     assert "A model answer" in widget.locator(".pgq-model").inner_text()
 
 
-def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page, lab):
-    open_and_run_all(page, lab, "10-operations.ipynb", timeout_ms=240_000)
+def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page, jupyterlab):
+    open_and_run_all(page, jupyterlab, "10-operations.ipynb", timeout_ms=240_000)
     # Run All pressed Run on the autovacuum panel with its guess box empty: the table says so, not 0
     page.locator(".pgq-panel .pgq-compare td", has_text="no guess").first.wait_for()
     dash = page.locator(".pgq-dashboard").first
@@ -113,9 +65,9 @@ def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page
     status.filter(has_text="stopped").wait_for(timeout=20_000)
 
 
-def test_checklist_recommends_and_keeps_its_ticks_across_a_kernel_restart(page, lab):
+def test_checklist_recommends_and_keeps_its_ticks_across_a_kernel_restart(page, jupyterlab):
     notebook = "11-when-to-switch.ipynb"
-    open_and_run_all(page, lab, notebook)
+    open_and_run_all(page, jupyterlab, notebook)
     checklist = page.locator(".pgq-switch-checklist").first
     checklist.scroll_into_view_if_needed()
     assert checklist.locator(".pgq-recommendation").get_attribute("data-verdict") == "stay"
@@ -124,7 +76,7 @@ def test_checklist_recommends_and_keeps_its_ticks_across_a_kernel_restart(page, 
     checklist.screenshot(path=str(ARTIFACTS / "11-when-to-switch.png"))
     page.evaluate(RESTART)
     page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=60_000)
-    open_and_run_all(page, lab, notebook)
+    open_and_run_all(page, jupyterlab, notebook)
     checklist = page.locator(".pgq-switch-checklist").first
     checklist.scroll_into_view_if_needed()
     assert checklist.locator(".pgq-signal-fan-out input[type=checkbox]").is_checked()

@@ -244,3 +244,12 @@ def page(chromium, jupyterlab, request):
         page.screenshot(path=str(shot), full_page=True)
         print(f"\nlast screenshot: {shot}\nJupyterLab log tail:\n{jupyterlab.log_tail()}")
     context.close()
+
+
+def run_and_find(page, lab: LabServer, notebook: str, css: str, timeout_ms: int = 120_000):
+    """Open and run a notebook, then return its first widget with the CSS class
+    `css` (a Playwright locator), scrolled into view."""
+    open_and_run_all(page, lab, notebook, timeout_ms)
+    widget = page.locator(css).first
+    widget.scroll_into_view_if_needed()
+    return widget

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_browser import ARTIFACTS, BROWSER_TESTS, ThemeRetry, open_and_run_all, open_page
+from jupyter_browser import ARTIFACTS, BROWSER_TESTS, ThemeRetry, open_and_run_all, open_page, run_and_find
 
 pytestmark = BROWSER_TESTS
 
@@ -62,9 +62,7 @@ def set_slider(panel, description: str, value: int) -> None:
 
 
 def test_race_lab_runs_from_its_run_button(page, jupyterlab):
-    open_and_run_all(page, jupyterlab, "01-double-send.ipynb")
-    panel = page.locator(".pgq-race-lab").first
-    panel.scroll_into_view_if_needed()
+    panel = run_and_find(page, jupyterlab, "01-double-send.ipynb", ".pgq-race-lab")
     set_slider(panel, "workers", 8)
     status = panel.locator(".pgq-status")
     panel.locator("button", has_text="Run").click()
@@ -93,9 +91,7 @@ def test_race_lab_runs_from_its_run_button(page, jupyterlab):
 
 
 def test_lock_lab_shows_waiting_then_served_and_skip_locked_at_once(page, jupyterlab):
-    open_and_run_all(page, jupyterlab, "02-row-locks.ipynb")
-    lock_lab = page.locator(".pgq-lock-lab").first
-    lock_lab.scroll_into_view_if_needed()
+    lock_lab = run_and_find(page, jupyterlab, "02-row-locks.ipynb", ".pgq-lock-lab")
     a, b = lock_lab.locator(".pgq-session-a"), lock_lab.locator(".pgq-session-b")
     assert assert_guess_fields_are_wide(page) >= 1
     label = lock_lab.locator("label", has_text="B claims with").first

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import re
 
-from jupyter_browser import ARTIFACTS, BROWSER_TESTS, open_and_run_all
+from jupyter_browser import ARTIFACTS, BROWSER_TESTS, run_and_find
 
 pytestmark = BROWSER_TESTS
 
 
 def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, jupyterlab):
-    open_and_run_all(page, jupyterlab, "04-crashed-workers.ipynb")
-    crash = page.locator(".pgq-crash-lab").first
-    crash.scroll_into_view_if_needed()
+    crash = run_and_find(page, jupyterlab, "04-crashed-workers.ipynb", ".pgq-crash-lab")
     hold, lease = crash.locator(".pgq-hold-worker"), crash.locator(".pgq-lease-worker")
     crash.locator(".pgq-reset").click()
     hold.locator(".pgq-start:not([disabled])").wait_for()
@@ -48,9 +46,7 @@ def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, j
 
 
 def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, jupyterlab):
-    open_and_run_all(page, jupyterlab, "05-stalled-workers-and-fencing.ipynb")
-    fencing = page.locator(".pgq-fencing-lab").first
-    fencing.scroll_into_view_if_needed()
+    fencing = run_and_find(page, jupyterlab, "05-stalled-workers-and-fencing.ipynb", ".pgq-fencing-lab")
     fencing.locator("button", has_text="plain").click()
     fencing.locator(".pgq-run").click()
     fencing.locator(".pgq-status").filter(has_text="Press Step").wait_for()
@@ -67,9 +63,7 @@ def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, jupyterlab):
 
 
 def test_retry_lab_fails_a_job_five_times_to_dead(page, jupyterlab):
-    open_and_run_all(page, jupyterlab, "06-retries-and-dead-jobs.ipynb")
-    retry = page.locator(".pgq-retry-lab").first
-    retry.scroll_into_view_if_needed()
+    retry = run_and_find(page, jupyterlab, "06-retries-and-dead-jobs.ipynb", ".pgq-retry-lab")
     retry.locator(".pgq-reset").click()
     rows = retry.locator(".pgq-failures-table tr.pgq-failure")
     rows.first.wait_for(state="detached")

@@ -3,7 +3,7 @@ NOTIFY rules lab and the idle-transaction lab, clicked as a learner would."""
 
 from __future__ import annotations
 
-from jupyter_browser import ARTIFACTS, BROWSER_TESTS, open_and_run_all
+from jupyter_browser import ARTIFACTS, BROWSER_TESTS, run_and_find
 
 pytestmark = BROWSER_TESTS
 
@@ -11,9 +11,7 @@ DRAIN_MS = 120_000  # a 100,000-job drain with the idle transaction open, on a b
 
 
 def test_notify_rules_lab_runs_one_rule_then_all(page, jupyterlab):
-    open_and_run_all(page, jupyterlab, "07-wake-ups.ipynb")
-    rules = page.locator(".pgq-notify-lab").first
-    rules.scroll_into_view_if_needed()
+    rules = run_and_find(page, jupyterlab, "07-wake-ups.ipynb", ".pgq-notify-lab")
     result, status = rules.locator(".pgq-result"), rules.locator(".pgq-status")
 
     rules.locator(".pgq-rule-busy-listener").click()
@@ -33,9 +31,7 @@ def test_notify_rules_lab_runs_one_rule_then_all(page, jupyterlab):
 
 
 def test_idle_transaction_lab_holds_back_vacuum_until_ended(page, jupyterlab):
-    open_and_run_all(page, jupyterlab, "09-bloat-and-vacuum.ipynb", timeout_ms=180_000)
-    idle = page.locator(".pgq-idle-lab").first
-    idle.scroll_into_view_if_needed()
+    idle = run_and_find(page, jupyterlab, "09-bloat-and-vacuum.ipynb", ".pgq-idle-lab", timeout_ms=180_000)
     steps = idle.locator(".pgq-result tr.pgq-step")
     before = steps.count()  # the notebook's own run left its steps
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from jupyter_browser import ARTIFACTS, BROWSER_TESTS, KERNEL_IDLE, open_and_run_all
+from jupyter_browser import ARTIFACTS, BROWSER_TESTS, KERNEL_IDLE, run_and_find
 
 pytestmark = BROWSER_TESTS
 
@@ -21,9 +21,7 @@ RESTART = """async () => {
 
 def test_rehearsal_keeps_the_answer_and_ticks_across_a_kernel_restart(page, jupyterlab, kernel_home):
     notebook = "12-the-interview.ipynb"
-    open_and_run_all(page, jupyterlab, notebook)
-    widget = page.locator(".pgq-rehearsal").first
-    widget.scroll_into_view_if_needed()
+    widget = run_and_find(page, jupyterlab, notebook, ".pgq-rehearsal")
     box = widget.locator(".pgq-answer textarea")
     box.click()
     box.type(ANSWER)
@@ -38,20 +36,16 @@ def test_rehearsal_keeps_the_answer_and_ticks_across_a_kernel_restart(page, jupy
 
     page.evaluate(RESTART)
     page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=60_000)
-    open_and_run_all(page, jupyterlab, notebook)
-    widget = page.locator(".pgq-rehearsal").first
-    widget.scroll_into_view_if_needed()
+    widget = run_and_find(page, jupyterlab, notebook, ".pgq-rehearsal")
     assert widget.locator(".pgq-answer textarea").input_value() == ANSWER
     assert widget.locator(".pgq-rubric input[type=checkbox]").first.is_checked()
     assert "A model answer" in widget.locator(".pgq-model").inner_text()
 
 
 def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page, jupyterlab):
-    open_and_run_all(page, jupyterlab, "10-operations.ipynb", timeout_ms=240_000)
+    dash = run_and_find(page, jupyterlab, "10-operations.ipynb", ".pgq-dashboard", timeout_ms=240_000)
     # Run All pressed Run on the autovacuum panel with its guess box empty: the table says so, not 0
     page.locator(".pgq-panel .pgq-compare td", has_text="no guess").first.wait_for()
-    dash = page.locator(".pgq-dashboard").first
-    dash.scroll_into_view_if_needed()
     dash.locator("button", has_text="Start").click()
     status = dash.locator(".pgq-status")
     status.filter(has_text="running").wait_for()
@@ -67,17 +61,13 @@ def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page
 
 def test_checklist_recommends_and_keeps_its_ticks_across_a_kernel_restart(page, jupyterlab):
     notebook = "11-when-to-switch.ipynb"
-    open_and_run_all(page, jupyterlab, notebook)
-    checklist = page.locator(".pgq-switch-checklist").first
-    checklist.scroll_into_view_if_needed()
+    checklist = run_and_find(page, jupyterlab, notebook, ".pgq-switch-checklist")
     assert checklist.locator(".pgq-recommendation").get_attribute("data-verdict") == "stay"
     checklist.locator(".pgq-signal-fan-out input[type=checkbox]").check()
     checklist.locator(".pgq-recommendation[data-verdict='move']").wait_for()
     checklist.screenshot(path=str(ARTIFACTS / "11-when-to-switch.png"))
     page.evaluate(RESTART)
     page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=60_000)
-    open_and_run_all(page, jupyterlab, notebook)
-    checklist = page.locator(".pgq-switch-checklist").first
-    checklist.scroll_into_view_if_needed()
+    checklist = run_and_find(page, jupyterlab, notebook, ".pgq-switch-checklist")
     assert checklist.locator(".pgq-signal-fan-out input[type=checkbox]").is_checked()
     assert checklist.locator(".pgq-recommendation").get_attribute("data-verdict") == "move"

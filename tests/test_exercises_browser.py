@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from pgq_teach import exercises
 
-from jupyter_browser import ARTIFACTS, BROWSER_TESTS, open_and_run_all
+from jupyter_browser import ARTIFACTS, BROWSER_TESTS, run_and_find
 
 pytestmark = BROWSER_TESTS
 
@@ -38,9 +38,7 @@ def check(turn) -> str:
 
 
 def test_the_learner_edits_the_claim_checks_it_and_reads_the_verdict(page, jupyterlab, your_turn_notebook):
-    open_and_run_all(page, jupyterlab, your_turn_notebook)
-    turn = page.locator(".pgq-your-turn").first
-    turn.scroll_into_view_if_needed()
+    turn = run_and_find(page, jupyterlab, your_turn_notebook, ".pgq-your-turn")
     editor = turn.locator("textarea")
     assert editor.input_value() == exercises.exercise("01/claim").attempt_text()
 

@@ -161,7 +161,7 @@ class ThemeRetry(UserWarning):
     """JupyterLab failed to load its theme once and the page was loaded again."""
 
 
-def open_page(page, lab: LabServer, url: str, timeout_ms: int = 120_000) -> None:
+def open_page(page, lab: LabServer, url: str, timeout_ms: int = 120_000, label: str = "page") -> None:
     """Load JupyterLab and wait until its theme is applied, before any click.
 
     The theme manager gives up on a theme that is not registered within about
@@ -174,7 +174,7 @@ def open_page(page, lab: LabServer, url: str, timeout_ms: int = 120_000) -> None
         state = page.wait_for_function(THEME_STATE, timeout=timeout_ms).json_value()
         if state == "applied":
             return
-        shot = ARTIFACTS / f"theme-error-{attempt}.png"
+        shot = ARTIFACTS / f"theme-error-{label}-{attempt}.png"
         page.screenshot(path=str(shot))
         served = [line for line in lab.log_tail(400).splitlines() if "/themes/" in line][-3:]
         note = (
@@ -188,7 +188,7 @@ def open_page(page, lab: LabServer, url: str, timeout_ms: int = 120_000) -> None
 
 def open_and_run_all(page, lab: LabServer, notebook: str, timeout_ms: int = 120_000) -> None:
     """Open a notebook, wait for its kernel, run every cell, wait until done."""
-    open_page(page, lab, lab.url(notebook), timeout_ms)
+    open_page(page, lab, lab.url(notebook), timeout_ms, label=Path(notebook).stem)
     page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=timeout_ms)
     # Stored outputs carry execution counts; clear them so "every cell has a
     # count" means this run reached it.

@@ -159,7 +159,7 @@ def test_a_theme_that_fails_to_load_once_is_loaded_again_and_a_second_failure_fa
 
     page.route(stylesheet, fail_once)
     with pytest.warns(ThemeRetry, match="Stylesheet failed to load"):
-        open_page(page, jupyterlab, url)
+        open_page(page, jupyterlab, url, label="deliberate")
     assert len(aborted) == 1
     assert page.evaluate("document.body.dataset.jpThemeName") == "JupyterLab Light"
 
@@ -167,4 +167,4 @@ def test_a_theme_that_fails_to_load_once_is_loaded_again_and_a_second_failure_fa
     page.route(stylesheet, lambda route: route.abort())
     with pytest.raises(AssertionError, match="again after loading the page once more"):
         with pytest.warns(ThemeRetry):
-            open_page(page, jupyterlab, url)
+            open_page(page, jupyterlab, url, label="deliberate")

@@ -22,6 +22,14 @@ def test_held_job_is_ready_at_once_and_leased_job_waits_for_its_lease(db):
     assert result.back_after_s >= result.lease_left_at_end_s - 0.05
     assert result.reaped_after_lease and result.leased_job_after.attempts == 1
     assert not result.stopped and "guide #8" in result.summary()
+    # no guess made: the summary and the comparison say so, never 0
+    assert "(your guess: no guess)" in result.summary()
+    assert [row[1] for row in result.comparison()] == [None, None, "no guess"]
+
+
+def test_the_guess_is_carried_into_the_comparison(db):
+    result = crash.crash_both(db, lease_s=0.5, guess=1.5)
+    assert result.comparison()[2][1] == 1.5 and "(your guess: 1.5 s)" in result.summary()
 
 
 def test_by_hand_pg_locks_shows_the_hold_worker_until_its_session_ends(db):
@@ -31,8 +39,15 @@ def test_by_hand_pg_locks_shows_the_hold_worker_until_its_session_ends(db):
         holders = scene.lock_holders()
         assert [(h.worker, h.mode) for h in holders] == [("hold worker", "RowShareLock")]
         assert scene.third_claim()[0] is None
+        assert sorted(s.application_name for s in scene.sessions()) == [
+            "pgq-crash hold worker",
+            "pgq-crash lease worker",
+            "pgq-crash third session",
+        ]
         assert scene.end_session("hold") == 1
         assert scene.lock_holders() == []
+        # pg_stat_activity no longer has the ended session (end_session waited for it to go)
+        assert "pgq-crash hold worker" not in [s.application_name for s in scene.sessions()]
         assert scene.third_claim()[0].id == 1
         assert scene.end_session("hold") == 0
         assert scene.end_session("lease") == 1
@@ -49,12 +64,15 @@ def test_a_held_transaction_keeps_vacuum_from_removing_dead_rows(db):
     assert result.after.not_removable == 0
     assert result.culprit["backend_xid"] is not None
     assert result.culprit["state"] == "idle in transaction"
+    assert result.comparison()[1][1] == "no guess"
+    assert crash.cleanup_held_back(db, others=10, guess=10).comparison()[1][1:] == (10, 10, 1_000)
 
 
 def test_the_reaper_uses_the_partial_index_on_leased_until(db):
     plan = crash.reaper_plan(db)
     assert plan.uses_running_index, plan.plan
     assert plan.reaped_now == 0  # every lease still has five minutes to run
+    assert "guide #8" in plan.summary() and plan.comparison()[1][2] == 0
 
 
 @pytest.mark.parametrize("call", [
@@ -79,7 +97,10 @@ def test_the_lab_by_clicking(db):
         lab.hold_panel.start_button.click()
         lab.lease_panel.start_button.click()
         assert "RowShareLock" in lab.board.value and 'data-job="2" data-status="running"' in lab.board.value
+        assert lab.guess.value is None  # an empty box is no guess, not 0
         lab.hold_panel.end_button.click()
+        sessions = lab.board.value.split("pgq-lab-sessions")[1]
+        assert "hold worker" not in sessions and "lease worker" in sessions  # gone from pg_stat_activity
         lab.claim_button.click()
         assert "claimed job 1" in lab.third_status.value
         lab.lease_panel.end_button.click()
@@ -88,6 +109,7 @@ def test_the_lab_by_clicking(db):
         lab.run_button.click()
         result = lab.wait(30)
         assert result.reaped_after_lease and "guide #8" in lab.output.value
+        assert result.guess is None and "no guess" in lab.output.value
         assert "two ready jobs" in lab.third_status.value  # reset for trying by hand
     finally:
         lab.close()

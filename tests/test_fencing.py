@@ -17,11 +17,13 @@ def test_the_stale_completion_updates_no_row_and_the_plain_handler_sends_twice(d
     assert result.final_status == "done"
     assert result.emails == 2
     assert [e.lane for e in result.events] == ["A", "A", "reaper", "B", "B", "A", "B"]
+    assert "(your guess: no guess)" in result.summary() and result.comparison()[3][1] == "no guess"
 
 
 def test_the_idempotent_handler_sends_one_receipt(db):
-    result = fencing.stale_worker(db, lease_s=0.5, handler="idempotent")
+    result = fencing.stale_worker(db, lease_s=0.5, handler="idempotent", guess=2)
     assert (result.a_rows, result.b_rows) == (0, 1)
+    assert result.comparison()[3][1:3] == (2, 1)
     assert result.emails == 1
 
 
@@ -32,11 +34,12 @@ def test_without_a_heartbeat_a_long_job_runs_again_and_again_until_dead(db):
     assert result.final_status == "dead" and result.last_error == "lease expired"
     assert not result.lease_moved
     assert 'class="pgq-run fenced"' in long_job_svg(result)
+    assert result.comparison()[0][1:3] == ("no guess", 5)
 
 
 def test_with_a_heartbeat_it_runs_once(db):
-    result = fencing.long_job(db, heartbeat=True, lease_s=0.5, work_s=1.5)
-    assert result.times_run == 1
+    result = fencing.long_job(db, heartbeat=True, lease_s=0.5, work_s=1.5, guess=1)
+    assert result.times_run == 1 and result.comparison()[0][1:3] == (1, 1)
     assert result.runs[0].outcome == "done" and result.final_status == "done"
     assert result.lease_moved
 
@@ -70,11 +73,12 @@ def test_the_lab_steps_and_plays_by_clicking(db):
         lab.run_button.click()
         result = lab.wait(30)
         assert result.emails == 1 and lab.shown == 0
+        assert result.guess is None  # an empty box is no guess, not 0
         lab.step_button.click()
         assert lab.shown == 1 and lab.chart.value.count('class="pgq-step"') == 1
         lab.play_button.click()
         lab.wait_play()
         assert lab.shown == len(result.events) and lab.step_button.disabled
-        assert "guide #10" in lab.output.value
+        assert "guide #10" in lab.output.value and "no guess" in lab.output.value
     finally:
         lab.close()

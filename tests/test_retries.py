@@ -15,6 +15,8 @@ def test_waits_double_and_the_fifth_failure_is_dead(db):
     assert result.waits_s == [20, 40, 80, 160]
     assert [s.status for s in result.steps] == ["ready"] * 4 + ["dead"]
     assert result.final.last_error == retries.ERROR and result.final.attempt == 5
+    assert result.comparison()[2][1:] == ("no guess", 160, 3600)
+    assert "(your guess: no guess)" in result.summary()
 
 
 def test_the_cap_shows_from_the_ninth_failure(db):
@@ -44,10 +46,12 @@ def test_without_jitter_the_herd_comes_due_at_one_instant(db):
     result = retries.herd(db, 500, jitter=False)
     assert result.instants == 1 and result.spread_s == 0
     assert result.seconds == [(20, 500)]
+    assert result.comparison()[1][1] == "no guess"
 
 
 def test_with_jitter_it_spreads_over_the_window(db):
-    result = retries.herd(db, 500, jitter=True)
+    result = retries.herd(db, 500, jitter=True, guess=10)
+    assert result.comparison()[1][1] == 10 and "your guess: 10 s" in result.summary()
     assert 15 <= result.first_s and result.last_s <= 25  # 20 s scaled by 0.75 to 1.25
     assert result.spread_s > 8  # 500 draws over a 10 s window
     assert result.instants > 450
@@ -74,6 +78,7 @@ def test_the_lab_by_clicking(db):
         assert result.waits_s == [20, 40, 80, 160] and result.final.status == "dead"
         assert lab.fail_button.disabled and "dead" in lab.status.value
         assert lab.table.value.count('class="pgq-failure"') == 5
+        assert result.guess is None and result.comparison()[0][2] == "20, 40, 80, 160"
         lab.fail_button.click()  # disabled in a browser; headless it must still refuse
         assert len(lab.steps) == 5 and "dead" in lab.status.value
         lab.reset_button.click()

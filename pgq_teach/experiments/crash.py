@@ -5,8 +5,9 @@ session ends, what a held transaction costs VACUUM, and the reaper's plan.
 LOCKED, then "working" inside the transaction) and a lease-style worker (claim
 with a lease, commit, then "working" with no transaction open), each on one
 job, plus a third session that ends their sessions with pg_terminate_backend,
-claims, reaps and reads the board. Each worker is a plain psycopg connection,
-small enough to move onto the shared scripted sessions later.
+claims, reaps and reads the board. All three are scripted `Session`s, and a
+`LabMonitor` reads the board, pg_locks and pg_stat_activity on its own
+connection (pgq_teach.experiments.sessions).
 
 `crash_both()` runs the guide's sequence (figure #8), `cleanup_held_back()`
 the VACUUM experiment (figure #9) and `reaper_plan()` plans sql/reap.sql.
@@ -16,26 +17,23 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-import psycopg
 from psycopg.rows import dict_row
 
 from .. import checks, queue, seeding
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
-from ..statements import explain, run, run_one
+from ..statements import explain, run
 from .bloat import VacuumReport, vacuum
-from .results import tell
+from .results import Comparison, Progress, Result, guess_text, server_fields, tell
+from .sessions import ActivityRow, LabMonitor, Session, Step, run_and_wait, wait_gone
 
 KIND = "send_receipt"
 LAB_PREFIX = "pgq-crash"
-HOLD_NAME = f"{LAB_PREFIX} hold worker"
-LEASE_NAME = f"{LAB_PREFIX} lease worker"
-THIRD_NAME = f"{LAB_PREFIX} third session"
+HOLD, LEASE, THIRD = "hold worker", "lease worker", "third session"
 # A lab lease is seconds long so the learner sees it run out. The library's
 # default (queue.DEFAULT_LEASE, five minutes) must outlast the slowest real
 # job with room to spare, or healthy workers would be reaped mid-job.
@@ -43,8 +41,6 @@ DEFAULT_LEASE_S = 2.0
 LEASE_LIMITS = (0.5, 30.0)
 GONE_TIMEOUT_S = 5.0  # how long a terminated session may take to disappear
 OTHERS_LIMITS = (1, 100_000)
-
-Progress = Callable[[int, int], None] | None
 
 
 # --- what the board shows -----------------------------------------------------------
@@ -75,34 +71,45 @@ class LockHolder:
         return self.application_name.removeprefix(f"{LAB_PREFIX} ")
 
 
-def board(conn: psycopg.Connection) -> list[BoardRow]:
-    return [BoardRow(*row) for row in run(conn, "lab/crash_board").fetchall()]
+def lab_session(db: Database, name: str) -> Session:
+    """One of the lab's scripted sessions, named 'pgq-crash <name>' on the server."""
+    return Session(db, name, prefix=LAB_PREFIX)
 
 
-def lock_holders(conn: psycopg.Connection) -> list[LockHolder]:
-    return [LockHolder(*row) for row in run(conn, "lab/jobs_lock_holders", {"prefix": LAB_PREFIX}).fetchall()]
+def answer(step: Step) -> tuple[tuple, ...]:
+    """The rows a step returned; the server's error, plainly, if it failed."""
+    if step.failed:
+        raise PgqError(f"{step.statement} failed with error {step.sqlstate}: {step.message}")
+    return step.rows
+
+
+def claim_one(session: Session, lease_s: float) -> tuple[queue.Job | None, float]:
+    """The course's claim (sql/claim.sql) on one session, outside BEGIN, so it
+    commits at once: the job (or None) and the seconds it took."""
+    step = run_and_wait(session, "claim", {"batch": 1, "lease": checks.lease(lease_s)})
+    rows = answer(step)
+    return (queue.Job(*rows[0]) if rows else None), step.seconds
 
 
 # --- the lab ------------------------------------------------------------------------
 
 
 class CrashScene:
-    """Two workers, two jobs, and a third session. Methods run at once on the
-    caller's thread (none of them waits on a lock); `board()` and
-    `lock_holders()` may be called from another thread at the same time."""
+    """Two workers, two jobs, and a third session. Methods return once their
+    statement has (none of them waits on a lock); `board()`, `lock_holders()`
+    and `sessions()` may be called from another thread at the same time."""
 
     def __init__(self, db: Database, lease_s: float = DEFAULT_LEASE_S):
         self.db = db
         self.lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS)
-        self.hold: psycopg.Connection | None = None
-        self.lease: psycopg.Connection | None = None
+        self.hold: Session | None = None
+        self.lease: Session | None = None
         self.hold_job: int | None = None
         self.lease_job: queue.Job | None = None
-        self._third_lock = threading.Lock()
-        self._monitor_lock = threading.Lock()
-        self._third = db.connect(application_name=THIRD_NAME)
-        self._monitor = db.connect(application_name="pgq-teach monitor")
-        seeding.reset_and_seed(self._third, KIND, 2)
+        with db.connection(application_name=f"{LAB_PREFIX} reset") as conn:
+            seeding.reset_and_seed(conn, KIND, 2)
+        self.monitor = LabMonitor(db, LAB_PREFIX)
+        self.third = lab_session(db, THIRD)
 
     # the two workers
 
@@ -110,79 +117,77 @@ class CrashScene:
         """BEGIN and lock the oldest ready job; the transaction stays open while it "works"."""
         if self.hold is not None:
             raise BadInput("the hold-style worker has already started")
-        self.hold = self.db.connect(autocommit=False, application_name=HOLD_NAME)
-        run(self.hold, "lab/open_transaction")
-        row = run(self.hold, "teaching/hold_skip_locked").fetchone()
-        if row is None:
+        self.hold = lab_session(self.db, HOLD)
+        self.hold.begin()
+        rows = answer(run_and_wait(self.hold, "teaching/hold_skip_locked"))
+        if not rows:
             raise PgqError("the hold-style worker found no ready job: start it before the lease-style worker")
-        self.hold_job = row[0]
-        return self.hold_job
+        self.hold_job = rows[0][0]
+        return rows[0][0]
 
     def start_lease_worker(self) -> queue.Job:
         """Claim one job with a lease; the claim commits at once and the worker
         "works" with no transaction."""
         if self.lease is not None:
             raise BadInput("the lease-style worker has already started")
-        self.lease = self.db.connect(application_name=LEASE_NAME)
-        jobs = queue.claim(self.lease, lease=self.lease_s)
-        if not jobs:
+        self.lease = lab_session(self.db, LEASE)
+        job, _ = claim_one(self.lease, self.lease_s)
+        if job is None:
             raise PgqError("the lease-style worker found no ready job")
-        self.lease_job = jobs[0]
-        return self.lease_job
+        self.lease_job = job
+        return job
 
     def end_session(self, worker: str) -> int:
         """End a worker's session with pg_terminate_backend, from the third
         session, as a crash or a lost network would; wait until the server
-        has let it go. The number of sessions ended (0 if it was not running)."""
-        names = {"hold": HOLD_NAME, "lease": LEASE_NAME}
-        name = names[checks.one_of("worker", worker, names)]
-        with self._third_lock:
-            ended = run(self._third, "lab/terminate_sessions_named", {"name": name}).fetchall()
-            deadline = time.monotonic() + GONE_TIMEOUT_S
-            for pid, _ in ended:
-                while run_one(self._third, "lab/session_alive", {"pid": pid})[0]:
-                    if time.monotonic() > deadline:
-                        raise PgqError(
-                            f"session {pid} was still there {GONE_TIMEOUT_S:g} s after it was ended"
-                        )
-                    time.sleep(0.02)
+        has let it go. The number of sessions ended (0 if it was not running).
+
+        The worker is idle (the hold worker idle in its transaction), so its
+        Session's thread is waiting for a command, not for the server: the
+        session ends under it and its next command would fail, as a psql
+        window's does."""
+        names = {"hold": self.hold, "lease": self.lease}
+        session = names[checks.one_of("worker", worker, names)]
+        if session is None:
+            return 0
+        name = session.application_name
+        ended = answer(run_and_wait(self.third, "lab/terminate_sessions_named", {"name": name}))
+        wait_gone(self.monitor, [pid for pid, _ in ended], GONE_TIMEOUT_S)
         return len(ended)
 
     # the third session
 
     def third_claim(self) -> tuple[queue.Job | None, float]:
         """A third worker claims with the course's claim: the job, and how long it took."""
-        with self._third_lock:
-            started = time.monotonic()
-            jobs = queue.claim(self._third, lease=self.lease_s)
-            return (jobs[0] if jobs else None), time.monotonic() - started
+        return claim_one(self.third, self.lease_s)
 
     def reap(self) -> int:
         """Run the reaper (sql/reap.sql) once; the number of jobs it handed back."""
-        with self._third_lock:
-            return queue.reap(self._third)
+        return len(answer(run_and_wait(self.third, "reap")))
 
     # what the server says
 
     def board(self) -> list[BoardRow]:
-        with self._monitor_lock:
-            return board(self._monitor)
+        return [BoardRow(*row) for row in self.monitor.look("lab/crash_board")]
 
     def lock_holders(self) -> list[LockHolder]:
-        with self._monitor_lock:
-            return lock_holders(self._monitor)
+        return [
+            LockHolder(*row) for row in self.monitor.look("lab/jobs_lock_holders", {"prefix": LAB_PREFIX})
+        ]
+
+    def sessions(self) -> list[ActivityRow]:
+        """The lab's sessions in pg_stat_activity: an ended one is gone."""
+        return self.monitor.read()
 
     def row(self, job_id: int) -> BoardRow:
         return next(r for r in self.board() if r.id == job_id)
 
     def close(self) -> None:
-        """Close every connection; an open hold transaction rolls back."""
-        for conn in (self.hold, self.lease, self._third, self._monitor):
-            if conn is not None:
-                try:
-                    conn.close()
-                except psycopg.Error:
-                    pass  # already ended by the lab
+        """Close every session; an open hold transaction rolls back."""
+        for session in (self.hold, self.lease, self.third):
+            if session is not None:
+                session.close()
+        self.monitor.close()
 
     def __enter__(self) -> CrashScene:
         return self
@@ -194,8 +199,8 @@ class CrashScene:
 # --- the guide's sequence (figure #8) -------------------------------------------------
 
 
-@dataclass
-class CrashResult:
+@dataclass(kw_only=True)
+class CrashResult(Result):
     lease_s: float
     hold_job: int
     lease_job: int
@@ -208,42 +213,35 @@ class CrashResult:
     lease_left_at_end_s: float  # how much of the lease was left then
     back_after_s: float  # from the end of the session to the reaper handing the job back
     leased_job_after: BoardRow
-    server_version: str
-    guess: float | None = None
     guide: GuideFigure = field(default_factory=lambda: figure(8))
-    stopped: bool = False
 
     @property
     def reaped_after_lease(self) -> bool:
         return self.leased_job_after.status == "ready" and self.leased_job_after.last_error == "lease expired"
 
     def summary(self) -> str:
-        guess = f" (your guess: {self.guess:g} s)" if self.guess is not None else ""
         after = self.leased_job_after
-        return "\n".join(
-            [
-                f"hold-style worker locked job {self.hold_job}; "
-                f"lease-style worker claimed job {self.lease_job} "
-                f"with a {self.lease_s:g} s lease (attempts {self.lease_attempts})",
-                f"  a third worker, while both lived: {self.claim_before_crash or 'no job'}",
-                f"  hold worker's session ended: the third worker claimed job {self.held_job_claimed} "
-                f"in {self.held_job_claim_s * 1000:.1f} ms",
-                f"  lease worker's session ended: job {self.lease_job} still {self.lease_status_after_end}, "
-                f"{self.lease_left_at_end_s:.2f} s of lease left; "
-                f"the reaper then handed back {self.reaped_at_once}",
-                f"  the reaper handed job {self.lease_job} back {self.back_after_s:.2f} s after its worker's "
-                f"session ended{guess}: {after.status}, attempts {after.attempts}, "
-                f"last error {after.last_error!r}",
-                f"  {self.guide}",
-                f"  this server: PostgreSQL {self.server_version}",
-            ]
-        )
+        lines = [
+            f"hold-style worker locked job {self.hold_job}; "
+            f"lease-style worker claimed job {self.lease_job} "
+            f"with a {self.lease_s:g} s lease (attempts {self.lease_attempts})" + self.stopped_note,
+            f"  a third worker, while both lived: {self.claim_before_crash or 'no job'}",
+            f"  hold worker's session ended: the third worker claimed job {self.held_job_claimed} "
+            f"in {self.held_job_claim_s * 1000:.1f} ms",
+            f"  lease worker's session ended: job {self.lease_job} still {self.lease_status_after_end}, "
+            f"{self.lease_left_at_end_s:.2f} s of lease left; "
+            f"the reaper then handed back {self.reaped_at_once}",
+            f"  the reaper handed job {self.lease_job} back {self.back_after_s:.2f} s after its worker's "
+            f"session ended (your guess: {guess_text(self.guess, ' s')}): {after.status}, "
+            f"attempts {after.attempts}, last error {after.last_error!r}",
+        ]
+        return "\n".join(lines + self.footer())
 
-    def comparison(self) -> list[tuple[str, object, object, object]]:
+    def comparison(self) -> list[Comparison]:
         return [
             ("held job claimable after the crash", None, f"{self.held_job_claim_s * 1000:.1f} ms", "at once"),
             ("leased job right after the crash", None, self.lease_status_after_end, "running"),
-            ("leased job back to ready after, s", self.guess, self.back_after_s, "when its lease ends"),
+            ("leased job back to ready after, s", self.guess_cell, self.back_after_s, "when its lease ends"),
         ]
 
 
@@ -252,7 +250,7 @@ def crash_both(
     lease_s: float = DEFAULT_LEASE_S,
     *,
     guess: float | None = None,
-    progress: Progress = None,
+    progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> CrashResult:
     """Start both workers, end each one's session, and watch their jobs."""
@@ -300,9 +298,9 @@ def crash_both(
         lease_left_at_end_s=right_after.lease_left_s or 0.0,
         back_after_s=back_after,
         leased_job_after=after,
-        server_version=db.server.version,
         guess=guess,
         stopped=stop.is_set(),
+        **server_fields(db),
     )
 
 
@@ -315,44 +313,34 @@ def tuples_line(report: VacuumReport) -> str:
     return next((line.strip() for line in report.text.splitlines() if "tuples:" in line), str(report))
 
 
-@dataclass
-class CleanupResult:
+@dataclass(kw_only=True)
+class CleanupResult(Result):
     others: int  # jobs updated while the hold-style worker sat on job 1
     updated: int
     during: VacuumReport  # VACUUM while the worker's transaction was open (bloat.vacuum)
     after: VacuumReport  # VACUUM after it committed
     culprit: dict  # the worker's row from the guide's activity query (sql/stats_sessions.sql)
-    server_version: str
-    guess: int | None = None
     guide: GuideFigure = field(default_factory=lambda: figure(9))
-    stopped: bool = False
 
     def summary(self) -> str:
         c = self.culprit
-        guess = f" (your guess: {self.guess:,})" if self.guess is not None else ""
-        return "\n".join(
-            [
-                f"a hold-style worker sat on job 1 while {self.updated:,} other jobs were updated",
-                f"  the guide's activity query saw it: pid {c['pid']}, {c['state']}, transaction age "
-                f"{c['xact_age'].total_seconds():.2f} s, backend_xid {c['backend_xid']}, "
-                f"backend_xmin {c['backend_xmin']}",
-                f"  VACUUM while it worked: {tuples_line(self.during)}{guess}",
-                f"  VACUUM after it committed: {tuples_line(self.after)}",
-                f"  {self.guide}",
-                f"  this server: PostgreSQL {self.server_version}",
-            ]
-        )
+        lines = [
+            f"a hold-style worker sat on job 1 while {self.updated:,} other jobs were updated"
+            + self.stopped_note,
+            f"  the guide's activity query saw it: pid {c['pid']}, {c['state']}, transaction age "
+            f"{c['xact_age'].total_seconds():.2f} s, backend_xid {c['backend_xid']}, "
+            f"backend_xmin {c['backend_xmin']}",
+            f"  VACUUM while it worked: {tuples_line(self.during)} (your guess: {guess_text(self.guess)})",
+            f"  VACUUM after it committed: {tuples_line(self.after)}",
+        ]
+        return "\n".join(lines + self.footer())
 
-    def comparison(self) -> list[tuple[str, object, object, object]]:
+    def comparison(self) -> list[Comparison]:
+        dead = self.guide.values["dead"]
         return [
             ("removed while the worker held its transaction", None, self.during.removed, 0),
-            (
-                "dead but not yet removable then",
-                self.guess,
-                self.during.not_removable,
-                self.guide.values["dead"],
-            ),
-            ("removed after it committed", None, self.after.removed, f"all {self.guide.values['dead']:,}"),
+            ("dead but not yet removable then", self.guess_cell, self.during.not_removable, dead),
+            ("removed after it committed", None, self.after.removed, f"all {dead:,}"),
         ]
 
 
@@ -360,8 +348,8 @@ def cleanup_held_back(
     db: Database,
     others: int = 1_000,
     *,
-    guess: int | None = None,
-    progress: Progress = None,
+    guess: float | None = None,
+    progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> CleanupResult:
     """A hold-style worker holds job 1 while `others` other jobs are updated
@@ -376,21 +364,19 @@ def cleanup_held_back(
     with db.connection(application_name=f"{LAB_PREFIX} cleanup") as conn:
         seeding.reset_and_seed(conn, KIND, others + 1)
         run(conn, "lab/autovacuum_off")
-        hold = db.connect(autocommit=False, application_name=HOLD_NAME)
-        try:
-            run(hold, "lab/open_transaction")
-            job_id = run_one(hold, "teaching/hold_skip_locked")[0]
+        with lab_session(db, HOLD) as hold:
+            hold.begin()
+            job_id = answer(run_and_wait(hold, "teaching/hold_skip_locked"))[0][0]
             updated = run(conn, "lab/touch_other_jobs", {"keep": job_id}).rowcount
             tell(progress, 1, total)
-            pid = hold.info.backend_pid
-            culprit = next(r for r in run(conn, "stats_sessions", row_factory=dict_row) if r["pid"] == pid)
+            sessions = run(conn, "stats_sessions", row_factory=dict_row).fetchall()
+            culprit = next(r for r in sessions if r["pid"] == hold.pid)
             during = vacuum(db)
             tell(progress, 2, total)
-            run(hold, "teaching/mark_done", {"id": job_id})  # the worker finishes its job
+            answer(run_and_wait(hold, "teaching/mark_done", {"id": job_id}))  # the worker finishes its job
             hold.commit()
+            hold.wait_done()
             tell(progress, 3, total)
-        finally:
-            hold.close()
         after = vacuum(db)
         run(conn, "lab/autovacuum_reset")
         tell(progress, 4, total)
@@ -400,26 +386,48 @@ def cleanup_held_back(
         during=during,
         after=after,
         culprit=culprit,
-        server_version=db.server.version,
         guess=guess,
         stopped=stop.is_set(),
+        **server_fields(db),
     )
 
 
 # --- the reaper's plan ------------------------------------------------------------------
 
 
-@dataclass
-class ReaperPlan:
+@dataclass(kw_only=True)
+class ReaperPlan(Result):
+    """sql/reap.sql planned on a table of mostly ready jobs. The guide has no
+    figure for the plan; its figure here is the crash sequence the reaper ends."""
+
     running: int
     ready: int
     plan: str
     reaped_now: int  # what the reaper found: none of the leases has passed yet
-    server_version: str
+    guide: GuideFigure = field(default_factory=lambda: figure(8))
 
     @property
     def uses_running_index(self) -> bool:
         return "jobs_running_idx" in self.plan
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            ("the plan reads jobs_running_idx", None, "yes" if self.uses_running_index else "no", None),
+            (
+                "jobs reaped while every lease runs",
+                None,
+                self.reaped_now,
+                "none: running until the lease ends",
+            ),
+        ]
+
+    def summary(self) -> str:
+        lines = [
+            f"sql/reap.sql on {self.running:,} running and {self.ready:,} ready jobs:",
+            *(f"  {line}" for line in self.plan.splitlines()),
+            f"  the reaper, run now, handed back {self.reaped_now} job(s)",
+        ]
+        return "\n".join(lines + self.footer())
 
 
 def reaper_plan(db: Database, running: int = 50, ready: int = 4_950) -> ReaperPlan:
@@ -432,6 +440,4 @@ def reaper_plan(db: Database, running: int = 50, ready: int = 4_950) -> ReaperPl
         run(conn, "lab/analyze_jobs")
         plan = "\n".join(explain(conn, "reap"))
         reaped = queue.reap(conn)
-    return ReaperPlan(
-        running=running, ready=ready, plan=plan, reaped_now=reaped, server_version=db.server.version
-    )
+    return ReaperPlan(running=running, ready=ready, plan=plan, reaped_now=reaped, **server_fields(db))

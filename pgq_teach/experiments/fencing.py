@@ -12,18 +12,18 @@ and without `heartbeat=True`, and samples the lease deadline as it moves.
 `token_after_requeue()` shows whether the fencing token repeats once a dead
 job is put back by hand.
 
-Workers are plain psycopg connections here, small enough to move onto the
-shared scripted sessions later.
+A, B, the reaper and the person who requeues are scripted `Session`s
+(pgq_teach.experiments.sessions), each statement its own transaction unless
+the story opens one; the long job runs on the library's own `Worker`s.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-import psycopg
 from psycopg.rows import dict_row
 
 from .. import checks, queue, seeding
@@ -32,7 +32,9 @@ from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
 from ..statements import run, run_one
 from ..worker import Worker
-from .results import tell
+from .crash import answer, claim_one
+from .results import Comparison, Progress, Result, guess_text, server_fields, tell
+from .sessions import Session, run_and_wait
 
 KIND = "send_receipt"
 ORDER = 101
@@ -42,8 +44,6 @@ LAB_PREFIX = "pgq-fence"
 # minutes, because a lease must outlast the slowest healthy run of a job.
 LEASE_LIMITS = (0.5, 10.0)
 WORK_LIMITS = (0.5, 30.0)
-
-Progress = Callable[[int, int], None] | None
 
 
 def fencing_token(job: queue.Job) -> int:
@@ -63,16 +63,14 @@ def prepare(db: Database) -> int:
         return queue.enqueue(conn, KIND, {"order": ORDER}, notify=False)
 
 
-def send_receipt(conn: psycopg.Connection, order_id: int, worker: str, handler: str) -> bool:
+def send_receipt(session: Session, order_id: int, worker: str, handler: str) -> bool:
     """The job's work: email the receipt. The idempotent handler first records
     "receipt for this order sent" under a unique key and sends only if that
     record is new. True if an email went out."""
-    if (
-        handler == "idempotent"
-        and run(conn, "lab/record_receipt_sent", {"order_id": order_id, "worker": worker}).fetchone() is None
-    ):
+    params = {"order_id": order_id, "worker": worker}
+    if handler == "idempotent" and not answer(run_and_wait(session, "lab/record_receipt_sent", params)):
         return False
-    run(conn, "lab/send_receipt_email", {"order_id": order_id, "worker": worker})
+    answer(run_and_wait(session, "lab/send_receipt_email", params))
     return True
 
 
@@ -83,8 +81,27 @@ def lease_end(job: queue.Job) -> float:
     return job.leased_until.timestamp()
 
 
-def inbox_count(conn: psycopg.Connection, order_id: int = ORDER) -> int:
-    return run_one(conn, "lab/inbox_count", {"order_id": order_id})[0]
+def lab_session(db: Database, name: str) -> Session:
+    """One of the lab's scripted sessions, named 'pgq-fence <name>' on the server."""
+    return Session(db, name, prefix=LAB_PREFIX)
+
+
+def claimed(session: Session, lease_s: float) -> queue.Job:
+    """The session's claim (sql/claim.sql); an error if no job was there."""
+    job, _ = claim_one(session, lease_s)
+    if job is None:
+        raise PgqError(f"{session.name} found no job to claim")
+    return job
+
+
+def complete(session: Session, job: queue.Job) -> int:
+    """The course's completion (sql/complete.sql), fenced on the claim's token:
+    the rows it updated (0 once a newer claim holds the job)."""
+    return len(answer(run_and_wait(session, "complete", {"id": job.id, "fence_token": job.fence_token})))
+
+
+def first_value(session: Session, statement: str, params: dict | None = None) -> Any:
+    return answer(run_and_wait(session, statement, params))[0][0]
 
 
 # --- the guide's sequence (figure #10) ---------------------------------------------------
@@ -99,8 +116,8 @@ class Event:
     what: str
 
 
-@dataclass
-class FencingResult:
+@dataclass(kw_only=True)
+class FencingResult(Result):
     handler: str
     lease_s: float
     a_token: int
@@ -110,30 +127,23 @@ class FencingResult:
     reaped: int
     a_rows: int  # rows A's completion updated
     b_rows: int
-    emails: int  # receipts in the customer's inbox
+    emails: int  # receipts in the customer's inbox; the guess is of this
     final_status: str
     events: list[Event]
-    server_version: str
-    guess: float | None = None  # the learner's guess of receipts; the widget's field holds a float
     guide: GuideFigure = field(default_factory=lambda: figure(10))
-    stopped: bool = False
 
     def summary(self) -> str:
-        guess = f" (your guess: {self.guess:g})" if self.guess is not None else ""
         steps = [f"  {e.t_s:5.2f} s  {e.lane:<6} {e.what}" for e in self.events]
-        return "\n".join(
-            [
-                f"one receipt job, a {self.lease_s:g} s lease, {self.handler} handler",
-                *steps,
-                f"  A's completion updated {self.a_rows} row(s), B's {self.b_rows}; "
-                f"the job is {self.final_status}",
-                f"  the customer's inbox: {self.emails} receipt(s){guess}",
-                f"  {self.guide}",
-                f"  this server: PostgreSQL {self.server_version}",
-            ]
-        )
+        lines = [
+            f"one receipt job, a {self.lease_s:g} s lease, {self.handler} handler" + self.stopped_note,
+            *steps,
+            f"  A's completion updated {self.a_rows} row(s), B's {self.b_rows}; "
+            f"the job is {self.final_status}",
+            f"  the customer's inbox: {self.emails} receipt(s) (your guess: {guess_text(self.guess)})",
+        ]
+        return "\n".join(lines + self.footer())
 
-    def comparison(self) -> list[tuple[str, object, object, object]]:
+    def comparison(self) -> list[Comparison]:
         values = self.guide.values
         return [
             ("A's completion, rows updated", None, self.a_rows, values["a_rows"]),
@@ -141,7 +151,7 @@ class FencingResult:
             ("fencing token, A then B", None, f"{self.a_token} then {self.b_token}", "1 then 2"),
             (
                 f"receipts in the inbox ({self.handler} handler)",
-                self.guess,
+                self.guess_cell,
                 self.emails,
                 "two: fencing cannot unsend" if self.handler == "plain" else "–",
             ),
@@ -154,11 +164,13 @@ def stale_worker(
     *,
     handler: str = "plain",
     guess: float | None = None,
-    progress: Progress = None,
+    progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> FencingResult:
     """A claims and sends, then stalls past its lease; the reaper runs; B
-    claims and sends; A completes (fenced out), then B completes."""
+    claims and sends; A completes (fenced out), then B completes. A, B and
+    the reaper are three scripted sessions, each statement its own
+    transaction, as in three psql windows."""
     lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS)
     handler = checks.one_of("handler", handler, HANDLERS)
     stop = stop or threading.Event()
@@ -170,12 +182,8 @@ def stale_worker(
         events.append(Event(time.monotonic() - started, lane, what))
 
     total = 6
-    with (
-        db.connection(application_name=f"{LAB_PREFIX} A") as a,
-        db.connection(application_name=f"{LAB_PREFIX} B") as b,
-        db.connection(application_name=f"{LAB_PREFIX} reaper") as reaper,
-    ):
-        a_job = queue.claim(a, lease=lease_s)[0]
+    with lab_session(db, "A") as a, lab_session(db, "B") as b, lab_session(db, "reaper") as reaper:
+        a_job = claimed(a, lease_s)
         note("A", f"claims job {job_id}: fencing token {fencing_token(a_job)}, lease {lease_s:g} s")
         sent = send_receipt(a, a_job.payload["order"], "A", handler)
         note(
@@ -186,27 +194,24 @@ def stale_worker(
 
         # A stalls until its lease has passed: a long GC pause, a slow disk, a stuck call.
         stop.wait(max(0.0, (lease_end(a_job) - time.time()) + 0.1))
-        reaped = queue.reap(reaper)
+        reaped = len(answer(run_and_wait(reaper, "reap")))
         note("reaper", f"lease passed: hands back {reaped} job(s)")
         tell(progress, 2, total)
 
-        claimed = queue.claim(b, lease=lease_s * 10)  # B's lease is long enough for its work
-        if not claimed:
-            raise PgqError("B found no job to claim: the reaper did not hand it back")
-        b_job = claimed[0]
+        b_job = claimed(b, lease_s * 10)  # B's lease is long enough for its work
         note("B", f"claims job {job_id}: fencing token {fencing_token(b_job)}")
         sent = send_receipt(b, b_job.payload["order"], "B", handler)
         note("B", "sends the receipt email" if sent else "finds the receipt recorded; sends nothing")
         tell(progress, 3, total)
 
-        a_rows = int(queue.complete(a, a_job))
+        a_rows = complete(a, a_job)
         note("A", f"wakes and completes with token {fencing_token(a_job)}: {a_rows} row(s) updated")
         tell(progress, 4, total)
-        b_rows = int(queue.complete(b, b_job))
+        b_rows = complete(b, b_job)
         note("B", f"completes with token {fencing_token(b_job)}: {b_rows} row(s) updated")
         tell(progress, 5, total)
-        emails = inbox_count(reaper)
-        final = run_one(reaper, "job_state", {"id": job_id})[0]
+        emails = first_value(reaper, "lab/inbox_count", {"order_id": ORDER})
+        final = first_value(reaper, "job_state", {"id": job_id})
         tell(progress, 6, total)
     return FencingResult(
         handler=handler,
@@ -221,9 +226,9 @@ def stale_worker(
         emails=emails,
         final_status=final,
         events=events,
-        server_version=db.server.version,
         guess=guess,
         stopped=stop.is_set(),
+        **server_fields(db),
     )
 
 
@@ -241,8 +246,10 @@ class Run:
     outcome: str  # "done" (its completion updated the row) or "fenced" (it updated nothing)
 
 
-@dataclass
-class LongJobResult:
+@dataclass(kw_only=True)
+class LongJobResult(Result):
+    """The guess is of how many times the handler runs."""
+
     heartbeat: bool
     lease_s: float
     work_s: float
@@ -250,8 +257,7 @@ class LongJobResult:
     final_status: str
     last_error: str | None
     lease_samples: list[tuple[float, int, float]]  # (seconds from start, attempts, seconds left on the lease)
-    server_version: str
-    stopped: bool = False
+    guide: GuideFigure = field(default_factory=lambda: figure(10))
 
     @property
     def times_run(self) -> int:
@@ -273,15 +279,24 @@ class LongJobResult:
         return "\n".join(
             [
                 f"{'with' if self.heartbeat else 'without'} a heartbeat: {self.work_s:g} s of work, "
-                f"{self.lease_s:g} s lease, two workers",
-                f"  the handler ran {self.times_run} time(s):",
+                f"{self.lease_s:g} s lease, two workers" + self.stopped_note,
+                f"  the handler ran {self.times_run} time(s) (your guess: {guess_text(self.guess)}):",
                 runs,
                 f"  the job ended {self.final_status}" + (f" ({self.last_error})" if self.last_error else ""),
                 "  each claim's lease deadline "
                 + ("moved with the work" if self.lease_moved else "stayed where the claim put it"),
-                f"  this server: PostgreSQL {self.server_version}",
+                *self.footer(),
             ]
         )
+
+    def comparison(self) -> list[Comparison]:
+        fenced = sum(r.outcome == "fenced" for r in self.runs)
+        return [
+            ("times the handler ran", self.guess_cell, self.times_run, None),
+            ("completions fenced out (0 rows)", None, fenced, "a stale completion updates 0 rows"),
+            ("the job ended", None, self.final_status, None),
+            ("lease deadline moved with the work", None, "yes" if self.lease_moved else "no", None),
+        ]
 
 
 def long_job(
@@ -290,7 +305,8 @@ def long_job(
     heartbeat: bool,
     lease_s: float = 1.0,
     work_s: float = 3.0,
-    progress: Progress = None,
+    guess: float | None = None,
+    progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> LongJobResult:
     """One job that takes `work_s` seconds; two library `Worker`s with a
@@ -368,16 +384,17 @@ def long_job(
             final_status=row["status"],
             last_error=row["last_error"],
             lease_samples=samples,
-            server_version=db.server.version,
+            guess=guess,
             stopped=stop.is_set(),
+            **server_fields(db),
         )
 
 
 # --- the token over a job's whole life ------------------------------------------------------
 
 
-@dataclass
-class RequeueResult:
+@dataclass(kw_only=True)
+class RequeueResult(Result):
     token_column: bool  # does the claim return a fence_token of its own?
     a_token: int  # the stalled first claim's token
     c_token: int  # the claim after a person requeued the dead job
@@ -386,8 +403,8 @@ class RequeueResult:
     a_rows_on_attempts: int  # rows A's late completion would match, fenced on attempts (rolled back)
     a_rows: int  # rows the stalled worker's late completion updated
     c_rows: int
-    c_error: str | None  # what the library told C, if its completion was refused
-    server_version: str
+    c_error: str | None  # why C's completion was refused, if it was
+    guide: GuideFigure = field(default_factory=lambda: figure(10))
 
     @property
     def token_repeated(self) -> bool:
@@ -395,49 +412,58 @@ class RequeueResult:
 
     def summary(self) -> str:
         name = "fence_token" if self.token_column else "attempts (reset to 0 by the requeue)"
-        return "\n".join(
-            [
-                f"the fencing token here is {name}",
-                f"  attempts: A's claim {self.a_attempts}, C's claim {self.c_attempts} "
-                "(the requeue reset it); "
-                f"fenced on attempts, A's late completion would match {self.a_rows_on_attempts} row(s)",
-                f"  A claimed with token {self.a_token} and stalled; "
-                "the job was reaped, dead, and requeued by hand",
-                f"  C claimed it with token {self.c_token}: "
-                + ("the same number" if self.token_repeated else "a new number"),
-                f"  A's late completion updated {self.a_rows} row(s); C's updated {self.c_rows}"
-                + (f" ({self.c_error})" if self.c_error else ""),
-                f"  this server: PostgreSQL {self.server_version}",
-            ]
-        )
+        lines = [
+            f"the fencing token here is {name}",
+            f"  attempts: A's claim {self.a_attempts}, C's claim {self.c_attempts} "
+            "(the requeue reset it); "
+            f"fenced on attempts, A's late completion would match {self.a_rows_on_attempts} row(s)",
+            f"  A claimed with token {self.a_token} and stalled; "
+            "the job was reaped, dead, and requeued by hand",
+            f"  C claimed it with token {self.c_token}: "
+            + ("the same number" if self.token_repeated else "a new number"),
+            f"  A's late completion updated {self.a_rows} row(s); C's updated {self.c_rows}"
+            + (f" ({self.c_error})" if self.c_error else ""),
+        ]
+        return "\n".join(lines + self.footer())
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            ("A's late completion fenced on attempts, rows", None, self.a_rows_on_attempts, None),
+            (
+                "A's late completion fenced on fence_token, rows",
+                None,
+                self.a_rows,
+                self.guide.values["a_rows"],
+            ),
+            ("C's completion, rows", None, self.c_rows, self.guide.values["b_rows"]),
+        ]
 
 
 def token_after_requeue(db: Database, lease_s: float = 0.5) -> RequeueResult:
     """A claims a one-attempt job and stalls; the reaper makes it dead; a
-    person requeues it; C claims it; then A completes, late."""
+    person requeues it; C claims it; then A completes, late. A, the person
+    and C are three scripted sessions."""
     lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS)
     prepare(db)
     with db.connection() as conn:
         seeding.reset_jobs(conn)
         queue.enqueue(conn, KIND, {"order": ORDER}, max_attempts=1, notify=False)
-        a_job = queue.claim(conn, lease=lease_s)[0]
+    with lab_session(db, "A") as a, lab_session(db, "person") as person, lab_session(db, "C") as c:
+        a_job = claimed(a, lease_s)
         time.sleep(max(0.0, lease_end(a_job) - time.time()) + 0.1)
-        if queue.reap(conn) != 1 or queue.requeue_dead(conn, KIND) != 1:
+        reaped = answer(run_and_wait(person, "reap"))
+        requeued = answer(run_and_wait(person, "requeue_dead", {"kind": KIND}))
+        if (len(reaped), len(requeued)) != (1, 1):
             raise PgqError("the job was not reaped to dead and requeued as expected")
-        c_job = queue.claim(conn, lease=60)[0]
+        c_job = claimed(c, 60)
         # What A's late completion would do fenced on attempts, as the guide
-        # writes it: tried, then rolled back, so it changes nothing here.
-        with conn.transaction(force_rollback=True):
-            a_rows_on_attempts = len(
-                run(
-                    conn, "exercise/wrong/complete_on_attempts", {"id": a_job.id, "attempts": a_job.attempts}
-                ).fetchall()
-            )
-        a_rows = int(queue.complete(conn, a_job))
-        try:
-            c_rows, c_error = int(queue.complete(conn, c_job)), None
-        except queue.NotClaimed as exc:  # A's stale completion took C's: the library says so
-            c_rows, c_error = 0, str(exc)
+        # writes it: tried inside BEGIN, then rolled back, so it changes nothing here.
+        a.begin()
+        params = {"id": a_job.id, "attempts": a_job.attempts}
+        a_rows_on_attempts = len(answer(run_and_wait(a, "exercise/wrong/complete_on_attempts", params)))
+        a.rollback()
+        a_rows = complete(a, a_job)
+        c_rows = complete(c, c_job)
     return RequeueResult(
         token_column=hasattr(a_job, "fence_token"),
         a_token=fencing_token(a_job),
@@ -447,6 +473,8 @@ def token_after_requeue(db: Database, lease_s: float = 0.5) -> RequeueResult:
         a_rows_on_attempts=a_rows_on_attempts,
         a_rows=a_rows,
         c_rows=c_rows,
-        c_error=c_error,
-        server_version=db.server.version,
+        c_error=None
+        if c_rows
+        else "C's completion matched no row: A's stale one had already completed the job",
+        **server_fields(db),
     )

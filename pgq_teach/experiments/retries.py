@@ -10,7 +10,6 @@ The waits are read back from the server, never computed here.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -22,7 +21,7 @@ from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
 from ..statements import run, run_one, statement
-from .results import tell
+from .results import Comparison, Progress, Result, guess_text, server_fields, tell
 
 KIND = "call_webhook"
 ERROR = "HTTP 503 from webhook"
@@ -33,8 +32,6 @@ FAIL_STATEMENTS = {
     "teaching/fail_without_greatest": "without greatest() (teaching variant)",
 }
 HERD_LIMITS = (1, 10_000)
-
-Progress = Callable[[int, int], None] | None
 
 
 def fail_params(name: str, job: queue.Job, error: str) -> dict:
@@ -124,14 +121,13 @@ class FailureStepper:
         self.close()
 
 
-@dataclass
-class ScheduleResult:
+@dataclass(kw_only=True)
+class ScheduleResult(Result):
+    """The guess is of the longest wait, in seconds."""
+
     steps: list[FailureStep]
     max_attempts: int
-    server_version: str
-    guess: float | None = None
     guide: GuideFigure = field(default_factory=lambda: figure(11))
-    stopped: bool = False
 
     @property
     def waits_s(self) -> list[int]:
@@ -145,19 +141,19 @@ class ScheduleResult:
     def summary(self) -> str:
         lines = [
             f"one {KIND} job, max_attempts {self.max_attempts}, failed {len(self.steps)} times "
-            "(the lab made it due after each failure instead of waiting):"
+            "(the lab made it due after each failure instead of waiting)" + self.stopped_note + ":"
         ]
         for s in self.steps:
             then = f"ready again in {round(s.wait_s):,} s" if s.status == "ready" else "dead"
             lines.append(f"  failure {s.attempt:>2}: {then}")
         lines += [
+            f"  longest wait: {max(self.waits_s, default=0):,} s "
+            f"(your guess: {guess_text(self.guess, ' s')})",
             f"  last error kept: {self.final.last_error!r}",
-            f"  {self.guide}",
-            f"  this server: PostgreSQL {self.server_version}",
         ]
-        return "\n".join(lines)
+        return "\n".join(lines + self.footer())
 
-    def comparison(self) -> list[tuple[str, object, object, object]]:
+    def comparison(self) -> list[Comparison]:
         waits = self.guide.values["waits_s"]
         return [
             (
@@ -167,12 +163,12 @@ class ScheduleResult:
                 ", ".join(map(str, waits)),
             ),
             (
-                "the fifth failure leaves it",
+                f"the fifth failure leaves it (max_attempts {self.max_attempts})",
                 None,
                 self.steps[4].status if len(self.steps) > 4 else "–",
                 "dead",
             ),
-            ("longest wait, s", self.guess, max(self.waits_s, default=0), self.guide.values["cap_s"]),
+            ("longest wait, s", self.guess_cell, max(self.waits_s, default=0), self.guide.values["cap_s"]),
         ]
 
     def chart_svg(self) -> str:
@@ -190,7 +186,7 @@ def schedule(
     *,
     max_attempts: int = 5,
     guess: float | None = None,
-    progress: Progress = None,
+    progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> ScheduleResult:
     """Fail one job `failures` times with the course's fail.sql (stopping at dead)."""
@@ -204,24 +200,20 @@ def schedule(
             tell(progress, n + 1, failures)
         steps = list(stepper.steps)
     return ScheduleResult(
-        steps=steps,
-        max_attempts=max_attempts,
-        server_version=db.server.version,
-        guess=guess,
-        stopped=stop.is_set(),
+        steps=steps, max_attempts=max_attempts, guess=guess, stopped=stop.is_set(), **server_fields(db)
     )
 
 
 # --- why greatest() -------------------------------------------------------------------------
 
 
-@dataclass
-class LoweredResult:
+@dataclass(kw_only=True)
+class LoweredResult(Result):
     statement: str
     before: list[FailureStep]  # three failures under max_attempts 5
     lowered_to: int
     after: list[FailureStep]  # failures after max_attempts was lowered
-    server_version: str
+    guide: GuideFigure = field(default_factory=lambda: figure(11))
 
     @property
     def ends_dead(self) -> bool:
@@ -233,6 +225,17 @@ class LoweredResult:
             f"{FAIL_STATEMENTS[self.statement]}: 3 failures, then max_attempts lowered to {self.lowered_to}; "
             f"the next failures (attempt: status): {after}"
         )
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            (
+                f"failures after max_attempts was lowered to {self.lowered_to}",
+                None,
+                len(self.after),
+                None,
+            ),
+            ("the job ends", None, "dead" if self.ends_dead else "still retrying", "dead (attempts used up)"),
+        ]
 
 
 def lowered_max_attempts(
@@ -256,7 +259,7 @@ def lowered_max_attempts(
         before=steps[:3],
         lowered_to=lower_to,
         after=steps[3:],
-        server_version=db.server.version,
+        **server_fields(db),
     )
 
 
@@ -291,16 +294,17 @@ def make_dead(db: Database, jobs: dict[str, tuple[int, str]]) -> list[DeadJob]:
 # --- the thundering herd ----------------------------------------------------------------------------
 
 
-@dataclass
-class HerdResult:
+@dataclass(kw_only=True)
+class HerdResult(Result):
+    """The guess is of the spread, in seconds."""
+
     jitter: bool
     jobs: int
     seconds: list[tuple[int, int]]  # (second after the failures, jobs due in it)
     instants: int  # distinct run_at values
     first_s: float
     last_s: float
-    server_version: str
-    stopped: bool = False
+    guide: GuideFigure = field(default_factory=lambda: figure(11))
 
     @property
     def spread_s(self) -> float:
@@ -311,8 +315,16 @@ class HerdResult:
         return (
             f"{self.jobs:,} jobs failed at the same moment, {how}: they come due at {self.instants:,} "
             f"distinct instant(s), from {self.first_s:.2f} to {self.last_s:.2f} s later "
-            f"(spread {self.spread_s:.2f} s)"
+            f"(spread {self.spread_s:.2f} s; your guess: {guess_text(self.guess, ' s')})" + self.stopped_note
         )
+
+    def comparison(self) -> list[Comparison]:
+        first_wait = self.guide.values["waits_s"][0]
+        return [
+            ("first retries due after, s", None, f"{self.first_s:.2f} to {self.last_s:.2f}", first_wait),
+            ("spread, s", self.guess_cell, self.spread_s, None),
+            ("distinct instants", None, self.instants, None),
+        ]
 
     def chart_svg(self) -> str:
         rows = [(f"due {s} to {s + 1} s later", n, "") for s, n in self.seconds]
@@ -325,7 +337,8 @@ def herd(
     jobs: int = 1_000,
     *,
     jitter: bool,
-    progress: Progress = None,
+    guess: float | None = None,
+    progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> HerdResult:
     """Claim `jobs` jobs and fail every one in one transaction (so now() is
@@ -364,6 +377,7 @@ def herd(
         instants=instants,
         first_s=first,
         last_s=last,
-        server_version=db.server.version,
+        guess=guess,
         stopped=stop.is_set(),
+        **server_fields(db),
     )

@@ -583,3 +583,42 @@ def together(count: int, target: Callable[[int], object]) -> float:
     if errors:
         raise errors[0]
     return took
+
+
+# --- added for the crash and fencing labs (lessons 04, 05) ------------------------------
+
+
+def run_and_wait(
+    session: Session, statement: str, params: Mapping[str, Any] | None = None, *, timeout: float = 10.0
+) -> Step:
+    """Run one named statement on the session and wait for it: its Step
+    (check `step.failed` for the server's error), as a script types a line
+    into psql and reads the answer before the next one."""
+    session.run(statement, params)
+    session.wait_done(timeout)
+    return session.timeline[-1]
+
+
+def wait_gone(monitor: ActivityMonitor, pids: list[int], timeout: float = 5.0) -> None:
+    """Keep looking until none of `pids` is in pg_stat_activity: a session
+    ended with pg_terminate_backend takes a moment to go."""
+    ended = set(pids)
+    deadline = time.monotonic() + timeout
+    while any(row.pid in ended for row in monitor.read()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"sessions {sorted(ended)} were still there {timeout:g} s after they ended")
+        time.sleep(0.02)
+
+
+class LabMonitor(ActivityMonitor):
+    """An ActivityMonitor that also reads a lab's own read-only statements
+    (a board of jobs, pg_locks) on its connection, so one connection and one
+    polling thread serve a lab's whole live view."""
+
+    def look(self, statement: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
+        with self.conn_lock:
+            if self.closed:
+                return []
+            if self.conn is None or self.conn.closed:
+                self.conn = self.db.connect(application_name=MONITOR_NAME)
+            return run(self.conn, statement, params).fetchall()

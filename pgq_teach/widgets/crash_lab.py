@@ -3,14 +3,14 @@ side, each with an "end its session" button, a third worker, the reaper, and
 a live board of the jobs and of who holds a lock on the table.
 
 Thin: every action is a `CrashScene` method (pgq_teach.experiments.crash);
-the board is redrawn from the server by one refresher thread while a lease
-counts down. Headless: `lab.run_button.click(); lab.wait()` runs the guide's
-sequence and leaves its `CrashResult` in `lab.result`.
+the board is redrawn from the server by the scene's `LabMonitor`, which keeps
+reading on one thread while a lease counts down. Headless:
+`lab.run_button.click(); lab.wait()` runs the guide's sequence and leaves its
+`CrashResult` in `lab.result`.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from html import escape
 
@@ -19,16 +19,16 @@ import ipywidgets as W
 from ..errors import PgqError
 from ..experiments.crash import (
     DEFAULT_LEASE_S,
+    LAB_PREFIX,
     BoardRow,
-    CleanupResult,
     CrashResult,
     CrashScene,
     LockHolder,
     crash_both,
 )
-from .common import Runner, comparison_html, error_html
+from ..experiments.sessions import ActivityRow
+from .common import Runner, error_html, guess_field, result_html, styled
 
-REFRESH_SECONDS = 0.25
 LIVE_AFTER_CLICK_S = 3.0  # keep redrawing this long after a click, beyond any lease still running
 
 
@@ -40,8 +40,14 @@ def lease_text(row: BoardRow) -> str:
     return f"passed {-row.lease_left_s:.1f} s ago"
 
 
-def board_html(rows: list[BoardRow], holders: list[LockHolder], hold_job: int | None) -> str:
-    """The jobs, and the sessions pg_locks shows holding a lock on the jobs table."""
+def board_html(
+    rows: list[BoardRow],
+    holders: list[LockHolder],
+    hold_job: int | None,
+    sessions: list[ActivityRow] | None = None,
+) -> str:
+    """The jobs, the sessions pg_locks shows holding a lock on the jobs table,
+    and the lab's sessions pg_stat_activity still shows (an ended one is gone)."""
     holding = [h for h in holders if h.mode == "RowShareLock"]
     head = (
         "<tr><th>job</th><th>status</th><th>attempts</th><th>lease</th>"
@@ -62,27 +68,22 @@ def board_html(rows: list[BoardRow], holders: list[LockHolder], hold_job: int | 
         )
         or "<li>none</li>"
     )
+    alive = (
+        "".join(
+            f"<li>{escape(s.application_name.removeprefix(f'{LAB_PREFIX} '))} (pid {s.pid}): "
+            f"{escape(s.state or '')}</li>"
+            for s in sessions or []
+        )
+        or "<li>none</li>"
+    )
     style = "<style>.pgq-board td,.pgq-board th{padding:2px 10px;text-align:left}</style>"
     return (
         f'{style}<table class="pgq-board" style="border-collapse:collapse"><tr>{head}</tr>{body}</table>'
         f"<div><b>pg_locks</b>: sessions holding a lock on <code>jobs</code> "
         f"(a row lock lives in the row itself; FOR UPDATE also takes RowShareLock on the table)"
         f"<ul class='pgq-lock-holders'>{locks}</ul></div>"
-    )
-
-
-def result_html(result: CrashResult) -> str:
-    return (
-        comparison_html(result.comparison(), version=result.server_version)
-        + f"<pre>{escape(result.summary())}</pre>"
-    )
-
-
-def cleanup_html(result: CleanupResult, guess: int | None = None) -> str:
-    """The VACUUM experiment beside the guide's figure #9 (for an ExperimentPanel)."""
-    return (
-        comparison_html(result.comparison(), version=result.server_version)
-        + f"<pre>{escape(result.summary())}</pre>"
+        f"<div><b>pg_stat_activity</b>: the lab's sessions the server still has"
+        f"<ul class='pgq-lab-sessions'>{alive}</ul></div>"
     )
 
 
@@ -90,20 +91,20 @@ class WorkerPanel(W.VBox):
     """One worker: what it does, Start, End its session, and a status line."""
 
     def __init__(self, title: str, what: str, css: str):
-        self.start_button = W.Button(
-            description="Start", icon="play", tooltip="claim one job and start working"
+        self.start_button = styled(
+            W.Button(description="Start", icon="play", tooltip="claim one job and start working"), "pgq-start"
         )
-        self.end_button = W.Button(
-            description="End its session",
-            icon="times",
-            disabled=True,
-            tooltip="pg_terminate_backend, from a third session",
-            button_style="danger",
+        self.end_button = styled(
+            W.Button(
+                description="End its session",
+                icon="times",
+                disabled=True,
+                tooltip="pg_terminate_backend, from a third session",
+                button_style="danger",
+            ),
+            "pgq-end",
         )
-        self.status = W.HTML(value="not started")
-        self.status.add_class("pgq-status")
-        self.start_button.add_class("pgq-start")
-        self.end_button.add_class("pgq-end")
+        self.status = styled(W.HTML(value="not started"), "pgq-status")
         super().__init__(
             [
                 W.HTML(f"<b>{escape(title)}</b><br><small>{escape(what)}</small>"),
@@ -125,8 +126,6 @@ class CrashLab(W.VBox):
         self.refresh_error: BaseException | None = None
         self._closed = False
         self._live_until = 0.0
-        self._refresh_lock = threading.Lock()
-        self._refresher: threading.Thread | None = None
 
         self.hold_panel = WorkerPanel(
             "hold-style worker",
@@ -138,37 +137,29 @@ class CrashLab(W.VBox):
             f"claim with a {lease_s:g} s lease; commit; work with no transaction open",
             "pgq-lease-worker",
         )
-        self.claim_button = W.Button(description="Third worker claims", icon="hand-paper-o")
-        self.reap_button = W.Button(description="Run the reaper", icon="recycle")
-        self.reset_button = W.Button(description="Reset", icon="refresh", tooltip="two ready jobs again")
-        self.third_status = W.HTML(value="")
-        self.board = W.HTML(value="")
-        self.guess = W.BoundedFloatText(
-            value=0,
-            min=0,
-            max=60,
-            step=0.5,
-            description="Your guess: seconds until the leased job is ready again",
-            style={"description_width": "initial"},
+        self.claim_button = styled(
+            W.Button(description="Third worker claims", icon="hand-paper-o"), "pgq-third-claim"
         )
-        self.run_button = W.Button(
-            description="Run the guide's sequence",
-            button_style="primary",
-            icon="play",
-            layout=W.Layout(width="auto"),
+        self.reap_button = styled(W.Button(description="Run the reaper", icon="recycle"), "pgq-reap")
+        self.reset_button = styled(
+            W.Button(description="Reset", icon="refresh", tooltip="two ready jobs again"), "pgq-reset"
         )
-        self.output = W.HTML()
+        self.third_status = styled(W.HTML(value=""), "pgq-third-status")
+        self.board = styled(W.HTML(value=""), "pgq-crash-board")
+        self.guess = guess_field(
+            "Your guess: seconds until the leased job is ready again", minimum=0, maximum=60
+        )
+        self.run_button = styled(
+            W.Button(
+                description="Run the guide's sequence",
+                button_style="primary",
+                icon="play",
+                layout=W.Layout(width="auto"),
+            ),
+            "pgq-replay",
+        )
+        self.output = styled(W.HTML(), "pgq-result")
         self.runner = Runner(self._done, self._failed)
-        for button, css in (
-            (self.claim_button, "pgq-third-claim"),
-            (self.reap_button, "pgq-reap"),
-            (self.reset_button, "pgq-reset"),
-            (self.run_button, "pgq-replay"),
-        ):
-            button.add_class(css)
-        self.third_status.add_class("pgq-third-status")
-        self.board.add_class("pgq-crash-board")
-        self.output.add_class("pgq-result")
 
         self.hold_panel.start_button.on_click(lambda _: self._act(self._start_hold))
         self.lease_panel.start_button.on_click(lambda _: self._act(self._start_lease))
@@ -203,6 +194,12 @@ class CrashLab(W.VBox):
         if self.scene is not None:
             self.scene.close()
         self.scene = CrashScene(self.db, self.lease_s)
+        monitor = self.scene.monitor  # it redraws the board on each look, on its own thread while busy
+        monitor.on_rows, monitor.on_error, monitor.busy = (
+            self._draw_board,
+            self._show_refresh_error,
+            self._live,
+        )
         for panel in (self.hold_panel, self.lease_panel):
             panel.start_button.disabled, panel.end_button.disabled = False, True
             panel.status.value = "not started"
@@ -224,7 +221,8 @@ class CrashLab(W.VBox):
             self.third_status.value = error_html(exc)
         self._live_until = time.monotonic() + self.lease_s + LIVE_AFTER_CLICK_S
         self.refresh()
-        self._keep_refreshing()
+        if self.scene is not None:
+            self.scene.monitor.watch()
 
     def _start_hold(self) -> None:
         job = self.live_scene().start_hold_worker()
@@ -263,32 +261,29 @@ class CrashLab(W.VBox):
     # --- the live board ---------------------------------------------------------------
 
     def refresh(self) -> None:
+        """Look now: the monitor reads pg_stat_activity and hands it to _draw_board."""
         if self._closed or self.scene is None:
             return
-        self.board.value = board_html(self.scene.board(), self.scene.lock_holders(), self.scene.hold_job)
+        self.scene.monitor.read()
 
-    def _keep_refreshing(self) -> None:
-        with self._refresh_lock:
-            if self._refresher is None or not self._refresher.is_alive():
-                self._refresher = threading.Thread(
-                    target=self._refresh_loop, name="pgq-crash board", daemon=True
-                )
-                self._refresher.start()
+    def _draw_board(self, sessions: list[ActivityRow]) -> None:
+        scene = self.scene
+        if self._closed or scene is None:
+            return
+        self.board.value = board_html(scene.board(), scene.lock_holders(), scene.hold_job, sessions)
 
-    def _refresh_loop(self) -> None:
-        # One long-lived thread sets the board while a lease counts down; it never prints.
-        try:
-            while not self._closed and time.monotonic() < self._live_until:
-                time.sleep(REFRESH_SECONDS)
-                self.refresh()
-        except BaseException as exc:  # kept and shown
-            if not self._closed:
-                self.refresh_error = exc
-                self.board.value = error_html(exc)
+    def _show_refresh_error(self, exc: BaseException) -> None:
+        if not self._closed:  # kept and shown; the monitor's thread never prints
+            self.refresh_error = exc
+            self.board.value = error_html(exc)
+
+    def _live(self) -> bool:
+        """Keep redrawing while a lease may still be counting down."""
+        return not self._closed and time.monotonic() < self._live_until
 
     @property
     def refreshing(self) -> bool:
-        return self._refresher is not None and self._refresher.is_alive()
+        return self.scene is not None and self.scene.monitor.watching
 
     # --- the guide's sequence ---------------------------------------------------------
 
@@ -304,7 +299,7 @@ class CrashLab(W.VBox):
             self.scene = None
         self._enable(False)
         self.third_status.value = "running the guide's sequence…"
-        guess = self.guess.value
+        guess = self.guess.value  # None when the box is empty: the result says "no guess"
         return self.runner.start(lambda stop: crash_both(self.db, self.lease_s, guess=guess, stop=stop))
 
     def wait(self, timeout: float | None = 60) -> CrashResult | None:
@@ -335,8 +330,6 @@ class CrashLab(W.VBox):
         self.runner.stop()
         if self.runner.thread is not None:
             self.runner.thread.join(60)
-        if self._refresher is not None:
-            self._refresher.join(5)
         if self.scene is not None:
             self.scene.close()
         self._enable(False)

@@ -23,7 +23,7 @@ import ipywidgets as W
 
 from ..charts import frame
 from ..experiments.fencing import HANDLERS, Event, FencingResult, LongJobResult, stale_worker
-from .common import Runner, comparison_html, error_html, prediction
+from .common import Runner, error_html, guess_field, result_html, styled
 
 LANES = ("A", "B", "reaper")
 PLAY_STEP_S = 0.6
@@ -138,9 +138,9 @@ def long_job_svg(result: LongJobResult, *, width: int = 720) -> str:
     return frame(width, height, body, title)
 
 
-def long_job_html(result: LongJobResult, guess: int | None = None) -> str:
-    """For an ExperimentPanel: the chart and the summary."""
-    return long_job_svg(result) + f"<pre>{escape(result.summary())}</pre>"
+def long_job_html(result: LongJobResult) -> str:
+    """For an ExperimentPanel: the chart, then the result's comparison and summary."""
+    return long_job_svg(result) + result_html(result)
 
 
 class FencingLab(W.VBox):
@@ -153,25 +153,17 @@ class FencingLab(W.VBox):
         self._play_thread: threading.Thread | None = None
         self._play_stop = threading.Event()
         self.handler = W.ToggleButtons(options=list(HANDLERS), value="plain", description="handler")
-        self.guess = prediction("Your guess: receipts in the customer's inbox", 0, maximum=10)
-        self.run_button = W.Button(description="Run", button_style="primary", icon="play")
-        self.step_button = W.Button(description="Step", icon="step-forward", disabled=True)
-        self.play_button = W.Button(description="Play", icon="forward", disabled=True)
-        self.status = W.HTML(value="")
-        self.chart = W.HTML(value="")
-        self.steps = W.HTML(value="")
-        self.output = W.HTML(value="")
+        self.guess = guess_field("Your guess: receipts in the customer's inbox", minimum=0, maximum=10)
+        self.run_button = styled(W.Button(description="Run", button_style="primary", icon="play"), "pgq-run")
+        self.step_button = styled(
+            W.Button(description="Step", icon="step-forward", disabled=True), "pgq-step-button"
+        )
+        self.play_button = styled(W.Button(description="Play", icon="forward", disabled=True), "pgq-play")
+        self.status = styled(W.HTML(value=""), "pgq-status")
+        self.chart = styled(W.HTML(value=""), "pgq-timeline")
+        self.steps = styled(W.HTML(value=""), "pgq-steps-table")
+        self.output = styled(W.HTML(value=""), "pgq-result")
         self.runner = Runner(self._done, self._failed)
-        for widget, css in (
-            (self.run_button, "pgq-run"),
-            (self.step_button, "pgq-step-button"),
-            (self.play_button, "pgq-play"),
-            (self.status, "pgq-status"),
-            (self.chart, "pgq-timeline"),
-            (self.steps, "pgq-steps-table"),
-            (self.output, "pgq-result"),
-        ):
-            widget.add_class(css)
         self.run_button.on_click(lambda _: self.start())
         self.step_button.on_click(lambda _: self.step())
         self.play_button.on_click(lambda _: self.play())
@@ -252,10 +244,7 @@ class FencingLab(W.VBox):
         self.steps.value = steps_html(result.events, self.shown)
         if self.shown == len(result.events):
             self.step_button.disabled = self.play_button.disabled = True
-            self.output.value = (
-                comparison_html(result.comparison(), version=result.server_version)
-                + f"<pre>{escape(result.summary())}</pre>"
-            )
+            self.output.value = result_html(result)
 
     def close(self) -> None:
         self._closed = True

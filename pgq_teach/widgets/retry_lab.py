@@ -18,8 +18,9 @@ from html import escape
 
 import ipywidgets as W
 
+from ..experiments.results import server_fields
 from ..experiments.retries import FailureStep, FailureStepper, HerdResult, ScheduleResult
-from .common import comparison_html, error_html
+from .common import error_html, result_html, styled
 
 
 def steps_html(steps: list[FailureStep]) -> str:
@@ -36,17 +37,10 @@ def steps_html(steps: list[FailureStep]) -> str:
     )
 
 
-def schedule_html(result: ScheduleResult, guess: int | None = None) -> str:
-    """For an ExperimentPanel: the comparison, the chart and the summary."""
-    return (
-        comparison_html(result.comparison(), version=result.server_version)
-        + result.chart_svg()
-        + f"<pre>{escape(result.summary())}</pre>"
-    )
-
-
-def herd_html(result: HerdResult, guess: int | None = None) -> str:
-    return result.chart_svg() + f"<pre>{escape(result.summary())}</pre>"
+def chart_html(result: ScheduleResult | HerdResult) -> str:
+    """For an ExperimentPanel or a notebook: the result's bars, then its
+    comparison and summary."""
+    return result.chart_svg() + result_html(result)
 
 
 class RetryLab(W.VBox):
@@ -55,24 +49,21 @@ class RetryLab(W.VBox):
     def __init__(self, db, *, max_attempts: int = 5):
         self.db, self.max_attempts = db, max_attempts
         self.stepper: FailureStepper | None = None
-        self.fail_button = W.Button(
-            description="Fail it",
-            button_style="danger",
-            icon="bolt",
-            tooltip="claim the job and fail it with 'HTTP 503 from webhook'",
+        self.fail_button = styled(
+            W.Button(
+                description="Fail it",
+                button_style="danger",
+                icon="bolt",
+                tooltip="claim the job and fail it with 'HTTP 503 from webhook'",
+            ),
+            "pgq-fail",
         )
-        self.reset_button = W.Button(description="Reset", icon="refresh", tooltip="a fresh job")
-        self.status = W.HTML(value="")
-        self.table = W.HTML(value="")
-        self.chart = W.HTML(value="")
-        for widget, css in (
-            (self.fail_button, "pgq-fail"),
-            (self.reset_button, "pgq-reset"),
-            (self.status, "pgq-status"),
-            (self.table, "pgq-failures-table"),
-            (self.chart, "pgq-chart-box"),
-        ):
-            widget.add_class(css)
+        self.reset_button = styled(
+            W.Button(description="Reset", icon="refresh", tooltip="a fresh job"), "pgq-reset"
+        )
+        self.status = styled(W.HTML(value=""), "pgq-status")
+        self.table = styled(W.HTML(value=""), "pgq-failures-table")
+        self.chart = styled(W.HTML(value=""), "pgq-chart-box")
         self.fail_button.on_click(lambda _: self.fail())
         self.reset_button.on_click(lambda _: self.reset())
         super().__init__([W.HBox([self.fail_button, self.reset_button]), self.status, self.table, self.chart])
@@ -85,9 +76,7 @@ class RetryLab(W.VBox):
 
     @property
     def result(self) -> ScheduleResult:
-        return ScheduleResult(
-            steps=self.steps, max_attempts=self.max_attempts, server_version=self.db.server.version
-        )
+        return ScheduleResult(steps=self.steps, max_attempts=self.max_attempts, **server_fields(self.db))
 
     def reset(self) -> None:
         if self.stepper is not None:

@@ -5,6 +5,7 @@ plan uses the partial index."""
 
 import pytest
 
+from pgq_teach.databases import drop_database, open_database
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import crash
 from pgq_teach.widgets.crash_lab import CrashLab
@@ -68,6 +69,17 @@ def test_a_held_transaction_keeps_vacuum_from_removing_dead_rows(db):
     assert crash.cleanup_held_back(db, others=10, guess=10).comparison()[1][1:] == (10, 10, 1_000)
 
 
+def test_the_held_transaction_does_not_hold_back_vacuum_in_another_database(db):
+    other = open_database("test-crash-elsewhere", reset=True)
+    try:
+        result = crash.cleanup_held_back(db, others=200, elsewhere=other)
+    finally:
+        drop_database("test-crash-elsewhere")
+    assert result.during.not_removable == 200  # held back here...
+    assert result.elsewhere.removed == 200 and result.elsewhere.not_removable == 0  # ...not there
+    assert "another database" in result.summary() and result.comparison()[3][2] == 200
+
+
 def test_the_reaper_uses_the_partial_index_on_leased_until(db):
     plan = crash.reaper_plan(db)
     assert plan.uses_running_index, plan.plan
@@ -79,6 +91,7 @@ def test_the_reaper_uses_the_partial_index_on_leased_until(db):
     lambda db: crash.crash_both(db, lease_s=0),
     lambda db: crash.crash_both(db, lease_s="2"),
     lambda db: crash.cleanup_held_back(db, others=0),
+    lambda db: crash.cleanup_held_back(db, elsewhere=db),
     lambda db: crash.reaper_plan(db, running=True),
 ])
 def test_bad_input_is_refused_before_anything_runs(db, call):

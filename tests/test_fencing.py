@@ -60,6 +60,7 @@ def test_the_token_after_a_requeue(db):
     lambda db: fencing.stale_worker(db, handler="careful"),
     lambda db: fencing.long_job(db, heartbeat="yes"),
     lambda db: fencing.long_job(db, heartbeat=True, work_s=600),
+    lambda db: fencing.long_job(db, heartbeat=False, workers=0),
 ])
 def test_bad_input_is_refused(db, call):
     with pytest.raises(BadInput):
@@ -82,3 +83,11 @@ def test_the_lab_steps_and_plays_by_clicking(db):
         assert "guide #10" in lab.output.value and "no guess" in lab.output.value
     finally:
         lab.close()
+
+
+def test_a_lone_worker_finishes_a_long_job_without_a_heartbeat(db):
+    # Each Worker reaps only between its jobs: with nobody else, the passed lease costs nothing.
+    result = fencing.long_job(db, heartbeat=False, lease_s=0.5, work_s=1.0, workers=1)
+    assert result.times_run == 1 and result.runs[0].outcome == "done"
+    assert result.final_status == "done" and not result.lease_moved
+    assert 'class="pgq-run done"' in long_job_svg(result)

@@ -320,6 +320,7 @@ class CleanupResult(Result):
     during: VacuumReport  # VACUUM while the worker's transaction was open (bloat.vacuum)
     after: VacuumReport  # VACUUM after it committed
     culprit: dict  # the worker's row from the guide's activity query (sql/stats_sessions.sql)
+    elsewhere: VacuumReport | None = None  # the same updates and VACUUM in another database, meanwhile
     guide: GuideFigure = field(default_factory=lambda: figure(9))
 
     def summary(self) -> str:
@@ -333,6 +334,8 @@ class CleanupResult(Result):
             f"  VACUUM while it worked: {tuples_line(self.during)} (your guess: {guess_text(self.guess)})",
             f"  VACUUM after it committed: {tuples_line(self.after)}",
         ]
+        if self.elsewhere is not None:
+            lines.insert(-1, f"  meanwhile, in another database: {tuples_line(self.elsewhere)}")
         return "\n".join(lines + self.footer())
 
     def comparison(self) -> list[Comparison]:
@@ -341,24 +344,45 @@ class CleanupResult(Result):
             ("removed while the worker held its transaction", None, self.during.removed, 0),
             ("dead but not yet removable then", self.guess_cell, self.during.not_removable, dead),
             ("removed after it committed", None, self.after.removed, f"all {dead:,}"),
-        ]
+        ] + (
+            [("removed meanwhile in another database", None, self.elsewhere.removed, None)]
+            if self.elsewhere is not None
+            else []
+        )
+
+
+def churn_and_vacuum(db: Database, others: int) -> VacuumReport:
+    """Seed `others` + 1 jobs, update all but job 1 once, and VACUUM (VERBOSE),
+    with autovacuum kept off the table meanwhile."""
+    with db.connection(application_name=f"{LAB_PREFIX} cleanup") as conn:
+        seeding.reset_and_seed(conn, KIND, others + 1)
+        run(conn, "lab/autovacuum_off")
+        run(conn, "lab/touch_other_jobs", {"keep": 1})
+        report = vacuum(db)
+        run(conn, "lab/autovacuum_reset")
+    return report
 
 
 def cleanup_held_back(
     db: Database,
     others: int = 1_000,
     *,
+    elsewhere: Database | None = None,
     guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> CleanupResult:
     """A hold-style worker holds job 1 while `others` other jobs are updated
-    once each; VACUUM runs while it works and again after it commits.
+    once each; VACUUM runs while it works and again after it commits. With
+    `elsewhere` (another database on the same server), the same updates and
+    VACUUM also run there while the worker still holds its transaction.
 
     Autovacuum is kept off the jobs table meanwhile, so the VACUUM run here is
     the one that finds the dead rows. Nothing reads the table between the
     commit and the second VACUUM: a read may prune dead rows on its own."""
     others = checks.whole_number("others", others, *OTHERS_LIMITS)
+    if elsewhere is not None and (not isinstance(elsewhere, Database) or elsewhere.name == db.name):
+        raise BadInput(f"elsewhere must be another database on the same server, got {elsewhere!r}")
     stop = stop or threading.Event()
     total = 4
     with db.connection(application_name=f"{LAB_PREFIX} cleanup") as conn:
@@ -372,6 +396,7 @@ def cleanup_held_back(
             sessions = run(conn, "stats_sessions", row_factory=dict_row).fetchall()
             culprit = next(r for r in sessions if r["pid"] == hold.pid)
             during = vacuum(db)
+            meanwhile = churn_and_vacuum(elsewhere, others) if elsewhere is not None else None
             tell(progress, 2, total)
             answer(run_and_wait(hold, "teaching/mark_done", {"id": job_id}))  # the worker finishes its job
             hold.commit()
@@ -386,6 +411,7 @@ def cleanup_held_back(
         during=during,
         after=after,
         culprit=culprit,
+        elsewhere=meanwhile,
         guess=guess,
         stopped=stop.is_set(),
         **server_fields(db),

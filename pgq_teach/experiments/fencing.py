@@ -44,6 +44,7 @@ LAB_PREFIX = "pgq-fence"
 # minutes, because a lease must outlast the slowest healthy run of a job.
 LEASE_LIMITS = (0.5, 10.0)
 WORK_LIMITS = (0.5, 30.0)
+WORKER_LIMITS = (1, 4)
 
 
 def fencing_token(job: queue.Job) -> int:
@@ -257,6 +258,7 @@ class LongJobResult(Result):
     final_status: str
     last_error: str | None
     lease_samples: list[tuple[float, int, float]]  # (seconds from start, attempts, seconds left on the lease)
+    workers: int = 2
     guide: GuideFigure = field(default_factory=lambda: figure(10))
 
     @property
@@ -279,7 +281,7 @@ class LongJobResult(Result):
         return "\n".join(
             [
                 f"{'with' if self.heartbeat else 'without'} a heartbeat: {self.work_s:g} s of work, "
-                f"{self.lease_s:g} s lease, two workers" + self.stopped_note,
+                f"{self.lease_s:g} s lease, {self.workers} worker(s)" + self.stopped_note,
                 f"  the handler ran {self.times_run} time(s) (your guess: {guess_text(self.guess)}):",
                 runs,
                 f"  the job ended {self.final_status}" + (f" ({self.last_error})" if self.last_error else ""),
@@ -305,15 +307,21 @@ def long_job(
     heartbeat: bool,
     lease_s: float = 1.0,
     work_s: float = 3.0,
+    workers: int = 2,
     guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> LongJobResult:
-    """One job that takes `work_s` seconds; two library `Worker`s with a
-    `lease_s` lease, polling every 0.2 s; W1 claims first. Runs until the job
-    is done or dead and every handler has returned."""
+    """One job that takes `work_s` seconds; `workers` library `Worker`s (W1,
+    W2, ...) with a `lease_s` lease, polling every 0.2 s; W1 claims first.
+    Runs until the job is done or dead and every handler has returned.
+
+    Each Worker reaps only between its own jobs, so a lone worker's lease can
+    pass mid-job with nobody to hand the job back: it takes a second worker
+    (or a scheduled reaper) for a passed lease to cost anything."""
     lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS)
     work_s = checks.seconds("work_s", work_s, *WORK_LIMITS)
+    workers = checks.whole_number("workers", workers, *WORKER_LIMITS)
     if not isinstance(heartbeat, bool):
         raise BadInput(f"heartbeat must be True or False, got {heartbeat!r}")
     stop = stop or threading.Event()
@@ -341,8 +349,8 @@ def long_job(
 
         return Worker(db.dsn, {KIND: handle}, lease=lease_s, poll=0.2, heartbeat=heartbeat, on_event=on_event)
 
-    workers = [worker("W1"), worker("W2")]
-    threads = [threading.Thread(target=w.run, daemon=True) for w in workers]
+    fleet = [worker(f"W{n}") for n in range(1, workers + 1)]
+    threads = [threading.Thread(target=w.run, daemon=True) for w in fleet]
     samples: list[tuple[float, int, float]] = []
     limit = started + work_s * 6 + lease_s * 6 + 10
     expected = work_s * 3  # for the progress bar only
@@ -351,7 +359,8 @@ def long_job(
         with db.connection(application_name=f"{LAB_PREFIX} monitor") as monitor:
             while run_one(monitor, "lab/lease_left", {"id": job_id})[0] == "ready":
                 time.sleep(0.01)  # W1 claims first, so the story is the same every run
-            threads[1].start()
+            for thread in threads[1:]:
+                thread.start()
             while not stop.is_set():
                 status, attempts, left = run_one(monitor, "lab/lease_left", {"id": job_id})
                 now = time.monotonic()
@@ -366,7 +375,7 @@ def long_job(
                 tell(progress, min(int((now - started) * 10), int(expected * 10)), int(expected * 10))
                 time.sleep(0.1)
     finally:
-        for w in workers:
+        for w in fleet:
             w.stop()
         for t in threads:
             if t.is_alive():
@@ -384,6 +393,7 @@ def long_job(
             final_status=row["status"],
             last_error=row["last_error"],
             lease_samples=samples,
+            workers=workers,
             guess=guess,
             stopped=stop.is_set(),
             **server_fields(db),
@@ -395,7 +405,7 @@ def long_job(
 
 @dataclass(kw_only=True)
 class RequeueResult(Result):
-    token_column: bool  # does the claim return a fence_token of its own?
+    token_column: bool  # did the server's claim return a fence_token of its own?
     a_token: int  # the stalled first claim's token
     c_token: int  # the claim after a person requeued the dead job
     a_attempts: int
@@ -465,7 +475,8 @@ def token_after_requeue(db: Database, lease_s: float = 0.5) -> RequeueResult:
         a_rows = complete(a, a_job)
         c_rows = complete(c, c_job)
     return RequeueResult(
-        token_column=hasattr(a_job, "fence_token"),
+        token_column=a_job.fence_token
+        > 0,  # the server's claim returned a token of its own (every claim adds 1)
         a_token=fencing_token(a_job),
         c_token=fencing_token(c_job),
         a_attempts=a_job.attempts,

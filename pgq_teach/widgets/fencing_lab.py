@@ -105,7 +105,7 @@ def long_job_svg(result: LongJobResult, *, width: int = 720) -> str:
     """Each run of the handler as a bar in its worker's lane (red when its
     completion was fenced out), and a 'lease ends' lane with a tick where the
     deadline stood at each look: still with no heartbeat, marching with one."""
-    names = ("W1", "W2", "lease ends")
+    names = (*(f"W{n}" for n in range(1, result.workers + 1)), "lease ends")
     span = (
         max([r.end_s for r in result.runs] + [t + left for t, _, left in result.lease_samples] + [1.0]) * 1.05
     )
@@ -123,7 +123,7 @@ def long_job_svg(result: LongJobResult, *, width: int = 720) -> str:
             f'width="{x(r.end_s) - x(r.start_s):.1f}" height="{LANE_H - 10}" fill="{colour}"/>'
         )
         body.append(f'<text x="{x(r.start_s) + 3:.1f}" y="{y + 17}" fill="white">token {r.token}</text>')
-    y = TOP + 2 * LANE_H
+    y = TOP + result.workers * LANE_H
     for t, _, left in result.lease_samples:
         body.append(
             f'<line class="pgq-deadline" x1="{x(t + left):.1f}" y1="{y + 3}" x2="{x(t + left):.1f}" '

@@ -110,6 +110,7 @@ def test_the_lab_by_clicking(db):
         lab.hold_panel.start_button.click()
         lab.lease_panel.start_button.click()
         assert "RowShareLock" in lab.board.value and 'data-job="2" data-status="running"' in lab.board.value
+        assert lab.refreshing  # the scene's monitor keeps redrawing the board while the lease runs
         assert lab.guess.value is None  # an empty box is no guess, not 0
         lab.hold_panel.end_button.click()
         sessions = lab.board.value.split("pgq-lab-sessions")[1]
@@ -126,3 +127,4 @@ def test_the_lab_by_clicking(db):
         assert "two ready jobs" in lab.third_status.value  # reset for trying by hand
     finally:
         lab.close()
+    assert not lab.refreshing and lab.refresh_error is None

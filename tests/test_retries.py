@@ -60,6 +60,7 @@ def test_with_jitter_it_spreads_over_the_window(db):
 
 @pytest.mark.parametrize("call", [
     lambda db: retries.schedule(db, 0),
+    lambda db: retries.schedule(db, 5, statement="teaching/naive_mark"),
     lambda db: retries.lowered_max_attempts(db, "teaching/naive_mark"),
     lambda db: retries.herd(db, 0, jitter=True),
     lambda db: retries.herd(db, 10, jitter="yes"),
@@ -85,3 +86,12 @@ def test_the_lab_by_clicking(db):
         assert lab.steps == [] and not lab.fail_button.disabled
     finally:
         lab.close()
+
+
+def test_jitter_scales_the_wait_after_the_cap(db):
+    # teaching/fail_with_jitter.sql multiplies after least(..., 1 hour): a capped wait is 45 to 75 minutes
+    result = retries.schedule(db, 49, max_attempts=50, statement="teaching/fail_with_jitter")
+    capped = result.waits_s[8:]
+    assert len(capped) == 41 and all(2700 <= w <= 4500 for w in capped)
+    assert max(capped) > 3600  # 41 draws: all under the hour has odds of 2^-41
+    assert "with jitter" in result.summary()

@@ -30,6 +30,7 @@ MAX_STEPS = 50
 FAIL_STATEMENTS = {
     "fail": "the course's fail.sql",
     "teaching/fail_without_greatest": "without greatest() (teaching variant)",
+    "teaching/fail_with_jitter": "with jitter (teaching variant)",
 }
 HERD_LIMITS = (1, 10_000)
 
@@ -127,6 +128,7 @@ class ScheduleResult(Result):
 
     steps: list[FailureStep]
     max_attempts: int
+    statement: str = "fail"
     guide: GuideFigure = field(default_factory=lambda: figure(11))
 
     @property
@@ -140,8 +142,10 @@ class ScheduleResult(Result):
 
     def summary(self) -> str:
         lines = [
-            f"one {KIND} job, max_attempts {self.max_attempts}, failed {len(self.steps)} times "
-            "(the lab made it due after each failure instead of waiting)" + self.stopped_note + ":"
+            f"one {KIND} job, max_attempts {self.max_attempts}, failed {len(self.steps)} times with "
+            f"{FAIL_STATEMENTS[self.statement]} (the lab made it due after each failure instead of waiting)"
+            + self.stopped_note
+            + ":"
         ]
         for s in self.steps:
             then = f"ready again in {round(s.wait_s):,} s" if s.status == "ready" else "dead"
@@ -185,22 +189,30 @@ def schedule(
     failures: int = 5,
     *,
     max_attempts: int = 5,
+    statement: str = "fail",
     guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> ScheduleResult:
-    """Fail one job `failures` times with the course's fail.sql (stopping at dead)."""
+    """Fail one job `failures` times with `statement`, the course's fail.sql
+    or a teaching variant of it (stopping at dead)."""
     failures = checks.whole_number("failures", failures, 1, MAX_STEPS)
+    checks.one_of("statement", statement, FAIL_STATEMENTS)
     stop = stop or threading.Event()
     with FailureStepper(db, max_attempts=max_attempts) as stepper:
         for n in range(failures):
             if stop.is_set() or stepper.status == "dead":
                 break
-            stepper.fail_once()
+            stepper.fail_once(statement=statement)
             tell(progress, n + 1, failures)
         steps = list(stepper.steps)
     return ScheduleResult(
-        steps=steps, max_attempts=max_attempts, guess=guess, stopped=stop.is_set(), **server_fields(db)
+        steps=steps,
+        max_attempts=max_attempts,
+        statement=statement,
+        guess=guess,
+        stopped=stop.is_set(),
+        **server_fields(db),
     )
 
 

@@ -84,7 +84,7 @@ def test_the_reaper_uses_the_partial_index_on_leased_until(db):
     plan = crash.reaper_plan(db)
     assert plan.uses_running_index, plan.plan
     assert plan.reaped_now == 0  # every lease still has five minutes to run
-    assert "guide #8" in plan.summary() and plan.comparison()[1][2] == 0
+    assert "the guide (the reaper)" in plan.summary() and plan.comparison()[1][2] == 0
 
 
 @pytest.mark.parametrize("call", [

@@ -28,7 +28,7 @@ from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
 from ..statements import explain, run
 from .bloat import VacuumReport, vacuum
-from .results import Comparison, Progress, Result, guess_text, server_fields, tell
+from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
 from .sessions import ActivityRow, LabMonitor, Session, Step, run_and_wait, wait_gone
 
 KIND = "send_receipt"
@@ -421,16 +421,23 @@ def cleanup_held_back(
 # --- the reaper's plan ------------------------------------------------------------------
 
 
+GUIDE_REAPER = advice(
+    "the reaper",
+    "run it every minute from a scheduler, or from each worker before it claims; "
+    "EXPLAIN shows it using the partial index on leased_until",
+)
+
+
 @dataclass(kw_only=True)
 class ReaperPlan(Result):
-    """sql/reap.sql planned on a table of mostly ready jobs. The guide has no
-    figure for the plan; its figure here is the crash sequence the reaper ends."""
+    """sql/reap.sql planned on a table of mostly ready jobs, beside the guide's
+    advice on the reaper (its prose, not a numbered figure)."""
 
     running: int
     ready: int
     plan: str
     reaped_now: int  # what the reaper found: none of the leases has passed yet
-    guide: GuideFigure = field(default_factory=lambda: figure(8))
+    guide: GuideFigure = field(default_factory=lambda: GUIDE_REAPER)
 
     @property
     def uses_running_index(self) -> bool:
@@ -438,7 +445,12 @@ class ReaperPlan(Result):
 
     def comparison(self) -> list[Comparison]:
         return [
-            ("the plan reads jobs_running_idx", None, "yes" if self.uses_running_index else "no", None),
+            (
+                "the plan reads jobs_running_idx",
+                None,
+                "yes" if self.uses_running_index else "no",
+                "yes: the partial index on leased_until",
+            ),
             (
                 "jobs reaped while every lease runs",
                 None,

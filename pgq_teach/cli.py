@@ -16,7 +16,7 @@ from typing import Any
 from . import checks, embedded, queue
 from .databases import open_database
 from .errors import BadInput, PgqError, SetupError
-from .faults.settings import FaultSettings, LoadSettings, RunSettings
+from .faults.settings import FaultSettings, LoadSettings, RunSettings, S
 from .psql import psql_command
 from .server import chosen_backend, describe, get_server, start_server, wanted_backend
 from .worker import Worker
@@ -288,7 +288,7 @@ def _run_in_fresh_database(
 def cmd_fault_run(args: argparse.Namespace) -> int:
     from .faults import run_faults
 
-    s = FaultSettings.from_options(vars(args))
+    s = _settings(FaultSettings, args)
     details = (
         f"{s.jobs:,} jobs due over {s.seconds:g} s, {s.workers} worker processes, "
         f"dead jobs requeued every {s.requeue_every:g} s"
@@ -299,12 +299,24 @@ def cmd_fault_run(args: argparse.Namespace) -> int:
 def cmd_load(args: argparse.Namespace) -> int:
     from .faults import run_load
 
-    s = LoadSettings.from_options(vars(args))
+    s = _settings(LoadSettings, args)
     details = (
         f"{s.jobs:,} jobs, {s.workers} worker processes, {s.fail_rate:.0%} of calls "
         "raising; the retries alone take over 60 s"
     )
     return _run_in_fresh_database(args, "load run", run_load, s, details)
+
+
+def _settings(settings: type[S], args: argparse.Namespace) -> S:
+    """A run's settings from the command line; a refusal names the option as typed
+    (`--kill-every`), not the setting behind it (kill_every)."""
+    try:
+        return settings.from_options(vars(args))
+    except BadInput as exc:
+        name, _, rest = str(exc).partition(" ")
+        if name not in RUN_OPTIONS:
+            raise
+        raise BadInput(f"--{name.replace('_', '-')} {rest}") from None
 
 
 # What each setting of a run means, as its option's help (`--kill-every` sets kill_every).

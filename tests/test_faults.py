@@ -229,8 +229,8 @@ def test_the_command_line_refuses_a_bad_run_option_in_one_line_before_touching_t
         pgq.enqueue(conn, "send_receipt", {})
         before = run(conn, "lab/all_jobs").fetchall()
         for args, says in (
-            (["fault-run", "--workers", "0"], "workers must be from 1 to 64, got 0"),
-            (["load", "--fail-rate", "1.5"], "fail_rate must be a fraction from 0 up to (not including) 1"),
+            (["fault-run", "--workers", "0"], "--workers must be from 1 to 64, got 0"),
+            (["load", "--fail-rate", "1.5"], "--fail-rate must be a fraction from 0 up to (not including) 1"),
         ):
             out = subprocess.run([sys.executable, "-m", "pgq_teach.cli", *args, "--db", label],
                                  capture_output=True, text=True, timeout=60)  # fmt: skip

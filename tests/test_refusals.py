@@ -45,12 +45,12 @@ def test_a_handler_that_is_not_callable_is_refused(db):
 
 
 @pytest.mark.parametrize("args, says", [
-    (["fault-run", "--jobs", "0"], "--jobs: '0' must be above zero"),
-    (["fault-run", "--seconds", "nan"], "--seconds: 'nan' must be above zero and finite"),
-    (["fault-run", "--requeue-every", "0"], "--requeue-every: '0' must be above zero"),
-    (["torture", "--workers", "two"], "--workers: 'two' is not a whole number"),  # the old name, an alias
-    (["load", "--fail-rate", "1"], "--fail-rate: '1' must be from 0 up to (not including) 1"),
-    (["load", "--max-attempts", "-3"], "--max-attempts: '-3' must be above zero"),
+    (["fault-run", "--jobs", "0"], "--jobs must be from 1 to 1,000,000, got 0"),
+    (["fault-run", "--seconds", "nan"], "--seconds must be a number of seconds from 1 to 86400, got nan"),
+    (["fault-run", "--requeue-every", "0"], "--requeue-every must be a number of seconds from 0.05 to 86400, got 0"),
+    (["torture", "--workers", "two"], "argument --workers: invalid int value: 'two'"),  # the old name, an alias
+    (["load", "--fail-rate", "1"], "--fail-rate must be a fraction from 0 up to (not including) 1, got 1.0"),
+    (["load", "--max-attempts", "-3"], "--max-attempts must be from 1 to 20, got -3"),
 ])
 def test_the_fault_and_load_commands_refuse_bad_options_before_any_database(pg, args, says):
     label = "refused_before_any_database"

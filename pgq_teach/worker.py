@@ -34,7 +34,8 @@ _LOST = (psycopg.OperationalError, psycopg.errors.IdleInTransactionSessionTimeou
 @dataclass
 class WorkerReport:
     """What one Worker did: jobs claimed, done, retried (failed, ready again
-    after a backoff), dead and fenced; reaper passes, wake-ups and reconnects."""
+    after a backoff), dead and fenced; jobs reaped and reaper passes (a pass
+    may reap nothing), wake-ups and reconnects."""
 
     claimed: int = 0
     done: int = 0
@@ -42,6 +43,7 @@ class WorkerReport:
     dead: int = 0
     fenced: int = 0
     reaped: int = 0
+    reaper_passes: int = 0
     wakeups: int = 0
     polls: int = 0
     reconnects: int = 0
@@ -177,6 +179,7 @@ class Worker:
         if not force and now < self._next_reap:
             return False
         self._next_reap = now + self.reap_every
+        self.report.reaper_passes += 1
         self.report.reaped += queue.reap(work)
         return True
 

@@ -66,6 +66,18 @@ def test_worker_runs_handlers_and_records_failures(db, conn):
     assert "no handler for kind 'unknown_kind'" in job_row(conn, orphan)["last_error"]
 
 
+def test_worker_reaps_at_most_every_reap_every_not_before_every_claim(db, conn):
+    pgq.enqueue_many(conn, "send_receipt", [{}] * 300)
+    worker = pgq.Worker(db.dsn, {"send_receipt": lambda job: None}, poll=0.2)
+    began = time.monotonic()
+    report = worker.run(until_idle=True)
+    took = time.monotonic() - began
+    assert report.claimed == 300 and report.reaped == 0
+    # One pass at the start, one a reap_every after each pass, one more before calling the queue idle.
+    assert 1 <= report.reaper_passes <= took / worker.reap_every + 2, (report.reaper_passes, took)
+    assert report.reaper_passes < report.claimed  # not one per claim
+
+
 def test_notify_wakes_a_waiting_worker_quickly_and_plain_insert_waits_for_the_poll(db, conn):
     """Guide #13: with NOTIFY, picked up at once (the guide saw 10 ms; we allow
     0.5 s); without it, only at the fallback poll."""

@@ -334,3 +334,11 @@ def styled(widget: WidgetT, *css: str) -> WidgetT:
     for name in css:
         widget.add_class(name)
     return widget
+
+
+def replay_button(description: str) -> W.Button:
+    """The primary button that plays a lab's scripted sequence (class pgq-replay)."""
+    button = W.Button(
+        description=description, button_style="primary", icon="play", layout=W.Layout(width="auto")
+    )
+    return styled(button, "pgq-replay")

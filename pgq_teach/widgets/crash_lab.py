@@ -27,7 +27,7 @@ from ..experiments.crash import (
     crash_both,
 )
 from ..experiments.sessions import ActivityRow
-from .common import Runner, error_html, guess_field, result_html, styled
+from .common import Runner, error_html, guess_field, replay_button, result_html, styled
 
 LIVE_AFTER_CLICK_S = 3.0  # keep redrawing this long after a click, beyond any lease still running
 
@@ -149,15 +149,7 @@ class CrashLab(W.VBox):
         self.guess = guess_field(
             "Your guess: seconds until the leased job is ready again", minimum=0, maximum=60
         )
-        self.run_button = styled(
-            W.Button(
-                description="Run the guide's sequence",
-                button_style="primary",
-                icon="play",
-                layout=W.Layout(width="auto"),
-            ),
-            "pgq-replay",
-        )
+        self.run_button = replay_button("Run the guide's sequence")
         self.output = styled(W.HTML(), "pgq-result")
         self.runner = Runner(self._done, self._failed)
 

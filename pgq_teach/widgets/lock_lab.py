@@ -50,7 +50,7 @@ from ..experiments.locks import (
     prepare,
 )
 from ..experiments.sessions import ActivityMonitor, ActivityRow
-from .common import TABLE_STYLE, Runner, error_html, guess_field, result_html, styled
+from .common import TABLE_STYLE, Runner, error_html, guess_field, replay_button, result_html, styled
 
 # A click returns once its command has finished or the server shows it waiting
 # for a lock (at most this long), so clicks on A then B reach the server in that
@@ -270,15 +270,7 @@ class LockLab(W.VBox):
             layout=W.Layout(width="16em"),
         )
         self.guess = guess_field("Your guess: how many seconds will B wait?")
-        self.replay_button = styled(
-            W.Button(
-                description="Replay the guide's sequence",
-                button_style="primary",
-                icon="play",
-                layout=W.Layout(width="auto"),
-            ),
-            "pgq-replay",
-        )
+        self.replay_button = replay_button("Replay the guide's sequence")
         self.replay_output = styled(W.HTML(), "pgq-result")
         self.runner = Runner(self._job_done, self._job_failed)
 

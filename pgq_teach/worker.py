@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -220,7 +221,7 @@ class Worker:
         failed.clear()
 
     def _heartbeat(self, job: queue.Job):
-        return _Heartbeat(self.dsn, job, self.lease) if self.heartbeat else _Nothing()
+        return _Heartbeat(self.dsn, job, self.lease) if self.heartbeat else nullcontext()
 
     # --- connections and waiting -------------------------------------------
 
@@ -257,14 +258,6 @@ class Worker:
                 except Exception:
                     pass
         self._work = self._listen = None
-
-
-class _Nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 class _Heartbeat:

@@ -29,7 +29,7 @@ from ..guide import GuideFigure, figure
 from ..statements import explain, run
 from .bloat import VacuumReport, vacuum
 from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
-from .sessions import ActivityRow, LabMonitor, Session, Step, run_and_wait, wait_gone
+from .sessions import ActivityRow, ClosesOnExit, LabMonitor, Session, Step, run_and_wait, wait_gone
 
 KIND = "send_receipt"
 LAB_PREFIX = "pgq-crash"
@@ -94,7 +94,7 @@ def claim_one(session: Session, lease_s: float) -> tuple[queue.Job | None, float
 # --- the lab ------------------------------------------------------------------------
 
 
-class CrashScene:
+class CrashScene(ClosesOnExit):
     """Two workers, two jobs, and a third session. Methods return once their
     statement has (none of them waits on a lock); `board()`, `lock_holders()`
     and `sessions()` may be called from another thread at the same time."""
@@ -188,12 +188,6 @@ class CrashScene:
             if session is not None:
                 session.close()
         self.monitor.close()
-
-    def __enter__(self) -> CrashScene:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 # --- the guide's sequence (figure #8) -------------------------------------------------

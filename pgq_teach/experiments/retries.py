@@ -22,6 +22,7 @@ from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
 from ..statements import run, run_one, statement
 from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
+from .sessions import ClosesOnExit
 
 KIND = "call_webhook"
 ERROR = "HTTP 503 from webhook"
@@ -61,7 +62,7 @@ class FailureStep:
     last_error: str
 
 
-class FailureStepper:
+class FailureStepper(ClosesOnExit):
     """One job, failed on demand. Each `fail_once()` claims the job, fails
     it with `statement` and reads back the wait; then, if it is ready again,
     makes it due now (sql/lab/make_due.sql) so the next failure need not wait."""
@@ -114,12 +115,6 @@ class FailureStepper:
 
     def close(self) -> None:
         self.conn.close()
-
-    def __enter__(self) -> FailureStepper:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 @dataclass(kw_only=True)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from queue import SimpleQueue
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -69,6 +69,23 @@ class Step:
         return self.sqlstate is not None
 
 
+ClosesT = TypeVar("ClosesT", bound="ClosesOnExit")
+
+
+class ClosesOnExit:
+    """A lab part that owns connections: `with` it, and its close() runs at the
+    end of the block, even after an error."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: ClosesT) -> ClosesT:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 @dataclass(frozen=True)
 class SessionState:
     """A snapshot of one session. `since` is on the time.monotonic() clock."""
@@ -109,7 +126,7 @@ class SessionState:
         return f"{self.phase}: {self.note}" if self.note else self.phase
 
 
-class Session:
+class Session(ClosesOnExit):
     """One scripted session, like one psql window.
 
     Commands (`begin`, `run`, `commit`, `rollback`) are queued and run in
@@ -256,12 +273,6 @@ class Session:
         self.conn.close()  # also ends a statement the cancel did not reach
         self.thread.join(timeout)
         self.set(SessionState(CLOSED))
-
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     # --- the session's thread -----------------------------------------------------
 

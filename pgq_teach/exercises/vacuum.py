@@ -80,6 +80,9 @@ def check_holder(
             names[own_pid] = "your query's own session"
             for conn in staged:  # end the sessions the query named, as a DBA would
                 if conn.info.backend_pid in found:
+                    # ROLLBACK returns once the server has dropped the snapshot; a bare
+                    # close() does not wait, and VACUUM straight after could still be held back.
+                    conn.rollback()
                     conn.close()
             removed, held_after = vacuum_counts(scratch)
             if progress:

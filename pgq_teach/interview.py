@@ -1152,10 +1152,6 @@ def inline(text: str) -> str:
     return re.sub(r"\*([^*]+)\*", r"<i>\1</i>", html)
 
 
-def guide_line() -> str:
-    return str(figure(19))
-
-
 # --- the same rehearsal in a terminal (`pgq-teach interview`) ----------------------
 
 

@@ -373,10 +373,6 @@ class LockLab(W.VBox):
     def _show_monitor_error(self, exc: BaseException) -> None:
         self.activity.value = error_html(exc)
 
-    @property
-    def activity_rows(self) -> list[ActivityRow]:
-        return self.monitor.rows
-
     def refresh_activity(self) -> list[ActivityRow]:
         """Read pg_stat_activity now and redraw the view and waiting statuses."""
         return self.monitor.read()

@@ -4,16 +4,21 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test lint install server-stop clean
+.PHONY: lab test lint install server-stop clean clean-notebooks
 
 lab: $(STAMP)
 	$(BIN)/pgq-teach lab
 
 # Lint and types first: they take seconds, and a failure there needs no server.
 lint: $(STAMP)
-	$(BIN)/ruff check pgq_teach
-	$(BIN)/ruff format --check pgq_teach
+	$(BIN)/ruff check pgq_teach tools
+	$(BIN)/ruff format --check pgq_teach tools
 	$(BIN)/mypy
+	$(BIN)/python tools/clean_notebooks.py --verify
+
+# After re-executing a lesson: strip saved widget state and run timestamps (see tools/clean_notebooks.py).
+clean-notebooks:
+	python3 tools/clean_notebooks.py
 
 # make test uses the embedded PostgreSQL unless PGQ_BACKEND or PGQ_DSN says otherwise:
 # a Docker daemon that happens to run (and may reach no registry) does not change

@@ -42,7 +42,7 @@ def clean_output(output: dict) -> dict:
     data = output.get("data", {})
     if WIDGET_VIEW not in data:
         return output
-    return {**output, "data": {"text/plain": widget_line(data.get("text/plain", ""))}}
+    return {**output, "data": {"text/plain": [widget_line(data.get("text/plain", ""))]}}
 
 
 def clean(notebook: dict) -> dict:

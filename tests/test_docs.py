@@ -1,0 +1,36 @@
+"""The README is a newcomer's page, and every link in it and in docs/ leads somewhere."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_readme_is_short():
+    size = len((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert size < 15_000, f"README.md is {size:,} characters; move detail into docs/ and link it"
+
+
+def test_readme_links_every_docs_page():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert f"docs/{page.name}" in text, f"docs/{page.name} is not linked from the README"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_relative_link_resolves(page):
+    text = page.read_text(encoding="utf-8")
+    broken = []
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue  # a web address or an anchor on the same page
+        path = (page.parent / target.split("#", 1)[0]).resolve()
+        if not path.exists():
+            broken.append(target)
+    assert not broken, f"{page.name} links to missing files: {broken}"

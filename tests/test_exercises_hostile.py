@@ -164,6 +164,18 @@ REFUSED = [
         "SELECT id FROM jobs WHERE id IN (SELECT g FROM generate_series(1, 1e12) AS g)",
         "generate_series() is not a",
     ),
+    (
+        "a billion-wide format",
+        "09/holder",
+        "SELECT length(format('%1000000000s', 'x')) AS pid",
+        "format() is not a",
+    ),
+    (
+        "one huge row from string_agg",
+        "09/holder",
+        "SELECT string_agg(a.kind, '') AS pid FROM jobs a, jobs b, jobs c",
+        "string_agg() is not a",
+    ),
     ("deep nesting", "01/claim", "SELECT " + "(SELECT " * 300 + "1" + ")" * 300 + " AS id", "nested too deeply"),
     (
         "a unicode-escaped function name",
@@ -258,6 +270,14 @@ def test_hostile_sql_that_runs_is_contained(scratch, what, key, sql, says):
     assert fingerprint(scratch) == before
 
 
+def test_a_slow_statement_after_a_timeout_attack_still_meets_the_timeout(scratch):
+    lift = "UPDATE jobs SET status = 'done' WHERE id = :id AND set_config('statement_timeout', '0', false) <> ''"
+    assert exercises.judge(exercises.exercise("05/complete"), lift, scratch=scratch).refused
+    slow = "SELECT count(*)::int AS pid FROM jobs a, jobs b, jobs c, jobs d"
+    verdict = exercises.judge(exercises.exercise("09/holder"), slow, scratch=scratch)
+    assert verdict.refused and "statement timeout" in verdict.headline, verdict.headline
+
+
 def test_the_watchdog_cancels_and_closes_whatever_the_session_says(scratch):
     with scratch.db.connection() as owner:
         run(owner, "lab/seed_jobs", {"kind": "send_receipt", "count": 300})
@@ -314,10 +334,10 @@ def test_the_roles_own_nothing_and_create_nothing(scratch):
 @pytest.mark.parametrize(
     "sql, reason",
     [
-        ("CREATE INDEX ON jobs (id) WHERE status = 'ready'", "the key column is run_at"),
-        ("CREATE INDEX ON jobs (kind)", "the key column is run_at"),
+        ("CREATE INDEX ON jobs (id) WHERE status = 'ready'", "run_at is the key"),
+        ("CREATE INDEX ON jobs (kind)", "run_at is the key"),
         ("CREATE INDEX ON jobs (id) WHERE status = 'ready'", "no Sort in the claim's plan"),
-        ("CREATE INDEX ON jobs (run_at) WHERE status <> 'done'", "a predicate on status = 'ready'"),
+        ("CREATE INDEX ON jobs (run_at) WHERE status <> 'done'", "your index's size"),
     ],
 )
 def test_a_wrong_index_fails_for_the_lessons_reason(scratch, sql, reason):

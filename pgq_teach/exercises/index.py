@@ -1,8 +1,9 @@
 """The index (lesson 08): among 100,000 done jobs and 100 ready ones (guide
 #14), the learner's CREATE INDEX runs, and the claim must read it in order:
-`run_at` as the key column (so the claim's ORDER BY run_at needs no Sort),
-a predicate on status = 'ready' (so the index holds only the rows the claim
-looks for, and stays tiny), and the claim's plan must use it.
+`run_at` as the key column (first, or after status, which the claim fixes
+with =), so the claim's ORDER BY run_at needs no Sort; a predicate on
+status = 'ready', so the index holds only the rows the claim looks for and
+stays tiny (judged with its size); and the claim's plan must use it.
 
 Who runs what: the superuser seeds the table, then hands it to the checker
 role (`sandbox.CHECKER_ROLE`, no superuser) with CREATE on the schema, which
@@ -60,6 +61,12 @@ def keeps_only_ready(where: Any) -> bool:
     return {"status", "ready"} <= sides
 
 
+def orders_by_run_at(keys: list[str]) -> bool:
+    """Whether an index with these key columns hands the claim its rows in
+    run_at order: run_at first, or after status, which the claim fixes with =."""
+    return keys[:1] == [KEY] or keys[:2] == ["status", KEY]
+
+
 def sorts(plan: list[str]) -> bool:
     """Whether the plan (EXPLAIN text) has a Sort node anywhere."""
     return any(line.strip().removeprefix("->").strip() in ("Sort", "Incremental Sort") for line in plan)
@@ -91,14 +98,14 @@ def check_index(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progres
     scan = next((line.strip().lstrip("-> ").strip() for line in plan if " on jobs jobs_1" in line), "")
     used = [name for name in mine if f" using {name} " in f" {scan} "]
     size = sum(v[0] for v in mine.values())
-    keys = sorted({str(v[1] or "an expression") for v in mine.values()}) or ["no index of yours"]
+    keys = [", ".join(v[1]) for v in mine.values()] or ["no index of yours"]
+    ordered = bool(mine) and all(orders_by_run_at(v[1]) for v in mine.values())
     ready = keeps_only_ready(learner.tree.whereClause)
     predicate = next((v[2] for v in mine.values() if v[2]), None)
     sorted_in_plan = sorts(plan)
     evidence = [
-        Evidence(f"the key column is {KEY}, the claim's ORDER BY", ", ".join(keys), keys == [KEY]),
         Evidence(
-            "a predicate on status = 'ready'", predicate or "no WHERE: every row is in the index", ready
+            f"{KEY} is the key the claim's ORDER BY reads (first, or after status)", "; ".join(keys), ordered
         ),
         Evidence("the claim's plan uses your index", scan or "no scan found", bool(used)),
         Evidence(
@@ -108,15 +115,23 @@ def check_index(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progres
         ),
         Evidence(
             f"your index's size with {DONE:,} done and {READY} ready jobs",
-            f"{size / 1024:,.0f} kB (the guide: 16 kB partial, 3,104 kB full)",
-            size <= SMALL_BYTES,
+            f"{size / 1024:,.0f} kB (the guide: 16 kB partial, 3,104 kB full); its WHERE: "
+            + (predicate or "none, so every done job is in it")
+            + ("" if ready or not predicate else ", not status = 'ready'"),
+            size <= SMALL_BYTES and ready,
         ),
     ]
     return Verdict.from_evidence(
         exercise,
         evidence,
-        _hint(keys, ready, bool(used)),
-        numbers={"bytes": size, "used": used, "keys": keys, "sorts": sorted_in_plan},
+        _hint(ordered, ready, bool(used)),
+        numbers={
+            "bytes": size,
+            "used": used,
+            "keys": keys,
+            "sorts": sorted_in_plan,
+            "ready_predicate": ready,
+        },
         passed_headline="the claim reads your index in run_at order, and it stays small",
         passed_hint="the claim reads your index in order, and it holds only the rows the claim looks for.",
         server_version=scratch.db.server.version,
@@ -124,14 +139,17 @@ def check_index(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progres
     )
 
 
-def _hint(keys: list[str], ready: bool, used: bool) -> str:
-    if keys != [KEY]:
+def _hint(ordered: bool, ready: bool, used: bool) -> str:
+    if not ordered:
         return (
             "the claim orders by run_at: with run_at as the index's key the rows come out in that order, "
             "and the claim reads the first one instead of sorting every ready row."
         )
     if not ready:
-        return "it holds every done job too: WHERE status = 'ready' on the index keeps only the ready rows."
+        return (
+            "it works, but it holds rows the claim never reads: a WHERE on the index, status = 'ready', "
+            "keeps only the ready rows in it."
+        )
     if not used:
         return (
             "the planner uses a partial index only when the claim's WHERE implies the index's predicate: "

@@ -35,6 +35,13 @@ a statement returning more than MAX_ROWS rows is stopped and refused; Stop
 (`stop_checks`) cancels every learner session of an exercise at once; and
 `one_check` lets one check of an exercise run at a time.
 
+Not bounded yet: the bytes of one row (PostgreSQL builds a value of up to
+1 GB; the functions that multiply a value's size are refused, but a chain of
+WITH queries concatenating a column with itself is not), and learners on one
+shared server share one role and one scratch database per exercise, so they
+see each other's sessions in pg_stat_activity and a check resets the scratch
+database under another learner's check of the same exercise.
+
 The server has the last word on the text as well: `parse` hands it to
 PostgreSQL as an unnamed prepared statement (nothing runs), which refuses more
 than one command and reports any syntax or name error.

@@ -193,7 +193,7 @@ def judge(ex: Exercise, sql: str, *, scratch: Scratch | None = None, progress=No
     try:
         if ex.form:  # numbers, not SQL: nothing reaches a server
             return ex.run(sql, exercise=ex.key, progress=progress, stop=stop)
-        learner_sql = read(sql, ex.params, ex.words)
+        learner_sql = read(sql, ex.params, ex.words, exercise=ex.key)
         scratch = scratch or open_scratch(ex.key.replace("/", "_"))
         return ex.run(scratch, learner_sql, exercise=ex.key, progress=progress, stop=stop)
     except Refused as exc:

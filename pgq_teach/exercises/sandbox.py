@@ -1,18 +1,60 @@
-"""Where the learner's SQL runs: a scratch database made for the check (never
-a lesson's own), as a role that can reach only the jobs table there, with a
-statement timeout and a lock timeout on every session.
+"""Where the learner's SQL runs, and what bounds it.
 
-The server decides whether the text is exactly one statement: `parse` hands
-it to PostgreSQL's parser as an unnamed prepared statement (nothing runs),
-which refuses more than one command and reports any syntax or name error.
+Threat model. The course may be served to many learners (JupyterHub, a
+classroom server behind PGQ_DSN), so the SQL typed into "Your turn" is treated
+as an attacker's: it must not reach a superuser's rights or another learner's
+data, and must not damage the course, hang a widget or fill a disk.
+
+Who is trusted, and what each role can do:
+
+- The course's own connection (`Database.connection()`, a superuser on the
+  embedded server) is trusted and runs only the course's statements from
+  `sql/`. It never touches an object the learner controls; and the learner
+  controls none: no table, function, statistics object, trigger, operator or
+  default is ever owned or made by the learner's role, so nothing the
+  superuser runs (seeding, VACUUM, dropping the scratch database) can call
+  learner code.
+- `pgq_learner` (ROLE) runs the learner's statement, in a scratch database
+  made for the check (never a lesson's own). It is no superuser and a member
+  of no role; it may SELECT, INSERT, UPDATE and DELETE on the scratch `jobs`
+  table and read what PUBLIC may read (pg_stat_activity shows it only its own
+  sessions' details); it owns nothing and may create nothing (no CREATE on the
+  schema, no temporary tables), and may not signal another session
+  (pg_cancel_backend and pg_terminate_backend are revoked from PUBLIC in the
+  scratch database). Its defaults are RESET ALL and set again on every check.
+- `pgq_checker` (CHECKER_ROLE) owns the scratch `jobs` table in the index
+  exercise (lesson 08) only. It is no superuser, a member of no role, and may
+  create nothing; it runs the learner's CREATE INDEX once the parse tree shows
+  a plain index on jobs that calls no function (`learner_sql`), then ANALYZE,
+  the claim's EXPLAIN and the size reads.
+
+Limits the learner cannot lift, whatever the session's settings say: every
+check opens fresh sessions; a client-side watchdog cancels any learner
+statement at STATEMENT_TIMEOUT_S plus WATCHDOG_GRACE_S and closes its session;
+a statement returning more than MAX_ROWS rows is stopped and refused; Stop
+(`stop_checks`) cancels every learner session of an exercise at once; and
+`one_check` lets one check of an exercise run at a time.
+
+Not bounded yet: the bytes of one row (PostgreSQL builds a value of up to
+1 GB; the functions that multiply a value's size are refused, but a chain of
+WITH queries concatenating a column with itself is not), and learners on one
+shared server share one role and one scratch database per exercise, so they
+see each other's sessions in pg_stat_activity and a check resets the scratch
+database under another learner's check of the same exercise.
+
+The server has the last word on the text as well: `parse` hands it to
+PostgreSQL as an unnamed prepared statement (nothing runs), which refuses more
+than one command and reports any syntax or name error.
 """
 
 from __future__ import annotations
 
 import secrets
+import threading
+import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -25,8 +67,30 @@ from ..statements import run
 from .learner_sql import LearnerSQL, Refused
 
 ROLE = "pgq_learner"
+CHECKER_ROLE = "pgq_checker"
 STATEMENT_TIMEOUT_S = 3
 LOCK_TIMEOUT_S = 2
+CHECKER_TIMEOUT_S = 30  # ANALYZE and a CREATE INDEX on the index exercise's 100,100 rows
+WATCHDOG_GRACE_S = 1.0  # the client's deadline: the server's timeout plus this
+MAX_ROWS = 1_000
+STOPPED = "stopped: you pressed Stop, so the check ended there"
+
+# One password per role for this process, so two checks in one kernel never
+# change the password under each other's sessions.
+PASSWORDS = {ROLE: secrets.token_hex(16), CHECKER_ROLE: secrets.token_hex(16)}
+
+
+class LearnerConnection(psycopg.Connection):
+    """A session of the learner's (or checker's) role, labelled with the
+    scratch database it serves, so Stop can find it."""
+
+    label: str = ""
+
+
+# Live learner sessions by scratch label, and the labels whose check was stopped.
+LIVE: dict[str, weakref.WeakSet[LearnerConnection]] = {}
+STOPPED_LABELS: set[str] = set()
+REGISTRY_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -35,63 +99,241 @@ class Scratch:
 
     db: Database
     learner_dsn: str
+    checker_dsn: str = ""
+    label: str = ""
 
     def connect(self, *, autocommit: bool = True) -> psycopg.Connection:
         """A session as the learner role; the timeouts are set again here, so
-        they hold even if the role's defaults were changed."""
-        options = f"-c statement_timeout={STATEMENT_TIMEOUT_S}s -c lock_timeout={LOCK_TIMEOUT_S}s"
-        return psycopg.connect(self.learner_dsn, autocommit=autocommit, connect_timeout=5, options=options)
+        they hold even if the role's defaults were changed (the watchdog in
+        `guarded` holds even if the session changes them)."""
+        return self._open(self.learner_dsn, autocommit, STATEMENT_TIMEOUT_S)
+
+    def connect_checker(self) -> psycopg.Connection:
+        """A session as the checker role (the index exercise's table owner)."""
+        if not self.checker_dsn:
+            raise ValueError("this scratch database was opened without the checker role")
+        return self._open(self.checker_dsn, True, CHECKER_TIMEOUT_S)
+
+    def _open(self, dsn: str, autocommit: bool, timeout_s: int) -> psycopg.Connection:
+        options = f"-c statement_timeout={timeout_s}s -c lock_timeout={LOCK_TIMEOUT_S}s"
+        conn = LearnerConnection.connect(dsn, autocommit=autocommit, connect_timeout=5, options=options)
+        conn.label = self.label
+        with REGISTRY_LOCK:
+            LIVE.setdefault(self.label, weakref.WeakSet()).add(conn)
+        return conn
 
 
 def open_scratch(exercise: str) -> Scratch:
     """A fresh scratch database for one exercise, with the course's tables
-    (and the fencing token column) and the learner role's grants."""
+    (and the fencing token column), the learner role's grants and the checker
+    role. `exercise` is its label (the key with `_` for `/`)."""
+    with REGISTRY_LOCK:
+        STOPPED_LABELS.discard(exercise)
     db = open_database(f"scratch_{exercise}", reset=True)
     db.apply("exercise/add_fence_token")
-    password = secrets.token_hex(16)
     with db.connection() as conn:
         params = {
-            "password": password,
+            "password": PASSWORDS[ROLE],
+            "checker_password": PASSWORDS[CHECKER_ROLE],
             "statement_timeout": f"{STATEMENT_TIMEOUT_S}s",
             "lock_timeout": f"{LOCK_TIMEOUT_S}s",
+            "checker_timeout": f"{CHECKER_TIMEOUT_S}s",
         }
-        run(conn, "exercise/learner_role", params, idents={"role": ROLE, "database": db.name})
-    return Scratch(db, make_conninfo(db.dsn, user=ROLE, password=password))
+        roles = {"role": ROLE, "checker": CHECKER_ROLE, "database": db.name}
+        run(conn, "exercise/learner_role", params, idents=roles)
+    return Scratch(
+        db,
+        make_conninfo(db.dsn, user=ROLE, password=PASSWORDS[ROLE]),
+        make_conninfo(db.dsn, user=CHECKER_ROLE, password=PASSWORDS[CHECKER_ROLE]),
+        exercise,
+    )
+
+
+def label_of(key: str) -> str:
+    """The scratch label of an exercise key ("03/claim" -> "03_claim")."""
+    return key.replace("/", "_")
+
+
+def stop_checks(key: str) -> int:
+    """Stop the running check of exercise `key`: cancel every learner session
+    it has open; their statements end with STOPPED. How many were cancelled."""
+    label = label_of(key)
+    with REGISTRY_LOCK:
+        STOPPED_LABELS.add(label)
+        live = [c for c in LIVE.get(label, ()) if not c.closed]
+    for conn in live:
+        try:
+            conn.cancel_safe(timeout=2)
+        except psycopg.Error:
+            pass  # it ended on its own meanwhile
+    return len(live)
+
+
+# Exercises with a check running in this process.
+RUNNING: set[str] = set()
+
+
+@contextmanager
+def one_check(key: str) -> Iterator[None]:
+    """Hold exercise `key` for one check; Refused if one is running already."""
+    with REGISTRY_LOCK:
+        if key in RUNNING:
+            raise Refused("a check of this exercise is already running: wait for it, or press Stop")
+        RUNNING.add(key)
+    try:
+        yield
+    finally:
+        with REGISTRY_LOCK:
+            RUNNING.discard(key)
+
+
+def _stopped(conn: psycopg.Connection) -> bool:
+    return getattr(conn, "label", None) in STOPPED_LABELS
+
+
+class Watchdog:
+    """At the deadline, cancel the session's statement from the client side;
+    if it has not ended a grace period later, close the session."""
+
+    def __init__(self, conn: psycopg.Connection, seconds: float):
+        self.conn, self.seconds, self.fired = conn, seconds, False
+        self.timers = [
+            threading.Timer(seconds, self._cancel),
+            threading.Timer(seconds + WATCHDOG_GRACE_S, self._close),
+        ]
+        for timer in self.timers:
+            timer.daemon = True
+
+    def _cancel(self) -> None:
+        self.fired = True
+        try:
+            self.conn.cancel_safe(timeout=WATCHDOG_GRACE_S)
+        except psycopg.Error:
+            pass  # the session is gone already: nothing left to cancel
+
+    def _close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Watchdog:
+        for timer in self.timers:
+            timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for timer in self.timers:
+            timer.cancel()
+        if self.fired:
+            self.conn.close()
+
+
+@contextmanager
+def guarded(
+    conn: psycopg.Connection, seconds: float = STATEMENT_TIMEOUT_S + WATCHDOG_GRACE_S
+) -> Iterator[None]:
+    """Run learner SQL on `conn` under the watchdog; a statement the watchdog
+    or Stop ended raises Refused saying so."""
+    if _stopped(conn):
+        raise Refused(STOPPED)
+    dog = Watchdog(conn, seconds)
+    try:
+        with dog:
+            yield
+    except (psycopg.errors.QueryCanceled, psycopg.OperationalError):
+        if _stopped(conn):
+            raise Refused(STOPPED) from None
+        if dog.fired:
+            raise Refused(
+                f"it ran past the checker's {seconds:g} s deadline and was cancelled; "
+                "a queue statement takes milliseconds"
+            ) from None
+        raise
+    if dog.fired:
+        raise Refused(f"it ran past the checker's {seconds:g} s deadline and was cancelled")
 
 
 def _server_message(res: PGresult) -> str:
     text = (res.error_message or b"").decode("utf-8", "replace").strip()
-    return text.removeprefix("ERROR:").strip().splitlines()[0] if text else "unknown error"
+    return text.removeprefix("ERROR:").strip().splitlines()[0][:300] if text else "unknown error"
 
 
 def parse(conn: psycopg.Connection, learner: LearnerSQL) -> list[str]:
     """Ask the server to parse the statement without running it; the names
     of the columns it returns. Refused if it is not exactly one valid statement."""
-    res = conn.pgconn.prepare(b"", learner.for_server.encode())
-    if res.status != pq.ExecStatus.COMMAND_OK:
-        message = _server_message(res)
-        if "multiple commands" in message:
-            raise Refused("exactly one statement, please: PostgreSQL found more than one, so nothing was run")
-        raise Refused(f"PostgreSQL could not read it, so nothing was run: {message}")
-    described = conn.pgconn.describe_prepared(b"")
+    with guarded(conn):
+        res = conn.pgconn.prepare(b"", learner.for_server.encode())
+        if res.status != pq.ExecStatus.COMMAND_OK:
+            message = _server_message(res)
+            if "multiple commands" in message:
+                raise Refused(
+                    "exactly one statement, please: PostgreSQL found more than one, so nothing was run"
+                )
+            raise Refused(f"PostgreSQL could not read it, so nothing was run: {message}")
+        described = conn.pgconn.describe_prepared(b"")
     return [(described.fname(i) or b"").decode() for i in range(described.nfields)]
 
 
-def execute(conn: psycopg.Connection, learner: LearnerSQL, values: dict[str, Any]) -> psycopg.Cursor:
-    """Run the learner's statement with the exercise's values."""
+@dataclass
+class Fetched:
+    """What a learner statement returned: at most MAX_ROWS rows, and the row
+    count (the rows returned, or those changed by a statement with no RETURNING)."""
+
+    rows: list[tuple] = field(default_factory=list)
+    rowcount: int = 0
+
+    def fetchall(self) -> list[tuple]:
+        return list(self.rows)
+
+    def fetchone(self) -> tuple | None:
+        return self.rows[0] if self.rows else None
+
+
+def returns_rows(learner: LearnerSQL) -> bool:
+    """Whether the statement returns rows, from its tree: a query, or a change with RETURNING."""
+    tree = learner.tree
+    return type(tree).__name__ == "SelectStmt" or bool(getattr(tree, "returningClause", None))
+
+
+def _query(learner: LearnerSQL, values: dict[str, Any]) -> tuple[str, dict | None]:
     if learner.placeholders:
-        return conn.execute(learner.for_psycopg, learner.params(values))
-    return conn.execute(learner.for_server)
+        return learner.for_psycopg, learner.params(values)
+    return learner.for_server, None
+
+
+def execute(
+    conn: psycopg.Connection,
+    learner: LearnerSQL,
+    values: dict[str, Any],
+    *,
+    seconds: float = STATEMENT_TIMEOUT_S + WATCHDOG_GRACE_S,
+) -> Fetched:
+    """Run the learner's statement with the exercise's values, under the
+    watchdog, reading its rows one at a time: past MAX_ROWS it is stopped
+    (a change is then rolled back) and Refused."""
+    query, params = _query(learner, values)
+    with guarded(conn, seconds):
+        if not returns_rows(learner):
+            return Fetched([], conn.execute(query, params).rowcount)
+        rows: list[tuple] = []
+        stream = conn.cursor().stream(query, params)
+        try:
+            for row in stream:
+                if len(rows) == MAX_ROWS:
+                    raise Refused(
+                        f"it returned over {MAX_ROWS:,} rows, so the check stopped it there: "
+                        "a queue statement returns one job or one batch"
+                    )
+                rows.append(row)
+        finally:
+            stream.close()  # type: ignore[attr-defined]  # leaving the stream early cancels the statement
+        return Fetched(rows, len(rows))
 
 
 def plan(conn: psycopg.Connection, learner: LearnerSQL, values: dict[str, Any]) -> dict:
     """The server's plan for the statement (EXPLAIN without ANALYZE runs nothing)."""
     prefix = "EXPLAIN (COSTS OFF, FORMAT JSON) "
-    if learner.placeholders:
-        cur = conn.execute(prefix + learner.for_psycopg, learner.params(values))
-    else:
-        cur = conn.execute(prefix + learner.for_server)
-    row = cur.fetchone()
+    query, params = _query(learner, values)
+    with guarded(conn):
+        row = conn.execute(prefix + query, params).fetchone()
     if row is None:
         raise LookupError("EXPLAIN returned no plan")
     return row[0][0]["Plan"]

@@ -11,6 +11,21 @@ from typing import Any
 
 from ..guide import GuideFigure
 
+MAX_TEXT = 400  # characters of any one string a verdict keeps: learner data can be any size
+MAX_ITEMS = 100  # items of any one list in a verdict's numbers
+
+
+def cut(value: Any) -> Any:
+    """`value` with every string cut to MAX_TEXT characters and every list to
+    MAX_ITEMS items, so what a verdict saves or shows stays small."""
+    if isinstance(value, str):
+        return value if len(value) <= MAX_TEXT else value[: MAX_TEXT - 1] + "…"
+    if isinstance(value, (list, tuple)):
+        return [cut(v) for v in value[:MAX_ITEMS]]
+    if isinstance(value, dict):
+        return {cut(k): cut(v) for k, v in list(value.items())[:MAX_ITEMS]}
+    return value
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -20,6 +35,10 @@ class Evidence:
     what: str
     found: str
     ok: bool | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "what", cut(str(self.what)))
+        object.__setattr__(self, "found", cut(str(self.found)))
 
 
 @dataclass
@@ -35,6 +54,10 @@ class Verdict:
     numbers: dict[str, Any] = field(default_factory=dict)
     stopped: bool = False
     guess: Any = None
+
+    def __post_init__(self) -> None:
+        self.headline, self.hint = cut(str(self.headline)), cut(str(self.hint))
+        self.numbers = cut(self.numbers)
 
     @property
     def failures(self) -> list[Evidence]:

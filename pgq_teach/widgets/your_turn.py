@@ -1,5 +1,8 @@
 """Your turn: an editor pre-filled with a plausible wrong first attempt, a
-Check button, and the verdict (evidence and hint) as visible text.
+Check button, a Stop button, and the verdict (evidence and hint) as visible
+text. One check of an exercise runs at a time (`sandbox.one_check`); Stop
+cancels every learner session the check has open (`sandbox.stop_checks`), and
+the verdict then says it was stopped.
 
 All the checking happens in `pgq_teach.exercises`; this is a thin view.
 
@@ -17,6 +20,7 @@ from html import escape
 import ipywidgets as W
 
 from .. import exercises
+from ..exercises import sandbox
 from .common import ProgressRelay, Runner, error_html, styled
 
 
@@ -33,6 +37,10 @@ class YourTurn(W.VBox):
             W.Textarea(value=sql, layout=W.Layout(width="100%", height="16em")), "pgq-your-turn-sql"
         )
         self.check_button = W.Button(description="Check", button_style="primary", icon="check")
+        self.stop_button = styled(
+            W.Button(description="Stop", icon="stop", disabled=True, tooltip="cancel the running check"),
+            "pgq-your-turn-stop",
+        )
         self.reset_button = W.Button(
             description="Start over", icon="undo", tooltip="put the seeded first attempt back in the editor"
         )
@@ -41,12 +49,13 @@ class YourTurn(W.VBox):
         self.verdict = styled(W.HTML(value=""), "pgq-verdict-box")
         self.runner = Runner(self._done, self._failed)
         self.check_button.on_click(lambda _: self.start())
+        self.stop_button.on_click(lambda _: self.stop())
         self.reset_button.on_click(lambda _: self.start_over())
         super().__init__(
             [
                 self.title,
                 self.editor,
-                W.HBox([self.check_button, self.reset_button, self.progress, self.status]),
+                W.HBox([self.check_button, self.stop_button, self.reset_button, self.progress, self.status]),
                 self.verdict,
             ]
         )
@@ -60,16 +69,27 @@ class YourTurn(W.VBox):
         if self.runner.busy:
             return False
         sql = self.editor.value  # read on the caller's thread: typing during a check changes nothing
-        self.check_button.disabled = True
+        self._checking(True)
         self.status.value = "checking on the live server…"
         self.progress.value = 0
         return self.runner.start(lambda stop: self._check(sql, stop))
+
+    def stop(self) -> None:
+        """Cancel the running check: its learner sessions' statements end now."""
+        if self.runner.busy:
+            self.status.value = "stopping…"
+            self.runner.stop()
+            sandbox.stop_checks(self.exercise.key)
+
+    def _checking(self, busy: bool) -> None:
+        self.check_button.disabled = busy
+        self.stop_button.disabled = not busy
 
     def start_over(self) -> None:
         self.editor.value = self.exercise.attempt_text()
 
     def _check(self, sql: str, stop) -> exercises.Verdict:
-        with ProgressRelay(self._progress) as relay:
+        with sandbox.one_check(self.exercise.key), ProgressRelay(self._progress) as relay:
             return exercises.check(self.exercise.key, sql, save=self.save, progress=relay.update, stop=stop)
 
     def _progress(self, done: int, total: int) -> None:
@@ -78,12 +98,12 @@ class YourTurn(W.VBox):
 
     def _done(self, verdict) -> None:
         self.verdict.value = verdict.html()
-        self.status.value = "checked"
-        self.check_button.disabled = False
+        self.status.value = "stopped" if verdict.stopped or sandbox.STOPPED in verdict.headline else "checked"
+        self._checking(False)
 
     def _failed(self, exc: BaseException) -> None:
         self.status.value = error_html(exc)
-        self.check_button.disabled = False
+        self._checking(False)
 
     def wait(self, timeout: float | None = None):
         return self.runner.wait(timeout)

@@ -121,7 +121,9 @@ class RetryLab(W.VBox):
             )
         self.table.value = steps_html(stepper.steps)
         if any(s.status == "ready" for s in stepper.steps):
-            self.chart.value = self.result.chart_svg() + result_html(self.result)
+            # the comparison, with the learner's guess, once the job is dead
+            done = result_html(self.result) if step.status == "dead" else ""
+            self.chart.value = self.result.chart_svg() + done
         return step
 
     def wait(self, timeout: float | None = None) -> ScheduleResult:

@@ -10,7 +10,9 @@ claims, reaps and reads the board. All three are scripted `Session`s, and a
 connection (pgq_teach.experiments.sessions).
 
 `crash_both()` runs the guide's sequence (figure #8), `cleanup_held_back()`
-the VACUUM experiment (figure #9) and `reaper_plan()` plans sql/reap.sql.
+the VACUUM experiment (figure #9), `reaper_plan()` plans sql/reap.sql and runs
+it once on a few passed leases, and `reaper_cadence()` counts how often one
+library Worker reaps over several seconds of work.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 its dead test uses greatest(), requeuing dead jobs by hand, and what jitter
 does to a thundering herd.
 
+`uncapped_failure()` shows what a failure statement that errors does to the
+job (nothing: it waits out its lease, then the reaper retries it at once).
 `FailureStepper` is the "fail it" lab: one job, claimed and failed once per
 call, made due at once so the lab need not wait out the backoff (it says so).
 The waits are read back from the server, never computed here.

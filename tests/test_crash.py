@@ -6,9 +6,10 @@ plan uses the partial index."""
 import pytest
 
 from pgq_teach.databases import drop_database, open_database
+from pgq_teach import measurements
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import crash
-from pgq_teach.widgets.crash_lab import CrashLab
+from pgq_teach.widgets.crash_lab import CleanupLab, CrashLab
 
 
 def test_held_job_is_ready_at_once_and_leased_job_waits_for_its_lease(db):
@@ -83,8 +84,16 @@ def test_the_held_transaction_does_not_hold_back_vacuum_in_another_database(db):
 def test_the_reaper_uses_the_partial_index_on_leased_until(db):
     plan = crash.reaper_plan(db)
     assert plan.uses_running_index, plan.plan
-    assert plan.reaped_now == 0  # every lease still has five minutes to run
-    assert "the guide (the reaper)" in plan.summary() and plan.comparison()[1][2] == 0
+    # five leases moved into the past are reaped; the 45 with minutes left stay running
+    assert (plan.expired, plan.reaped_now, plan.still_running) == (5, 5, 45)
+    assert "the guide (the reaper)" in plan.summary() and plan.comparison()[1][2] == 5
+
+
+def test_a_worker_reaps_about_once_a_second_not_before_every_claim(db):
+    result = crash.reaper_cadence(db, jobs=150, work_s=0.02)
+    assert result.claimed == 150 and result.elapsed_s > 2  # several seconds, so the bound means something
+    assert result.reaper_passes <= result.elapsed_s / result.reap_every_s + 2
+    assert result.reaper_passes >= result.elapsed_s / result.reap_every_s - 1  # and it does keep reaping
 
 
 @pytest.mark.parametrize("call", [
@@ -93,6 +102,8 @@ def test_the_reaper_uses_the_partial_index_on_leased_until(db):
     lambda db: crash.cleanup_held_back(db, others=0),
     lambda db: crash.cleanup_held_back(db, elsewhere=db),
     lambda db: crash.reaper_plan(db, running=True),
+    lambda db: crash.reaper_plan(db, running=5, expired=6),
+    lambda db: crash.reaper_cadence(db, work_s=-1),
 ])
 def test_bad_input_is_refused_before_anything_runs(db, call):
     with pytest.raises(BadInput):
@@ -104,7 +115,8 @@ def test_end_session_names_a_worker(db):
         scene.end_session("third")
 
 
-def test_the_lab_by_clicking(db):
+def test_the_lab_by_clicking(db, tmp_path, monkeypatch):
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path))
     lab = CrashLab(db, lease_s=2.0)
     try:
         lab.hold_panel.start_button.click()
@@ -125,6 +137,20 @@ def test_the_lab_by_clicking(db):
         assert result.reaped_after_lease and "guide #8" in lab.output.value
         assert result.guess is None and "no guess" in lab.output.value
         assert "two ready jobs" in lab.third_status.value  # reset for trying by hand
+        recorded = measurements.read(measurements.LEASED_JOB_BACK_S)  # the lab keeps it for later lessons
+        assert recorded["value"] == round(result.back_after_s, 2) and recorded["unit"] == "s"
     finally:
         lab.close()
     assert not lab.refreshing and lab.refresh_error is None
+
+
+def test_the_cleanup_lab_runs_in_one_line_and_records_what_vacuum_kept(db, tmp_path, monkeypatch):
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path))
+    lab = CleanupLab(db, others=200)
+    try:
+        result = lab.run_and_wait(60)
+    finally:
+        drop_database(lab.elsewhere_label)
+    assert result.during.not_removable == 200 and result.elsewhere.removed == 200
+    assert lab.elsewhere.name != db.name and lab.elsewhere.name.startswith("pgq_elsewhere_")
+    assert measurements.read(measurements.DEAD_NOT_REMOVABLE)["value"] == 200

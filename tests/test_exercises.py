@@ -131,3 +131,64 @@ def test_the_envelope_form_agrees_with_the_rehearsal_calculator(pg):
     assert [e.what for e in verdict.failures] == [
         "dead rows before autovacuum starts (scale factor 0.01, threshold 1000)"
     ]
+
+
+# What each lesson 01-06 says about its seeded attempt's verdict. These were
+# asserts in the lessons' own cells; a lesson cell holds only the lesson's code.
+def _claim_01(v):
+    assert v.numbers["run_more_than_once"] > 0  # one UPDATE is not enough
+    assert not v.numbers["locks"]
+    assert v.hint.startswith("two workers got job ")
+
+
+def _guarded_01(v):
+    assert v.numbers["run_more_than_once"] > 0
+
+
+def _claim_03(v):
+    assert v.numbers["run_more_than_once"] > 0
+    assert not v.numbers["locks_in_with"]
+    assert "lock the row it picks" in v.hint
+
+
+def _batch_03(v):
+    assert v.numbers["run_more_than_once"] > 0
+
+
+def _reap_04(v):
+    assert any("plan uses the partial index" in e.what for e in v.failures)
+    assert any("expired leases" in e.what for e in v.failures)  # the last-attempt job stays ready
+    assert "jobs_running_idx" not in v.numbers["indexes"]
+    assert v.numbers["live_changed"] == []  # the rows are right: live leases stay running
+    assert v.numbers["others_changed"] == 0
+
+
+def _complete_05(v):
+    assert v.numbers["stale_hits"] == 1  # the plain lease story is caught...
+    assert any("requeued, B claimed it again: stale worker" in e.what for e in v.failures)
+    assert any("requeued, B claimed it again: current worker" in e.what for e in v.failures)
+    assert "fence_token" in v.hint  # ...the requeue is not
+
+
+def _fail_06(v):
+    assert len(v.failures) == 1  # the waits and the dead rule are right...
+    assert "no overflow" in v.failures[0].what
+    assert v.failures[0].found.startswith("the statement failed")  # ...until power() overflows
+
+
+LESSON_SAYS = {
+    "01/claim": _claim_01,
+    "01/guarded_update": _guarded_01,
+    "03/claim": _claim_03,
+    "03/batch_claim": _batch_03,
+    "04/reap": _reap_04,
+    "05/complete": _complete_05,
+    "06/fail": _fail_06,
+}
+
+
+@pytest.mark.parametrize("key", list(LESSON_SAYS))
+def test_the_seeded_attempt_fails_as_its_lesson_says(pg, key):
+    verdict = exercises.check(key, exercises.exercise(key).attempt_text(), save=False)
+    assert not verdict.passed, verdict.summary()
+    LESSON_SAYS[key](verdict)

@@ -4,9 +4,10 @@ job from being run again; and what a repeated fencing token lets through."""
 
 import pytest
 
+from pgq_teach import measurements
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import fencing
-from pgq_teach.widgets.fencing_lab import FencingLab, long_job_svg
+from pgq_teach.widgets.fencing_lab import FencingLab, LongJobLab, long_job_svg
 
 
 def test_the_stale_completion_updates_no_row_and_the_plain_handler_sends_twice(db):
@@ -15,7 +16,7 @@ def test_the_stale_completion_updates_no_row_and_the_plain_handler_sends_twice(d
     assert result.b_token > result.a_token
     assert (result.a_rows, result.b_rows) == (0, 1)
     assert result.final_status == "done"
-    assert result.emails == 2
+    assert result.inbox == ["A", "B"]  # read from the inbox table: A's receipt stays after A is fenced out
     assert [e.lane for e in result.events] == ["A", "A", "reaper", "B", "B", "A", "B"]
     assert "(your guess: no guess)" in result.summary() and result.comparison()[3][1] == "no guess"
 
@@ -24,7 +25,7 @@ def test_the_idempotent_handler_sends_one_receipt(db):
     result = fencing.stale_worker(db, lease_s=0.5, handler="idempotent", guess=2)
     assert (result.a_rows, result.b_rows) == (0, 1)
     assert result.comparison()[3][1:3] == (2, 1)
-    assert result.emails == 1
+    assert result.inbox == ["A"]  # B found A's record and sent nothing
 
 
 def test_without_a_heartbeat_a_long_job_runs_again_and_again_until_dead(db):
@@ -33,6 +34,7 @@ def test_without_a_heartbeat_a_long_job_runs_again_and_again_until_dead(db):
     assert all(r.outcome == "fenced" for r in result.runs)
     assert result.final_status == "dead" and result.last_error == "lease expired"
     assert not result.lease_moved
+    assert "figure" not in str(result.guide) and "#10" not in result.summary()  # guide #10 is not this story
     assert 'class="pgq-run fenced"' in long_job_svg(result)
     assert result.comparison()[0][1:3] == ("no guess", 5)
 
@@ -48,11 +50,8 @@ def test_the_token_after_a_requeue(db):
     result = fencing.token_after_requeue(db)
     assert result.a_attempts == result.c_attempts == 1  # the requeue reset attempts
     assert result.a_rows_on_attempts == 1  # fenced on attempts, the stale completion would get through
-    if result.token_column:  # fence_token is never reset: the stale worker stays fenced out
-        assert not result.token_repeated and (result.a_rows, result.c_rows) == (0, 1)
-    else:  # attempts is reset by the requeue: the stale completion gets through
-        assert result.token_repeated and (result.a_rows, result.c_rows) == (1, 0)
-        assert "already completed" in result.c_error
+    # fence_token is never reset: the stale worker stays fenced out
+    assert not result.token_repeated and (result.a_rows, result.c_rows) == (0, 1)
 
 
 @pytest.mark.parametrize("call", [
@@ -91,3 +90,11 @@ def test_a_lone_worker_finishes_a_long_job_without_a_heartbeat(db):
     assert result.times_run == 1 and result.runs[0].outcome == "done"
     assert result.final_status == "done" and not result.lease_moved
     assert 'class="pgq-run done"' in long_job_svg(result)
+
+
+def test_the_long_job_lab_records_the_runs_without_a_heartbeat(db, tmp_path, monkeypatch):
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path))
+    lab = LongJobLab(db, heartbeat=False, lease_s=0.5, work_s=1.0)
+    result = lab.run_and_wait(60)
+    assert result.times_run == 5 and "<svg" in lab.output.value
+    assert measurements.read(measurements.RUNS_WITHOUT_HEARTBEAT)["value"] == 5

@@ -258,15 +258,22 @@ def test_a_reset_gives_up_with_advice_while_a_session_holds_a_job(two_jobs, sess
     prepare(two_jobs, lock_timeout_ms=200)  # nothing in the way now
 
 
-def test_only_the_first_waiter_waits_on_the_transaction_the_next_on_the_tuple(db):
-    """Issue 8 point 4: B queues on A's transaction; C queues on the row's
-    tuple lock, which B holds, so pg_blocking_pids(C) names B, not A."""
-    result = locks.line_of_waiters(db)
+def test_only_the_first_waiter_waits_on_the_transaction_the_rest_on_the_tuple(db):
+    """Issue 8 point 4, with three waiters (issue 22): B queues on A's
+    transaction; C and D queue on the row's tuple lock, which B holds.
+    pg_blocking_pids() names B for C, and B and C for D: C is ahead of D in
+    the queue for the same lock (a "soft block"), so D is not blocked by the
+    first waiter alone."""
+    result = locks.line_of_waiters(db, waiters=3)
+    assert list(result.pids) == ["B", "C", "D"]
     assert (result.b_row.wait_event_type, result.b_row.wait_event) == ("Lock", "transactionid")
-    assert result.b_row.blocking_pids == (result.a_pid,)
-    assert (result.c_row.wait_event_type, result.c_row.wait_event) == ("Lock", "tuple")
-    assert result.c_waits_behind_b
-    assert {result.b_job, result.c_job} == {2, None} and result.served_first in ("B", "C")
+    assert result.blockers("B") == ("A",)
+    for name in ("C", "D"):
+        row = result.rows[name]
+        assert (row.wait_event_type, row.wait_event) == ("Lock", "tuple")
+    assert result.blockers("C") == ("B",) and result.c_waits_behind_b
+    assert sorted(result.blockers("D")) == ["B", "C"]
+    assert sorted(result.jobs.values(), key=str) == [2, None, None] and result.served_first in result.pids
     assert activity(db) == [] and lab_threads() == []
 
 

@@ -10,7 +10,9 @@ claims, reaps and reads the board. All three are scripted `Session`s, and a
 connection (pgq_teach.experiments.sessions).
 
 `crash_both()` runs the guide's sequence (figure #8), `cleanup_held_back()`
-the VACUUM experiment (figure #9) and `reaper_plan()` plans sql/reap.sql.
+the VACUUM experiment (figure #9), `reaper_plan()` plans sql/reap.sql and runs
+it once on a few passed leases, and `reaper_cadence()` counts how often one
+library Worker reaps over several seconds of work.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
 from ..statements import explain, run
+from ..worker import Worker
 from .bloat import VacuumReport, vacuum
 from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
 from .sessions import ActivityRow, ClosesOnExit, LabMonitor, Session, Step, run_and_wait, wait_gone
@@ -424,13 +427,16 @@ GUIDE_REAPER = advice(
 
 @dataclass(kw_only=True)
 class ReaperPlan(Result):
-    """sql/reap.sql planned on a table of mostly ready jobs, beside the guide's
-    advice on the reaper (its prose, not a numbered figure)."""
+    """sql/reap.sql planned on a table of mostly ready jobs, then run once after
+    `expired` of the running jobs' leases were moved into the past, beside the
+    guide's advice on the reaper (its prose, not a numbered figure)."""
 
     running: int
     ready: int
+    expired: int  # running jobs whose lease the lab moved into the past
     plan: str
-    reaped_now: int  # what the reaper found: none of the leases has passed yet
+    reaped_now: int  # what one run of the reaper handed back
+    still_running: int  # running jobs after it ran: their leases had minutes left
     guide: GuideFigure = field(default_factory=lambda: GUIDE_REAPER)
 
     @property
@@ -446,10 +452,10 @@ class ReaperPlan(Result):
                 "yes: the partial index on leased_until",
             ),
             (
-                "jobs reaped while every lease runs",
+                f"jobs reaped ({self.expired} leases passed, {self.running - self.expired} live)",
                 None,
                 self.reaped_now,
-                "none: running until the lease ends",
+                "the passed leases only",
             ),
         ]
 
@@ -457,19 +463,95 @@ class ReaperPlan(Result):
         lines = [
             f"sql/reap.sql on {self.running:,} running and {self.ready:,} ready jobs:",
             *(f"  {line}" for line in self.plan.splitlines()),
-            f"  the reaper, run now, handed back {self.reaped_now} job(s)",
+            f"  {self.expired} of the leases moved into the past; the reaper, run once, handed back "
+            f"{self.reaped_now} job(s) and left {self.still_running:,} running",
         ]
         return "\n".join(lines + self.footer())
 
 
-def reaper_plan(db: Database, running: int = 50, ready: int = 4_950) -> ReaperPlan:
-    """Seed ready + running jobs, refresh statistics, and EXPLAIN sql/reap.sql."""
+def reaper_plan(db: Database, running: int = 50, ready: int = 4_950, expired: int = 5) -> ReaperPlan:
+    """Seed ready + running jobs (five-minute leases), refresh statistics,
+    EXPLAIN sql/reap.sql, then pass `expired` of those leases and reap once."""
     running = checks.whole_number("running", running, *OTHERS_LIMITS)
     ready = checks.whole_number("ready", ready, *OTHERS_LIMITS)
+    expired = checks.whole_number("expired", expired, 0, running)
     with db.connection() as conn:
         seeding.reset_and_seed(conn, KIND, running + ready)
         queue.claim(conn, batch=running, lease=timedelta(minutes=5))
         run(conn, "lab/analyze_jobs")
         plan = "\n".join(explain(conn, "reap"))
+        run(conn, "lab/expire_leases", {"count": expired})
         reaped = queue.reap(conn)
-    return ReaperPlan(running=running, ready=ready, plan=plan, reaped_now=reaped, **server_fields(db))
+        still_running = queue.status_counts(conn).get("running", 0)
+    return ReaperPlan(
+        running=running,
+        ready=ready,
+        expired=expired,
+        plan=plan,
+        reaped_now=reaped,
+        still_running=still_running,
+        **server_fields(db),
+    )
+
+
+# --- how often a Worker reaps -------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class CadenceResult(Result):
+    """One library Worker draining quick jobs for several seconds: how many
+    reaper passes it made beside how many claims, and the bound its
+    `reap_every` sets (one pass per interval, plus the first and the one
+    before it calls the queue idle)."""
+
+    jobs: int
+    work_s: float
+    claimed: int
+    reaper_passes: int
+    elapsed_s: float
+    reap_every_s: float
+    guide: GuideFigure = field(default_factory=lambda: GUIDE_REAPER)
+
+    @property
+    def most_passes(self) -> float:
+        return self.elapsed_s / self.reap_every_s + 2
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            ("jobs claimed, one at a time", None, self.claimed, None),
+            ("reaper passes", None, self.reaper_passes, f"at most {self.most_passes:.1f}"),
+        ]
+
+    def summary(self) -> str:
+        lines = [
+            f"one Worker, {self.jobs} jobs of {self.work_s * 1000:g} ms each, claimed one at a time, "
+            f"in {self.elapsed_s:.1f} s" + self.stopped_note,
+            f"  {self.claimed} claims, {self.reaper_passes} reaper passes "
+            f"(reap_every {self.reap_every_s:g} s: at most {self.most_passes:.1f} in that time)",
+        ]
+        return "\n".join(lines + self.footer())
+
+
+def reaper_cadence(db: Database, jobs: int = 200, work_s: float = 0.02) -> CadenceResult:
+    """Seed `jobs` jobs and run one library Worker (default lease) until the
+    queue is idle, each job taking `work_s` seconds; count its reaper passes."""
+    jobs = checks.whole_number("jobs", jobs, 1, 10_000)
+    work_s = checks.seconds("work_s", work_s, 0.0, 1.0)
+
+    def work(job: queue.Job) -> None:
+        time.sleep(work_s)
+
+    with db.connection() as conn:
+        seeding.reset_and_seed(conn, KIND, jobs)
+    worker = Worker(db.dsn, {KIND: work})
+    began = time.monotonic()
+    report = worker.run(until_idle=True)
+    return CadenceResult(
+        jobs=jobs,
+        work_s=work_s,
+        claimed=report.claimed,
+        reaper_passes=report.reaper_passes,
+        elapsed_s=time.monotonic() - began,
+        reap_every_s=worker.reap_every,
+        **server_fields(db),
+    )

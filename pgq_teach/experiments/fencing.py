@@ -33,7 +33,7 @@ from ..guide import GuideFigure, figure
 from ..statements import run, run_one
 from ..worker import Worker
 from .crash import answer, claim_one
-from .results import Comparison, Progress, Result, guess_text, server_fields, tell
+from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
 from .sessions import Session, run_and_wait
 
 KIND = "send_receipt"
@@ -45,13 +45,6 @@ LAB_PREFIX = "pgq-fence"
 LEASE_LIMITS = (0.5, 10.0)
 WORK_LIMITS = (0.5, 30.0)
 WORKER_LIMITS = (1, 4)
-
-
-def fencing_token(job: queue.Job) -> int:
-    """The number that proves a claim is still current. The course keeps it in
-    its own column, `fence_token`, once the schema has it; before that the
-    claim's `attempts` plays the part."""
-    return getattr(job, "fence_token", job.attempts)
 
 
 def prepare(db: Database) -> int:
@@ -128,10 +121,15 @@ class FencingResult(Result):
     reaped: int
     a_rows: int  # rows A's completion updated
     b_rows: int
-    emails: int  # receipts in the customer's inbox; the guess is of this
+    inbox: list[str]  # who sent each receipt in the customer's inbox, read from the table
     final_status: str
     events: list[Event]
     guide: GuideFigure = field(default_factory=lambda: figure(10))
+
+    @property
+    def emails(self) -> int:
+        """Receipts in the customer's inbox; the guess is of this."""
+        return len(self.inbox)
 
     def summary(self) -> str:
         steps = [f"  {e.t_s:5.2f} s  {e.lane:<6} {e.what}" for e in self.events]
@@ -140,7 +138,8 @@ class FencingResult(Result):
             *steps,
             f"  A's completion updated {self.a_rows} row(s), B's {self.b_rows}; "
             f"the job is {self.final_status}",
-            f"  the customer's inbox: {self.emails} receipt(s) (your guess: {guess_text(self.guess)})",
+            f"  the customer's inbox: {self.emails} receipt(s), sent by {', '.join(self.inbox) or 'nobody'} "
+            f"(your guess: {guess_text(self.guess)})",
         ]
         return "\n".join(lines + self.footer())
 
@@ -185,7 +184,7 @@ def stale_worker(
     total = 6
     with lab_session(db, "A") as a, lab_session(db, "B") as b, lab_session(db, "reaper") as reaper:
         a_job = claimed(a, lease_s)
-        note("A", f"claims job {job_id}: fencing token {fencing_token(a_job)}, lease {lease_s:g} s")
+        note("A", f"claims job {job_id}: fencing token {a_job.fence_token}, lease {lease_s:g} s")
         sent = send_receipt(a, a_job.payload["order"], "A", handler)
         note(
             "A",
@@ -200,31 +199,31 @@ def stale_worker(
         tell(progress, 2, total)
 
         b_job = claimed(b, lease_s * 10)  # B's lease is long enough for its work
-        note("B", f"claims job {job_id}: fencing token {fencing_token(b_job)}")
+        note("B", f"claims job {job_id}: fencing token {b_job.fence_token}")
         sent = send_receipt(b, b_job.payload["order"], "B", handler)
         note("B", "sends the receipt email" if sent else "finds the receipt recorded; sends nothing")
         tell(progress, 3, total)
 
         a_rows = complete(a, a_job)
-        note("A", f"wakes and completes with token {fencing_token(a_job)}: {a_rows} row(s) updated")
+        note("A", f"wakes and completes with token {a_job.fence_token}: {a_rows} row(s) updated")
         tell(progress, 4, total)
         b_rows = complete(b, b_job)
-        note("B", f"completes with token {fencing_token(b_job)}: {b_rows} row(s) updated")
+        note("B", f"completes with token {b_job.fence_token}: {b_rows} row(s) updated")
         tell(progress, 5, total)
-        emails = first_value(reaper, "lab/inbox_count", {"order_id": ORDER})
+        inbox = [row[0] for row in answer(run_and_wait(reaper, "lab/inbox_senders", {"order_id": ORDER}))]
         final = first_value(reaper, "job_state", {"id": job_id})
         tell(progress, 6, total)
     return FencingResult(
         handler=handler,
         lease_s=lease_s,
-        a_token=fencing_token(a_job),
-        b_token=fencing_token(b_job),
+        a_token=a_job.fence_token,
+        b_token=b_job.fence_token,
         a_attempts=a_job.attempts,
         b_attempts=b_job.attempts,
         reaped=reaped,
         a_rows=a_rows,
         b_rows=b_rows,
-        emails=emails,
+        inbox=inbox,
         final_status=final,
         events=events,
         guess=guess,
@@ -247,6 +246,16 @@ class Run:
     outcome: str  # "done" (its completion updated the row) or "fenced" (it updated nothing)
 
 
+# Guide #10 (A's stale completion updates 0 rows, B's 1) is one stale worker
+# and one current one; a long job's runs are a different story, so its
+# results stand beside the guide's prose on the lease instead.
+GUIDE_SLOW_WORKER = advice(
+    "why completion must check attempts",
+    "a slow worker is not a dead one: if A is still busy when its lease expires, "
+    "B can claim the same job, and then two workers are running it",
+)
+
+
 @dataclass(kw_only=True)
 class LongJobResult(Result):
     """The guess is of how many times the handler runs."""
@@ -259,7 +268,7 @@ class LongJobResult(Result):
     last_error: str | None
     lease_samples: list[tuple[float, int, float]]  # (seconds from start, attempts, seconds left on the lease)
     workers: int = 2
-    guide: GuideFigure = field(default_factory=lambda: figure(10))
+    guide: GuideFigure = field(default_factory=lambda: GUIDE_SLOW_WORKER)
 
     @property
     def times_run(self) -> int:
@@ -335,7 +344,7 @@ def long_job(
         begun: dict[int, float] = {}
 
         def handle(job: queue.Job) -> None:
-            begun[fencing_token(job)] = time.monotonic() - started
+            begun[job.fence_token] = time.monotonic() - started
             stop.wait(work_s)
 
         def on_event(event: str, job) -> None:
@@ -343,7 +352,7 @@ def long_job(
                 with lock:
                     claims.append(name)
             elif event in ("done", "fenced"):
-                token = fencing_token(job)
+                token = job.fence_token
                 with lock:
                     runs.append(Run(name, token, begun[token], time.monotonic() - started, event))
 
@@ -405,7 +414,6 @@ def long_job(
 
 @dataclass(kw_only=True)
 class RequeueResult(Result):
-    token_column: bool  # did the server's claim return a fence_token of its own?
     a_token: int  # the stalled first claim's token
     c_token: int  # the claim after a person requeued the dead job
     a_attempts: int
@@ -421,9 +429,8 @@ class RequeueResult(Result):
         return self.a_token == self.c_token
 
     def summary(self) -> str:
-        name = "fence_token" if self.token_column else "attempts (reset to 0 by the requeue)"
         lines = [
-            f"the fencing token here is {name}",
+            "the course fences on fence_token; the guide fences on attempts",
             f"  attempts: A's claim {self.a_attempts}, C's claim {self.c_attempts} "
             "(the requeue reset it); "
             f"fenced on attempts, A's late completion would match {self.a_rows_on_attempts} row(s)",
@@ -475,10 +482,8 @@ def token_after_requeue(db: Database, lease_s: float = 0.5) -> RequeueResult:
         a_rows = complete(a, a_job)
         c_rows = complete(c, c_job)
     return RequeueResult(
-        token_column=a_job.fence_token
-        > 0,  # the server's claim returned a token of its own (every claim adds 1)
-        a_token=fencing_token(a_job),
-        c_token=fencing_token(c_job),
+        a_token=a_job.fence_token,
+        c_token=c_job.fence_token,
         a_attempts=a_job.attempts,
         c_attempts=c_job.attempts,
         a_rows_on_attempts=a_rows_on_attempts,

@@ -328,112 +328,140 @@ def replay(
 # --- a line of waiters: the first on the transaction, the next on the tuple ---------
 
 
+WAITER_NAMES = ("B", "C", "D", "E", "F")
+
+
 @dataclass(kw_only=True)
 class WaitersResult(Result):
-    """A holds job 1; B, then C, claim with FOR UPDATE while A holds it."""
+    """A holds job 1; B, C, D (in that order) claim it with FOR UPDATE while A holds it."""
 
     a_pid: int
-    b_pid: int
-    c_pid: int
-    b_row: ActivityRow | None
-    c_row: ActivityRow | None
-    b_job: int | None  # what B's claim returned once A committed
-    c_job: int | None  # what C's claim returned
-    served_first: str  # "B" or "C": the first waiter is not promised to be served first
+    pids: dict[str, int]  # each waiter's pid, by name, in the order they queued
+    rows: dict[str, ActivityRow | None]  # each waiter in pg_stat_activity while all of them waited
+    jobs: dict[str, int | None]  # what each waiter's claim returned once A committed
+    served_first: str  # the waiter whose claim returned first: the first in line is not promised it
     timeline: dict[str, list[Step]]
     guide: GuideFigure = field(default_factory=lambda: figure(2))
 
+    # B and C by name, as lesson 02 and the lock tests read them
     @property
-    def c_blocker_text(self) -> str:
-        if self.c_waits_behind_b:
-            return "B"
-        return str(self.c_row.blocking_pids) if self.c_row else "none"
+    def b_pid(self) -> int:
+        return self.pids["B"]
+
+    @property
+    def c_pid(self) -> int:
+        return self.pids["C"]
+
+    @property
+    def b_row(self) -> ActivityRow | None:
+        return self.rows["B"]
+
+    @property
+    def c_row(self) -> ActivityRow | None:
+        return self.rows["C"]
+
+    @property
+    def b_job(self) -> int | None:
+        return self.jobs["B"]
+
+    @property
+    def c_job(self) -> int | None:
+        return self.jobs["C"]
+
+    def blockers(self, name: str) -> tuple[str, ...]:
+        """pg_blocking_pids() of one waiter, as session names (A, B, ...)."""
+        names = {self.a_pid: "A"} | {pid: who for who, pid in self.pids.items()}
+        row = self.rows[name]
+        return tuple(names.get(pid, str(pid)) for pid in row.blocking_pids) if row else ()
 
     @property
     def c_waits_behind_b(self) -> bool:
         """C's blocker is B, the first waiter, not A who holds the row."""
-        return self.c_row is not None and self.c_row.blocking_pids == (self.b_pid,)
+        return self.blockers("C") == ("B",)
 
     def comparison(self) -> list[Comparison]:
-        return [
-            (
-                "B (first waiter) waited on",
-                None,
-                self.b_row.wait_event_text if self.b_row else "none",
-                " / ".join(self.guide.values["wait_event"]),
-            ),
-            (
-                "C (second waiter) waited on",
-                None,
-                self.c_row.wait_event_text if self.c_row else "none",
-                "not measured",
-            ),
-            ("pg_blocking_pids(C)", None, self.c_blocker_text, "not measured"),
-        ]
+        rows: list[Comparison] = []
+        for n, name in enumerate(self.pids):
+            row = self.rows[name]
+            rows.append(
+                (
+                    f"{name} (waiter {n + 1}) waited on; blocked by",
+                    None,
+                    f"{row.wait_event_text if row else 'none'}; {', '.join(self.blockers(name)) or 'none'}",
+                    " / ".join(self.guide.values["wait_event"]) + "; A" if n == 0 else "not measured",
+                )
+            )
+        return rows
 
     def summary(self) -> str:
-        lines = [
-            "A held job 1; B, then C, claimed with FOR UPDATE",
-            f"  B waited on {self.b_row.wait_event_text if self.b_row else 'none'}, "
-            f"blocked by {self.b_row.blocking_pids if self.b_row else ()} (A is {self.a_pid})",
-            f"  C waited on {self.c_row.wait_event_text if self.c_row else 'none'}, "
-            f"blocked by {self.c_row.blocking_pids if self.c_row else ()} (B is {self.b_pid})",
-            f"  after A's COMMIT {self.served_first} was served first: B got "
-            + (f"job {self.b_job}" if self.b_job else "no job")
-            + ", C got "
-            + (f"job {self.c_job}" if self.c_job else "no job"),
-        ]
+        lines = [f"A held job 1; {', then '.join(self.pids)} claimed it with FOR UPDATE"]
+        for name, row in self.rows.items():
+            lines.append(
+                f"  {name} waited on {row.wait_event_text if row else 'none'}, "
+                f"blocked by {', '.join(self.blockers(name)) or 'nobody'}"
+            )
+        got = ", ".join(
+            f"{name} got " + (f"job {job}" if job else "no job") for name, job in self.jobs.items()
+        )
+        lines.append(f"  after A's COMMIT {self.served_first} was served first: {got}")
         return "\n".join(lines + self.footer())
 
 
-def line_of_waiters(db: Database, *, settle_s: float = 15.0) -> WaitersResult:
-    """A locks job 1 and holds it. B claims with FOR UPDATE and waits; then C
-    does the same. We read pg_stat_activity while both wait, then A commits
-    (job 1 done); one of B and C gets job 2 and commits, the other finds no
-    ready job."""
+def line_of_waiters(db: Database, *, waiters: int = 3, settle_s: float = 15.0) -> WaitersResult:
+    """A locks job 1 and holds it. B claims with FOR UPDATE and waits; then C,
+    then D, each once the one before is seen waiting. We read pg_stat_activity
+    while all wait, then A commits (job 1 done); the waiters finish one at a
+    time, each committing as soon as its claim returns: one gets job 2, the
+    others find no ready job."""
+    waiters = checks.whole_number("waiters", waiters, 2, len(WAITER_NAMES))
     prepare(db)
-    names = ("A", "B", "C")
+    names = ("A", *WAITER_NAMES[:waiters])
     opened: list[LockSession] = []
     try:
         for name in names:
             opened.append(LockSession(db, name, prefix=f"{LAB_PREFIX} waiters"))
-        a, b, c = opened
+        a, *line = opened
         for s in opened:
             s.begin()
             s.wait_done()
         a.claim("for_update")
         a.wait_done()
-        b.claim("for_update")
-        wait_seen(db, b, settle_s)
-        c.claim("for_update")
-        rows = wait_seen(db, c, settle_s)
+        rows: list[ActivityRow] = []
+        for s in line:
+            s.claim("for_update")
+            rows = wait_seen(db, s, settle_s)
+        seen = {s.name: row_of(rows, s) for s in line}
         a.commit()
-        # Who is served first is not fixed: when A's lock goes, C can lock the
-        # new row version before B does, and then B waits on C. So wait for
-        # whichever finishes first, commit it, and let the other finish.
+        # Who is served first is not fixed: when A's lock goes, a later waiter
+        # can lock the new row version first. So finish them in the order
+        # their claims return, each committing (ending its transaction) at once.
+        got: dict[str, int | None] = {}
+        order: list[str] = []
         deadline = time.monotonic() + settle_s
-        while b.busy and c.busy:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"neither B nor C finished within {settle_s:g} s of A's COMMIT")
-            time.sleep(0.01)
-        first, second = (b, c) if not b.busy else (c, b)
-        got = {first.name: first.wait_done(timeout=settle_s).job_id}
-        first.commit()
-        got[second.name] = second.wait_done(timeout=settle_s).job_id
-        second.rollback()
-        second.wait_done()
+        pending = list(line)
+        while pending:
+            done = next((s for s in pending if not s.busy), None)
+            if done is None:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"the waiters had not all finished within {settle_s:g} s of A's COMMIT"
+                    )
+                time.sleep(0.01)
+                continue
+            got[done.name] = done.wait_done(timeout=settle_s).job_id
+            order.append(done.name)
+            done.commit()
+            done.wait_done()
+            pending.remove(done)
     finally:
         for s in opened:
             s.close()
     return WaitersResult(
         a_pid=a.pid,
-        b_pid=b.pid,
-        c_pid=c.pid,
-        b_row=row_of(rows, b),
-        c_row=row_of(rows, c),
-        b_job=got["B"],
-        c_job=got["C"],
-        served_first=first.name,
+        pids={s.name: s.pid for s in line},
+        rows=seen,
+        jobs={s.name: got[s.name] for s in line},
+        served_first=order[0],
         timeline={s.name: list(s.timeline) for s in opened},
         **server_fields(db),
     )

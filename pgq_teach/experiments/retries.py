@@ -2,6 +2,8 @@
 its dead test uses greatest(), requeuing dead jobs by hand, and what jitter
 does to a thundering herd.
 
+`uncapped_failure()` shows what a failure statement that errors does to the
+job (nothing: it waits out its lease, then the reaper retries it at once).
 `FailureStepper` is the "fail it" lab: one job, claimed and failed once per
 call, made due at once so the lab need not wait out the backoff (it says so).
 The waits are read back from the server, never computed here.
@@ -10,10 +12,12 @@ The waits are read back from the server, never computed here.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import psycopg
+from psycopg.rows import dict_row
 
 from .. import checks, queue, seeding
 from ..charts import bars
@@ -154,6 +158,7 @@ class ScheduleResult(Result):
 
     def comparison(self) -> list[Comparison]:
         waits = self.guide.values["waits_s"]
+        cap = self.guide.values["cap_s"]
         return [
             (
                 "waits after failures 1 to 4, s",
@@ -167,8 +172,21 @@ class ScheduleResult(Result):
                 self.steps[4].status if len(self.steps) > 4 else "–",
                 "dead",
             ),
-            ("longest wait, s", self.guess_cell, max(self.waits_s, default=0), self.guide.values["cap_s"]),
+            ("longest wait, s", self.guess_cell, max(self.waits_s, default=0), self.guide_longest),
+            ("waits held at the one-hour cap", None, self.capped, f"none in five failures (cap {cap:,} s)"),
         ]
+
+    @property
+    def capped(self) -> int:
+        """How many waits the hour cap held down (a wait of exactly the cap)."""
+        return sum(wait >= self.guide.values["cap_s"] for wait in self.waits_s)
+
+    @property
+    def guide_longest(self) -> int | str:
+        """The guide's longest wait for a run like this one: 160 s over its
+        five failures; nothing to set beside a longer run."""
+        waits = self.guide.values["waits_s"]
+        return max(waits) if len(self.steps) <= len(waits) + 1 else "–"
 
     def chart_svg(self) -> str:
         rows = [
@@ -313,10 +331,11 @@ class HerdResult(Result):
 
     jitter: bool
     jobs: int
-    seconds: list[tuple[int, int]]  # (second after the failures, jobs due in it)
+    seconds: list[tuple[int, int]]  # (second after the first failure, jobs due in it)
     instants: int  # distinct run_at values
     first_s: float
     last_s: float
+    failing_s: float  # from the first failure's start to the last one's, on the server's clock
     guide: GuideFigure = field(default_factory=lambda: figure(11))
 
     @property
@@ -326,17 +345,17 @@ class HerdResult(Result):
     def summary(self) -> str:
         how = "with jitter (teaching/fail_with_jitter.sql)" if self.jitter else "without jitter (fail.sql)"
         return (
-            f"{self.jobs:,} jobs failed at the same moment, {how}: they come due at {self.instants:,} "
-            f"distinct instant(s), from {self.first_s:.2f} to {self.last_s:.2f} s later "
+            f"{self.jobs:,} jobs failed within {self.failing_s:.2f} s, each in its own transaction, {how}: "
+            f"they come due from {self.first_s:.2f} to {self.last_s:.2f} s after the first failure "
             f"(spread {self.spread_s:.2f} s; your guess: {guess_text(self.guess, ' s')})" + self.stopped_note
         )
 
     def comparison(self) -> list[Comparison]:
         first_wait = self.guide.values["waits_s"][0]
         return [
+            ("the failures took, s", None, self.failing_s, None),
             ("first retries due after, s", None, f"{self.first_s:.2f} to {self.last_s:.2f}", first_wait),
-            ("spread, s", self.guess_cell, self.spread_s, None),
-            ("distinct instants", None, self.instants, None),
+            ("spread of the retries, s", self.guess_cell, self.spread_s, None),
         ]
 
     def chart_svg(self) -> str:
@@ -354,9 +373,10 @@ def herd(
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> HerdResult:
-    """Claim `jobs` jobs and fail every one in one transaction (so now() is
-    one instant, as in an outage where all fail within the same moment),
-    with fail.sql or with its jittered teaching variant."""
+    """Claim `jobs` jobs and fail every one, each in its own transaction, as
+    many workers would in an outage, with fail.sql or with its jittered
+    teaching variant. Times are read on the server's clock, from just before
+    the first failure."""
     jobs = checks.whole_number("jobs", jobs, *HERD_LIMITS)
     if not isinstance(jitter, bool):
         raise BadInput(f"jitter must be True or False, got {jitter!r}")
@@ -364,21 +384,17 @@ def herd(
     with db.connection() as conn:
         seeding.reset_and_seed(conn, KIND, jobs)
         claimed = queue.claim(conn, batch=jobs, lease=LEASE_S)
-        with conn.transaction():
-            moment: datetime = run_one(conn, "lab/open_transaction")[0]
-            for n, job in enumerate(claimed, start=1):
-                if stop.is_set():
-                    break
-                if jitter:
-                    run(
-                        conn,
-                        "teaching/fail_with_jitter",
-                        fail_params("teaching/fail_with_jitter", job, ERROR),
-                    )
-                else:
-                    queue.fail(conn, job, ERROR)
-                if n % 100 == 0:
-                    tell(progress, n, jobs)
+        moment: datetime = run_one(conn, "lab/open_transaction")[0]
+        for n, job in enumerate(claimed, start=1):
+            if stop.is_set():
+                break
+            if jitter:
+                run(conn, "teaching/fail_with_jitter", fail_params("teaching/fail_with_jitter", job, ERROR))
+            else:
+                queue.fail(conn, job, ERROR)
+            if n % 100 == 0:
+                tell(progress, n, jobs)
+        failing_s = run_one(conn, "lab/seconds_since", {"since": moment})[0]
         rows = run(conn, "lab/due_times", {"since": moment}).fetchall()
         first, last, instants = run_one(conn, "lab/due_range", {"since": moment})
     if not rows:
@@ -390,7 +406,90 @@ def herd(
         instants=instants,
         first_s=first,
         last_s=last,
+        failing_s=failing_s,
         guess=guess,
         stopped=stop.is_set(),
+        **server_fields(db),
+    )
+
+
+# --- an uncapped exponent: what happens to the job ------------------------------------------
+
+
+@dataclass(kw_only=True)
+class UncappedResult(Result):
+    """A job on attempt 5,000 of 10,000 fails, and its failure statement
+    (lesson 06's seeded attempt, exercise/wrong/fail_uncapped.sql) errors
+    instead of backing off; then its lease passes and the reaper runs."""
+
+    attempts: int
+    sqlstate: str  # the failure statement's error
+    message: str
+    status_after_error: str
+    status_after_reap: str
+    run_at_kept: bool  # the reaper left run_at as the claim found it: no backoff
+    due_after_reap: bool  # run_at is already past: the next claim may take it at once
+    last_error: str | None
+    guide: GuideFigure = field(default_factory=lambda: figure(11))
+
+    def summary(self) -> str:
+        lines = [
+            f"attempt {self.attempts:,} failed; the uncapped failure statement raised "
+            f"{self.sqlstate} ({self.message}), so it changed nothing",
+            f"  the job stayed {self.status_after_error} until its lease passed; then the reaper made it "
+            f"{self.status_after_reap}, run_at "
+            + ("unchanged" if self.run_at_kept else "changed")
+            + (", due at once" if self.due_after_reap else "")
+            + f", last_error {self.last_error!r}",
+        ]
+        return "\n".join(lines + self.footer())
+
+
+def job_row(conn: psycopg.Connection, job_id: int) -> dict:
+    """Every column of one job, by name."""
+    row = run(conn, "lab/job_row", {"id": job_id}, row_factory=dict_row).fetchone()
+    if row is None:
+        raise PgqError(f"job {job_id} vanished during the lab")
+    return row
+
+
+def uncapped_failure(db: Database, attempts: int = 5_000, lease_s: float = 0.5) -> UncappedResult:
+    """Claim a job allowed 10,000 attempts on its `attempts`-th try, fail it
+    with the seeded attempt's uncapped statement (it errors and is rolled
+    back), wait out the lease and run the reaper once."""
+    attempts = checks.whole_number("attempts", attempts, 1_024, 9_999)
+    lease_s = checks.seconds("lease_s", lease_s, 0.2, 5.0)
+    name = "exercise/wrong/fail_uncapped"
+    with db.connection() as conn:
+        seeding.reset_jobs(conn)
+        job_id = queue.enqueue(
+            conn, KIND, {"url": "https://partner.example/hook"}, max_attempts=10_000, notify=False
+        )
+        run(conn, "lab/set_attempts", {"id": job_id, "attempts": attempts - 1})
+        job = queue.claim(conn, lease=lease_s)[0]
+        run_at = job_row(conn, job_id)["run_at"]
+        try:
+            with conn.transaction():
+                run(conn, name, fail_params(name, job, ERROR))
+        except psycopg.Error as exc:
+            sqlstate, message = exc.sqlstate or "", str(exc.diag.message_primary or exc)
+        else:
+            raise PgqError(f"{name} did not fail on attempt {attempts:,}")
+        after_error = job_row(conn, job_id)
+        if job.leased_until is None:  # a claim always sets one
+            raise PgqError(f"job {job_id} was claimed without a lease")
+        time.sleep(max(0.0, job.leased_until.timestamp() - time.time()) + 0.1)
+        queue.reap(conn)
+        after_reap = job_row(conn, job_id)
+        due = run_one(conn, "lab/seconds_since", {"since": after_reap["run_at"]})[0] >= 0
+    return UncappedResult(
+        attempts=attempts,
+        sqlstate=sqlstate,
+        message=message,
+        status_after_error=after_error["status"],
+        status_after_reap=after_reap["status"],
+        run_at_kept=after_reap["run_at"] == run_at,
+        due_after_reap=due,
+        last_error=after_reap["last_error"],
         **server_fields(db),
     )

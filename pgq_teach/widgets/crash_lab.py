@@ -12,22 +12,27 @@ reading on one thread while a lease counts down. Headless:
 from __future__ import annotations
 
 import time
+from functools import partial
 from html import escape
 
 import ipywidgets as W
 
+from .. import databases, measurements
+from ..databases import Database
 from ..errors import PgqError
 from ..experiments.crash import (
     DEFAULT_LEASE_S,
     LAB_PREFIX,
     BoardRow,
+    CleanupResult,
     CrashResult,
     CrashScene,
     LockHolder,
+    cleanup_held_back,
     crash_both,
 )
 from ..experiments.sessions import ActivityRow
-from .common import Runner, error_html, guess_field, replay_button, result_html, styled
+from .common import ExperimentPanel, Runner, error_html, guess_field, replay_button, result_html, styled
 
 LIVE_AFTER_CLICK_S = 3.0  # keep redrawing this long after a click, beyond any lease still running
 
@@ -299,6 +304,7 @@ class CrashLab(W.VBox):
         return self.runner.wait(timeout)
 
     def _done(self, result: CrashResult) -> None:
+        measurements.record(measurements.LEASED_JOB_BACK_S, round(result.back_after_s, 2))
         self.output.value = result_html(result)
         self._enable(True)
         self.reset()  # two ready jobs again, to try it by hand
@@ -326,3 +332,24 @@ class CrashLab(W.VBox):
             self.scene.close()
         self._enable(False)
         self.third_status.value = "closed: run the cell that made the lab again to start over"
+
+
+class CleanupLab(ExperimentPanel):
+    """Guide #9: VACUUM while a hold-style worker keeps its transaction open,
+    and the same updates and VACUUM meanwhile in a second database of the
+    server (`pgq_elsewhere_<lesson>`, made fresh here; `elsewhere_label`
+    names it for `databases.drop_database`)."""
+
+    def __init__(self, db: Database, *, others: int = 1_000):
+        # The distinguishing word first: a long name is cut at 63 characters from the end.
+        self.elsewhere_label = "elsewhere-" + db.name.removeprefix(databases.PREFIX)
+        self.elsewhere = databases.open_database(self.elsewhere_label, reset=True)
+        super().__init__(
+            partial(cleanup_held_back, db, others=others, elsewhere=self.elsewhere),
+            css_class="pgq-cleanup-lab",
+            guess_label="How many dead row versions will VACUUM be unable to remove while the worker works?",
+        )
+
+    def _done(self, result: CleanupResult) -> None:
+        measurements.record(measurements.DEAD_NOT_REMOVABLE, result.during.not_removable)
+        super()._done(result)

@@ -17,13 +17,16 @@ moving deadline.
 from __future__ import annotations
 
 import threading
+from functools import partial
 from html import escape
 
 import ipywidgets as W
 
+from .. import measurements
 from ..charts import frame
-from ..experiments.fencing import HANDLERS, Event, FencingResult, LongJobResult, stale_worker
-from .common import Runner, error_html, guess_field, result_html, styled
+from ..databases import Database
+from ..experiments.fencing import HANDLERS, Event, FencingResult, LongJobResult, long_job, stale_worker
+from .common import ExperimentPanel, Runner, error_html, guess_field, result_html, styled
 
 LANES = ("A", "B", "reaper")
 PLAY_STEP_S = 0.6
@@ -198,6 +201,8 @@ class FencingLab(W.VBox):
         return self.runner.wait(timeout)
 
     def _done(self, result: FencingResult) -> None:
+        if result.handler == "plain":
+            measurements.record(measurements.STALE_COMPLETION_ROWS, result.a_rows)
         self.shown = 0
         self.output.value = ""
         self._draw()
@@ -251,3 +256,23 @@ class FencingLab(W.VBox):
         self._play_stop.set()
         self.runner.stop()
         self.wait_play(5)
+
+
+class LongJobLab(ExperimentPanel):
+    """A 3 s job under a 1 s lease on two library Workers, with or without a
+    heartbeat: the runs chart, the comparison and the summary."""
+
+    def __init__(self, db: Database, *, heartbeat: bool, lease_s: float = 1.0, work_s: float = 3.0):
+        self.heartbeat = heartbeat
+        super().__init__(
+            partial(long_job, db, heartbeat=heartbeat, lease_s=lease_s, work_s=work_s),
+            long_job_html,
+            css_class="pgq-long-job-lab",
+            guess_label=f"{'With' if heartbeat else 'Without'} a heartbeat, how many times will the "
+            f"{work_s:g} s job run?",
+        )
+
+    def _done(self, result: LongJobResult) -> None:
+        if not result.heartbeat:
+            measurements.record(measurements.RUNS_WITHOUT_HEARTBEAT, result.times_run)
+        super()._done(result)

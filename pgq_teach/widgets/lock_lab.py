@@ -95,7 +95,7 @@ def replay(db: Database, clause: str = "for_update", **settings) -> ReplayView:
 
 
 def line_of_waiters(db: Database) -> ReplayView:
-    """A, B and C on one row (experiments.locks.line_of_waiters), shown."""
+    """A and three waiters, B, C and D, on one row (experiments.locks.line_of_waiters), shown."""
     settle_labs(db)
     return ReplayView(locks.line_of_waiters(db))
 

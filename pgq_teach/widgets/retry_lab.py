@@ -14,13 +14,16 @@ doubling at a glance where a table of numbers does not.
 
 from __future__ import annotations
 
+from functools import partial
 from html import escape
 
 import ipywidgets as W
 
+from .. import measurements
+from ..databases import Database
 from ..experiments.results import server_fields
-from ..experiments.retries import FailureStep, FailureStepper, HerdResult, ScheduleResult
-from .common import error_html, result_html, styled
+from ..experiments.retries import FailureStep, FailureStepper, HerdResult, ScheduleResult, herd
+from .common import ExperimentPanel, error_html, guess_field, result_html, styled
 
 
 def steps_html(steps: list[FailureStep]) -> str:
@@ -61,12 +64,17 @@ class RetryLab(W.VBox):
         self.reset_button = styled(
             W.Button(description="Reset", icon="refresh", tooltip="a fresh job"), "pgq-reset"
         )
+        self.guess = guess_field(
+            "Your guess: the longest wait the failures before dead will set, in seconds", minimum=0
+        )
         self.status = styled(W.HTML(value=""), "pgq-status")
         self.table = styled(W.HTML(value=""), "pgq-failures-table")
         self.chart = styled(W.HTML(value=""), "pgq-chart-box")
         self.fail_button.on_click(lambda _: self.fail())
         self.reset_button.on_click(lambda _: self.reset())
-        super().__init__([W.HBox([self.fail_button, self.reset_button]), self.status, self.table, self.chart])
+        super().__init__(
+            [self.guess, W.HBox([self.fail_button, self.reset_button]), self.status, self.table, self.chart]
+        )
         self.add_class("pgq-retry-lab")
         self.reset()
 
@@ -76,7 +84,9 @@ class RetryLab(W.VBox):
 
     @property
     def result(self) -> ScheduleResult:
-        return ScheduleResult(steps=self.steps, max_attempts=self.max_attempts, **server_fields(self.db))
+        return ScheduleResult(
+            steps=self.steps, max_attempts=self.max_attempts, guess=self.guess.value, **server_fields(self.db)
+        )
 
     def reset(self) -> None:
         if self.stepper is not None:
@@ -99,6 +109,7 @@ class RetryLab(W.VBox):
             self.status.value = error_html(exc)
             return None
         if step.status == "dead":
+            measurements.record(measurements.RETRY_WAITS_S, self.result.waits_s)
             self.status.value = (
                 f"failure {step.attempt}: the job is <b>dead</b>, its last error kept. Reset for a fresh job."
             )
@@ -110,7 +121,9 @@ class RetryLab(W.VBox):
             )
         self.table.value = steps_html(stepper.steps)
         if any(s.status == "ready" for s in stepper.steps):
-            self.chart.value = self.result.chart_svg()
+            # the comparison, with the learner's guess, once the job is dead
+            done = result_html(self.result) if step.status == "dead" else ""
+            self.chart.value = self.result.chart_svg() + done
         return step
 
     def wait(self, timeout: float | None = None) -> ScheduleResult:
@@ -120,3 +133,21 @@ class RetryLab(W.VBox):
         if self.stepper is not None:
             self.stepper.close()
         self.fail_button.disabled = self.reset_button.disabled = True
+
+
+class HerdLab(ExperimentPanel):
+    """1,000 jobs fail within a moment, each in its own transaction, with
+    fail.sql or with its jittered teaching variant: when do they come due?"""
+
+    def __init__(self, db: Database, *, jitter: bool, jobs: int = 1_000):
+        super().__init__(
+            partial(herd, db, jobs, jitter=jitter),
+            chart_html,
+            css_class="pgq-herd-lab",
+            guess_label=f"Your guess: over how many seconds will the {jobs:,} first retries spread?",
+        )
+
+    def _done(self, result: HerdResult) -> None:
+        if result.jitter:
+            measurements.record(measurements.JITTER_SPREAD_S, round(result.spread_s, 2))
+        super()._done(result)

@@ -26,7 +26,7 @@ from .. import checks, queue, seeding
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
-from ..statements import explain, run
+from ..statements import explain, record, records, run
 from .bloat import VacuumReport, vacuum
 from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
 from .sessions import ActivityRow, ClosesOnExit, LabMonitor, Session, Step, run_and_wait, wait_gone
@@ -87,8 +87,9 @@ def claim_one(session: Session, lease_s: float) -> tuple[queue.Job | None, float
     """The course's claim (sql/claim.sql) on one session, outside BEGIN, so it
     commits at once: the job (or None) and the seconds it took."""
     step = run_and_wait(session, "claim", {"batch": 1, "lease": checks.lease(lease_s)})
-    rows = answer(step)
-    return (queue.Job(*rows[0]) if rows else None), step.seconds
+    answer(step)
+    named = step.named()
+    return (record(queue.Job, named[0]) if named else None), step.seconds
 
 
 # --- the lab ------------------------------------------------------------------------
@@ -168,12 +169,11 @@ class CrashScene(ClosesOnExit):
     # what the server says
 
     def board(self) -> list[BoardRow]:
-        return [BoardRow(*row) for row in self.monitor.look("lab/crash_board")]
+        return self.monitor.look("lab/crash_board", row_factory=records(BoardRow))
 
     def lock_holders(self) -> list[LockHolder]:
-        return [
-            LockHolder(*row) for row in self.monitor.look("lab/jobs_lock_holders", {"prefix": LAB_PREFIX})
-        ]
+        holders = records(LockHolder)
+        return self.monitor.look("lab/jobs_lock_holders", {"prefix": LAB_PREFIX}, row_factory=holders)
 
     def sessions(self) -> list[ActivityRow]:
         """The lab's sessions in pg_stat_activity: an ended one is gone."""

@@ -9,10 +9,13 @@ pytest-xdist workers, and the files in SERIAL alone, after the rest
 (`--serial skip` leaves them out, `--serial only` runs only them).
 """
 
+import os
+import re
 from pathlib import Path
 
 import nbval.plugin as _nbval
 import pytest
+from pgq_teach.databases import TAG_VARIABLE
 
 ROOT = Path(__file__).resolve().parent
 
@@ -69,16 +72,69 @@ def is_serial(item: pytest.Item) -> bool:
         return False
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    # A notebook's kernel starts with its first cell's setup. It uses the lessons' own
+    # database names, as a learner's does (a notebook checks its name), so a parallel
+    # worker's tag (tests/conftest.py) stays out of its environment.
+    tag = os.environ.pop(TAG_VARIABLE, None) if isinstance(item, _nbval.IPyNbCell) else None
+    try:
+        yield
+    finally:
+        if tag is not None:
+            os.environ[TAG_VARIABLE] = tag
+
+
+def pytest_itemcollected(item):
+    if is_serial(item):
+        item.add_marker(pytest.mark.serial)
+
+
+def lesson_groups() -> dict[str, str]:
+    """Which files must share a worker: each browser test file (named *browser*) with the
+    lessons it opens, by notebook name or by exercise key ("01/claim" is lesson 01's).
+    Their kernels and nbval's use the lessons' own database names (a notebook checks its
+    name), so two of them must never run one lesson at once. Returns file -> group."""
+    notebooks = {
+        p.name[:2]: f"notebooks/{p.name}" for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+    }
+    group: dict[str, str] = {}
+    for test in sorted((ROOT / "tests").glob("test_*browser*.py")):
+        text = test.read_text(encoding="utf-8")
+        opened = re.findall(r"\b(\d\d)-[a-z0-9-]+\.ipynb", text)  # "01-double-send.ipynb"
+        checked = re.findall(r"[\"'](\d\d)/[a-z_]+[\"']", text)  # YourTurn("01/claim")
+        lessons = set(opened) | set(checked)
+        members = [f"tests/{test.name}"] + [notebooks[n] for n in lessons if n in notebooks]
+        names = {group.get(m, m) for m in members}  # join any group a member is already in
+        joined = min(names)
+        for file, g in list(group.items()):
+            if g in names:
+                group[file] = joined
+        for m in members:
+            group[m] = joined
+    return group
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under `--dist loadfile`: a file's items on one worker (a notebook's cells share its
+    kernel), and each group of lesson_groups() on one worker too. (xdist's loadgroup would
+    do it with markers, but under pytest 9.2 it no longer rewrites the node ids it groups by.)"""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    groups = lesson_groups()
+
+    class LessonsTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return groups.get(path, path)
+
+    return LessonsTogether(config, log)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if is_serial(item):
-            item.add_marker(pytest.mark.serial)
-        # Under `--dist loadgroup` a file's items stay on one worker (a notebook's cells share
-        # its kernel), and the browser tests all run on one: their kernels use the lessons'
-        # own database names, which two of them would share (the claim exercise's scratch).
-        group = "browser" if item.get_closest_marker("browser") else Path(str(item.path)).name
-        item.add_marker(pytest.mark.xdist_group(group))
     wanted = config.getoption("serial")
     if wanted == "include":
         return

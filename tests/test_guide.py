@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from pgq_teach.guide import FIGURES, GuideFigure
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pgq_teach"
@@ -67,7 +66,9 @@ def test_a_figures_words_are_filled_in_from_its_values():
     assert "212 to 238 on 18" in naive.figure and "8 workers, 400 jobs" in naive.experiment
     assert naive.by_major == {16: "244, 251, 260 of 400 twice", 18: "212 to 238 of 400 twice"}
     assert "under 10 ms" in FIGURES[4].figure  # a value in seconds, said in milliseconds
-    assert "{" not in "".join(f.figure + f.experiment + "".join(f.by_major.values()) for f in FIGURES.values())
+    assert "{" not in "".join(
+        f.figure + f.experiment + "".join(f.by_major.values()) for f in FIGURES.values()
+    )
     changed = GuideFigure(1, naive.experiment, "{pg18[0]} to {pg18[1]}", {"pg18": (200, 250)})
     assert changed.figure == "200 to 250" and changed.by_major == {16: "200 to 250", 18: "200 to 250"}
 

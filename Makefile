@@ -43,7 +43,7 @@ test: $(STAMP) lint
 	failed=0; \
 	for pass in "-n $(WORKERS) --dist loadfile --serial skip" "--serial only"; do \
 	  echo "== pytest $$pass"; \
-	  $(BIN)/pytest $$pass --nbval --nbval-current-env tests notebooks $(PYTEST_ARGS); status=$$?; \
+	  $(BIN)/pytest --nbval --nbval-current-env $$pass tests notebooks $(PYTEST_ARGS); status=$$?; \
 	  [ $$status -eq 0 ] || [ $$status -eq 5 ] || failed=1; \
 	done; \
 	exit $$failed

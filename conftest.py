@@ -19,14 +19,17 @@ from pgq_teach.databases import TAG_VARIABLE
 
 ROOT = Path(__file__).resolve().parent
 
-# Files that cannot share the server with anything else running, or must run after the
-# other lessons, and why. A notebook's cells, like a test file's tests, stay together.
+# Files (or single tests, file::name) that cannot share the server with anything else
+# running, or must run after the other lessons, and why. A notebook's cells stay together.
 SERIAL = {
-    "tests/test_faults.py": "restarts the server (PGQ_RESTART_CMD), ending every session on it",
+    "tests/test_faults.py::test_fault_run_loses_nothing_and_fences_every_stale_completion": "restarts the "
+    "server (PGQ_RESTART_CMD), ending every session on it",
     "tests/test_operations.py": "sets autovacuum_naptime server-wide, ends a lab role's sessions "
     "and reads the oldest transaction in every database",
     "notebooks/10-operations.ipynb": "runs the same labs as tests/test_operations.py",
-    "tests/test_browser_lessons_10_12.py": "runs notebooks/10-operations.ipynb in JupyterLab",
+    "tests/test_browser_lessons_10_12.py"
+    "::test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction": "runs "
+    "notebooks/10-operations.ipynb in JupyterLab",
     "notebooks/12-the-interview.ipynb": "quotes the measurements the other lessons record, "
     "so it runs after them, as in a run one notebook at a time",
 }
@@ -65,11 +68,12 @@ def pytest_configure(config):
 
 
 def is_serial(item: pytest.Item) -> bool:
-    """Whether the item's file is one of SERIAL."""
+    """Whether the item's file, or the test (all its parameters), is one of SERIAL."""
     try:
-        return Path(str(item.path)).resolve().relative_to(ROOT).as_posix() in SERIAL
+        path = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
     except ValueError:  # a file outside the repository
         return False
+    return path in SERIAL or f"{path}::{getattr(item, 'originalname', item.name)}" in SERIAL
 
 
 @pytest.hookimpl(hookwrapper=True)

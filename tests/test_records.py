@@ -25,7 +25,10 @@ def wider_claim(tmp_path, monkeypatch):
     assert text.count("RETURNING jobs.id,") == 1
     claim.write_text(text.replace("RETURNING jobs.id,", "RETURNING jobs.status, jobs.last_error, jobs.id,"))
     monkeypatch.setattr(statements, "sql_dir", lambda: copy)
-    return claim
+    statements.statement.cache_clear()  # statements are read once per process: read the copy's
+    yield claim
+    monkeypatch.undo()
+    statements.statement.cache_clear()  # and the course's own again after
 
 
 def claimed_as_expected(job: pgq.Job, job_id: int, fence_token: int = 1) -> bool:

@@ -25,11 +25,28 @@ clean-notebooks:
 # what the tests run on, and no pull is tried. PGQ_BACKEND=docker make test opts in.
 # The notebooks' Your turn cells save verdicts: point them at a throwaway folder,
 # so a test run never writes into the learner's own progress and answers.
+#
+# Two passes, the second run whatever the first found, failing if either failed:
+# 1. the tests and the notebooks on $(WORKERS) pytest-xdist workers, each in databases of
+#    its own; a file's items stay on one worker, and so do the browser tests with the
+#    lessons they open, which share those lessons' databases (conftest.py, lesson_groups);
+# 2. alone, the files that restart or change the whole server, or read what the other
+#    lessons recorded (conftest.py, SERIAL).
+# The tests mostly wait on the server, so more workers than CPUs still pay: WORKERS=1
+# gives a one-at-a-time run. Exit status 5 (nothing selected, say by -k) is no failure.
+WORKERS ?= 3
+
 test: $(STAMP) lint
 	export PGQ_BACKEND="$${PGQ_BACKEND:-$${PGQ_DSN:+dsn}}"; export PGQ_BACKEND="$${PGQ_BACKEND:-embedded}"; \
 	export PGQ_HOME="$$(mktemp -d)"; \
-	$(BIN)/pgq-teach server start && \
-	$(BIN)/pytest --nbval --nbval-current-env tests notebooks $(PYTEST_ARGS)
+	$(BIN)/pgq-teach server start || exit 1; \
+	failed=0; \
+	for pass in "-n $(WORKERS) --dist loadfile --serial skip" "--serial only"; do \
+	  echo "== pytest $$pass"; \
+	  $(BIN)/pytest --nbval --nbval-current-env $$pass tests notebooks $(PYTEST_ARGS); status=$$?; \
+	  [ $$status -eq 0 ] || [ $$status -eq 5 ] || failed=1; \
+	done; \
+	exit $$failed
 
 install: $(STAMP)
 

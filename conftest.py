@@ -3,11 +3,36 @@
 nbval compares stored and fresh outputs, but skips cells marked
 NBVAL_IGNORE_OUTPUT (timings, ids, pids). Stray stderr, such as a warning,
 must fail even there, so every cell's streams pass through this check.
+
+`make test` runs the suite in passes (see the Makefile): most files on several
+pytest-xdist workers, and the files in SERIAL alone, after the rest
+(`--serial skip` leaves them out, `--serial only` runs only them).
 """
 
-import nbval.plugin as _nbval
+import os
+import re
+from pathlib import Path
 
-_coalesce = _nbval.coalesce_streams
+import nbval.plugin as _nbval
+import pytest
+from pgq_teach.databases import TAG_VARIABLE
+
+ROOT = Path(__file__).resolve().parent
+
+# Files (or single tests, file::name) that cannot share the server with anything else
+# running, or must run after the other lessons, and why. A notebook's cells stay together.
+SERIAL = {
+    "tests/test_faults.py::test_fault_run_loses_nothing_and_fences_every_stale_completion": "restarts the "
+    "server (PGQ_RESTART_CMD), ending every session on it",
+    "tests/test_operations.py": "sets autovacuum_naptime server-wide, ends a lab role's sessions "
+    "and reads the oldest transaction in every database",
+    "notebooks/10-operations.ipynb": "runs the same labs as tests/test_operations.py",
+    "tests/test_browser_lessons_10_12.py"
+    "::test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction": "runs "
+    "notebooks/10-operations.ipynb in JupyterLab",
+    "notebooks/12-the-interview.ipynb": "quotes the measurements the other lessons record, "
+    "so it runs after them, as in a run one notebook at a time",
+}
 
 
 def _refuse_stderr(outputs):
@@ -18,4 +43,107 @@ def _refuse_stderr(outputs):
     return merged
 
 
+_coalesce = _nbval.coalesce_streams
 _nbval.coalesce_streams = _refuse_stderr
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--serial",
+        choices=("include", "skip", "only"),
+        default="include",
+        help="the files that must run alone (conftest.py SERIAL): include them (the default), "
+        "skip them (for a parallel pass), or run only them",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "serial: must run alone, after the rest (conftest.py SERIAL)")
+    parallel = not hasattr(config, "workerinput") and (config.getoption("numprocesses", None) or 0)
+    if parallel and config.getoption("serial") != "skip":
+        raise pytest.UsageError(
+            "some files restart or change the whole server (conftest.py SERIAL): with -n, add "
+            "--serial skip, then run them alone with --serial only (make test does both)"
+        )
+
+
+def is_serial(item: pytest.Item) -> bool:
+    """Whether the item's file, or the test (all its parameters), is one of SERIAL."""
+    try:
+        path = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
+    except ValueError:  # a file outside the repository
+        return False
+    return path in SERIAL or f"{path}::{getattr(item, 'originalname', item.name)}" in SERIAL
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    # A notebook's kernel starts with its first cell's setup. It uses the lessons' own
+    # database names, as a learner's does (a notebook checks its name), so a parallel
+    # worker's tag (tests/conftest.py) stays out of its environment.
+    tag = os.environ.pop(TAG_VARIABLE, None) if isinstance(item, _nbval.IPyNbCell) else None
+    try:
+        yield
+    finally:
+        if tag is not None:
+            os.environ[TAG_VARIABLE] = tag
+
+
+def pytest_itemcollected(item):
+    if is_serial(item):
+        item.add_marker(pytest.mark.serial)
+
+
+def lesson_groups() -> dict[str, str]:
+    """Which files must share a worker: each browser test file (named *browser*) with the
+    lessons it opens, by notebook name or by exercise key ("01/claim" is lesson 01's).
+    Their kernels and nbval's use the lessons' own database names (a notebook checks its
+    name), so two of them must never run one lesson at once. Returns file -> group."""
+    notebooks = {
+        p.name[:2]: f"notebooks/{p.name}" for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+    }
+    group: dict[str, str] = {}
+    for test in sorted((ROOT / "tests").glob("test_*browser*.py")):
+        text = test.read_text(encoding="utf-8")
+        opened = re.findall(r"\b(\d\d)-[a-z0-9-]+\.ipynb", text)  # "01-double-send.ipynb"
+        checked = re.findall(r"[\"'](\d\d)/[a-z_]+[\"']", text)  # YourTurn("01/claim")
+        lessons = set(opened) | set(checked)
+        members = [f"tests/{test.name}"] + [notebooks[n] for n in lessons if n in notebooks]
+        names = {group.get(m, m) for m in members}  # join any group a member is already in
+        joined = min(names)
+        for file, g in list(group.items()):
+            if g in names:
+                group[file] = joined
+        for m in members:
+            group[m] = joined
+    return group
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under `--dist loadfile`: a file's items on one worker (a notebook's cells share its
+    kernel), and each group of lesson_groups() on one worker too. (xdist's loadgroup would
+    do it with markers, but under pytest 9.2 it no longer rewrites the node ids it groups by.)"""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    groups = lesson_groups()
+
+    class LessonsTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return groups.get(path, path)
+
+    return LessonsTogether(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    wanted = config.getoption("serial")
+    if wanted == "include":
+        return
+    keep, drop = [], []
+    for item in items:
+        (keep if is_serial(item) == (wanted == "only") else drop).append(item)
+    config.hook.pytest_deselected(items=drop)
+    items[:] = keep

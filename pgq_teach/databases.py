@@ -3,6 +3,7 @@ order and never touch the learner's own tables."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,14 +17,27 @@ from .server import Server, get_server
 from .statements import run
 
 PREFIX = "pgq_"
+TAG_VARIABLE = "PGQ_DB_TAG"  # set by each parallel test worker (tests/conftest.py), unset for everyone else
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
 def database_name(label: str) -> str:
-    """pgq_ plus the label in lower case, as a safe identifier."""
+    """pgq_ plus the label in lower case, as a safe identifier. Where
+    $PGQ_DB_TAG is set (a parallel test worker), the tag ends every name, so
+    two workers never share a database; a label that already ends with it
+    (read back from a name) keeps a single tag."""
     if not isinstance(label, str) or not label.strip():
         raise BadInput(f"a database label must be a non-empty string, got {label!r}")
-    slug = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
-    return (PREFIX + slug)[:63]
+    slug = _slug(label)
+    tag = _slug(os.environ.get(TAG_VARIABLE, ""))
+    if not tag:
+        return (PREFIX + slug)[:63]
+    ending = "_" + tag
+    slug = slug.removesuffix(ending)
+    return (PREFIX + slug)[: 63 - len(ending)] + ending
 
 
 @dataclass(frozen=True)
@@ -86,6 +100,17 @@ def open_database(label: str, *, reset: bool = False, schema: bool = True) -> Da
     if schema:
         db.apply("schema")
     return db
+
+
+def clone_database(label: str, template: Database) -> Database:
+    """The database for `label`, made anew as a copy of `template` (its tables
+    and rows): much quicker than creating one and applying schema.sql, so the
+    tests clone each of theirs from one template made per run."""
+    name = database_name(label)
+    with _maintenance_connection(template.server) as conn:
+        run(conn, "admin/drop_database", idents={"name": name})
+        run(conn, "admin/clone_database", idents={"name": name, "template": template.name})
+    return Database(name, template.server.dsn_for(name), template.server)
 
 
 def drop_database(label: str) -> None:

@@ -21,7 +21,7 @@ from psycopg.rows import dict_row
 
 from . import checks
 from .errors import BadInput
-from .statements import run
+from .statements import records, run
 
 MAX_BATCH = 10_000
 MAX_ERROR_CHARS = 4_000
@@ -136,15 +136,11 @@ def atomic(conn: psycopg.Connection) -> contextlib.AbstractContextManager[Any]:
     return conn.transaction()
 
 
-def _job(row: tuple[Any, ...]) -> Job:
-    return Job(*row)
-
-
 def claim(conn: psycopg.Connection, *, batch: int = 1, lease: timedelta | float = DEFAULT_LEASE) -> list[Job]:
     """Claim up to `batch` due jobs with a lease; an empty list when none is due."""
     params = {"batch": checks.whole_number("batch", batch, 1, MAX_BATCH), "lease": checks.lease(lease)}
     with atomic(conn):
-        return [_job(r) for r in run(conn, "claim", params).fetchall()]
+        return run(conn, "claim", params, row_factory=records(Job)).fetchall()
 
 
 def _explain_fence(conn: psycopg.Connection, job: Job, verb: str) -> bool:

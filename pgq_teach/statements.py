@@ -16,16 +16,17 @@ travel as parameters, never formatted into the SQL text.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql as pgsql
-from psycopg.rows import RowFactory
+from psycopg.rows import RowFactory, RowMaker
 
 from .errors import SetupError
 
@@ -153,6 +154,32 @@ def run(
     if st.utility:
         return execute(st.query(params, **(idents or {})))
     return execute(st.query(None, **(idents or {})), params if st.params else None)
+
+
+RecordT = TypeVar("RecordT")
+
+
+def record(cls: type[RecordT], row: Mapping[str, Any]) -> RecordT:
+    """A record (a dataclass such as queue.Job) from a row keyed by column
+    name: each field from the column of its name, a column the record has no
+    field for left out. So a statement may return more columns, in any order,
+    and a record read this way never takes one value for another."""
+    fields = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return cls(**{name: value for name, value in row.items() if name in fields})
+
+
+def records(cls: type[RecordT]) -> RowFactory[RecordT]:
+    """A row factory for run(): each row as `cls`, by column name (see record)."""
+
+    def factory(cursor: Any) -> RowMaker[RecordT]:
+        names = [column.name for column in cursor.description or ()]
+
+        def make(values: Sequence[Any]) -> RecordT:
+            return record(cls, dict(zip(names, values, strict=True)))
+
+        return make
+
+    return factory
 
 
 def run_one(conn: psycopg.Connection, name: str, params: Mapping[str, Any] | None = None) -> Any:

@@ -1,14 +1,25 @@
 """Every test runs on a real PostgreSQL (the course's own choice of server)
-and works in its own database, dropped afterwards."""
+and works in its own database, dropped afterwards: a copy of a template made
+once per run (per worker, under pytest-xdist) with the course's schema."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 
 import pytest
 
 from pgq_teach import databases, server
+
+
+def pytest_configure(config):
+    # Under pytest-xdist each worker (gw0, gw1, ...) tags every database it makes, its
+    # own and the library's fixed ones (an exercise's scratch, reproduce's), so two
+    # workers never meet in one database (pgq_teach/databases.py).
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        os.environ[databases.TAG_VARIABLE] = worker
 
 
 def pytest_report_header(config):
@@ -38,10 +49,18 @@ def _label(nodeid: str) -> str:
     return f"t_{digest}_{tail}"
 
 
+@pytest.fixture(scope="session")
+def template(pg):
+    """The course's schema in a database of its own, the template every test's database copies."""
+    database = databases.open_database("test_template", reset=True)
+    yield database
+    databases.drop_database("test_template")
+
+
 @pytest.fixture
-def db(pg, request):
+def db(template, request):
     label = _label(request.node.nodeid)
-    database = databases.open_database(label, reset=True)
+    database = databases.clone_database(label, template)
     yield database
     databases.drop_database(label)
 

@@ -21,6 +21,12 @@ def seed(conn, n: int, kind: str = "send_receipt") -> None:
     seed_jobs(conn, kind, n)
 
 
+def expire_leases(conn, jobs) -> None:
+    """Stage a stall: the jobs' leases end a second ago, so the reaper finds them
+    expired now (sql/lab/expire_leases.sql), without sleeping through the lease."""
+    run(conn, "lab/expire_leases", {"ids": [job.id for job in jobs]})
+
+
 def wait_for(check, timeout: float, step: float = 0.02) -> bool:
     """Poll `check` until it is true or `timeout` seconds pass."""
     deadline = time.monotonic() + timeout

@@ -76,6 +76,9 @@ class LabServer:
         shutil.copytree(ROOT / "notebooks", folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
+        # The kernels use the lessons' own database names, as a learner's do (a notebook checks
+        # its name): a parallel worker's tag (tests/conftest.py) stays out of them.
+        env.pop("PGQ_DB_TAG", None)
         for name in ("JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR", "JUPYTER_RUNTIME_DIR"):
             env[name] = str(self.workdir / name.lower())
         self._settings(Path(env["JUPYTERLAB_SETTINGS_DIR"]))

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import psutil
 import pytest
+from helpers import expire_leases
 from psycopg.rows import dict_row
 
 import pgq_teach as pgq
@@ -110,7 +111,7 @@ def test_the_judge_catches_an_unfenced_completion(db):
             assert stale.id == job_id
             ledger(a, "lab/fault_call", stale, "A")
             ledger(a, "lab/fault_effect", stale, "A")
-            time.sleep(0.1)
+            expire_leases(a, [stale])  # A stalls past its lease
             assert pgq.reap(b) == 1
             [fresh] = pgq.claim(b)
             assert fresh.attempts == stale.attempts + 1
@@ -143,7 +144,7 @@ def test_the_judge_catches_a_stale_completion_across_a_requeue(db):
         job_id = pgq.enqueue(a, faults.KIND, {"n": 1}, max_attempts=1)
         [stale] = pgq.claim(a, lease=timedelta(milliseconds=50))
         ledger(a, "lab/fault_call", stale, "A")
-        time.sleep(0.1)
+        expire_leases(a, [stale])  # A stalls past its lease
         assert pgq.reap(b) == 1 and pgq.requeue_dead(b) == 1
         [fresh] = pgq.claim(b)
         assert (fresh.id, fresh.attempts) == (job_id, stale.attempts)  # attempts alone cannot tell them apart

@@ -1,7 +1,6 @@
 """Every library function's effect on the rows."""
 
 import dataclasses
-import time
 from datetime import datetime, timedelta, timezone
 
 import psycopg
@@ -10,7 +9,7 @@ import pytest
 import pgq_teach as pgq
 from pgq_teach.statements import run
 
-from helpers import counts, job_row, seed
+from helpers import counts, expire_leases, job_row, seed
 
 
 def test_enqueue_writes_a_ready_job(conn):
@@ -65,7 +64,7 @@ def test_a_stale_worker_is_fenced_out(conn):
     A's completion updates 0 rows and B's 1."""
     pgq.enqueue(conn, "send_receipt", {})
     [a] = pgq.claim(conn, lease=timedelta(seconds=1))
-    time.sleep(1.2)
+    expire_leases(conn, [a])  # A stalls past its lease
     assert pgq.reap(conn) == 1
     [b] = pgq.claim(conn, lease=timedelta(seconds=60))
     assert (a.id, a.attempts, b.attempts) == (b.id, 1, 2)
@@ -82,7 +81,7 @@ def test_a_worker_from_before_a_requeue_stays_fenced(conn):
     also holds attempts 1. Only B's fencing token matches the row."""
     job_id = pgq.enqueue(conn, "send_receipt", {}, max_attempts=1)
     [a] = pgq.claim(conn, lease=timedelta(seconds=1))
-    time.sleep(1.2)
+    expire_leases(conn, [a])  # A stalls past its lease
     assert pgq.reap(conn) == 1
     assert job_row(conn, job_id)["status"] == "dead"
     assert pgq.requeue_dead(conn) == 1
@@ -112,7 +111,7 @@ def test_an_older_database_gains_the_fence_token(conn):
 def test_fenced_after_reap_before_reclaim(conn):
     pgq.enqueue(conn, "send_receipt", {})
     [a] = pgq.claim(conn, lease=timedelta(seconds=1))
-    time.sleep(1.2)
+    expire_leases(conn, [a])  # A stalls past its lease
     pgq.reap(conn)
     assert pgq.complete(conn, a) is False
     assert pgq.fail(conn, a, "late") == "fenced"
@@ -222,9 +221,9 @@ def test_reap_returns_expired_leases_and_kills_the_exhausted(conn):
     a = pgq.enqueue(conn, "send_receipt", {})
     b = pgq.enqueue(conn, "send_receipt", {}, max_attempts=1)
     c = pgq.enqueue(conn, "send_receipt", {})
-    pgq.claim(conn, batch=2, lease=timedelta(seconds=1))
+    short = pgq.claim(conn, batch=2, lease=timedelta(seconds=1))
     pgq.claim(conn, lease=timedelta(minutes=5))
-    time.sleep(1.2)
+    expire_leases(conn, short)  # the 1-second leases run out; the 5-minute one does not
     assert pgq.reap(conn) == 2
     assert job_row(conn, a)["status"] == "ready"
     assert job_row(conn, a)["last_error"] == "lease expired"

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 import pgq_teach as pgq
+from pgq_teach.databases import database_name
 from pgq_teach.statements import run
 
 from helpers import job_row, seed
@@ -58,7 +59,7 @@ def test_the_fault_and_load_commands_refuse_bad_options_before_any_database(pg, 
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and says in out.stderr and "Traceback" not in out.stderr
     with psycopg.connect(pg.dsn, autocommit=True) as admin:
-        assert run(admin, "admin/database_exists", {"name": f"pgq_{label}"}).fetchone() is None
+        assert run(admin, "admin/database_exists", {"name": database_name(label)}).fetchone() is None
 
 
 def test_handlers_that_are_not_a_mapping_are_refused(db):

@@ -28,7 +28,7 @@ from .. import checks, queue, seeding
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
-from ..statements import explain, run
+from ..statements import explain, record, records, run
 from ..worker import Worker
 from .bloat import VacuumReport, vacuum
 from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
@@ -90,8 +90,9 @@ def claim_one(session: Session, lease_s: float) -> tuple[queue.Job | None, float
     """The course's claim (sql/claim.sql) on one session, outside BEGIN, so it
     commits at once: the job (or None) and the seconds it took."""
     step = run_and_wait(session, "claim", {"batch": 1, "lease": checks.lease(lease_s)})
-    rows = answer(step)
-    return (queue.Job(*rows[0]) if rows else None), step.seconds
+    answer(step)
+    named = step.named()
+    return (record(queue.Job, named[0]) if named else None), step.seconds
 
 
 # --- the lab ------------------------------------------------------------------------
@@ -171,12 +172,11 @@ class CrashScene(ClosesOnExit):
     # what the server says
 
     def board(self) -> list[BoardRow]:
-        return [BoardRow(*row) for row in self.monitor.look("lab/crash_board")]
+        return self.monitor.look("lab/crash_board", row_factory=records(BoardRow))
 
     def lock_holders(self) -> list[LockHolder]:
-        return [
-            LockHolder(*row) for row in self.monitor.look("lab/jobs_lock_holders", {"prefix": LAB_PREFIX})
-        ]
+        holders = records(LockHolder)
+        return self.monitor.look("lab/jobs_lock_holders", {"prefix": LAB_PREFIX}, row_factory=holders)
 
     def sessions(self) -> list[ActivityRow]:
         """The lab's sessions in pg_stat_activity: an ended one is gone."""
@@ -477,10 +477,10 @@ def reaper_plan(db: Database, running: int = 50, ready: int = 4_950, expired: in
     expired = checks.whole_number("expired", expired, 0, running)
     with db.connection() as conn:
         seeding.reset_and_seed(conn, KIND, running + ready)
-        queue.claim(conn, batch=running, lease=timedelta(minutes=5))
+        claimed = queue.claim(conn, batch=running, lease=timedelta(minutes=5))
         run(conn, "lab/analyze_jobs")
         plan = "\n".join(explain(conn, "reap"))
-        run(conn, "lab/expire_leases", {"count": expired})
+        run(conn, "lab/expire_leases", {"ids": [job.id for job in claimed[:expired]]})
         reaped = queue.reap(conn)
         still_running = queue.status_counts(conn).get("running", 0)
     return ReaperPlan(

@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
 
 from .. import charts, checks, queue, seeding
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
-from ..statements import run
+from ..statements import records, run
 from .results import Comparison, Result, guess_text, server_fields
 
 # The claim styles, in the course's order: the wrong one, the guarded
@@ -197,7 +196,7 @@ def lease_claim(conn: psycopg.Connection, statement: str, batch: int = 1) -> lis
     The public queue.claim runs only claim.sql; the labs race the variants."""
     with conn.transaction():
         params = {"batch": batch, "lease": checks.lease(LEASE_S)}
-        return [queue.Job(**row) for row in run(conn, statement, params, row_factory=dict_row).fetchall()]
+        return run(conn, statement, params, row_factory=records(queue.Job)).fetchall()
 
 
 def style_claimer(style: str, wasted: Callable[[], None]) -> Claimer:

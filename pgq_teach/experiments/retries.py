@@ -24,7 +24,7 @@ from ..charts import bars
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
-from ..statements import run, run_one, statement
+from ..statements import records, run, run_one, statement
 from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
 from .sessions import ClosesOnExit
 
@@ -306,7 +306,7 @@ class DeadJob:
 
 
 def dead_jobs(conn: psycopg.Connection) -> list[DeadJob]:
-    return [DeadJob(*row) for row in run(conn, "lab/dead_jobs").fetchall()]
+    return run(conn, "lab/dead_jobs", row_factory=records(DeadJob)).fetchall()
 
 
 def make_dead(db: Database, jobs: dict[str, tuple[int, str]]) -> list[DeadJob]:

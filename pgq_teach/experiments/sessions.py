@@ -59,10 +59,15 @@ class Step:
     in_transaction: bool = False
     sqlstate: str | None = None
     message: str | None = None
+    columns: tuple[str, ...] = ()  # the rows' column names, in order
 
     @property
     def seconds(self) -> float:
         return self.ended - self.started
+
+    def named(self) -> list[dict[str, Any]]:
+        """The rows keyed by column name (statements.record builds a record from one)."""
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
 
     @property
     def failed(self) -> bool:
@@ -340,6 +345,7 @@ class Session(ClosesOnExit):
         try:
             cursor = run(self.conn, statement, params)
             rows = tuple(cursor.fetchall()) if cursor.description else ()
+            columns = tuple(column.name for column in cursor.description or ())
         except psycopg.Error as exc:
             if exc.sqlstate is None:  # not the server's answer: a broken connection
                 raise
@@ -357,7 +363,8 @@ class Session(ClosesOnExit):
         else:
             if not inside_begin:
                 self.conn.commit()  # a statement of its own, as in psql
-            step = Step(statement, start - self.opened, time.monotonic() - self.opened, rows, inside_begin)
+            ended = time.monotonic() - self.opened
+            step = Step(statement, start - self.opened, ended, rows, inside_begin, columns=columns)
         self.timeline.append(step)
         return step
 
@@ -626,10 +633,13 @@ class LabMonitor(ActivityMonitor):
     (a board of jobs, pg_locks) on its connection, so one connection and one
     polling thread serve a lab's whole live view."""
 
-    def look(self, statement: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
+    def look(
+        self, statement: str, params: Mapping[str, Any] | None = None, *, row_factory: Any = None
+    ) -> list[Any]:
+        """The statement's rows, as tuples or as `row_factory` shapes them (statements.records)."""
         with self.conn_lock:
             if self.closed:
                 return []
             if self.conn is None or self.conn.closed:
                 self.conn = self.db.connect(application_name=MONITOR_NAME)
-            return run(self.conn, statement, params).fetchall()
+            return run(self.conn, statement, params, row_factory=row_factory).fetchall()

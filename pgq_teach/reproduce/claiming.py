@@ -7,18 +7,20 @@ from __future__ import annotations
 from typing import Any
 
 from ..experiments import claims, locks, race, switching
-from .entry import Describe, Entry, Judge, Sizes, Values, both, calls, reads, says, seconds
+from ..guide import figure
+from .entry import Describe, Entry, Judge, Sizes, Values, calls, reads, says, seconds
 from .verdicts import Verdict, differs, explained, reproduced
 
 # --- 1: the naive claim runs jobs twice ------------------------------------------
 
 # How many jobs the guide saw run more than once, of 400, on both majors.
-NAIVE_LOW, NAIVE_HIGH = 212, 260
+NAIVE_LOW = min(figure(1).values["pg16"] + figure(1).values["pg18"])
+NAIVE_HIGH = max(figure(1).values["pg16"] + figure(1).values["pg18"])
 NAIVE_SLACK = 0.25  # a run within a quarter of the guide's range counts as its figure
 
 
 def judge_naive(v: Values, major: int) -> Verdict:
-    twice, scale = v["run_more_than_once"], v["jobs"] / 400
+    twice, scale = v["run_more_than_once"], v["jobs"] / figure(1).values["jobs"]
     if twice == 0:
         return differs("no job ran twice: the race never hit the window between read and update")
     low, high = NAIVE_LOW * scale * (1 - NAIVE_SLACK), NAIVE_HIGH * scale * (1 + NAIVE_SLACK)
@@ -33,7 +35,7 @@ def judge_naive(v: Values, major: int) -> Verdict:
 NAIVE = Entry(
     1,
     "race: naive read-then-update",
-    {16: "244, 251, 260 of 400 twice", 18: "212 to 238 of 400 twice"},
+    figure(1).by_major,
     calls(race.run_race, mode="naive"),
     reads("run_more_than_once", sizes=["jobs", "workers"]),
     says("{run_more_than_once:,} of {jobs:,} jobs run more than once ({workers} workers)"),
@@ -66,13 +68,13 @@ def measure_replay(result, sizes) -> Values:
 
 
 def replay_figure(
-    number: int, clause: str, what: str, guide: str, describe: Describe, judge: Judge, **more: Any
+    number: int, clause: str, what: str, describe: Describe, judge: Judge, **more: Any
 ) -> Entry:
     """Figures 2 to 4: the same two sessions, B's claim ending in `clause`."""
     return Entry(
         number,
         f"locks: {what}",
-        both(guide),
+        figure(number).by_major,
         calls(locks.replay, steps=False, clause=clause),
         measure_replay,
         describe,
@@ -109,7 +111,6 @@ FOR_UPDATE = replay_figure(
     2,
     "for_update",
     "A holds job 1, B runs FOR UPDATE",
-    "B waits on Lock / transactionid, job 2 after 2.01 s",
     describe_for_update,
     judge_for_update,
     must=waited_on_a,
@@ -137,14 +138,13 @@ NOWAIT = replay_figure(
     3,
     "nowait",
     "the same with NOWAIT",
-    "error 55P03 at once",
     describe_nowait,
     judge_nowait,
     must=failed_at_once,
     must_claim="error 55P03 at once",
 )
 
-SKIP_LOCKED_UNDER_S = 0.010
+SKIP_LOCKED_UNDER_S = figure(4).values["under_s"]
 
 
 def judge_skip_locked(v: Values, major: int) -> Verdict:
@@ -164,7 +164,6 @@ SKIP_LOCKED = replay_figure(
     4,
     "skip_locked",
     "the same with SKIP LOCKED",
-    "job 2 in under 10 ms",
     lambda v: f"B got job {v['b_job']} after {seconds(v['b_s'])}",
     judge_skip_locked,
     timing=True,
@@ -201,7 +200,7 @@ def judge_batches(v: Values, major: int) -> Verdict:
 BATCHES = Entry(
     5,
     "claims: batch drain",
-    both("1,000 batches, none over 100 rows"),
+    figure(5).by_major,
     calls(claims.batch_drain),
     reads("workers", "batches", "every_job_once", sizes=["jobs", "batch"], largest="largest_batch"),
     describe_batches,
@@ -238,7 +237,7 @@ def judge_five_ways(v: Values, major: int) -> Verdict:
 FIVE_WAYS = Entry(
     6,
     "claims: five ways",
-    both("hold + FOR UPDATE slower than the 4.0 s serial ideal"),
+    figure(6).by_major,
     calls(claims.five_way),
     measure_five_ways,
     says(
@@ -282,7 +281,7 @@ def judge_zero_work(v: Values, major: int) -> Verdict:
 ZERO_WORK = Entry(
     7,
     "claims: zero work, lease claims",
-    both("1.90-2.07 s SKIP LOCKED, 2.06-2.47 s without"),
+    figure(7).by_major,
     calls(claims.zero_work),
     measure_zero_work,
     says("SKIP LOCKED {skip_locked_s:.2f} s, without {for_update_s:.2f} s (medians)"),
@@ -312,7 +311,7 @@ def judge_plans(v: Values, major: int) -> Verdict:
 PLANS = Entry(
     16,
     "claims: EXPLAIN of the claim",
-    both("Index Scan using jobs_ready_idx under LockRows"),
+    figure(16).by_major,
     calls(claims.explain_claims, steps=False),
     reads("uses_ready_index", lockrows_above="lockrows_above_index_scan"),
     describe_plans,
@@ -322,7 +321,7 @@ PLANS = Entry(
 
 # --- 19: throughput -------------------------------------------------------------
 
-GUIDE_JOBS_PER_S = 100_000 / 4.0  # guide #19: 100,000 batched jobs in about 4 s on 2 CPUs
+GUIDE_JOBS_PER_S = figure(19).values["jobs"] / figure(19).values["seconds"]
 
 
 def judge_throughput(v: Values, major: int) -> Verdict:
@@ -339,7 +338,7 @@ def judge_throughput(v: Values, major: int) -> Verdict:
 THROUGHPUT = Entry(
     19,
     "switching: batched drain rate",
-    both("100,000 batched jobs in about 4 s on 2 CPUs"),
+    figure(19).by_major,
     calls(switching.drain_rate),
     reads("completed", "jobs_per_s", sizes=["jobs", "workers"], seconds="elapsed_s"),
     says(

@@ -41,11 +41,6 @@ def guide_major(major: int) -> int:
     return 16 if major <= 16 else 18
 
 
-def both(text: str) -> dict[int, str]:
-    """A guide figure that is the same on both majors."""
-    return {m: text for m in GUIDE_VERSIONS}
-
-
 class Sizes(TypedDict):
     """An entry's sizes (see Entry), for figures that share them: `Entry(..., **sizes)`."""
 
@@ -58,7 +53,7 @@ class Sizes(TypedDict):
 class Entry:
     number: int
     experiment: str  # what runs, as the table names it
-    guide: dict[int, str]  # the guide's figure in short, on 16 and on 18
+    guide: dict[int, str]  # the guide's figure in short, on 16 and on 18: guide.figure(n).by_major
     run: Run
     measure: Measure
     describe: Describe

@@ -4,7 +4,8 @@ soon an idle worker picks a job up with and without it."""
 from __future__ import annotations
 
 from ..experiments import enqueue, wakeups
-from .entry import Entry, Values, both, calls, says
+from ..guide import figure
+from .entry import Entry, Values, calls, says
 from .verdicts import Verdict, differs, explained, reproduced
 
 # --- 12: NOTIFY's rules -------------------------------------------------------------
@@ -53,10 +54,7 @@ def judge_rules(v: Values, major: int) -> Verdict:
 RULES = Entry(
     12,
     "wakeups: NOTIFY rules",
-    both(
-        "rolled back: never delivered; after COMMIT; 3 identical -> 1, 3 distinct -> 3; "
-        "busy listener: nothing until it ends; no listener: lost"
-    ),
+    figure(12).by_major,
     run_rules,
     measure_rules,
     describe_rules,
@@ -65,7 +63,7 @@ RULES = Entry(
 
 # --- 13: pickup latency ---------------------------------------------------------------
 
-NOTIFY_WITHIN_S = 0.010
+NOTIFY_WITHIN_S = figure(13).values["notify_s"]
 
 
 def measure_latency(result, sizes) -> Values:
@@ -95,7 +93,7 @@ def judge_latency(v: Values, major: int) -> Verdict:
 LATENCY = Entry(
     13,
     "wakeups: pickup latency",
-    both("with NOTIFY within 10 ms; without, at the 5 s poll"),
+    figure(13).by_major,
     calls(wakeups.pickup_latency, seed=1),
     measure_latency,
     says(

@@ -5,7 +5,8 @@ worker, the stale worker fenced out, and the retry schedule."""
 from __future__ import annotations
 
 from ..experiments import crash, fencing, retries
-from .entry import Entry, Values, both, calls, reads, says, seconds
+from ..guide import figure
+from .entry import Entry, Values, calls, reads, says, seconds
 from .verdicts import Verdict, differs, reproduced
 
 # --- 8: crashed workers ---------------------------------------------------------------
@@ -49,7 +50,7 @@ def judge_crash(v: Values, major: int) -> Verdict:
 CRASH = Entry(
     8,
     "crash: hold against lease worker",
-    both("held job ready at once; leased job running until its lease ends"),
+    figure(8).by_major,
     calls(crash.crash_both),
     measure_crash,
     describe_crash,
@@ -79,7 +80,7 @@ def judge_cleanup(v: Values, major: int) -> Verdict:
 CLEANUP = Entry(
     9,
     "crash: cleanup held back",
-    both("0 removed, 1,000 dead not yet removable; all removed after commit"),
+    figure(9).by_major,
     calls(crash.cleanup_held_back),
     reads(
         sizes=["others"],
@@ -115,7 +116,7 @@ def judge_fencing(v: Values, major: int) -> Verdict:
 FENCING = Entry(
     10,
     "fencing: stale worker A, then B",
-    both("A's completion updates 0 rows, B's 1"),
+    figure(10).by_major,
     calls(fencing.stale_worker),
     reads("a_rows", "b_rows", "a_token", "b_token"),
     says("A's completion updated {a_rows} row(s), B's {b_rows} (fencing tokens {a_token} then {b_token})"),
@@ -127,7 +128,7 @@ FENCING = Entry(
 
 # --- 11: the retry schedule ---------------------------------------------------------------
 
-GUIDE_WAITS_S = [20, 40, 80, 160]
+GUIDE_WAITS_S = list(figure(11).values["waits_s"])
 
 
 def measure_schedule(result, sizes) -> Values:
@@ -150,7 +151,7 @@ def judge_schedule(v: Values, major: int) -> Verdict:
 SCHEDULE = Entry(
     11,
     "retries: one job through five failures",
-    both("waits 20, 40, 80, 160 s; the fifth failure is dead"),
+    figure(11).by_major,
     calls(retries.schedule),
     measure_schedule,
     describe_schedule,

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..experiments import bloat, indexes
-from .entry import GUIDE_VERSIONS, Entry, Sizes, Values, both, calls, guide_major, near, reads, says, scaled
+from ..guide import figure
+from .entry import GUIDE_VERSIONS, Entry, Sizes, Values, calls, guide_major, near, reads, says, scaled
 from .verdicts import Verdict, differs, explained, reproduced
 
 GUIDE_JOBS = 100_000  # the guide's runs below all use 100,000 jobs
@@ -39,7 +40,10 @@ def far_smaller(v: Values) -> bool:
 def judge_index_sizes(v: Values, major: int) -> Verdict:
     if not far_smaller(v):
         return differs(f"the full index is only {v['ratio']:.1f}x the partial one")
-    if v["partial_kb"] == 16 and near(v["full_kb"], scaled(3104, v["done"], GUIDE_JOBS), SIZE_SLACK):
+    guide = figure(14).values
+    if v["partial_kb"] == guide["partial_kb"] and near(
+        v["full_kb"], scaled(guide["full_kb"], v["done"], GUIDE_JOBS), SIZE_SLACK
+    ):
         return reproduced()
     return explained(
         f"sizes depend on the keys and the version's btree (deduplication, page splits); the partial "
@@ -50,7 +54,7 @@ def judge_index_sizes(v: Values, major: int) -> Verdict:
 INDEX_SIZES = Entry(
     14,
     "indexes: partial against full",
-    both("partial ready index 16 kB; full 3,104 kB (about 194x)"),
+    figure(14).by_major,
     calls(indexes.index_sizes, steps=False),
     measure_index_sizes,
     says("partial {partial_kb:,.0f} kB; full {full_kb:,.0f} kB (about {ratio:,.0f}x)"),
@@ -71,7 +75,7 @@ def judge_drained_index(v: Values, major: int) -> Verdict:
     rebuilt_small = v["after_reindex_kb"] <= v["after_drain_kb"] / 4
     if not (stays and rebuilt_small):
         return differs("the drained index did not stay its size until rebuilt")
-    if near(v["after_drain_kb"], scaled(2208, v["jobs"], GUIDE_JOBS), SIZE_SLACK):
+    if near(v["after_drain_kb"], scaled(figure(15).values["kb"], v["jobs"], GUIDE_JOBS), SIZE_SLACK):
         return reproduced()
     return explained(
         "how big a drained index gets depends on its page splits; it still stayed that size "
@@ -82,7 +86,7 @@ def judge_drained_index(v: Values, major: int) -> Verdict:
 DRAINED_INDEX = Entry(
     15,
     "indexes: the drained ready index",
-    both("stays 2,208 kB until rebuilt"),
+    figure(15).by_major,
     calls(indexes.drained_index),
     reads("after_drain_kb", "after_vacuum_kb", "after_reindex_kb", sizes=["jobs"]),
     says(
@@ -122,7 +126,8 @@ def one_buffer_after_vacuum(v: Values) -> bool:
     return v["buffers_after_vacuum"] == 1
 
 
-GUIDE_BUFFERS = {16: 275, 18: 196}  # an empty claim right after the drain, on the guide's two majors
+# an empty claim right after the drain, on the guide's two majors
+GUIDE_BUFFERS = {major: figure(17).values[f"buffers_pg{major}"] for major in GUIDE_VERSIONS}
 
 
 def judge_drain(v: Values, major: int) -> Verdict:
@@ -132,12 +137,12 @@ def judge_drain(v: Values, major: int) -> Verdict:
     expected = scaled(GUIDE_BUFFERS[shown], v["jobs"], GUIDE_JOBS)
     # A smaller drain (--quick) leaves a few pages that do not shrink with it: compare at full size only.
     if v["jobs"] == GUIDE_JOBS and not near(v["buffers"], expected, SIZE_SLACK):
-        # The guide's two majors differ here (275 against 196), so a release can move it: worth reading.
+        # The guide's two majors differ here (GUIDE_BUFFERS), so a release can move it: worth reading.
         return differs(
             f"{v['buffers']:,} buffers right after the drain where the guide saw about "
             f"{expected:,.0f} on PG {GUIDE_VERSIONS[shown]}; 1 after VACUUM, as the guide says"
         )
-    if near(v["table_mb"], scaled(29, v["jobs"], GUIDE_JOBS), SIZE_SLACK):
+    if near(v["table_mb"], scaled(figure(17).values["table_mb"], v["jobs"], GUIDE_JOBS), SIZE_SLACK):
         return reproduced()
     return explained("the table's size depends on the version's page pruning (lesson 09)")
 
@@ -145,10 +150,7 @@ def judge_drain(v: Values, major: int) -> Verdict:
 DRAIN = Entry(
     17,
     "bloat: drain, then VACUUM",
-    {
-        16: "table 29 MB; empty claim 275 buffers, 1 after VACUUM",
-        18: "empty claim 196 buffers, 1 after VACUUM",
-    },
+    figure(17).by_major,
     run_drain,
     reads(
         sizes=["jobs"],
@@ -205,7 +207,7 @@ def judge_held_back(v: Values, major: int) -> Verdict:
         return differs(f"once the transaction ended, an empty claim still read {v['buffers_after']} buffers")
     if v["not_removable_while_open"] != 2 * v["jobs"]:
         return differs(f"{v['not_removable_while_open']:,} dead rows held back, not two per job")
-    if near(v["buffers_while_open"], scaled(1609, v["jobs"], GUIDE_JOBS), SIZE_SLACK):
+    if near(v["buffers_while_open"], scaled(figure(18).values["buffers"], v["jobs"], GUIDE_JOBS), SIZE_SLACK):
         return reproduced()
     return explained(
         "how many dead pages an empty claim reads varies with the version (lesson 09); "
@@ -216,7 +218,7 @@ def judge_held_back(v: Values, major: int) -> Verdict:
 HELD_BACK = Entry(
     18,
     "bloat: the drain with an idle transaction open",
-    both("0 removed, 200,000 dead not removable; 1,609 buffers, 8-11 ms; after: 1 buffer"),
+    figure(18).by_major,
     run_held_back,
     reads(
         sizes=["jobs"],

@@ -1,0 +1,65 @@
+"""Each test's database: a copy of the run's template, named apart from every
+other parallel worker's, and as separate from its siblings as any database."""
+
+from __future__ import annotations
+
+import os
+
+import pgq_teach as pgq
+import pytest
+from pgq_teach import databases
+from pgq_teach.statements import run, run_one
+
+from helpers import counts
+
+
+def test_a_workers_tag_ends_every_name_once_within_postgres_limit(monkeypatch):
+    monkeypatch.setenv(databases.TAG_VARIABLE, "gw1")
+    assert databases.database_name("01-double-send") == "pgq_01_double_send_gw1"
+    assert databases.database_name("01_double_send_gw1") == "pgq_01_double_send_gw1"  # read back from a name
+    long = databases.database_name("x" * 100)
+    assert len(long) == 63 and long.endswith("_gw1")
+    monkeypatch.delenv(databases.TAG_VARIABLE)
+    assert databases.database_name("01-double-send") == "pgq_01_double_send"
+
+
+def test_under_xdist_this_tests_database_carries_its_workers_tag(db):
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    assert db.name.endswith(f"_{worker}") if worker else "_gw" not in db.name
+
+
+def test_a_clone_copies_the_rows_and_then_goes_its_own_way(pg, db):
+    with db.connection() as conn:
+        job_id = pgq.enqueue(conn, "send_receipt", {"n": 1})
+    clone = databases.clone_database(f"{db.name}_clone", db)
+    try:
+        with clone.connection() as theirs, db.connection() as ours:
+            assert [j.id for j in pgq.claim(theirs)] == [job_id]
+            assert counts(theirs) == {"running": 1}
+            assert counts(ours) == {"ready": 1}
+    finally:
+        databases.drop_database(clone.name.removeprefix(databases.PREFIX))
+
+
+def test_lock_holders_are_read_in_this_database_only(template, db):
+    """Clones share their tables' oids, so pg_locks must be read with the database:
+    a lock on another clone's jobs table is not this one's."""
+    other = databases.clone_database(f"{db.name}_other", template)
+    try:
+        with other.connection(autocommit=False, application_name="pgq-holder elsewhere") as holder:
+            run(holder, "lab/count_jobs")  # AccessShareLock on that database's jobs
+            with other.connection() as there, db.connection() as here:
+                seen_there = run(there, "lab/jobs_lock_holders", {"prefix": "pgq-holder"}).fetchall()
+                seen_here = run(here, "lab/jobs_lock_holders", {"prefix": "pgq-holder"}).fetchall()
+                assert run_one(here, "lab/count_jobs")  # the same table oid, here too
+            holder.rollback()
+    finally:
+        databases.drop_database(other.name.removeprefix(databases.PREFIX))
+    assert [row[2] for row in seen_there] == ["AccessShareLock"]
+    assert seen_here == []
+
+
+@pytest.mark.parametrize("label", ["", "   "])
+def test_an_empty_label_is_refused(label):
+    with pytest.raises(pgq.BadInput, match="label"):
+        databases.database_name(label)

@@ -253,9 +253,10 @@ def _hint(found: ClaimRace) -> str:
 def _lease_text(scene: ClaimScene) -> str:
     if not scene.got:
         return "the first claim took no job"
-    if any(left is None for left in scene.lease_left_s):
+    written = [left for left in scene.lease_left_s if left is not None]
+    if len(written) < len(scene.lease_left_s):
         return "no lease written (leased_until is NULL)"
-    return f"the lease ends in {min(scene.lease_left_s):,.0f} s"
+    return f"the lease ends in {min(written):,.0f} s"
 
 
 def scene_evidence(scenes: tuple[ClaimScene, ...]) -> list[Evidence]:

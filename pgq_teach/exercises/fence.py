@@ -45,6 +45,10 @@ def _stage_workers(owner, rng: random.Random, attempts: int) -> tuple[int, int, 
     return job_id, tokens[job_id], tokens
 
 
+def _rows(n: int) -> str:
+    return f"{n} row{'' if n == 1 else 's'}"
+
+
 def _others_running(owner, job_id: int) -> list[int]:
     """The other jobs that are no longer running."""
     status = {i: run_one(owner, "exercise/job_wait", {"id": i})[0] for i in range(1, JOBS + 1)}
@@ -70,12 +74,12 @@ def check_complete(
             evidence += [
                 Evidence(
                     f"{story}: stale worker A's call",
-                    f"job {job_id}, token {old_token:,}: matched {stale} row{'' if stale == 1 else 's'}; job {status_after_stale}",
+                    f"job {job_id}, token {old_token:,}: matched {_rows(stale)}; job {status_after_stale}",
                     stale == 0 and status_after_stale == "running",
                 ),
                 Evidence(
                     f"{story}: current worker B's call",
-                    f"token {token:,}: matched {current} row{'' if current == 1 else 's'}; job {status_after}",
+                    f"token {token:,}: matched {_rows(current)}; job {status_after}",
                     current == 1 and status_after == "done",
                 ),
             ]

@@ -20,7 +20,7 @@ WRONG = [
     ("05/complete", "exercise/wrong/complete_fixed_token", "current worker B's call", "fence_token = :fence_token"),
     ("09/holder", "exercise/wrong/oldest_idle_in_transaction", "names the session holding VACUUM back", "backend_xmin"),
     ("09/holder", "exercise/wrong/oldest_idle_in_transaction", "no session that holds nothing back", "backend_xmin"),
-    ("10/cleanup", "exercise/wrong/cleanup_fixed_limit", "full batches while done rows remain", "LIMIT :batch"),
+    ("10/cleanup", "exercise/wrong/cleanup_fixed_limit", "full batches of :batch while done rows remain", "LIMIT :batch"),
 ]
 
 
@@ -62,11 +62,12 @@ def test_a_hard_coded_token_finishes_nothing_and_no_stale_call_matches(verdicts)
     assert verdict.numbers["current_misses"] == 2 and verdict.numbers["stale_hits"] == 0
 
 
-def test_the_oldest_idle_session_is_a_decoy_in_both_scenes(verdicts):
+def test_the_oldest_idle_session_is_a_decoy_in_one_scene_and_the_newest_in_the_other(verdicts):
     verdict = verdict_for(verdicts, "09/holder", "exercise/wrong/oldest_idle_in_transaction")
-    culprits, found = verdict.numbers["culprits"], verdict.numbers["found"]
-    assert len(found) == 2 and not set(found) & set(culprits)  # one decoy named in each scene
-    assert verdict.numbers["held_after"] == verdict.numbers["held_before"]  # VACUUM still held back
+    first, second = verdict.numbers["scenes"]  # the decoy opened before the culprit, then after it
+    assert len(first["found"]) == 1 and first["culprit"] not in first["found"]
+    assert first["held_after"] == first["held_before"] > 0  # VACUUM still held back
+    assert second["found"] == [second["culprit"]]
 
 
 def test_a_claim_without_its_lease_still_runs_each_job_once(verdicts):
@@ -81,3 +82,21 @@ def test_scenes_differ_from_check_to_check():
     first, second = (exercises.check(key, exercises.exercise(key).answer_text(), save=False) for _ in range(2))
     assert first.passed and second.passed
     assert [e.found for e in first.evidence] != [e.found for e in second.evidence]
+
+
+def test_the_newest_idle_session_is_a_decoy_too():
+    """ORDER BY ... DESC instead: the second scene opens its decoy after the culprit."""
+    text = statement("exercise/wrong/oldest_idle_in_transaction").text.replace("backend_start", "backend_start DESC")
+    verdict = exercises.check("09/holder", text, save=False)
+    assert not verdict.passed and any("holding VACUUM back" in e.what for e in verdict.failures)
+    first, second = verdict.numbers["scenes"]
+    assert first["culprit"] in first["found"] and second["culprit"] not in second["found"]
+
+
+def test_a_holder_query_on_backend_xmin_alone_misses_the_writer():
+    """A transaction that wrote holds VACUUM back by its xid, with no snapshot between statements."""
+    text = exercises.exercise("09/holder").answer_text().replace("backend_xid IS NOT NULL OR ", "")
+    verdict = exercises.check("09/holder", text, save=False)
+    assert not verdict.passed and "backend_xid" in verdict.hint
+    first, second = verdict.numbers["scenes"]
+    assert first["culprit"] in first["found"] and second["found"] == []

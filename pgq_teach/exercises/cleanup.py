@@ -2,10 +2,11 @@
 transaction, until it deletes nothing. Only done rows may go, every one of
 them, in batches no bigger than :batch; the longest transaction is reported.
 
-It runs in two staged scenes, each with its own :batch and its own ready,
-running and dead jobs scattered among the done ones, drawn afresh on every
-check: a LIMIT written into the statement, or a delete that ignores status,
-fails."""
+It runs in two staged scenes, each with ready, running and dead jobs
+scattered among the done ones, drawn afresh on every check: the first with
+the lesson's :batch of 500, the second with another drawn at random. Each call
+must delete exactly :batch rows while enough done rows remain, so a LIMIT
+written into the statement fails, as does a delete that ignores status."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from .sandbox import Scratch, execute, sessions, stage
 from .scenes import draw
 from .verdict import Evidence, Verdict
 
-JOBS, KEEP = 3_000, 300
+JOBS, KEEP, BATCH = 3_000, 300, 500
 SCENES = 2
 MAX_CALLS = 100
 
@@ -36,6 +37,12 @@ def stage_scene(owner, rng) -> set[int]:
     ):
         stage(owner, ids, status, 1, rng.randrange(1, 1_000), None if status != "running" else 60)
     return keep
+
+
+def full(batch: int) -> list[int]:
+    """Rows per call a right answer deletes with this :batch, until the done rows run out."""
+    whole, rest = divmod(JOBS - KEEP, batch)
+    return [batch] * whole + ([rest] if rest else [])
 
 
 def drain(conn, learner: LearnerSQL, batch: int, stop) -> tuple[list[int], float]:
@@ -58,9 +65,12 @@ def check_cleanup(
     if learner.first_word != "DELETE":
         raise Refused("cleanup is one DELETE of a batch of done jobs")
     rng = draw()
-    sizes = rng.sample(range(100, 900), SCENES)  # a different :batch in each scene
-    done_left, kept, over, short = 0, 0, [], []
-    batches: list[int] = []
+    sizes = [
+        BATCH,
+        rng.choice([b for b in range(100, 900) if b != BATCH]),
+    ]  # the lesson's :batch, then another
+    done_left, kept = 0, 0
+    runs: list[list[int]] = []  # rows deleted per call, per scene
     longest = 0.0
     with sessions(scratch, learner, "send_receipt", 0) as (owner, conn):
         for batch in sizes:
@@ -69,35 +79,34 @@ def check_cleanup(
             left = {r[0]: r[3] for r in run(owner, "lab/all_jobs").fetchall()}
             done_left += sum(1 for s in left.values() if s == "done")
             kept += sum(1 for i in keep if i in left)
-            over += [(batch, max(calls))] if max(calls) > batch else []
-            full = [batch] * ((JOBS - KEEP) // batch) + (
-                [(JOBS - KEEP) % batch] if (JOBS - KEEP) % batch else []
-            )
-            if not over and calls[: len(full)] != full:
-                short += [(batch, calls[0])]
-            batches += calls
+            runs.append(calls)
             longest = max(longest, slowest)
+    batches = [n for calls in runs for n in calls]
+    first_over = max(runs[0]) > BATCH
+    inexact = [(b, calls) for b, calls in zip(sizes, runs, strict=True) if calls[: len(full(b))] != full(b)]
     evidence = [
         Evidence("done rows left", f"{done_left:,} of {SCENES * (JOBS - KEEP):,}", done_left == 0),
         Evidence(
             "other rows kept (ready, running, dead)", f"{kept:,} of {SCENES * KEEP:,}", kept == SCENES * KEEP
         ),
         Evidence(
-            f"largest batch (the limit is :batch, {' and '.join(map(str, sizes))} in the two scenes)",
-            "; ".join(f"{n:,} rows with :batch {b}" for b, n in over)
-            or f"within :batch in {len(batches)} calls",
-            not over,
+            f"largest batch (the limit is {BATCH})",
+            f"{max(runs[0]):,} rows in {len(runs[0])} calls",
+            not first_over,
         ),
         Evidence(
-            "full batches while done rows remain (LIMIT :batch, not a number of your own)",
-            "; ".join(f"the first call deleted {n:,} with :batch {b}" for b, n in short) or "yes",
-            not short,
+            f"full batches of :batch while done rows remain (:batch {sizes[0]}, then {sizes[1]})",
+            "not judged: the batches were over the limit already"
+            if first_over
+            else "; ".join(f"with :batch {b} the first call deleted {calls[0]:,}" for b, calls in inexact)
+            or "yes, in both scenes",
+            None if first_over else not inexact,
         ),
         Evidence("longest transaction", f"{longest * 1000:,.1f} ms"),
     ]
     if kept < SCENES * KEEP:
         hint = "only done rows may go: WHERE status = 'done'."
-    elif over or short:
+    elif first_over or inexact:
         hint = (
             "delete at most :batch rows per call, the value passed in, not a number written into the "
             "statement: pick the ids of done jobs in a subquery with LIMIT :batch, and delete only those."

@@ -9,11 +9,12 @@ Two staged scenes, each with its own culprit:
 - a READ COMMITTED transaction idle after a write: between statements it
   holds no snapshot, but its transaction id (backend_xid) holds VACUUM back.
 
-Around each culprit: decoy READ COMMITTED transactions idle after one SELECT,
-one started before the culprit and one after (idle in transaction too, but
-holding nothing), an idle session outside any transaction, and the learner's
-query's own session, which holds a snapshot while it runs. A query that picks
-"the oldest idle transaction" meets a decoy either way it sorts.
+Beside each culprit: a decoy READ COMMITTED transaction idle after one
+SELECT (idle in transaction too, but holding nothing), opened before the
+culprit in the first scene and after it in the second; an idle session
+outside any transaction; and the learner's query's own session, which holds
+a snapshot while it runs. A query that picks "the oldest (or newest) idle
+transaction" names a decoy in one scene or the other.
 
 The query must name the culprit's pid and no other. Then the checker ends the
 sessions it named and runs VACUUM again: the dead versions go (guide #18)."""
@@ -74,30 +75,40 @@ class HolderScene:
 
 
 def stage_scene(scratch: Scratch, owner: psycopg.Connection, xid_holder: bool, staged: list) -> HolderScene:
-    """Open the scene's sessions, decoys before and after the culprit, and make
-    JOBS dead versions after them all."""
+    """Open the scene's sessions, the decoy before the culprit in the snapshot
+    scene and after it in the xid scene, and make JOBS dead versions after them all."""
     run(owner, "lab/seed_jobs", {"kind": "send_receipt", "count": JOBS})
     rc, rr = psycopg.IsolationLevel.READ_COMMITTED, psycopg.IsolationLevel.REPEATABLE_READ
-    before = session(scratch, rc)
-    culprit = session(scratch, rc if xid_holder else rr)
-    if xid_holder:
-        run(culprit, "exercise/touch_job", {"id": 1})  # job 1 was done by the scene before, or is ready
-    after = session(scratch, rc)
+    first = session(scratch, rc)  # the xid scene's culprit, or the snapshot scene's decoy
+    second = session(scratch, rc if xid_holder else rr)
     idle = session(scratch, None)
-    staged += [before, culprit, after, idle]
+    staged += [first, second, idle]
+    culprit, decoy = (first, second) if xid_holder else (second, first)
+    if xid_holder:  # it writes job 1, done in the scene before, so finishing the ready jobs waits on no lock
+        run(culprit, "exercise/touch_job", {"id": 1})
     held = (
         "a READ COMMITTED transaction idle after a write (its xid)"
         if xid_holder
-        else ("the idle REPEATABLE READ transaction (its snapshot)")
+        else "the idle REPEATABLE READ transaction (its snapshot)"
     )
+    when = "after" if xid_holder else "before"
     names = {
         culprit.info.backend_pid: held,
-        before.info.backend_pid: "an idle READ COMMITTED transaction, opened before it, which holds nothing",
-        after.info.backend_pid: "an idle READ COMMITTED transaction, opened after it, which holds nothing",
+        decoy.info.backend_pid: f"an idle READ COMMITTED transaction, opened {when} it, which holds nothing",
         idle.info.backend_pid: "an idle session outside any transaction",
     }
     run(owner, "exercise/finish_ready_jobs")  # dead versions, made after every staged session began
     return HolderScene(culprit.info.backend_pid, names)
+
+
+def end_session(conn: psycopg.Connection) -> None:
+    """Roll back (which returns once the server has let go), then close."""
+    if not conn.closed:
+        try:
+            conn.rollback()
+        except psycopg.Error:
+            pass  # a session the server already ended: closing is all that is left
+        conn.close()
 
 
 def play(scratch: Scratch, learner: LearnerSQL, scene: HolderScene, staged: list) -> None:
@@ -135,8 +146,8 @@ def check_holder(
                 scene = stage_scene(scratch, owner, xid_holder, staged)
                 play(scratch, learner, scene, staged)
             finally:
-                for conn in staged:  # the next scene starts with nothing held
-                    conn.close()
+                for conn in staged:  # the next scene starts with nothing held, and sees none of these
+                    end_session(conn)
             scenes.append(scene)
             if progress:
                 progress(len(scenes), 2)
@@ -191,11 +202,21 @@ def check_holder(
         exercise,
         evidence,
         hint,
+        # culprit, found, held_before and held_after: the snapshot scene's, as the lesson tells it.
         numbers={
-            "found": [pid for sc in scenes for pid in sc.found],
-            "culprits": [sc.culprit for sc in scenes],
-            "held_before": [sc.held_before for sc in scenes],
-            "held_after": [sc.held_after for sc in scenes],
+            "culprit": scenes[0].culprit,
+            "found": scenes[0].found,
+            "held_before": scenes[0].held_before,
+            "held_after": scenes[0].held_after,
+            "scenes": [
+                {
+                    "culprit": sc.culprit,
+                    "found": sc.found,
+                    "held_before": sc.held_before,
+                    "held_after": sc.held_after,
+                }
+                for sc in scenes
+            ],
         },
         passed_headline="your query names the session holding VACUUM back, and ending it let VACUUM work",
         passed_hint=(

@@ -146,8 +146,11 @@ def check_notify(
         exercise,
         evidence,
         hint,
+        # payloads and job_id: the first commit's, as the lesson tells it; the lists: every commit's.
         numbers={
-            "payloads": payloads,
+            "payloads": commits[0][2],
+            "job_id": str(commits[0][1][0]["id"]) if commits[0][1] else None,
+            "heard": payloads,
             "job_ids": [str(job["id"]) for job in jobs],
             "rolled_back_heard": len(after_rollback[0]),
         },

@@ -6,7 +6,7 @@ returns are worked one at a time (a batch claim hands out its rows in turn).
 An empty result while due jobs remain is a wasted attempt, and the worker
 tries again; an empty result with nothing due ends that worker.
 
-Before the race, the claim meets two staged scenes (`claim_scene`), each with
+After the race, the claim meets two staged scenes (`claim_scene`), each with
 its own lease and its own jobs: due ones whose age order is not their id
 order, and a few not due yet among the lowest ids. The first claim must take
 the oldest due jobs and write the lease it was given; no call may take a job
@@ -180,8 +180,6 @@ def race_claim(
             )
         tree = plan(conn, learner, values)
     locks, in_with = locking(tree)
-    rng = draw()
-    scenes = tuple(claim_scene(scratch, learner, batch, rng) for _ in range(SCENES))
     claimer = LearnerClaimer(scratch, learner, values, batch, jobs)
     try:
         race = run_race(
@@ -195,6 +193,10 @@ def race_claim(
         )
     finally:
         claimer.close()
+    # The scenes come after the race, so a statement the race shows to be slow or wrong meets the
+    # race's own verdict first; a stopped race skips them.
+    rng = draw()
+    scenes = () if race.stopped else tuple(claim_scene(scratch, learner, batch, rng) for _ in range(SCENES))
     modifies = tree.get("Node Type") == "ModifyTable"
     return ClaimRace(race, claimer.counts, batch, locks, in_with, modifies, scenes)
 

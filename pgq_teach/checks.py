@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
 from collections.abc import Collection
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any, TypeVar
 
 from psycopg.types.json import Jsonb
@@ -21,6 +24,7 @@ from .errors import BadInput
 MAX_KIND_CHARS = 200  # the kind travels in NOTIFY, whose payload must stay under 8,000 bytes
 MAX_PAYLOAD_BYTES = 1_000_000  # bigger data belongs elsewhere; enqueue a key to it
 MAX_LEASE = timedelta(days=365)  # longer is surely a mistake, and would overflow timestamps
+MAX_DELAY = timedelta(days=365)  # how far ahead a job may be put off; beyond is surely a mistake
 # One encoder for every payload: json.dumps with options builds a new one per
 # call, which is most of enqueue_many's client time.
 _JSON = json.JSONEncoder(allow_nan=False, ensure_ascii=False)
@@ -140,3 +144,62 @@ def run_at(value: Any) -> datetime | None:
     if value.tzinfo is None:
         raise BadInput("run_at must be timezone-aware (for example datetime.now(timezone.utc))")
     return value
+
+
+def delay(name: str, value: Any) -> timedelta | None:
+    """Seconds from now before a job may run, 0 up to MAX_DELAY, as a timedelta
+    (None when not given). NaN, infinities and negatives are refused."""
+    if value is None:
+        return None
+    high = MAX_DELAY.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= high:
+        raise BadInput(f"{name} must be a number of seconds from 0 to {high:,.0f} (a year), got {value!r}")
+    return timedelta(seconds=value)
+
+
+def json_argument(name: str, text: str) -> Any:
+    """JSON typed on a command line, parsed; refused if it is not JSON or is nested too deeply."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise BadInput(f"{name} is nested too deeply to read as JSON") from None
+    except ValueError as exc:
+        raise BadInput(f"{name} is not valid JSON: {exc}") from None
+
+
+def _writable_folder(name: str, folder: Path) -> None:
+    """Refuse unless a file can be made in `folder` (tried with a temporary file, removed at once)."""
+    if not folder.is_dir():
+        raise BadInput(f"{name}: {folder} {'is not a folder' if folder.exists() else 'does not exist'}")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".pgq-probe-", dir=folder)
+    except OSError as exc:
+        raise BadInput(f"{name}: cannot write in {folder} ({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def output_file(name: str, path: Any) -> Path:
+    """A file a command will write at the end of a run, checked before the run
+    starts: not a folder, and in a folder that exists and takes new files."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise BadInput(f"{name} must be a file name, got {path!r}")
+    out = Path(path).expanduser()
+    if out.is_dir():
+        raise BadInput(f"{name}: {out} is a folder; give a file name")
+    _writable_folder(name, out.absolute().parent)
+    return out
+
+
+def output_folder(name: str, path: Any) -> Path:
+    """A folder a command will write into at the end of a run, checked before
+    the run starts: an existing folder that takes new files, or a new one whose
+    nearest existing parent does (nothing is created here)."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise BadInput(f"{name} must be a folder name, got {path!r}")
+    out = Path(path).expanduser().absolute()
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"{name}: {out} is a file, not a folder")
+    existing = next(p for p in (out, *out.parents) if p.exists())
+    _writable_folder(name, existing)
+    return out

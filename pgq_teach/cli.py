@@ -11,10 +11,10 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from . import checks, embedded, queue
-from .databases import open_database
+from .databases import database_name, open_database
 from .errors import BadInput, PgqError, SetupError
 from .faults.settings import FaultSettings, LoadSettings, RunSettings, S
 from .psql import psql_command
@@ -160,25 +160,18 @@ def cmd_psql(args: argparse.Namespace) -> int:
 
 
 def cmd_enqueue(args: argparse.Namespace) -> int:
-    try:
-        payload = json.loads(args.payload)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"PAYLOAD is not valid JSON: {exc}") from None
-    checks.job_kind(args.kind)  # refuse before touching any database
+    # Every argument is checked before any database is touched.
+    payload = checks.json_argument("PAYLOAD", args.payload)
+    checks.job_payload_text(payload)
+    checks.job_kind(args.kind)
+    delay = checks.delay("--delay", args.delay)
+    checks.whole_number("--max-attempts", args.max_attempts, 1, queue.MAX_ATTEMPTS)
     db = open_database(args.db)
     _say(db.server.line())
     with db.connection() as conn:
-        job_id = queue.enqueue(
-            conn, args.kind, payload, run_at=_delay(args.delay), max_attempts=args.max_attempts
-        )
+        job_id = queue.enqueue(conn, args.kind, payload, run_at=delay, max_attempts=args.max_attempts)
     _say(f"enqueued job {job_id} ({args.kind}) in database {db.name}")
     return 0
-
-
-def _delay(seconds: float | None):
-    from datetime import timedelta
-
-    return timedelta(seconds=seconds) if seconds else None
 
 
 def demo_handler(sleep_ms: int, fail_rate: float):
@@ -195,6 +188,8 @@ def demo_handler(sleep_ms: int, fail_rate: float):
 def cmd_worker(args: argparse.Namespace) -> int:
     checks.number("--fail-rate", args.fail_rate, 0, 1)  # refuse before touching any database
     checks.whole_number("--sleep-ms", args.sleep_ms, 0, 3_600_000)
+    for kind in args.kind or []:
+        checks.job_kind(kind)
     db = open_database(args.db)
     _say(db.server.line())
     handle = demo_handler(args.sleep_ms, args.fail_rate)
@@ -360,12 +355,12 @@ def cmd_interview(args: argparse.Namespace) -> int:
         _say(interview.summary_markdown())
         return 0
     if args.html:
-        path = Path(args.html)
-        path.write_text(
-            "<!doctype html><meta charset='utf-8'><title>The job queue on one page</title>"
-            + interview.summary_html(),
-            encoding="utf-8",
-        )
+        path = checks.output_file("--html", args.html)
+        page = "<!doctype html><meta charset='utf-8'><title>The job queue on one page</title>"
+        try:
+            path.write_text(page + interview.summary_html(), encoding="utf-8")
+        except OSError as exc:
+            raise BadInput(f"--html: cannot write {path} ({exc.strerror})") from None
         _say(f"wrote the one-page summary to {path}; open it in a browser and print it")
         return 0
     steps = tuple(args.step) if args.step else interview.STEP_KEYS
@@ -396,6 +391,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import run_bench
 
     jobs, repeats, samples = (300, 2, 10) if args.quick else (args.jobs, args.repeats, args.samples)
+    # Checked before the run, so a bad path cannot throw the whole run away at the end.
+    out = checks.output_file("--json", args.json or time.strftime("bench-%Y%m%d-%H%M%S.json"))
     _say(
         f"bench: every setup {repeats} times, interleaved, {jobs:,} no-op jobs per run, each on a fresh "
         f"database; Ctrl-C stops it"
@@ -406,7 +403,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _say("interrupted")
         return 130
     _say(result.summary())
-    out = Path(args.json or time.strftime("bench-%Y%m%d-%H%M%S.json"))
     out.write_text(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     _say(f"JSON: {out}")
     return 0 if result.ok else 1
@@ -417,6 +413,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from .reproduce import runner, terminal
 
     figures = rp.parse_only(args.only)  # bad input: one line and exit 2, before anything runs
+    out = checks.output_folder("--out", args.out)
     if args.compare:
         runner.check_compare()
     bar = terminal.ProgressBar()
@@ -429,16 +426,61 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     found, interrupted = terminal.run_until_done(work, _say)
     bar.finish()
     _say(found.text())
-    for path in found.write(Path(args.out)):
+    for path in found.write(out):
         _say(f"wrote {path}")
     if interrupted:
         return 130
     return 0 if found.ok else 1
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with its refusals in one line (and exit code 2, as argparse gives)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def joined_negative_values(argv: list[str]) -> list[str]:
+    """`--delay -1e12` as `--delay=-1e12`: argparse takes a value that starts
+    with "-" and is not a plain integer or decimal for an option, and would
+    say "expected one argument" instead of refusing the number itself."""
+    out: list[str] = []
+    for token in argv:
+        if (
+            out
+            and out[-1].startswith("--")
+            and "=" not in out[-1]
+            and token.startswith("-")
+            and _is_number(token)
+        ):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+class DefaultsShown(argparse.HelpFormatter):
+    """Help that ends each option's text with its default, unless the text already gives it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        unset = action.default is None or action.default is False or action.default == argparse.SUPPRESS
+        if "default" in text or unset or not action.option_strings:
+            return action.help
+        return f"{text} (default %(default)s)"
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line: a subcommand each for lab, server, enqueue, worker, stats, fault-run, load, ..."""
-    p = argparse.ArgumentParser(prog="pgq-teach", description=__doc__)
+    p = Parser(prog="pgq-teach", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
     lab = sub.add_parser("lab", help="open the course in JupyterLab on a live PostgreSQL")
@@ -467,7 +509,10 @@ def parser() -> argparse.ArgumentParser:
         nargs="?",
         help="a lesson's number or slug, such as 02 or 02-row-locks (default: the shop database)",
     )
-    psq.epilog = "Any other options, such as -c 'SELECT 1', are passed on to psql."
+    psq.epilog = (
+        "Any other options, such as -c 'SELECT 1', are passed on to psql; with no LESSON first, "
+        "psql opens the shop database."
+    )
     psq.set_defaults(func=cmd_psql)
 
     def db_option(sp):
@@ -478,8 +523,10 @@ def parser() -> argparse.ArgumentParser:
     enq = sub.add_parser("enqueue", help="add one job")
     enq.add_argument("kind", help="the job's kind, for example send_receipt")
     enq.add_argument("payload", help="the job's JSON payload, for example '{\"order_id\": 101}'")
-    enq.add_argument("--delay", type=float, help="seconds from now before it may run")
-    enq.add_argument("--max-attempts", type=int, default=5)
+    enq.add_argument(
+        "--delay", type=float, help="seconds from now before it may run, up to a year (default 0: now)"
+    )
+    enq.add_argument("--max-attempts", type=int, default=5, help="tries before the job goes dead")
     db_option(enq)
     enq.set_defaults(func=cmd_enqueue)
 
@@ -490,7 +537,7 @@ def parser() -> argparse.ArgumentParser:
     wrk.add_argument("--sleep-ms", type=int, default=10, help="work per job in milliseconds")
     wrk.add_argument("--fail-rate", type=float, default=0.0, help="fraction of calls that raise (0..1)")
     wrk.add_argument("--lease", type=float, default=300.0, help="lease in seconds")
-    wrk.add_argument("--batch", type=int, default=1)
+    wrk.add_argument("--batch", type=int, default=1, help="jobs per claim")
     wrk.add_argument("--poll", type=float, default=5.0, help="fallback poll in seconds")
     wrk.add_argument("--until-idle", action="store_true", help="exit when nothing is due")
     db_option(wrk)
@@ -522,7 +569,8 @@ def parser() -> argparse.ArgumentParser:
     itv.add_argument(
         "--step",
         action="append",
-        help="only this step (repeatable): need, table, claim, failure, operations, numbers, exit",
+        help="only this step (repeatable): need, table, claim, failure, operations, numbers, exit "
+        "(default: every step)",
     )
     itv.add_argument(
         "--follow-ups", type=int, default=3, help="follow-up questions after the steps (0 to 12)"
@@ -562,17 +610,38 @@ def parser() -> argparse.ArgumentParser:
     )
     rep.epilog = "Exit 0: every must-reproduce figure reproduced; 1: one did not; 2: bad input; 130: stopped."
     rep.set_defaults(func=cmd_reproduce)
+    for command in sub.choices.values():  # every subcommand's --help shows its defaults
+        command.formatter_class = DefaultsShown
     return p
+
+
+def split_psql(argv: list[str]) -> tuple[list[str], list[str]]:
+    """`psql [LESSON] [psql's own options]`: pgq-teach's part (the lesson and
+    --help) and the rest, passed on to psql as typed. Only a first word that is
+    not an option is a lesson, so `psql -c "select 1"` goes to the shop database."""
+    ours = argv[:1] if argv and not argv[0].startswith("-") else []
+    rest = argv[len(ours) :]
+    if any(a in ("-h", "--help") for a in rest[:1]):
+        ours, rest = [*ours, rest[0]], rest[1:]
+    return ours, rest
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; a PgqError is one line on stderr and exit code 2, never a traceback."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     p = parser()
-    args, extra = p.parse_known_args(argv)
-    if extra and args.command not in ("lab", "psql"):
+    passed_on: list[str] = []
+    if argv[:1] == ["psql"]:  # psql's options are psql's: parse only ours
+        ours, passed_on = split_psql(argv[1:])
+        argv = ["psql", *ours]
+    args, extra = p.parse_known_args(joined_negative_values(argv))
+    if extra and args.command != "lab":
         p.error(f"unrecognized arguments: {' '.join(extra)}")
-    args.jupyter_args = args.extra_args = extra
+    args.jupyter_args = extra
+    args.extra_args = passed_on
     try:
+        if getattr(args, "db", None) is not None:  # a label no database can be named after: refused first
+            database_name(args.db)
         return args.func(args)
     except PgqError as exc:
         print(f"pgq-teach: {exc}", file=sys.stderr)

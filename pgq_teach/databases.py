@@ -32,6 +32,11 @@ def database_name(label: str) -> str:
     if not isinstance(label, str) or not label.strip():
         raise BadInput(f"a database label must be a non-empty string, got {label!r}")
     slug = _slug(label)
+    if not slug or not label.isascii():
+        raise BadInput(
+            "a database label is letters a-z, digits, '-' and '_', such as shop or 02-row-locks; "
+            f"got {label!r}"
+        )
     tag = _slug(os.environ.get(TAG_VARIABLE, ""))
     if not tag:
         return (PREFIX + slug)[:63]

@@ -27,21 +27,29 @@ def notebooks_dir() -> Path:
     return here if here.is_dir() else Path.cwd() / "notebooks"
 
 
+def lessons() -> list[str]:
+    """The course's lessons, by slug ("02-row-locks"), from its notebooks."""
+    return sorted(path.stem for path in notebooks_dir().glob("[0-9][0-9]-*.ipynb"))
+
+
 def lesson_label(lesson: str | None) -> str:
     """A lesson's database label: its slug ("02-row-locks"), found from its
-    number alone ("02" or "2") when the notebooks are at hand."""
-    if lesson is None:
+    number alone ("02" or "2"); None or "shop" is the shop database. Anything
+    else is refused before any database is made: psql opens only the course's."""
+    if lesson is None or lesson == DEFAULT_LABEL:
         return DEFAULT_LABEL
-    if not isinstance(lesson, str) or not lesson.strip():
-        raise BadInput(f"LESSON must be a lesson's number or slug, got {lesson!r}")
-    if lesson.isdigit():
-        matches = sorted(notebooks_dir().glob(f"{int(lesson):02d}-*.ipynb"))
-        if not matches:
-            raise BadInput(
-                f"no lesson numbered {lesson} in {notebooks_dir()}; give its slug, such as 02-row-locks"
-            )
-        return matches[0].stem
-    return lesson
+    known = lessons()
+    if isinstance(lesson, str) and lesson in known:
+        return lesson
+    if isinstance(lesson, str) and lesson.isascii() and lesson.isdigit() and len(lesson) <= 2:
+        matches = [slug for slug in known if slug[:2] == f"{int(lesson):02d}"]
+        if matches:
+            return matches[0]
+    numbers = f"{known[0][:2]} to {known[-1][:2]}" if known else "none found here"
+    raise BadInput(
+        f"LESSON must be a lesson's number ({numbers}) or slug, such as 02 or 02-row-locks, "
+        f"or {DEFAULT_LABEL}; got {lesson!r}"
+    )
 
 
 def wheel_psql() -> Path | None:

@@ -100,3 +100,95 @@ def test_completing_twice_and_failing_unclaimed_leave_rows_alone(db):
         with pytest.raises(pgq.NotClaimed, match="never claimed"):
             pgq.fail(conn, pgq.Job(never, "send_receipt", {}, attempts=0), "boom")
         assert snapshot(conn) == before
+
+
+# The command line: each bad input is one line on stderr and exit code 2,
+# before any database is made or any long run starts. (args, what the line says)
+DEEP_JSON = "[" * 5000 + "]" * 5000
+CLI_CASES = {
+    "--delay nan": (["enqueue", "send_receipt", "{}", "--delay", "nan"], "--delay must be a number of seconds"),
+    "--delay inf": (["enqueue", "send_receipt", "{}", "--delay", "inf"], "--delay must be a number of seconds"),
+    "--delay 1e308": (["enqueue", "send_receipt", "{}", "--delay", "1e308"], "--delay must be a number of seconds"),
+    "--delay 1e12": (["enqueue", "send_receipt", "{}", "--delay", "1e12"], "--delay must be a number of seconds"),
+    "--delay -1e12": (["enqueue", "send_receipt", "{}", "--delay", "-1e12"], "--delay must be a number of seconds"),
+    "a payload 5,000 deep": (["enqueue", "send_receipt", DEEP_JSON], "PAYLOAD is nested too deeply"),
+    "a payload that is not JSON": (["enqueue", "send_receipt", "{oops"], "PAYLOAD is not valid JSON"),
+    "interview --html in no folder": (["interview", "--html", "/nonexistent/x.html"], "--html: /nonexistent does not exist"),
+    "bench --json in no folder": (["bench", "--json", "/nonexistent/dir/x.json"], "--json: /nonexistent/dir does not exist"),
+    "reproduce --out in /proc": (["reproduce", "--out", "/proc/self/nope"], "--out: cannot write in /proc/self"),
+    "psql abc": (["psql", "abc"], "LESSON must be a lesson's number"),
+    "psql ../../etc": (["psql", "../../etc"], "LESSON must be a lesson's number"),
+    "worker --kind ''": (["worker", "--kind", "", "--until-idle"], "kind must be a non-empty string"),
+    "--db '!!!'": (["stats", "--db", "!!!"], "a database label is letters a-z"),
+    "reproduce --only ٣": (["reproduce", "--only", "٣"], "'٣' is not a number"),
+    "an argparse refusal": (["bench", "--jobs", "many"], "argument --jobs: 'many' is not a whole number"),
+}
+
+
+def databases_on(pg):
+    import psycopg
+
+    with psycopg.connect(pg.dsn, autocommit=True) as admin:
+        return [row[0] for row in run(admin, "admin/database_names").fetchall()]
+
+
+def timed_cli(args, **kwargs):
+    """Run pgq-teach; the result, the wall time and the CPU time the command used."""
+    import resource
+    import subprocess
+    import sys
+    import time
+
+    before, began = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pgq_teach.cli", *args], capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL, **kwargs)
+    wall, after = time.monotonic() - began, resource.getrusage(resource.RUSAGE_CHILDREN)
+    return done, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+@pytest.mark.parametrize("case", list(CLI_CASES))
+def test_the_command_line_refuses_in_one_line_before_anything_runs(pg, tmp_path, case):
+    args, says = CLI_CASES[case]
+    before = databases_on(pg)
+    done, wall, cpu = timed_cli(args, cwd=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and says in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == ""  # nothing ran: not even the server line
+    # "Within a second": the work the command did, its CPU time, is what a loaded machine
+    # cannot stretch (about 0.3 s here); its wall time is bounded wide (measured under load: 0.5-1.6 s).
+    assert cpu < 1.0 and wall < 10, (cpu, wall)
+    assert databases_on(pg) == before and list(tmp_path.iterdir()) == []
+
+
+def test_psql_passes_its_options_on_and_opens_the_shop_database_for_dash_c(pg):
+    from pgq_teach import databases
+    from pgq_teach.psql import psql_binary
+    from pgq_teach.server import get_server
+    from pgq_teach.errors import SetupError
+
+    try:
+        psql_binary(get_server())
+    except SetupError as exc:
+        pytest.skip(str(exc))
+    databases.open_database("shop")  # the course's default database: made once, by any command
+    before = databases_on(pg)
+    done, _, _ = timed_cli(["psql", "-X", "-c", "select current_database()"])
+    assert done.returncode == 0, done.stderr
+    assert " pgq_shop\n" in done.stdout and "(1 row)" in done.stdout
+    assert databases_on(pg) == before  # no pgq_select_1, no pgq_x
+
+
+def test_every_subcommand_help_shows_its_defaults():
+    import argparse
+
+    from pgq_teach.cli import parser
+
+    [sub] = [a for a in parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    for name, command in sub.choices.items():
+        text = command.format_help().split("options:", 1)[1]  # past the usage lines
+        for action in command._actions:
+            default = action.default
+            if not action.option_strings or default is None or default is False or default == argparse.SUPPRESS:
+                continue
+            block = text.split(f"  {action.option_strings[-1]}", 1)[1].split("\n  -", 1)[0]
+            assert "default" in block, f"{name} {action.option_strings[-1]}: {block!r}"

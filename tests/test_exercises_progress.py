@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from pgq_teach import exercises, learner
+from pgq_teach.errors import PgqError
 from pgq_teach.widgets.your_turn import YourTurn
 
 
@@ -73,3 +74,88 @@ def test_what_the_learner_typed_comes_back_in_a_new_widget(pg, home):
     assert learner.load("progress")[ex.key]["passed_sql"] == mine
     again.reset_button.click()
     assert again.editor.value == ex.attempt_text()
+
+
+# A progress file pgq-teach did not write, as text, or a folder where the file should be.
+HOSTILE = {
+    "an entry that is a string": '{"05/complete": "passed"}',
+    "a latest try that is a string": '{"05/complete": {"latest": "x"}}',
+    "passed as the text no": '{"05/complete": {"passed": "no", "passed_sql": "x"}}',
+    "passed as the text no, at the top": '{"passed": "no"}',
+    "a pass with no SQL": '{"05/complete": {"passed": 1}}',
+    "a list": "[1, 2, 3]",
+    "nested 5,000 deep": "[" * 5000 + "]" * 5000,
+    "a folder": None,
+}
+
+
+def plant(home, case):
+    path = home / "progress.json"
+    if HOSTILE[case] is None:
+        path.mkdir()
+        (path / "inside.txt").write_text("kept")
+    else:
+        path.write_text(HOSTILE[case])
+    return path
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_a_hostile_progress_file_is_set_aside_with_one_line(home, case):
+    plant(home, case)
+    out = subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", "progress"],
+        capture_output=True, text=True, check=False, env={**os.environ, "PGQ_HOME": str(home)}, timeout=60,
+    )
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert f"0 of {len(exercises.EXERCISES)} exercises passed" in out.stdout
+    warning = out.stderr.strip().splitlines()
+    assert len(warning) == 1 and "moved it to progress.unreadable-" in warning[0], out.stderr
+    [aside] = home.glob("progress.unreadable-*.json")  # nothing the learner had is lost
+    if HOSTILE[case] is None:
+        assert (aside / "inside.txt").read_text() == "kept"
+    else:
+        assert aside.read_text() == HOSTILE[case]
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_the_widget_and_check_read_a_hostile_file_without_a_traceback(home, case):
+    plant(home, case)
+    turn = YourTurn("05/complete")
+    assert turn.editor.value == exercises.exercise("05/complete").attempt_text()
+    assert not exercises.done()["05/complete"]
+    from pgq_teach.exercises import envelope
+
+    verdict = exercises.check("12/envelope", envelope.ANSWER)  # a form: no server needed
+    assert verdict.passed and exercises.done()["12/envelope"] and not exercises.done()["05/complete"]
+
+
+def test_a_home_that_is_a_file_reads_empty_and_check_still_gives_its_verdict(tmp_path, monkeypatch, capsys):
+    not_a_folder = tmp_path / "home-file"
+    not_a_folder.write_text("not a folder")
+    monkeypatch.setenv("PGQ_HOME", str(not_a_folder))
+    out = subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", "progress"],
+        capture_output=True, text=True, check=False, env={**os.environ, "PGQ_HOME": str(not_a_folder)},
+        timeout=60,
+    )
+    assert out.returncode == 0 and "Traceback" not in out.stderr
+    assert "is not a folder" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert YourTurn("05/complete").editor.value == exercises.exercise("05/complete").attempt_text()
+    from pgq_teach.exercises import envelope
+
+    assert exercises.check("12/envelope", envelope.ANSWER).passed  # shown, though it cannot be saved
+    assert not_a_folder.read_text() == "not a folder"
+    with pytest.raises(PgqError, match="is not a folder"):
+        learner.save("progress", {})
+
+
+def test_only_a_passing_verdict_writes_passed(home):
+    from pgq_teach.exercises import envelope
+
+    assert not exercises.check("12/envelope", "").passed
+    entry = learner.load("progress")["12/envelope"]
+    assert entry["passed"] is False and "passed_sql" not in entry and "passed_verdict" not in entry
+    assert exercises.check("12/envelope", envelope.ANSWER).passed
+    entry = learner.load("progress")["12/envelope"]
+    assert entry["passed"] is True and entry["passed_verdict"]["passed"] is True
+    assert entry["passed_sql"] == entry["passed_verdict"]["sql"] == envelope.ANSWER

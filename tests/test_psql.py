@@ -13,7 +13,7 @@ from pgq_teach.errors import BadInput, SetupError
 from pgq_teach.psql import lesson_label, psql_binary, psql_command
 from pgq_teach.server import get_server
 
-LABEL = "t-psql-lesson"
+LABEL = "02-row-locks"  # psql opens only the course's lessons
 
 
 @pytest.fixture
@@ -59,8 +59,9 @@ def test_lessons_by_number_or_slug():
     assert lesson_label("2") == lesson_label("02") == "02-row-locks"
     assert lesson_label("04-crashed-workers") == "04-crashed-workers"
     assert lesson_label(None) == "shop"
-    with pytest.raises(BadInput):
-        lesson_label("99")
+    for wrong in ("99", "abc", "../../etc", "٣", "9" * 5000, "02-row-locks/..", ""):
+        with pytest.raises(BadInput, match="LESSON must be"):
+            lesson_label(wrong)
 
 
 def test_the_command_line_names_the_lesson_database(lesson_db):

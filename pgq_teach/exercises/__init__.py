@@ -20,6 +20,7 @@ from .. import learner
 from ..errors import BadInput, PgqError
 from ..statements import statement
 from . import backoff, claim, cleanup, envelope, fence, index, reaper, relay, vacuum, wakeup
+from . import progress as progress_file
 from .learner_sql import STATEMENT_WORDS, Refused, read
 from .sandbox import LOCK_TIMEOUT_S, STATEMENT_TIMEOUT_S, Scratch, open_scratch
 from .verdict import Verdict, refused
@@ -236,23 +237,33 @@ def check(key: str, sql: str, *, save: bool = True, progress=None, stop=None) ->
 def record(verdict: Verdict, sql: str) -> None:
     """Keep the verdict and the SQL it judged under progress.json's key for its
     exercise. A pass is never replaced by a later failed try: the latest try is
-    kept beside it, and the passing SQL under "passed_sql"."""
-    data = learner.load("progress")
-    entry = data.get(verdict.exercise, {})
-    entry["latest"] = {**verdict.record(), "sql": sql}
-    if verdict.passed:
-        entry["passed_sql"] = sql
-    entry["passed"] = bool(entry.get("passed")) or verdict.passed
-    learner.update("progress", verdict.exercise, entry)
+    kept beside it, and the passing SQL under "passed_sql" with the passing
+    verdict under "passed_verdict". Only a passing verdict sets "passed"."""
+
+    def edit(data: dict) -> None:
+        entry = data.get(verdict.exercise, {})
+        this_try = {**verdict.record(), "sql": sql}
+        entry["latest"] = this_try
+        if verdict.passed:
+            entry.update(passed=True, passed_sql=sql, passed_verdict=this_try)
+        entry.setdefault("passed", False)
+        data[verdict.exercise] = entry
+
+    learner.change(progress_file.NAME, edit, progress_file.check)
+
+
+def entries() -> dict[str, progress_file.Entry]:
+    """The learner's progress, checked: a file that fails the check is moved aside (learner.load)."""
+    return progress_file.entries(learner.load(progress_file.NAME, progress_file.check))
 
 
 def last_sql(key: str) -> str | None:
     """The SQL the learner last checked for this exercise, or None."""
-    sql = learner.load("progress").get(key, {}).get("latest", {}).get("sql")
-    return sql if isinstance(sql, str) else None
+    entry = entries().get(key)
+    return entry.latest.sql or None if entry and entry.latest else None
 
 
 def done() -> dict[str, bool]:
     """Each exercise's key and whether the learner has passed it."""
-    data = learner.load("progress")
-    return {key: bool(data.get(key, {}).get("passed")) for key in EXERCISES}
+    found = entries()
+    return {key: key in found and found[key].done for key in EXERCISES}

@@ -5,6 +5,13 @@ Each worker calls the learner's statement as the learner role; the jobs it
 returns are worked one at a time (a batch claim hands out its rows in turn).
 An empty result while due jobs remain is a wasted attempt, and the worker
 tries again; an empty result with nothing due ends that worker.
+
+After the race, the claim meets two staged scenes (`claim_scene`), each with
+its own lease and its own jobs: due ones whose age order is not their id
+order, and a few not due yet among the lowest ids. The first claim must take
+the oldest due jobs and write the lease it was given; no call may take a job
+that is not due. A claim with no ORDER BY, no run_at check, or a lease
+written into its text fails there, whatever the race shows.
 """
 
 from __future__ import annotations
@@ -15,14 +22,43 @@ from dataclasses import dataclass, field
 
 import psycopg
 
+from .. import seeding
 from ..experiments.race import RaceResult, run_race
 from ..guide import figure
 from ..statements import run, run_one
 from .learner_sql import LearnerSQL, Refused
 from .sandbox import Scratch, execute, locking, parse, plan
+from .scenes import draw, falls_due
 from .verdict import Evidence, Verdict
 
 LEASE = "5 minutes"
+KIND = "send_receipt"
+SCENES = 2
+SCENE_JOBS = 12  # at least; a batch claim gets three batches' worth
+NOT_DUE = 2  # jobs staged with run_at ahead, among the lowest ids
+
+
+@dataclass(frozen=True)
+class ClaimScene:
+    """One staged scene: what the first claim took against what it should
+    have, the lease it wrote, and any job it took before its time."""
+
+    lease_s: int
+    oldest: list[int]  # the due jobs the first claim should take
+    got: list[int]
+    lease_left_s: list[float | None]  # per job the first claim took; None: no lease written
+    not_due_taken: list[int]
+
+    @property
+    def in_order(self) -> bool:
+        return sorted(self.got) == sorted(self.oldest)
+
+    @property
+    def lease_ok(self) -> bool:
+        # Read a moment after the claim: the lease left is a little under what was asked.
+        return bool(self.got) and all(
+            left is not None and self.lease_s - 5 <= left <= self.lease_s + 1 for left in self.lease_left_s
+        )
 
 
 @dataclass
@@ -58,7 +94,7 @@ class LearnerClaimer:
                 if not rows and run_one(conn, "exercise/due_left")[0] == 0:
                     return None
                 self._count(len(rows))
-                pending.extend(self._job_id(r) for r in rows)
+                pending.extend(self.job_id(r) for r in rows)
             job_id = pending.pop(0)
             return job_id, lambda: run(conn, "teaching/mark_done", {"id": job_id})
 
@@ -75,7 +111,7 @@ class LearnerClaimer:
             c.runaway = c.runaway or c.claims > 10 * self.jobs
 
     @staticmethod
-    def _job_id(row) -> int:
+    def job_id(row) -> int:
         if isinstance(row[0], bool) or not isinstance(row[0], int):
             raise Refused(f"the claim's first column must be the job's id; it returned {row[0]!r}")
         return row[0]
@@ -95,6 +131,7 @@ class ClaimRace:
     locks: bool
     locks_in_with: bool
     modifies: bool
+    scenes: tuple[ClaimScene, ...] = ()
 
     @property
     def elapsed_s(self) -> float:
@@ -156,7 +193,41 @@ def race_claim(
         )
     finally:
         claimer.close()
-    return ClaimRace(race, claimer.counts, batch, locks, in_with, tree.get("Node Type") == "ModifyTable")
+    # The scenes come after the race, so a statement the race shows to be slow or wrong meets the
+    # race's own verdict first; a stopped race skips them.
+    rng = draw()
+    scenes = () if race.stopped else tuple(claim_scene(scratch, learner, batch, rng) for _ in range(SCENES))
+    modifies = tree.get("Node Type") == "ModifyTable"
+    return ClaimRace(race, claimer.counts, batch, locks, in_with, modifies, scenes)
+
+
+def claim_scene(scratch: Scratch, learner: LearnerSQL, batch: int, rng) -> ClaimScene:
+    """Stage due jobs out of id order and a few not yet due, claim once and
+    read the lease, then claim until nothing comes back."""
+    jobs = max(SCENE_JOBS, 3 * batch)
+    lease_s = rng.choice([s for s in range(61, 3600) if s != 300])  # never the race's 5 minutes
+    not_due = rng.sample(range(1, NOT_DUE + 3), NOT_DUE)  # low ids: a scan in table order meets them first
+    due = [i for i in range(1, jobs + 1) if i not in not_due]
+    # The oldest due jobs sit among the later ids, so table order is never age order.
+    late = due[len(due) // 2 :]
+    oldest = rng.sample(late, batch)
+    rest = [i for i in due if i not in oldest]
+    rng.shuffle(rest)
+    ages = {job_id: 86_400 - 60 * rank for rank, job_id in enumerate(oldest + rest)}
+    values = {"batch": batch, "lease": f"{lease_s} seconds"}
+    with scratch.db.connection() as owner, scratch.connect() as conn:
+        seeding.reset_and_seed(owner, KIND, jobs)
+        ahead = {job_id: rng.randrange(600, 86_400) for job_id in not_due}
+        # In id order: the rows' new versions then lie in id order, the order a scan meets them.
+        falls_due(owner, {i: ahead[i] if i in ahead else -ages[i] for i in range(1, jobs + 1)})
+        run(owner, "lab/analyze_jobs")  # the planner then knows the table is tiny, and scans it
+        got = [LearnerClaimer.job_id(r) for r in execute(conn, learner, values).fetchall()]
+        left = [run_one(owner, "lab/lease_left", {"id": i})[2] for i in got]
+        for _ in range(jobs):  # the rest, one claim at a time, until it comes back empty
+            if not execute(conn, learner, values).fetchall():
+                break
+        taken = [i for i in not_due if run_one(owner, "lab/lease_left", {"id": i})[0] != "ready"]
+    return ClaimScene(lease_s, oldest, got, left, taken)
 
 
 def _hint(found: ClaimRace) -> str:
@@ -179,6 +250,67 @@ def _hint(found: ClaimRace) -> str:
             "run_at BETWEEN '-infinity' AND now()), oldest first?"
         )
     return ""
+
+
+def _lease_text(scene: ClaimScene) -> str:
+    if not scene.got:
+        return "the first claim took no job"
+    written = [left for left in scene.lease_left_s if left is not None]
+    if len(written) < len(scene.lease_left_s):
+        return "no lease written (leased_until is NULL)"
+    return f"the lease ends in {min(written):,.0f} s"
+
+
+def scene_evidence(scenes: tuple[ClaimScene, ...]) -> list[Evidence]:
+    """What the staged scenes showed, one line per rule, the first miss named."""
+    if not scenes:
+        return []
+    unordered = [s for s in scenes if not s.in_order]
+    early = [s for s in scenes if s.not_due_taken]
+    leaseless = [s for s in scenes if not s.lease_ok]
+    n = len(scenes)
+    return [
+        Evidence(
+            "the first claim takes the oldest due jobs (ORDER BY run_at)",
+            f"took job(s) {', '.join(map(str, sorted(unordered[0].got))) or 'none'}; the oldest due: "
+            f"{', '.join(map(str, sorted(unordered[0].oldest)))}"
+            if unordered
+            else f"yes, in {n} of {n} scenes",
+            not unordered,
+        ),
+        Evidence(
+            "jobs not due yet left alone (run_at ahead)",
+            f"took {len(early[0].not_due_taken)} of {NOT_DUE} not-yet-due jobs" if early else "none taken",
+            not early,
+        ),
+        Evidence(
+            "writes the lease it is given (:lease)",
+            f"asked for {leaseless[0].lease_s:,} s: {_lease_text(leaseless[0])}"
+            if leaseless
+            else f"yes, {' and '.join(f'{s.lease_s:,} s' for s in scenes)}",
+            not leaseless,
+        ),
+    ]
+
+
+def _scene_hint(scenes: tuple[ClaimScene, ...]) -> str:
+    """The fixes the staged scenes call for, lease first: lesson 03's point."""
+    fixes = []
+    if any(not s.lease_ok for s in scenes):
+        fixes.append(
+            "write the lease the claim is given, leased_until = now() + :'lease'::interval: without it "
+            "the reaper can never hand a crashed worker's job back"
+        )
+    if any(s.not_due_taken for s in scenes):
+        fixes.append(
+            "take only due jobs, run_at BETWEEN '-infinity' AND now(): a job whose run_at is ahead "
+            "(a retry's backoff) must wait"
+        )
+    if any(not s.in_order for s in scenes):
+        fixes.append(
+            "take the oldest due first, ORDER BY run_at before the LIMIT, or old jobs can wait for ever"
+        )
+    return "; ".join(fixes) + "." if fixes else ""
 
 
 def claim_evidence(found: ClaimRace) -> list[Evidence]:
@@ -209,6 +341,7 @@ def claim_evidence(found: ClaimRace) -> list[Evidence]:
             f"{found.elapsed_s:.2f} s; ideal {found.shared_ideal_s:.2f} s shared by {race.workers} workers, "
             f"{found.serial_ideal_s:.2f} s one at a time",
         ),
+        *scene_evidence(found.scenes),
     ]
 
 
@@ -216,7 +349,7 @@ def claim_verdict(exercise: str, found: ClaimRace, *, need_lock_in_with: bool) -
     evidence = claim_evidence(found)
     if need_lock_in_with:
         evidence[5] = Evidence(evidence[5].what, evidence[5].found, found.locks_in_with)
-    hint = _hint(found)
+    hint = _hint(found) or _scene_hint(found.scenes)
     if not hint and need_lock_in_with and not found.locks_in_with:
         hint = (
             "it ran correctly, but the lock is not inside a WITH query: put FOR UPDATE SKIP LOCKED in the "

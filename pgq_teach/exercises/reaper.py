@@ -1,85 +1,152 @@
 """The reaper (lesson 04): only expired leases come back (a job out of
 attempts goes dead), live leases and other rows stay as they were, and the
-plan uses the partial index on running jobs (guide: EXPLAIN showed it)."""
+plan uses the partial index on running jobs (guide: EXPLAIN showed it).
+
+The reaper meets two staged scenes, each with its own job ids, drawn afresh
+on every check, among many done rows. Each holds several workers' running
+jobs: expired leases of jobs with other max_attempts (one that used all 3 of
+its 3, one on its 6th of 10, one whose max_attempts was lowered below its
+attempts, one on its 1st of 5) and live leases that must stay. A reaper that
+writes a number of attempts into its text, or ignores max_attempts, fails."""
 
 from __future__ import annotations
+
+import random
+from dataclasses import dataclass
 
 from ..statements import run
 from .learner_sql import LearnerSQL, Refused
 from .sandbox import Scratch, execute, indexes_used, plan, sessions, stage
+from .scenes import draw
 from .verdict import Evidence, Verdict
 
 JOBS = 3_000  # mostly done rows, so reading the whole table and using the index differ
-KEEP = 10
+KEEP = 40  # ids 1..KEEP stay ready; the scenes' running jobs are drawn from them
+SCENES = 2
 INDEX = "jobs_running_idx"
-# id: (status, attempts, lease seconds from now, expected status after the reaper)
-STAGE = {
-    1: ("running", 1, -60, "ready"),
-    2: ("running", 2, -1, "ready"),
-    3: ("running", 5, -30, "dead"),
-    4: ("running", 1, 300, "running"),
-    5: ("running", 1, 30, "running"),
-}
+
+
+@dataclass(frozen=True)
+class Staged:
+    """One running job of a scene, and the status the reaper must leave it in."""
+
+    what: str
+    attempts: int
+    max_attempts: int
+    lease_s: float
+    want: str
+
+
+def scene(rng: random.Random) -> list[Staged]:
+    """The running jobs of one scene: expired leases of jobs with other
+    max_attempts, and live leases."""
+    lowered = rng.randrange(2, 5)
+    used_up = rng.randrange(2, 5)
+    midway = rng.randrange(6, 9)
+    return [
+        Staged(f"expired, all {used_up} of its {used_up} attempts used", used_up, used_up, -30, "dead"),
+        Staged(
+            f"expired, attempt {midway} of {midway + 4}", midway, midway + 4, -rng.randrange(1, 90), "ready"
+        ),
+        Staged(
+            f"expired, attempt {lowered + 2} after max_attempts was lowered to {lowered}",
+            lowered + 2,
+            lowered,
+            -rng.randrange(1, 90),
+            "dead",
+        ),
+        Staged("expired, attempt 1 of 5", 1, 5, -rng.randrange(1, 90), "ready"),
+        Staged("lease still running (5 min left)", 1, 5, 300, "running"),
+        Staged("lease still running (30 s left)", rng.randrange(1, 5), 5, 30, "running"),
+    ]
 
 
 def check_reap(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None) -> Verdict:
     if learner.first_word not in ("UPDATE", "WITH"):  # WITH: pick and lock the rows first, as reap.sql does
         raise Refused("the reaper is one UPDATE of the expired rows (a WITH query may lead into it)")
+    rng = draw()
+    wrong: list[tuple[int, Staged, str]] = []  # (job id, what was staged, its status after the reaper)
+    others: list[int] = []
+    used: set[str] = set()
+    checked = 0
     with sessions(scratch, learner, "send_receipt", JOBS) as (owner, conn):
         run(owner, "exercise/stage_done_beyond", {"keep": KEEP})
-        for job_id, (status, attempts, lease_s, _) in STAGE.items():
-            stage(owner, [job_id], status, attempts, attempts, lease_s)
-        run(owner, "lab/analyze_jobs")
-        before = {r[0]: r for r in run(owner, "lab/all_jobs").fetchall()}
-        used = indexes_used(plan(conn, learner, {}))
-        execute(conn, learner, {})
-        after = {r[0]: r for r in run(owner, "lab/all_jobs").fetchall()}
-    status_of = {i: after[i][3] for i in STAGE}
-    wrong = {i: (s, STAGE[i][3]) for i, s in status_of.items() if s != STAGE[i][3]}
-    others = [i for i in before if i not in STAGE and before[i] != after[i]]
-    live = [i for i, s in STAGE.items() if s[3] == "running" and status_of[i] != "running"]
-    expired = [i for i, s in STAGE.items() if s[3] != "running"]
+        for _ in range(SCENES):
+            jobs = scene(rng)
+            ids = rng.sample(range(1, KEEP + 1), len(jobs))
+            for job_id, job in zip(ids, jobs, strict=True):
+                stage(
+                    owner,
+                    [job_id],
+                    "running",
+                    job.attempts,
+                    rng.randrange(1_000, 1_000_000),
+                    job.lease_s,
+                    max_attempts=job.max_attempts,
+                )
+            run(owner, "lab/analyze_jobs")
+            before = {r[0]: r for r in run(owner, "lab/all_jobs").fetchall()}
+            used |= indexes_used(plan(conn, learner, {}))
+            execute(conn, learner, {})
+            after = {r[0]: r for r in run(owner, "lab/all_jobs").fetchall()}
+            wrong += [(i, j, after[i][3]) for i, j in zip(ids, jobs, strict=True) if after[i][3] != j.want]
+            others += [i for i in before if i not in ids and before[i] != after[i]]
+            checked += len(before) - len(ids)
+            for job_id in ids:  # back to ready, so the next scene starts from the same table
+                stage(owner, [job_id], "ready", 0, 0, None)
+    live = [w for w in wrong if w[1].want == "running"]
+    expired = [w for w in wrong if w[1].want != "running"]
     evidence = [
         Evidence(
-            "expired leases back to ready (or dead when out of attempts)",
-            ", ".join(f"job {i}: {status_of[i]}" for i in expired),
-            all(i not in wrong for i in expired),
+            "expired leases back to ready, or dead once the job's own max_attempts is used",
+            "; ".join(f"job {i} ({j.what}): {s}, should be {j.want}" for i, j, s in expired)
+            or f"all right in {SCENES} scenes",
+            not expired,
         ),
         Evidence(
             "live leases left running",
-            f"{len(STAGE) - len(expired) - len(live)} of {len(STAGE) - len(expired)}",
+            "; ".join(f"job {i} ({j.what}): {s}" for i, j, s in live) or f"all running in {SCENES} scenes",
             not live,
         ),
-        Evidence(
-            "other rows left alone", f"{len(others):,} of {len(before) - len(STAGE):,} changed", not others
-        ),
+        Evidence("other rows left alone", f"{len(others):,} of {checked:,} changed", not others),
         Evidence(
             f"plan uses the partial index {INDEX}",
             ", ".join(sorted(used)) or "no index: reads the whole table",
             INDEX in used,
         ),
     ]
-    if live or others:
-        hint = (
-            "only running jobs whose lease has passed may change: "
-            "status = 'running' AND leased_until BETWEEN '-infinity' AND now()."
-        )
-    elif INDEX not in used:
-        hint = (
-            "the planner can use the partial index only if your WHERE says status = 'running' as a literal, "
-            "as its predicate does."
-        )
-    else:
-        hint = (
-            "a job whose attempts reached max_attempts goes dead: "
-            "CASE WHEN attempts = greatest(attempts, max_attempts) ..."
-        )
     return Verdict.from_evidence(
         exercise,
         evidence,
-        hint,
-        numbers={"indexes": sorted(used), "live_changed": live, "others_changed": len(others)},
+        _hint(expired, bool(live or others), INDEX in used),
+        numbers={
+            "indexes": sorted(used),
+            "live_changed": [w[0] for w in live],
+            "others_changed": len(others),
+        },
         passed_headline="only expired leases came back, through the partial index",
         passed_hint="only expired leases came back, and the plan reads just the running rows' index.",
         server_version=scratch.db.server.version,
     )
+
+
+def _hint(expired: list[tuple[int, Staged, str]], strays: bool, indexed: bool) -> str:
+    """The fixes the scenes call for: rows that must not change first, then the index, then dead."""
+    if strays:
+        return (
+            "only running jobs whose lease has passed may change: "
+            "status = 'running' AND leased_until BETWEEN '-infinity' AND now()."
+        )
+    fixes = []
+    if not indexed:
+        fixes.append(
+            "the planner can use the partial index only if your WHERE says status = 'running' as a "
+            "literal, as its predicate does"
+        )
+    if expired:
+        fixes.append(
+            "each job has its own max_attempts (and it may have been lowered since): compare attempts with "
+            "the job's column, not a number, CASE WHEN attempts = greatest(attempts, max_attempts) "
+            "THEN 'dead' ELSE 'ready' END"
+        )
+    return "; ".join(fixes) + "." if fixes else ""

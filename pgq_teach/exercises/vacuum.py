@@ -1,18 +1,27 @@
 """The session holding VACUUM back (lesson 09): the learner writes one query
 on pg_stat_activity, and the checker grades it against real sessions, all of
-the learner's own role (a role sees the details only of its own sessions):
+the learner's own role (a role sees the details only of its own sessions).
 
-- the culprit: a REPEATABLE READ transaction idle after one SELECT; its
-  snapshot keeps VACUUM from removing the dead versions made after it;
-- a READ COMMITTED transaction idle after one SELECT: idle in transaction
-  too, but between statements it holds no snapshot and blocks nothing;
-- an idle session outside any transaction;
-- and the learner's query's own session, which holds a snapshot while it runs.
+Two staged scenes, each with its own culprit:
+
+- a REPEATABLE READ transaction idle after one SELECT: its snapshot
+  (backend_xmin) keeps VACUUM from removing the dead versions made after it;
+- a READ COMMITTED transaction idle after a write: between statements it
+  holds no snapshot, but its transaction id (backend_xid) holds VACUUM back.
+
+Beside each culprit: a decoy READ COMMITTED transaction idle after one
+SELECT (idle in transaction too, but holding nothing), opened before the
+culprit in the first scene and after it in the second; an idle session
+outside any transaction; and the learner's query's own session, which holds
+a snapshot while it runs. A query that picks "the oldest (or newest) idle
+transaction" names a decoy in one scene or the other.
 
 The query must name the culprit's pid and no other. Then the checker ends the
 sessions it named and runs VACUUM again: the dead versions go (guide #18)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import psycopg
 
@@ -45,94 +54,173 @@ def session(scratch: Scratch, isolation: psycopg.IsolationLevel | None) -> psyco
     return conn
 
 
+@dataclass
+class HolderScene:
+    """One scene's sessions, what the learner's query named, and VACUUM's counts."""
+
+    culprit: int
+    names: dict[int, str]
+    found: list[int] = field(default_factory=list)
+    held_before: int = 0
+    removed: int = 0
+    held_after: int = 0
+
+    @property
+    def named(self) -> bool:
+        return self.culprit in self.found
+
+    @property
+    def extra(self) -> list[int]:
+        return [pid for pid in dict.fromkeys(self.found) if pid != self.culprit]
+
+
+def stage_scene(scratch: Scratch, owner: psycopg.Connection, xid_holder: bool, staged: list) -> HolderScene:
+    """Open the scene's sessions, the decoy before the culprit in the snapshot
+    scene and after it in the xid scene, and make JOBS dead versions after them all."""
+    run(owner, "lab/seed_jobs", {"kind": "send_receipt", "count": JOBS})
+    rc, rr = psycopg.IsolationLevel.READ_COMMITTED, psycopg.IsolationLevel.REPEATABLE_READ
+    first = session(scratch, rc)  # the xid scene's culprit, or the snapshot scene's decoy
+    second = session(scratch, rc if xid_holder else rr)
+    idle = session(scratch, None)
+    staged += [first, second, idle]
+    culprit, decoy = (first, second) if xid_holder else (second, first)
+    if xid_holder:  # it writes job 1, done in the scene before, so finishing the ready jobs waits on no lock
+        run(culprit, "exercise/touch_job", {"id": 1})
+    held = (
+        "a READ COMMITTED transaction idle after a write (its xid)"
+        if xid_holder
+        else "the idle REPEATABLE READ transaction (its snapshot)"
+    )
+    when = "after" if xid_holder else "before"
+    names = {
+        culprit.info.backend_pid: held,
+        decoy.info.backend_pid: f"an idle READ COMMITTED transaction, opened {when} it, which holds nothing",
+        idle.info.backend_pid: "an idle session outside any transaction",
+    }
+    run(owner, "exercise/finish_ready_jobs")  # dead versions, made after every staged session began
+    return HolderScene(culprit.info.backend_pid, names)
+
+
+def end_session(conn: psycopg.Connection) -> None:
+    """Roll back (which returns once the server has let go), then close."""
+    if not conn.closed:
+        try:
+            conn.rollback()
+        except psycopg.Error:
+            pass  # a session the server already ended: closing is all that is left
+        conn.close()
+
+
+def play(scratch: Scratch, learner: LearnerSQL, scene: HolderScene, staged: list) -> None:
+    """Run the learner's query, end the sessions it named, VACUUM again."""
+    _, scene.held_before = vacuum_counts(scratch)
+    with scratch.connect() as conn:
+        columns = parse(conn, learner)
+        own_pid = conn.info.backend_pid
+        rows = execute(conn, learner, {}).fetchall()
+    column = columns.index("pid") if "pid" in columns else 0
+    scene.found = [row[column] for row in rows]
+    if not all(isinstance(pid, int) for pid in scene.found):
+        raise Refused("return the sessions' pids: a column named pid, from pg_stat_activity")
+    scene.names[own_pid] = "your query's own session"
+    for conn in staged:  # end the sessions the query named, as a DBA would
+        if not conn.closed and conn.info.backend_pid in scene.found:
+            # ROLLBACK returns once the server has dropped the snapshot; a bare
+            # close() does not wait, and VACUUM straight after could still be held back.
+            conn.rollback()
+            conn.close()
+    scene.removed, scene.held_after = vacuum_counts(scratch)
+
+
 def check_holder(
     scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None
 ) -> Verdict:
     if learner.first_word not in ("SELECT", "WITH"):
         raise Refused("this exercise runs one SELECT on pg_stat_activity")
-    staged: list[psycopg.Connection] = []
-    try:
-        with scratch.db.connection() as owner:
-            run(owner, "lab/autovacuum_off")
-            run(owner, "lab/seed_jobs", {"kind": "send_receipt", "count": JOBS})
-            culprit = session(scratch, psycopg.IsolationLevel.REPEATABLE_READ)
-            quiet = session(scratch, psycopg.IsolationLevel.READ_COMMITTED)
-            idle = session(scratch, None)
-            staged += [culprit, quiet, idle]
-            target = culprit.info.backend_pid
-            names = {
-                target: "the idle REPEATABLE READ transaction",
-                quiet.info.backend_pid: "an idle READ COMMITTED transaction, which holds no snapshot",
-                idle.info.backend_pid: "an idle session outside any transaction",
-            }
-            run(owner, "exercise/finish_ready_jobs")  # JOBS dead versions, made after the culprit's snapshot
-            _, held_before = vacuum_counts(scratch)
+    scenes: list[HolderScene] = []
+    with scratch.db.connection() as owner:
+        run(owner, "lab/autovacuum_off")
+        for xid_holder in (False, True):  # the xid scene writes job 1, which the first scene finished
+            staged: list[psycopg.Connection] = []
+            try:
+                scene = stage_scene(scratch, owner, xid_holder, staged)
+                play(scratch, learner, scene, staged)
+            finally:
+                for conn in staged:  # the next scene starts with nothing held, and sees none of these
+                    end_session(conn)
+            scenes.append(scene)
             if progress:
-                progress(1, 3)
-            with scratch.connect() as conn:
-                columns = parse(conn, learner)
-                own_pid = conn.info.backend_pid
-                rows = execute(conn, learner, {}).fetchall()
-            column = columns.index("pid") if "pid" in columns else 0
-            found = [row[column] for row in rows]
-            if not all(isinstance(pid, int) for pid in found):
-                raise Refused("return the sessions' pids: a column named pid, from pg_stat_activity")
-            names[own_pid] = "your query's own session"
-            for conn in staged:  # end the sessions the query named, as a DBA would
-                if conn.info.backend_pid in found:
-                    # ROLLBACK returns once the server has dropped the snapshot; a bare
-                    # close() does not wait, and VACUUM straight after could still be held back.
-                    conn.rollback()
-                    conn.close()
-            removed, held_after = vacuum_counts(scratch)
-            if progress:
-                progress(3, 3)
-    finally:
-        for conn in staged:
-            conn.close()
-    extra = [pid for pid in dict.fromkeys(found) if pid != target]
+                progress(len(scenes), 2)
+    missed = [sc for sc in scenes if not sc.named]
+    extra = [(sc, pid) for sc in scenes for pid in sc.extra]
+    own = any(sc.names.get(pid) == "your query's own session" for sc, pid in extra)
     evidence = [
         Evidence(
-            "VACUUM before: dead versions kept for an open snapshot",
-            f"{held_before:,} of {JOBS:,} dead but not yet removable",
+            "VACUUM before: dead versions kept for an open transaction",
+            "; ".join(f"{sc.held_before:,} of {JOBS:,} dead but not yet removable" for sc in scenes),
             None,
         ),
         Evidence(
-            "names the idle REPEATABLE READ transaction",
-            f"pid {target} {'found' if target in found else 'missing'}",
-            target in found,
+            "names the session holding VACUUM back, in each scene",
+            "; ".join(
+                f"pid {sc.culprit} ({sc.names[sc.culprit]}) {'found' if sc.named else 'missing'}"
+                for sc in scenes
+            ),
+            not missed,
         ),
         Evidence(
             "no session that holds nothing back",
-            "; ".join(f"pid {pid}: {names.get(pid, 'another session')}" for pid in extra) or "none",
+            "; ".join(f"pid {pid}: {sc.names.get(pid, 'another session')}" for sc, pid in extra) or "none",
             not extra,
         ),
         Evidence(
             "VACUUM after ending the sessions you named",
-            f"{removed:,} removed, {held_after:,} dead but not yet removable",
-            held_after == 0 and removed >= JOBS,
+            "; ".join(
+                f"{sc.removed:,} removed, {sc.held_after:,} dead but not yet removable" for sc in scenes
+            ),
+            all(sc.held_after == 0 and sc.removed >= JOBS for sc in scenes),
         ),
     ]
-    if target not in found:
+    if missed and not scenes[-1].named and scenes[0].named:  # the xid holder alone was missed
+        hint = (
+            "a transaction that wrote holds VACUUM back by its transaction id even with no snapshot: "
+            "ask for backend_xmin IS NOT NULL OR backend_xid IS NOT NULL."
+        )
+    elif missed:
         hint = "look for a session that holds a snapshot: backend_xmin (or backend_xid) IS NOT NULL."
-    elif own_pid in found:
+    elif own:
         hint = (
             "your query's own session holds a snapshot while it runs: leave it out with "
             "pid <> pg_backend_pid()."
         )
     else:
         hint = (
-            "idle in transaction is not enough: a READ COMMITTED transaction between statements holds no "
-            "snapshot. Ask for backend_xmin or backend_xid IS NOT NULL instead of the state."
+            "idle in transaction is not enough, nor is the oldest such session: a READ COMMITTED transaction "
+            "between statements holds no snapshot. Ask for backend_xmin or backend_xid IS NOT NULL instead."
         )
     return Verdict.from_evidence(
         exercise,
         evidence,
         hint,
-        numbers={"found": found, "culprit": target, "held_before": held_before, "held_after": held_after},
-        passed_headline="your query names the one session holding VACUUM back, and ending it let VACUUM work",
+        # culprit, found, held_before and held_after: the snapshot scene's, as the lesson tells it.
+        numbers={
+            "culprit": scenes[0].culprit,
+            "found": scenes[0].found,
+            "held_before": scenes[0].held_before,
+            "held_after": scenes[0].held_after,
+            "scenes": [
+                {
+                    "culprit": sc.culprit,
+                    "found": sc.found,
+                    "held_before": sc.held_before,
+                    "held_after": sc.held_after,
+                }
+                for sc in scenes
+            ],
+        },
+        passed_headline="your query names the session holding VACUUM back, and ending it let VACUUM work",
         passed_hint=(
-            "backend_xmin marks the snapshot that holds VACUUM back; ending that session lets VACUUM work."
+            "backend_xmin and backend_xid mark what holds VACUUM back; ending that session lets VACUUM work."
         ),
         server_version=scratch.db.server.version,
         guide=figure(18),

@@ -9,22 +9,40 @@ autocommit session, as the library's Worker does) hears what it sends:
 Rollback and commit hold for any one statement (the server delivers a NOTIFY
 only when its transaction commits, guide #12); they are shown live so the
 learner sees why enqueue and notify belong in one transaction. What the
-learner can get wrong is the channel, the count and the payload."""
+learner can get wrong is the channel, the count and the payload.
+
+The commit runs twice, each time with a kind and payload drawn afresh, so a
+statement that writes a kind, a payload or an id into its text fails: each
+new job must hold what was passed, and each notification its own id."""
 
 from __future__ import annotations
 
+import random
+
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from ..guide import figure
 from ..statements import run
 from .learner_sql import LearnerSQL, Refused
 from .sandbox import Scratch, execute, parse
+from .scenes import draw
 from .verdict import Evidence, Verdict
 
 CHANNEL = "jobs_ready"  # the channel the library's Worker listens on (sql/listen.sql)
 QUIET_S = 0.5  # how long to listen for a notification that must not come
 DELIVERY_S = 2.0  # how long to wait for those that must; they take milliseconds
-VALUES = {"kind": "send_receipt", "payload": Jsonb({"order_id": 101, "email": "ana@example.com"})}
+KINDS = ("send_receipt", "build_invoice", "call_webhook", "refund_order")
+COMMITS = 2
+
+
+def values(rng: random.Random) -> dict:
+    """A kind and a payload for one enqueue, drawn afresh."""
+    order = rng.randrange(100, 100_000)
+    return {
+        "kind": rng.choice(KINDS),
+        "payload": Jsonb({"order_id": order, "email": f"c{order}@example.com"}),
+    }
 
 
 def heard(listener, seconds: float) -> list[str]:
@@ -35,30 +53,47 @@ def job_ids(owner) -> list[int]:
     return [row[0] for row in run(owner, "lab/all_jobs").fetchall()]
 
 
+def new_jobs(owner, known: list[int]) -> list[dict]:
+    """The jobs not in `known`, each as a dict of its columns."""
+    return [
+        row for row in run(owner, "lab/all_jobs", row_factory=dict_row).fetchall() if row["id"] not in known
+    ]
+
+
 def check_notify(
     scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None
 ) -> Verdict:
     if learner.first_word not in ("WITH", "INSERT", "SELECT"):
         raise Refused("this exercise runs one statement that enqueues a job and notifies (WITH ... INSERT)")
+    rng = draw()
+    commits: list[tuple[dict, list[dict], list[str]]] = []  # (values passed, new jobs, payloads heard)
     with scratch.db.connection() as owner, scratch.db.connection() as listener:
         run(listener, "listen")
         with scratch.connect() as check:
             parse(check, learner)
         with scratch.connect(autocommit=False) as conn:
-            execute(conn, learner, VALUES)
+            execute(conn, learner, values(rng))
             conn.rollback()
             after_rollback = heard(listener, QUIET_S), job_ids(owner)
-            if progress:
-                progress(1, 3)
-            execute(conn, learner, VALUES)
-            before_commit = heard(listener, QUIET_S)
-            conn.commit()
-            after_commit = heard(listener, DELIVERY_S)
-        jobs = job_ids(owner)
+            before_commit: list[str] = []
+            for done in range(COMMITS):
+                if progress:
+                    progress(done + 1, COMMITS + 1)
+                known, passed = job_ids(owner), values(rng)
+                execute(conn, learner, passed)
+                before_commit += heard(listener, QUIET_S)
+                conn.commit()
+                commits.append((passed, new_jobs(owner, known), heard(listener, DELIVERY_S)))
     if progress:
-        progress(3, 3)
-    payloads = after_commit
-    new_id = str(jobs[0]) if len(jobs) == 1 else None
+        progress(COMMITS + 1, COMMITS + 1)
+    jobs = [job for _, new, _ in commits for job in new]
+    payloads = [p for _, _, heard_now in commits for p in heard_now]
+    one_job = all(len(new) == 1 for _, new, _ in commits)
+    one_each = all(len(h) == 1 for _, _, h in commits)
+    ids_sent = one_job and all(h == [str(new[0]["id"])] for _, new, h in commits)
+    as_passed = one_job and all(
+        new[0]["kind"] == v["kind"] and new[0]["payload"] == v["payload"].obj for v, new, _ in commits
+    )
     shown = ", ".join(
         repr(p if len(p) <= 60 else p[:57] + "...") + f" ({len(p.encode())} bytes)" for p in payloads
     )
@@ -69,24 +104,39 @@ def check_notify(
             not after_rollback[0] and not after_rollback[1],
         ),
         Evidence("nothing heard before COMMIT", f"{len(before_commit)} notification(s)", not before_commit),
-        Evidence("committed: exactly one job enqueued", f"{len(jobs)} job(s)", len(jobs) == 1),
         Evidence(
-            f"exactly one notification on {CHANNEL} after COMMIT",
-            f"{len(payloads)} heard",
-            len(payloads) == 1,
+            "each commit enqueues exactly one job",
+            ", ".join(f"{len(new)} job(s)" for _, new, _ in commits),
+            one_job,
+        ),
+        Evidence(
+            "each new job holds the kind and payload passed (:kind, :payload)",
+            "yes, both times" if as_passed else _held(commits),
+            as_passed,
+        ),
+        Evidence(
+            f"exactly one notification on {CHANNEL} after each COMMIT",
+            ", ".join(f"{len(h)} heard" for _, _, h in commits),
+            one_each,
         ),
         Evidence(
             "its payload is the new job's id, and only that",
             shown or "nothing heard",
-            new_id is not None and payloads == [new_id],
+            ids_sent,
         ),
     ]
-    if len(jobs) != 1:
+    if not one_job:
         hint = "the statement must INSERT exactly one job (WITH job AS (INSERT ... RETURNING id) ...)."
+    elif not as_passed:
+        hint = (
+            "insert the values passed in, VALUES (:'kind', :'payload'), not ones written into the statement."
+        )
     elif not payloads:
         hint = f"the workers LISTEN on {CHANNEL}: call pg_notify('{CHANNEL}', ...) for the new job."
-    elif len(payloads) > 1:
+    elif not one_each:
         hint = "one job, one notification: notify once, for the row the INSERT returned."
+    elif all(len(p) <= 20 for p in payloads):  # short, but not this job's id: written into the text
+        hint = "send this job's own id, from the INSERT's RETURNING: pg_notify('jobs_ready', id::text)."
     else:
         hint = (
             "send the id, not the data: a payload must stay under 8,000 bytes, and a notification can be "
@@ -96,7 +146,14 @@ def check_notify(
         exercise,
         evidence,
         hint,
-        numbers={"payloads": payloads, "job_id": new_id, "rolled_back_heard": len(after_rollback[0])},
+        # payloads and job_id: the first commit's, as the lesson tells it; the lists: every commit's.
+        numbers={
+            "payloads": commits[0][2],
+            "job_id": str(commits[0][1][0]["id"]) if commits[0][1] else None,
+            "heard": payloads,
+            "job_ids": [str(job["id"]) for job in jobs],
+            "rolled_back_heard": len(after_rollback[0]),
+        },
         passed_headline="the job and its wake-up commit together, and the notification carries only the id",
         passed_hint=(
             "one statement, one transaction: the job and its wake-up commit together, and the id is all "
@@ -105,3 +162,13 @@ def check_notify(
         server_version=scratch.db.server.version,
         guide=figure(12),
     )
+
+
+def _held(commits: list[tuple[dict, list[dict], list[str]]]) -> str:
+    """What the first mismatched job held, beside what was passed."""
+    for passed, new, _ in commits:
+        if len(new) == 1 and (new[0]["kind"], new[0]["payload"]) != (passed["kind"], passed["payload"].obj):
+            job = new[0]
+            held = f"the job holds {job['kind']}, {job['payload']}"
+            return f"passed {passed['kind']}, {passed['payload'].obj}; {held}"
+    return "no single new job to compare"

@@ -39,7 +39,7 @@ def parse_only(text: str | None) -> list[int]:
     numbers = []
     for part in text.split(","):
         part = part.strip()
-        if not part.isdigit():
+        if not (part.isascii() and part.isdigit()):  # "٣" and "²" are digits to isdigit, not to int
             raise BadInput(
                 f"--only takes guide figure numbers separated by commas, such as 1,6,18; "
                 f"{part!r} is not a number"

@@ -1,0 +1,102 @@
+"""The graders test the behaviour, not one story: each checker stages scenes
+drawn afresh (ids, fence tokens, leases, batch sizes, max_attempts, due and
+not-yet-due jobs, decoy sessions), so a statement that writes one story's
+value into its text or ignores a column fails, for the lesson's reason, with
+a hint that names the fix. Every model answer still passes (tests/test_exercises.py)."""
+
+import pytest
+
+from pgq_teach import exercises
+from pgq_teach.statements import statement
+
+pytestmark = pytest.mark.usefixtures("pg")
+
+# (exercise, seeded wrong answer under sql/, evidence that must fail, words the hint must hold)
+WRONG = [
+    ("03/claim", "exercise/wrong/claim_without_lease", "writes the lease it is given", "leased_until"),
+    ("03/claim", "exercise/wrong/claim_without_lease", "jobs not due yet left alone", "run_at BETWEEN"),
+    ("03/claim", "exercise/wrong/claim_without_lease", "the first claim takes the oldest due", "ORDER BY run_at"),
+    ("04/reap", "exercise/wrong/reap_fixed_attempts", "dead once the job's own max_attempts", "max_attempts"),
+    ("05/complete", "exercise/wrong/complete_fixed_token", "current worker B's call", "fence_token = :fence_token"),
+    ("09/holder", "exercise/wrong/oldest_idle_in_transaction", "names the session holding VACUUM back", "backend_xmin"),
+    ("09/holder", "exercise/wrong/oldest_idle_in_transaction", "no session that holds nothing back", "backend_xmin"),
+    ("10/cleanup", "exercise/wrong/cleanup_fixed_limit", "full batches of :batch while done rows remain", "LIMIT :batch"),
+]
+
+
+@pytest.fixture(autouse=True)
+def learner_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    """One check per seeded wrong answer, shared by the cases that read it."""
+    return {}
+
+
+def verdict_for(verdicts, key: str, name: str):
+    if (key, name) not in verdicts:
+        verdicts[key, name] = exercises.check(key, statement(name).text, save=False)
+    return verdicts[key, name]
+
+
+@pytest.mark.parametrize("key, name, failing, hint", WRONG, ids=[f"{w[0]}-{w[2][:30]}" for w in WRONG])
+def test_a_seeded_wrong_answer_fails_for_the_lessons_reason(verdicts, key, name, failing, hint):
+    verdict = verdict_for(verdicts, key, name)
+    assert not verdict.passed and not verdict.refused, verdict.summary()
+    assert any(failing in e.what for e in verdict.failures), verdict.summary()
+    assert hint in verdict.hint, verdict.summary()
+
+
+def test_the_reaper_that_ignores_max_attempts_still_uses_the_index(verdicts):
+    """It fails on max_attempts alone: the index is not its problem."""
+    verdict = verdict_for(verdicts, "04/reap", "exercise/wrong/reap_fixed_attempts")
+    assert [e.what for e in verdict.failures] == [
+        "expired leases back to ready, or dead once the job's own max_attempts is used"
+    ]
+
+
+def test_a_hard_coded_token_finishes_nothing_and_no_stale_call_matches(verdicts):
+    verdict = verdict_for(verdicts, "05/complete", "exercise/wrong/complete_fixed_token")
+    assert verdict.numbers["current_misses"] == 2 and verdict.numbers["stale_hits"] == 0
+
+
+def test_the_oldest_idle_session_is_a_decoy_in_one_scene_and_the_newest_in_the_other(verdicts):
+    verdict = verdict_for(verdicts, "09/holder", "exercise/wrong/oldest_idle_in_transaction")
+    first, second = verdict.numbers["scenes"]  # the decoy opened before the culprit, then after it
+    assert len(first["found"]) == 1 and first["culprit"] not in first["found"]
+    assert first["held_after"] == first["held_before"] > 0  # VACUUM still held back
+    assert second["found"] == [second["culprit"]]
+
+
+def test_a_claim_without_its_lease_still_runs_each_job_once(verdicts):
+    """The race alone would pass it: only the staged scenes catch it."""
+    verdict = verdict_for(verdicts, "03/claim", "exercise/wrong/claim_without_lease")
+    assert verdict.numbers["run_more_than_once"] == 0 and verdict.numbers["never_run"] == 0
+
+
+def test_scenes_differ_from_check_to_check():
+    """Two checks of the same answer draw different values (a fixed story could be learned)."""
+    key = "05/complete"
+    first, second = (exercises.check(key, exercises.exercise(key).answer_text(), save=False) for _ in range(2))
+    assert first.passed and second.passed
+    assert [e.found for e in first.evidence] != [e.found for e in second.evidence]
+
+
+def test_the_newest_idle_session_is_a_decoy_too():
+    """ORDER BY ... DESC instead: the second scene opens its decoy after the culprit."""
+    text = statement("exercise/wrong/oldest_idle_in_transaction").text.replace("backend_start", "backend_start DESC")
+    verdict = exercises.check("09/holder", text, save=False)
+    assert not verdict.passed and any("holding VACUUM back" in e.what for e in verdict.failures)
+    first, second = verdict.numbers["scenes"]
+    assert first["culprit"] in first["found"] and second["culprit"] not in second["found"]
+
+
+def test_a_holder_query_on_backend_xmin_alone_misses_the_writer():
+    """A transaction that wrote holds VACUUM back by its xid, with no snapshot between statements."""
+    text = exercises.exercise("09/holder").answer_text().replace("backend_xid IS NOT NULL OR ", "")
+    verdict = exercises.check("09/holder", text, save=False)
+    assert not verdict.passed and "backend_xid" in verdict.hint
+    first, second = verdict.numbers["scenes"]
+    assert first["culprit"] in first["found"] and second["found"] == []

@@ -100,12 +100,13 @@ def lesson_groups() -> dict[str, str]:
     Their kernels and nbval's use the lessons' own database names (a notebook checks its
     name), so two of them must never run one lesson at once. Returns file -> group."""
     notebooks = {
-        p.name[:2]: f"notebooks/{p.name}" for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+        p.name.split("-", 1)[0]: f"notebooks/{p.name}"  # "02", or "02b" for a lesson's second part
+        for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]*-*.ipynb"))
     }
     group: dict[str, str] = {}
     for test in sorted((ROOT / "tests").glob("test_*browser*.py")):
         text = test.read_text(encoding="utf-8")
-        opened = re.findall(r"\b(\d\d)-[a-z0-9-]+\.ipynb", text)  # "01-double-send.ipynb"
+        opened = re.findall(r"\b(\d\d[a-z]?)-[a-z0-9-]+\.ipynb", text)  # "01-double-send.ipynb"
         checked = re.findall(r"[\"'](\d\d)/[a-z_]+[\"']", text)  # YourTurn("01/claim")
         lessons = set(opened) | set(checked)
         members = [f"tests/{test.name}"] + [notebooks[n] for n in lessons if n in notebooks]

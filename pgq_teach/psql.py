@@ -29,20 +29,21 @@ def notebooks_dir() -> Path:
 
 def lessons() -> list[str]:
     """The course's lessons, by slug ("02-row-locks"), from its notebooks."""
-    return sorted(path.stem for path in notebooks_dir().glob("[0-9][0-9]-*.ipynb"))
+    return sorted(path.stem for path in notebooks_dir().glob("[0-9][0-9]*-*.ipynb"))
 
 
 def lesson_label(lesson: str | None) -> str:
     """A lesson's database label: its slug ("02-row-locks"), found from its
-    number alone ("02" or "2"); None or "shop" is the shop database. Anything
+    number alone ("02", "2" or "02b"); None or "shop" is the shop database. Anything
     else is refused before any database is made: psql opens only the course's."""
     if lesson is None or lesson == DEFAULT_LABEL:
         return DEFAULT_LABEL
     known = lessons()
     if isinstance(lesson, str) and lesson in known:
         return lesson
-    if isinstance(lesson, str) and lesson.isascii() and lesson.isdigit() and len(lesson) <= 2:
-        matches = [slug for slug in known if slug[:2] == f"{int(lesson):02d}"]
+    if isinstance(lesson, str) and lesson.isascii() and 0 < len(lesson) <= 3:
+        wanted = f"{int(lesson):02d}" if lesson.isdigit() else lesson.lower()
+        matches = [slug for slug in known if slug.split("-", 1)[0] == wanted]  # 02, or 02b
         if matches:
             return matches[0]
     numbers = f"{known[0][:2]} to {known[-1][:2]}" if known else "none found here"

@@ -734,6 +734,9 @@ class AutovacuumComparison(Result):
     runs: list[ChurnRun]
     naptime: str
     skipped: str = ""
+    # the server-wide knobs behind the result, as the server had them during the run
+    # (autovacuum_naptime, max_workers, the cost limit and delay; lab/autovacuum_knobs.sql)
+    knobs: dict[str, str] = field(default_factory=dict)
     guess: float | None = None  # peak n_dead_tup with the defaults
     guide: GuideFigure = GUIDE_AUTOVACUUM
 
@@ -794,6 +797,10 @@ class AutovacuumComparison(Result):
                     "before its first autovacuum)"
                 )
         lines.append(f"  your guess for the defaults' peak: {guess_text(self.guess)}")
+        if self.knobs:
+            lines.append(
+                "  server-wide: " + ", ".join(f"{name} {value}" for name, value in self.knobs.items())
+            )
         return "\n".join(lines + self.footer())
 
     def chart_svg(self, width: int = 720, height: int = 260) -> str:
@@ -925,6 +932,7 @@ def autovacuum_per_table(
         try:
             time.sleep(0.2)  # the launcher picks up the reload
             naptime_seen = run_one(conn, "lab/show_naptime")[0]
+            knobs = dict(run(conn, "lab/autovacuum_knobs").fetchall())
             for n, (name, settings) in enumerate((("defaults", DEFAULTS), ("guide", GUIDE_SETTINGS))):
                 if stop is not None and stop.is_set():
                     break
@@ -945,7 +953,9 @@ def autovacuum_per_table(
             run(conn, "lab/reset_autovacuum_naptime")
             run(conn, "lab/reload_conf")
             run(conn, "lab/jobs_autovacuum", {"enabled": True, **DEFAULTS})
-    return AutovacuumComparison(runs=runs, naptime=naptime_seen, stopped=len(runs) < 2, **comparison)
+    return AutovacuumComparison(
+        runs=runs, naptime=naptime_seen, knobs=knobs, stopped=len(runs) < 2, **comparison
+    )
 
 
 def store_autovacuum_run(result: AutovacuumComparison, path: Path = STORED_DEFAULT_NAPTIME_RUN) -> Path:

@@ -236,3 +236,9 @@ def test_the_vacuum_report_names_the_index_pages_it_deleted(db):
     total, deleted = report.index_pages("jobs_ready_idx")
     assert total > 10 and deleted >= 0.9 * total - 2
     assert report.index_pages("no_such_index") is None
+
+
+def test_an_idle_read_committed_transaction_holds_nothing_back(db):
+    quiet = bloat.read_committed_idle(db, jobs=1_000)
+    assert quiet.state == "idle in transaction" and not quiet.listed_as_holder
+    assert quiet.vacuum.not_removable == 0

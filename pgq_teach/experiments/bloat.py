@@ -353,13 +353,20 @@ def vacuum_effect(db: Database, *, guess: float | None = None) -> VacuumEffect:
 
 class IdleTransaction:
     """A session that opens a REPEATABLE READ transaction, runs one SELECT,
-    and then sits idle: its snapshot stays until the transaction ends.
+    and then sits idle: its snapshot stays until the transaction ends (at
+    READ COMMITTED, `isolation`, it is dropped when the SELECT ends).
     `timeout` (such as "1s") sets idle_in_transaction_session_timeout first.
     The session is a sessions.Session, named IDLE_NAME, so its timeline
     records what it ran."""
 
-    def __init__(self, db: Database, *, timeout: str | None = None):
-        self.db, self.timeout = db, timeout
+    def __init__(
+        self,
+        db: Database,
+        *,
+        timeout: str | None = None,
+        isolation: psycopg.IsolationLevel = psycopg.IsolationLevel.REPEATABLE_READ,
+    ):
+        self.db, self.timeout, self.isolation = db, timeout, isolation
         self.session: Session | None = None
         self.pid: int | None = None
 
@@ -373,7 +380,7 @@ class IdleTransaction:
             return self.pid
         session = Session(self.db, IDLE_SESSION, prefix=IDLE_PREFIX)
         # set before any command is queued, while the session's thread waits for one
-        session.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        session.conn.isolation_level = self.isolation
         if self.timeout is not None:
             session.run("lab/set_idle_timeout", {"timeout": self.timeout})  # committed: lasts the session
         session.begin()  # the single SELECT: the snapshot is taken here
@@ -431,6 +438,34 @@ class IdleTransaction:
             return False
         with self.db.connection() as conn:
             return run_one(conn, "lab/session_alive", {"pid": self.pid})[0]
+
+
+@dataclass(frozen=True)
+class QuietIdle:
+    """An idle READ COMMITTED transaction that has only read, through a drain and a VACUUM."""
+
+    state: str  # as pg_stat_activity shows it: "idle in transaction"
+    listed_as_holder: bool  # whether the guide's activity query lists it
+    vacuum: VacuumReport  # VACUUM while it stayed open
+
+
+def read_committed_idle(db: Database, *, jobs: int = 1_000) -> QuietIdle:
+    """Open an idle READ COMMITTED transaction after one SELECT, drain `jobs` jobs,
+    and VACUUM while it stays open: it holds no snapshot and no transaction ID,
+    so it holds nothing back, idle in transaction though it is."""
+    checks.whole_number("jobs", jobs, *LIMITS["jobs"])
+    prepare(db, jobs)
+    idle = IdleTransaction(db, isolation=psycopg.IsolationLevel.READ_COMMITTED)
+    pid = idle.open()
+    try:
+        drain(db, jobs=jobs, prepared=True)
+        report = vacuum(db)
+        with db.connection() as conn:
+            state = run_one(conn, "lab/session_state", {"pid": pid})[0]
+        listed = any(row["pid"] == pid for row in holders(db))
+    finally:
+        idle.close()
+    return QuietIdle(state, listed, report)
 
 
 def holders(db: Database) -> list[dict]:

@@ -154,3 +154,24 @@ def test_autovacuum_lab_leaves_a_server_it_does_not_own_alone(db):
     from pgq_teach.widgets.dashboard import autovacuum_html
 
     assert "Skipped: autovacuum_naptime" in autovacuum_html(r)
+
+
+def test_the_status_query_estimates_done_on_a_big_table_and_counts_exactly_on_a_small_one(db):
+    """stats_status.sql stays cheap on a big table: done and dead are estimated from the
+    planner's statistics above 200,000 rows, ready and running always counted; the exact
+    count (queue.status_counts, count_by_status.sql) reads everything."""
+    from pgq_teach import queue
+    from pgq_teach.statements import run
+
+    with db.connection() as conn:
+        run(conn, "lab/seed_done_jobs", {"count": 5_000, "distinct": True})
+        run(conn, "lab/seed_jobs", {"kind": "send_receipt", "count": 10})
+        small = queue.stats(conn)
+        assert small.counts == {"done": 5_000, "ready": 10} and small.estimated == []
+        run(conn, "lab/seed_done_jobs", {"count": 245_000, "distinct": True})
+        run(conn, "lab/analyze_jobs")
+        big = queue.stats(conn)
+        assert big.estimated == ["done"] and big.counts["ready"] == 10  # ready: still counted
+        assert abs(big.counts["done"] - 250_000) < 250_000 * 0.02  # the planner's estimate, within 2%
+        assert "done ~" in str(big)
+        assert queue.status_counts(conn) == {"done": 250_000, "ready": 10}  # the exact count

@@ -18,7 +18,10 @@ from .common import ExperimentPanel, comparison_html, error_html, styled
 
 def snapshot_html(snap: Snapshot) -> str:
     st = snap.stats
-    counts = "".join(f"<tr><td>{escape(k)}</td><td>{v:,}</td></tr>" for k, v in st.counts.items())
+    counts = "".join(
+        f"<tr><td>{escape(k)}</td><td>{'~' if k in st.estimated else ''}{v:,}</td></tr>"  # ~: an estimate
+        for k, v in st.counts.items()
+    )
     wait = f"{st.oldest_due_wait.total_seconds():.2f} s" if st.oldest_due_wait is not None else "–"
     sessions = "".join(
         f"<tr class='pgq-session'><td>{s['pid']}</td><td>{escape(str(s['state']))}</td>"

@@ -277,6 +277,7 @@ class Stats:
     row versions, and the sessions that can hold back VACUUM."""
 
     counts: dict[str, int] = field(default_factory=dict)
+    estimated: list[str] = field(default_factory=list)  # statuses whose count is an estimate (big table)
     oldest_due_wait: timedelta | None = None
     live_tuples: int | None = None
     dead_tuples: int | None = None
@@ -285,15 +286,19 @@ class Stats:
     sessions: list[dict] = field(default_factory=list)
 
     def __str__(self) -> str:
-        counts = ", ".join(f"{s} {n:,}" for s, n in self.counts.items()) or "no jobs"
+        counts = (
+            ", ".join(f"{s} {'~' if s in self.estimated else ''}{n:,}" for s, n in self.counts.items())
+            or "no jobs"
+        )
         wait = f"; oldest due wait {self.oldest_due_wait}" if self.oldest_due_wait else ""
         dead = f"; dead row versions {self.dead_tuples:,}" if self.dead_tuples is not None else ""
         return f"{counts}{wait}{dead}; {len(self.sessions)} session(s) holding a snapshot"
 
 
 def status_counts(conn: psycopg.Connection) -> dict[str, int]:
-    """How many jobs are in each status, for example {"done": 3, "ready": 2}; absent statuses are left out."""
-    return {row["status"]: row["jobs"] for row in run(conn, "stats_status", row_factory=dict_row)}
+    """How many jobs are in each status, counted exactly, for example {"done": 3, "ready": 2};
+    absent statuses are left out. It reads the whole table: the dashboard's `stats` does not."""
+    return {row["status"]: row["jobs"] for row in run(conn, "count_by_status", row_factory=dict_row)}
 
 
 def stats(conn: psycopg.Connection) -> Stats:
@@ -301,6 +306,8 @@ def stats(conn: psycopg.Connection) -> Stats:
     st = Stats()
     for row in run(conn, "stats_status", row_factory=dict_row):
         st.counts[row["status"]] = row["jobs"]
+        if not row["exact"]:
+            st.estimated.append(row["status"])
         if row["oldest_due_wait"] is not None:
             st.oldest_due_wait = row["oldest_due_wait"]
     row = run(conn, "stats_vacuum").fetchone()

@@ -1,11 +1,17 @@
 -- cleanup_done.sql: delete one small batch of done jobs. Small batches keep
 -- each transaction short, so cleanup never holds back VACUUM for long.
--- Safe: yes. Call it in a loop until it deletes nothing.
+-- ARRAY(...) runs the LIMIT subquery once, first, so the DELETE finds its rows
+-- through the primary key (an Index Scan on id = ANY). Written as
+-- id IN (SELECT ... LIMIT), the planner joins the subquery to a Seq Scan of
+-- the whole table in every batch (teaching/cleanup_in_subquery.sql; lesson 10
+-- shows both plans). The subquery still reads past the rows earlier batches
+-- left dead, until VACUUM clears them: a little more each batch.
+-- Safe: yes. Call it in a loop until it deletes fewer than :batch rows.
 -- Parameters: batch (int).
 
 DELETE FROM jobs
-WHERE id IN (
+WHERE id = ANY(ARRAY(
   SELECT id FROM jobs
   WHERE status = 'done'
   LIMIT :batch
-);
+));

@@ -194,3 +194,51 @@ def test_the_lab_report_sets_the_guess_beside_guide_18(db):
         (None, freed.claim.buffers, 1),
     ]
     assert lab.report().comparison()[1][1] == "no guess"
+
+
+def test_the_drain_claims_through_the_ready_index_once_the_table_is_analyzed(db):
+    """bloat.prepare runs ANALYZE (autovacuum, and so auto-ANALYZE, is off on the table):
+    with statistics the claim walks jobs_ready_idx in run_at order, the walk lesson 09 measures."""
+    r = bloat.drain(db, jobs=2_000, batch=100)
+    assert r.claims_through_ready_index, r.claim_plan
+
+
+def test_a_job_leaves_two_dead_versions_and_a_third_when_cleanup_deletes_it(db, conn):
+    """Lesson 09 says two per job while the done row stays, three once cleanup deletes it
+    (lesson 12 says three): counted by the server."""
+    from pgq_teach import queue
+    from pgq_teach.statements import run, run_one
+
+    drained = bloat.drain(db, jobs=3_000, batch=100)
+    assert drained.dead_tuples == 2 * 3_000
+    assert queue.cleanup(conn, batch=1_000) == 3_000
+    run(conn, "lab/flush_stats")
+    assert run_one(conn, "lab/table_bloat")[3] == 3 * 3_000
+
+
+def test_the_idle_snapshot_sees_none_of_the_jobs_whose_dead_versions_it_holds(db):
+    """VACUUM keeps versions by transaction ID, not by what the snapshot can see: every
+    drained job was inserted after the idle transaction began, and it sees none of them."""
+    lab = bloat.BloatLab(db, jobs=2_000)
+    try:
+        lab.open_transaction()
+        lab.drain()
+        step = lab.vacuum()
+        assert step.vacuum.removed == 0 and step.vacuum.not_removable == 2 * 2_000
+        assert lab.idle.jobs_it_sees() == 0
+    finally:
+        lab.close()
+
+
+def test_the_vacuum_report_names_the_index_pages_it_deleted(db):
+    bloat.drain(db, jobs=20_000, batch=100)
+    report = bloat.vacuum(db)
+    total, deleted = report.index_pages("jobs_ready_idx")
+    assert total > 10 and deleted >= 0.9 * total - 2
+    assert report.index_pages("no_such_index") is None
+
+
+def test_an_idle_read_committed_transaction_holds_nothing_back(db):
+    quiet = bloat.read_committed_idle(db, jobs=1_000)
+    assert quiet.state == "idle in transaction" and not quiet.listed_as_holder
+    assert quiet.vacuum.not_removable == 0

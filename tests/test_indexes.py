@@ -68,3 +68,35 @@ def test_index_results_carry_the_guess_in_their_rows(db):
     row = ("status = $1, generic plan: buffers", 50, guessed.generic.buffers, None)
     assert guessed.comparison()[1] == row
     assert "(your guess: 50)" in guessed.summary() and guessed.server_major == db.server.major
+
+
+def test_deduplication_makes_posting_lists_of_about_130_pointers(db):
+    indexes.index_sizes(db, done=100_000, ready=100, distinct=False)
+    lists = indexes.posting_lists(db, "jobs_status_run_at_idx")
+    if not lists.available:
+        pytest.skip(lists.reason)
+    assert lists.row_pointers == 100_100
+    assert 600 <= lists.posting_lists <= 950 and 100 <= lists.pointers_each <= 160
+
+
+def test_distinct_keys_make_no_posting_lists(db):
+    indexes.index_sizes(db, done=5_000, ready=10, distinct=True)
+    lists = indexes.posting_lists(db, "jobs_status_run_at_idx")
+    if not lists.available:
+        pytest.skip(lists.reason)
+    assert lists.posting_lists == 0 and lists.leaf_items == lists.row_pointers == 5_010
+
+
+def test_plain_reindex_blocks_a_read_by_id_and_concurrently_waits_for_an_idle_transaction(db):
+    r = indexes.reindex_locks(db)
+    assert r.read_by_id_during_plain == "55P03"
+    assert r.concurrently_with_idle == "55P03" and r.concurrently_waited_s >= 0.9
+    assert r.invalid_left == ["jobs_ready_idx_ccnew"]
+    assert "jobs_ready_idx_ccnew" not in indexes.sizes(db)  # the lab dropped it
+    assert "gave up" in r.summary()
+
+
+def test_vacuum_deletes_the_drained_ready_index_pages_and_the_file_keeps_its_size(db):
+    r = indexes.drained_index(db, jobs=20_000)
+    assert r.vacuum_pages_deleted >= 0.9 * r.vacuum_index_pages - 2
+    assert r.after_vacuum_kb == r.after_drain_kb

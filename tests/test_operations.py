@@ -15,10 +15,29 @@ from pgq_teach.experiments import operations
 def test_cleanup_in_batches_holds_short_transactions_and_leaves_the_same_dead_rows(db):
     r = operations.cleanup_vs_bulk_delete(db, rows=20_000, batch=2_000)
     assert not r.stopped
-    assert r.batched.rows == r.bulk.rows == 20_000
-    assert r.batched.transactions == 11 and r.bulk.transactions == 1
+    assert r.batched.rows == r.in_subquery.rows == r.bulk.rows == 20_000
+    assert r.batched.transactions == r.in_subquery.transactions == 11 and r.bulk.transactions == 1
     assert r.batched.dead_rows == r.bulk.dead_rows == 20_000
     assert len(r.batched.transaction_ms) == 11
+
+
+def test_the_cleanup_batch_finds_its_rows_by_primary_key_and_the_in_form_scans_the_table(db):
+    r = operations.cleanup_vs_bulk_delete(db, rows=20_000, batch=2_000)
+    assert r.plans["in"].seq_scan_rows >= 20_000  # a Seq Scan of all of jobs, under a hash join
+    assert "Hash Join" in r.plans["in"].shape
+    assert r.plans["any"].seq_scan_rows == 2_000  # only the LIMIT's scan
+    assert "Index Scan using jobs_pkey" in r.plans["any"].shape
+    assert any("Index Scan using jobs_pkey" in line for line in r.library_plan), r.library_plan
+    assert r.plans["any"].buffers < r.plans["in"].buffers
+    assert "rows read by Seq Scans" in r.summary()
+
+
+def test_cleanup_records_the_bulk_deletes_dead_rows_for_lesson_12(db, tmp_path, monkeypatch):
+    from pgq_teach import measurements
+
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path))
+    operations.cleanup_vs_bulk_delete(db, rows=5_000, batch=1_000)
+    assert measurements.read(measurements.BULK_DELETE_DEAD_ROWS)["value"] == 5_000
 
 
 def test_dropping_a_day_partition_leaves_no_dead_rows(db):
@@ -33,33 +52,31 @@ def test_idle_in_transaction_timeout_ends_the_session_with_25p03(db):
     if r.skipped:
         pytest.skip(r.skipped)
     assert r.setting_seen == "500ms" and r.sqlstate == "25P03" and r.session_gone
+    assert r.other_role_survived  # the timeout is the worker role's, not the server's
+    # a statement kept active past the timeout is not idle: only the other two timeouts end it
+    assert r.active_statement["idle_in_transaction_session_timeout"] is None
+    assert r.active_statement["statement_timeout"] == "57014"
+    if db.server.major >= 17:
+        assert r.active_statement["transaction_timeout"] == "25P04"
+    else:
+        assert r.active_statement["transaction_timeout"].startswith("not on this server")
 
 
-def test_the_load_and_its_forgotten_transaction_show_in_the_snapshots(db):
-    load = operations.Load(db, rate=100, workers=2, stuck_session=True)
-    load.start()
-    try:
-        with db.connection() as conn:
-            time.sleep(1.5)
-            snap = operations.snapshot(conn)
-    finally:
-        load.stop()
-    assert snap.oldest_session_s >= 1.0  # the forgotten REPEATABLE READ transaction
-    assert load.enqueued > 0 and load.done > 0
-    with db.connection() as conn:
-        assert operations.snapshot(conn).oldest_session_s < 1.0  # stop() ended it
+def test_the_stored_default_naptime_run_loads_and_shows_both_settings_alike():
+    r = operations.stored_autovacuum_run()
+    assert r.naptime == "1min" and r.churn_s >= 120 and len(r.runs) == 2
+    defaults, guide = r.run("defaults"), r.run("guide")
+    assert len(defaults.samples) > 100 and isinstance(defaults.samples[0], tuple)
+    assert abs(defaults.autovacuums - guide.autovacuums) <= 1
+    assert guide.peak_dead > 0.8 * defaults.peak_dead
+    assert "autovacuum_naptime 1min" in r.summary() and "<polyline" in r.chart_svg()
 
 
-def test_the_dashboard_widget_refreshes_then_stops(db):
-    from pgq_teach.widgets.dashboard import Dashboard
-
-    dash = Dashboard(db, interval=0.3)
-    dash.start_button.click()
-    time.sleep(1.2)
-    dash.stop_button.click()
-    snaps = dash.wait()
-    assert len(snaps) >= 3 and "n_dead_tup" in dash.view.value
-    assert "stopped" in dash.status.value and not dash.start_button.disabled
+def test_a_stored_run_round_trips(tmp_path):
+    stored = operations.stored_autovacuum_run()
+    path = operations.store_autovacuum_run(stored, tmp_path / "run.json")
+    again = operations.stored_autovacuum_run(path)
+    assert again.runs == stored.runs and again.naptime == stored.naptime
 
 
 @pytest.mark.parametrize(
@@ -70,6 +87,7 @@ def test_the_dashboard_widget_refreshes_then_stops(db):
         lambda db: operations.partition_drop_vs_delete(db, rows_per_day="many"),
         lambda db: operations.idle_timeout(db, timeout_s=0),
         lambda db: operations.Load(db, workers=0),
+        lambda db: operations.autovacuum_per_table(db, naptime="5s"),
     ],
 )
 def test_bad_input_is_refused_before_anything_runs(db, call):
@@ -136,3 +154,24 @@ def test_autovacuum_lab_leaves_a_server_it_does_not_own_alone(db):
     from pgq_teach.widgets.dashboard import autovacuum_html
 
     assert "Skipped: autovacuum_naptime" in autovacuum_html(r)
+
+
+def test_the_status_query_estimates_done_on_a_big_table_and_counts_exactly_on_a_small_one(db):
+    """stats_status.sql stays cheap on a big table: done and dead are estimated from the
+    planner's statistics above 200,000 rows, ready and running always counted; the exact
+    count (queue.status_counts, count_by_status.sql) reads everything."""
+    from pgq_teach import queue
+    from pgq_teach.statements import run
+
+    with db.connection() as conn:
+        run(conn, "lab/seed_done_jobs", {"count": 5_000, "distinct": True})
+        run(conn, "lab/seed_jobs", {"kind": "send_receipt", "count": 10})
+        small = queue.stats(conn)
+        assert small.counts == {"done": 5_000, "ready": 10} and small.estimated == []
+        run(conn, "lab/seed_done_jobs", {"count": 245_000, "distinct": True})
+        run(conn, "lab/analyze_jobs")
+        big = queue.stats(conn)
+        assert big.estimated == ["done"] and big.counts["ready"] == 10  # ready: still counted
+        assert abs(big.counts["done"] - 250_000) < 250_000 * 0.02  # the planner's estimate, within 2%
+        assert "done ~" in str(big)
+        assert queue.status_counts(conn) == {"done": 250_000, "ready": 10}  # the exact count

@@ -36,7 +36,8 @@ def test_payload_size_is_checked_first(db):
 
 def test_listen_belongs_to_one_session(db):
     bound = wakeups.listen_is_per_session(db)
-    assert (bound.listening_session_heard, bound.other_session_heard) == (1, 0)
+    assert bound.heard_by_next_client == ["for the listening session"]  # whoever holds session S
+    assert (bound.listening_session_heard, bound.heard_by_listening_client) == (1, 0)
 
 
 def test_notify_wakes_the_worker_long_before_the_poll(db, conn):

@@ -27,17 +27,18 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import charts, checks, queue
+from .. import charts, checks, measurements, queue
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
-from ..statements import run, run_one
+from ..statements import explain, run, run_one
 from .results import Comparison, Progress, Result, guess_text, guide_bars, server_fields, tell
-from .sessions import Session
+from .sessions import Session, run_and_wait
 
 LIMITS = {"jobs": (1, 200_000), "batch": (1, queue.MAX_BATCH), "samples": (1, 200)}
 IDLE_PREFIX, IDLE_SESSION = "pgq idle", "transaction"  # application_name "pgq idle transaction"
 IDLE_NAME = f"{IDLE_PREFIX} {IDLE_SESSION}"  # so the learner can spot it in pg_stat_activity
+INDEX_PAGES = re.compile(r'index "(\w+)": pages: (\d+) in total, (\d+) newly deleted')
 TUPLES = re.compile(r"tuples: (\d+) removed, (\d+) remain, (\d+) are dead but not yet removable")
 
 
@@ -62,6 +63,14 @@ class DrainResult(Result):
     samples: list[Sample]
     guide: GuideFigure = field(default_factory=lambda: figure(17))
     buffers: int = 0  # buffers the drain's statements touched in jobs and its indexes (pg_statio)
+    claim_plan: list[str] = field(default_factory=list)  # EXPLAIN of claim.sql on the seeded table
+
+    @property
+    def claims_through_ready_index(self) -> bool:
+        """Whether the claim's plan walks jobs_ready_idx in run_at order (no Sort),
+        the walk that marks the drained jobs' index entries dead as it passes them."""
+        plan = "\n".join(self.claim_plan)
+        return "Index Scan using jobs_ready_idx" in plan and "Sort" not in plan
 
     @property
     def table_bytes(self) -> int:
@@ -122,11 +131,16 @@ class DrainResult(Result):
 
 
 def prepare(db: Database, jobs: int) -> None:
-    """An empty jobs table, autovacuum off on it, then `jobs` due jobs."""
+    """An empty jobs table, autovacuum off on it, then `jobs` due jobs, and
+    ANALYZE: with autovacuum off, auto-ANALYZE is off too, and without
+    statistics the planner claims through a Bitmap Heap Scan and a Sort, which
+    never marks the drained jobs' index entries dead (a live queue's table has
+    statistics, so the lab gives it some)."""
     with db.connection() as conn:
         run(conn, "lab/reset_jobs")
         run(conn, "lab/autovacuum_off")
         run(conn, "lab/seed_jobs", {"kind": "send_receipt", "count": jobs})
+        run(conn, "lab/analyze_jobs")
 
 
 def table_bytes(db: Database) -> int:
@@ -148,6 +162,7 @@ def drain(
     batch: int = 100,
     samples: int = 20,
     prepared: bool = False,
+    record: bool = False,
     guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
@@ -155,7 +170,8 @@ def drain(
     """Seed `jobs` due jobs (unless `prepared` says the caller already did,
     with prepare()), then claim them `batch` at a time and mark each batch
     done, as fast as one session can; sample size and dead row versions about
-    `samples` times on the way."""
+    `samples` times on the way. With `record`, a finished drain's rate is kept
+    for later lessons to quote (lesson 09's first drain does this)."""
     for name, value in (("jobs", jobs), ("batch", batch), ("samples", samples)):
         checks.whole_number(name, value, *LIMITS[name])
     stop = stop or threading.Event()
@@ -164,6 +180,8 @@ def drain(
     every = max(1, jobs // samples)
     drained, next_sample = 0, every
     with db.connection() as conn:
+        # the plan the claim gets on the seeded table, as the server plans it with these values
+        claim_plan = explain(conn, "claim", {"batch": batch, "lease": queue.DEFAULT_LEASE})
         points = [sample(conn, 0)]
         buffers_before = run_one(conn, "lab/table_buffers")[0]
         t0 = time.perf_counter()
@@ -188,6 +206,8 @@ def drain(
         buffers = run_one(conn, "lab/table_buffers")[0] - buffers_before
     if not stop.is_set():
         tell(progress, jobs, jobs)
+    if record and drained == jobs and elapsed > 0:
+        measurements.record(measurements.DRAIN_JOBS_PER_S_09, round(drained / elapsed))
     return DrainResult(
         jobs=jobs,
         batch=batch,
@@ -197,6 +217,7 @@ def drain(
         stopped=drained < jobs,
         guess=guess,
         buffers=buffers,
+        claim_plan=claim_plan,
         **server_fields(db),
     )
 
@@ -237,6 +258,14 @@ class VacuumReport:
     remain: int
     not_removable: int
     text: str
+
+    def index_pages(self, index: str) -> tuple[int, int] | None:
+        """(pages in total, pages this VACUUM newly deleted) of one index, from its
+        VERBOSE report; None if it did not report that index."""
+        for name, total, deleted in INDEX_PAGES.findall(self.text):
+            if name == index:
+                return int(total), int(deleted)
+        return None
 
     def __str__(self) -> str:
         return (
@@ -304,6 +333,7 @@ def vacuum_effect(db: Database, *, guess: float | None = None) -> VacuumEffect:
     """On a drained queue: an empty claim, pgstattuple's counts, VACUUM
     (VERBOSE), then the empty claim and the counts again."""
     before = empty_claim(db)
+    measurements.record(measurements.DRAINED_BUFFERS, before.buffers)  # lesson 12 quotes it
     exact_before = exact_counts(db)
     report = vacuum(db)
     after = empty_claim(db)
@@ -323,13 +353,20 @@ def vacuum_effect(db: Database, *, guess: float | None = None) -> VacuumEffect:
 
 class IdleTransaction:
     """A session that opens a REPEATABLE READ transaction, runs one SELECT,
-    and then sits idle: its snapshot stays until the transaction ends.
+    and then sits idle: its snapshot stays until the transaction ends (at
+    READ COMMITTED, `isolation`, it is dropped when the SELECT ends).
     `timeout` (such as "1s") sets idle_in_transaction_session_timeout first.
     The session is a sessions.Session, named IDLE_NAME, so its timeline
     records what it ran."""
 
-    def __init__(self, db: Database, *, timeout: str | None = None):
-        self.db, self.timeout = db, timeout
+    def __init__(
+        self,
+        db: Database,
+        *,
+        timeout: str | None = None,
+        isolation: psycopg.IsolationLevel = psycopg.IsolationLevel.REPEATABLE_READ,
+    ):
+        self.db, self.timeout, self.isolation = db, timeout, isolation
         self.session: Session | None = None
         self.pid: int | None = None
 
@@ -343,7 +380,7 @@ class IdleTransaction:
             return self.pid
         session = Session(self.db, IDLE_SESSION, prefix=IDLE_PREFIX)
         # set before any command is queued, while the session's thread waits for one
-        session.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        session.conn.isolation_level = self.isolation
         if self.timeout is not None:
             session.run("lab/set_idle_timeout", {"timeout": self.timeout})  # committed: lasts the session
         session.begin()  # the single SELECT: the snapshot is taken here
@@ -385,12 +422,50 @@ class IdleTransaction:
         self.session.wait_done()
         return self.session.timeline[-1].sqlstate
 
+    def jobs_it_sees(self) -> int:
+        """How many rows of jobs this transaction's snapshot sees (its own count(*),
+        run inside it: the snapshot stays the one its first SELECT took)."""
+        if self.session is None:
+            raise BadInput("the idle transaction is not open")
+        step = run_and_wait(self.session, "lab/count_jobs")
+        if step.failed:
+            raise RuntimeError(f"count(*) in the idle transaction failed: {step.sqlstate}: {step.message}")
+        return int(step.rows[0][0])
+
     def alive(self) -> bool:
         """Whether the server still has this session (asked from another one)."""
         if self.pid is None:
             return False
         with self.db.connection() as conn:
             return run_one(conn, "lab/session_alive", {"pid": self.pid})[0]
+
+
+@dataclass(frozen=True)
+class QuietIdle:
+    """An idle READ COMMITTED transaction that has only read, through a drain and a VACUUM."""
+
+    state: str  # as pg_stat_activity shows it: "idle in transaction"
+    listed_as_holder: bool  # whether the guide's activity query lists it
+    vacuum: VacuumReport  # VACUUM while it stayed open
+
+
+def read_committed_idle(db: Database, *, jobs: int = 1_000) -> QuietIdle:
+    """Open an idle READ COMMITTED transaction after one SELECT, drain `jobs` jobs,
+    and VACUUM while it stays open: it holds no snapshot and no transaction ID,
+    so it holds nothing back, idle in transaction though it is."""
+    checks.whole_number("jobs", jobs, *LIMITS["jobs"])
+    prepare(db, jobs)
+    idle = IdleTransaction(db, isolation=psycopg.IsolationLevel.READ_COMMITTED)
+    pid = idle.open()
+    try:
+        drain(db, jobs=jobs, prepared=True)
+        report = vacuum(db)
+        with db.connection() as conn:
+            state = run_one(conn, "lab/session_state", {"pid": pid})[0]
+        listed = any(row["pid"] == pid for row in holders(db))
+    finally:
+        idle.close()
+    return QuietIdle(state, listed, report)
 
 
 def holders(db: Database) -> list[dict]:
@@ -414,20 +489,28 @@ class ExactCounts:
     free_percent: float = 0.0
 
 
+def contrib_extension(conn: psycopg.Connection, name: str) -> str | None:
+    """Install the contrib extension `name` here if the server ships it
+    (lab/NAME_available.sql, lab/create_NAME.sql): None once it is installed,
+    else the reason it cannot be."""
+    available, installed = run_one(conn, f"lab/{name}_available")
+    if not available:
+        return f"this server does not ship the {name} extension (contrib)"
+    if not installed:
+        try:
+            run(conn, f"lab/create_{name}")
+        except psycopg.errors.InsufficientPrivilege:
+            return f"{name} is shipped, but this role may not install it (it needs a superuser)"
+    return None
+
+
 def exact_counts(db: Database) -> ExactCounts:
     """pgstattuple('jobs'), installing the extension if the server ships it;
     otherwise available=False with the reason."""
     with db.connection() as conn:
-        available, installed = run_one(conn, "lab/pgstattuple_available")
-        if not available:
-            return ExactCounts(False, "this server does not ship the pgstattuple extension (contrib)")
-        if not installed:
-            try:
-                run(conn, "lab/create_pgstattuple")
-            except psycopg.errors.InsufficientPrivilege:
-                return ExactCounts(
-                    False, "pgstattuple is shipped, but this role may not install it (it needs a superuser)"
-                )
+        missing = contrib_extension(conn, "pgstattuple")
+        if missing is not None:
+            return ExactCounts(False, missing)
         size, live, dead, dead_pct, _, free_pct = run_one(conn, "lab/pgstattuple_jobs")
     return ExactCounts(True, "pgstattuple is installed", size, live, dead, dead_pct, free_pct)
 
@@ -534,6 +617,8 @@ class BloatLab:
         report = vacuum(self.db)
         step = Step("vacuum", self.transaction_open, empty_claim(self.db), vacuum=report)
         self.steps.append(step)
+        if step.transaction_open:  # lesson 12 quotes what the held snapshot costs a claim
+            measurements.record(measurements.IDLE_SNAPSHOT_BUFFERS, step.claim.buffers)
         return step
 
     def report(self, guess: float | None = None) -> HeldBack:

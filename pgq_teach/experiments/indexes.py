@@ -13,9 +13,12 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 
-from .. import checks
+import psycopg
+
+from .. import checks, measurements
 from ..databases import Database
 from ..guide import GuideFigure, figure
 from ..statements import explain, run, run_one
@@ -113,11 +116,17 @@ class IndexSizes(Result):
 def index_sizes(
     db: Database, *, done: int = 100_000, ready: int = 100, distinct: bool = True, guess: float | None = None
 ) -> IndexSizes:
+    """`done` done and `ready` ready jobs, with the full (status, run_at) index beside
+    the course's partial ones, every index rebuilt; their sizes. The guide's own data
+    (distinct run_at values) also records the partial ready index's size for lesson 12."""
     check_counts(done, ready)
     seed_history(db, done, ready, distinct=distinct, full_index=True)
-    return IndexSizes(
+    result = IndexSizes(
         done=done, ready=ready, distinct=distinct, bytes=sizes(db), guess=guess, **server_fields(db)
     )
+    if distinct and (done, ready) == (100_000, 100):
+        measurements.record(measurements.PARTIAL_INDEX_KB, round(result.kb(READY_INDEX)))
+    return result
 
 
 # --- the index that does not shrink (guide #15) ------------------------------------
@@ -132,6 +141,10 @@ class DrainedIndex(Result):
     after_drain_kb: float
     after_vacuum_kb: float
     after_reindex_kb: float
+    # the ready index's pages, and how many of them VACUUM newly deleted (its VERBOSE report):
+    # emptied pages go back to the index's free space map, while the file keeps its size
+    vacuum_index_pages: int = 0
+    vacuum_pages_deleted: int = 0
     guide: GuideFigure = field(default_factory=lambda: figure(15))
 
     def comparison(self) -> list[Comparison]:
@@ -153,7 +166,8 @@ class DrainedIndex(Result):
                 f"  with the jobs queued:         {self.seeded_kb:>8,.0f} kB",
                 f"  after the drain:              {self.after_drain_kb:>8,.0f} kB"
                 f"  (your guess: {guess_text(self.guess, ' kB')})",
-                f"  after VACUUM:                 {self.after_vacuum_kb:>8,.0f} kB",
+                f"  after VACUUM:                 {self.after_vacuum_kb:>8,.0f} kB"
+                f"  ({self.vacuum_pages_deleted:,} of its {self.vacuum_index_pages:,} pages newly deleted)",
                 f"  after REINDEX CONCURRENTLY:   {self.after_reindex_kb:>8,.0f} kB",
             ]
             + self.footer()
@@ -192,7 +206,7 @@ def drained_index(
     seeded = sizes(db)[READY_INDEX] / 1024
     result = bloat.drain(db, jobs=jobs, samples=10, progress=progress, stop=stop, prepared=True)
     after_drain = sizes(db)[READY_INDEX] / 1024
-    bloat.vacuum(db)
+    pages = bloat.vacuum(db).index_pages(READY_INDEX) or (0, 0)
     after_vacuum = sizes(db)[READY_INDEX] / 1024
     with db.connection() as conn:
         run(conn, "reindex_ready")
@@ -202,10 +216,137 @@ def drained_index(
         after_drain_kb=after_drain,
         after_vacuum_kb=after_vacuum,
         after_reindex_kb=sizes(db)[READY_INDEX] / 1024,
+        vacuum_index_pages=pages[0],
+        vacuum_pages_deleted=pages[1],
         stopped=result.stopped,
         guess=guess,
         **server_fields(db),
     )
+
+
+# --- what deduplication did: posting lists, read with pageinspect -----------------
+
+
+@dataclass(frozen=True)
+class PostingLists:
+    """A btree index's leaf items, as pageinspect reads them (available=False, with
+    the reason, on a server that does not ship pageinspect or may not install it)."""
+
+    available: bool
+    reason: str
+    posting_lists: int = 0  # items holding one key and a list of row pointers
+    pointers_each: float = 0.0  # row pointers per posting list, on average
+    leaf_items: int = 0  # every item on the leaf pages, posting lists included
+    row_pointers: int = 0  # row pointers in all: one per indexed row version
+
+
+def posting_lists(db: Database, index: str) -> PostingLists:
+    """Count the posting lists in `index` and the row pointers each holds."""
+    with db.connection() as conn:
+        missing = bloat.contrib_extension(conn, "pageinspect")
+        if missing is not None:
+            return PostingLists(False, missing)
+        lists, each, items, pointers = run_one(conn, "lab/posting_lists", {"index": index})
+    return PostingLists(True, "pageinspect is installed", lists, each, items, pointers)
+
+
+# --- REINDEX: what the plain one blocks, and what stalls the concurrent one ------------
+
+
+@dataclass(kw_only=True)
+class ReindexLocks(Result):
+    """What a plain REINDEX blocks, and what an idle transaction does to
+    REINDEX CONCURRENTLY (sql/reindex_ready.sql) under a lock_timeout."""
+
+    lock_timeout: str
+    # a read of one job by id, which never uses jobs_ready_idx, while a plain REINDEX of that
+    # index is open in another transaction: the SQLSTATE it ended with (None: it ran)
+    read_by_id_during_plain: str | None
+    # REINDEX CONCURRENTLY with an idle REPEATABLE READ transaction open: how it ended, after how long
+    concurrently_with_idle: str | None
+    concurrently_waited_s: float
+    invalid_left: list[str]  # invalid indexes on jobs after it failed (then dropped by the lab)
+    guide: GuideFigure = field(default_factory=lambda: figure(15))
+
+    def summary(self) -> str:
+        return "\n".join(
+            [
+                f"lock_timeout {self.lock_timeout} on the waiting sessions:",
+                "  a read of one job by id, during a plain REINDEX INDEX jobs_ready_idx: "
+                + (
+                    f"gave up waiting, SQLSTATE {self.read_by_id_during_plain}"
+                    if self.read_by_id_during_plain
+                    else "ran"
+                ),
+                "  REINDEX INDEX CONCURRENTLY, with an idle REPEATABLE READ transaction open: "
+                + (
+                    f"gave up after {self.concurrently_waited_s:.1f} s, "
+                    f"SQLSTATE {self.concurrently_with_idle}"
+                    if self.concurrently_with_idle
+                    else "finished"
+                ),
+                f"  invalid indexes it left on jobs: {', '.join(self.invalid_left) or 'none'}",
+            ]
+            + self.footer()
+        )
+
+
+LOCK_TIMEOUT = "1s"
+
+
+def sqlstate_of(conn: psycopg.Connection, name: str) -> str | None:
+    """Run one named statement: None if it ran, else the server's SQLSTATE."""
+    try:
+        run(conn, name)
+    except psycopg.Error as exc:
+        return exc.sqlstate
+    return None
+
+
+def reindex_locks(db: Database, *, jobs: int = 1_000) -> ReindexLocks:
+    """Hold a plain REINDEX of the ready index open in one transaction and read
+    one job by id from another session; then, with an idle REPEATABLE READ
+    transaction open, run REINDEX CONCURRENTLY (sql/reindex_ready.sql) under a
+    lock_timeout, list the invalid index it leaves, and drop it."""
+    checks.whole_number("jobs", jobs, 1, 100_000)
+    with db.connection() as conn:
+        run(conn, "lab/reset_jobs")
+        run(conn, "lab/seed_jobs", {"kind": "send_receipt", "count": jobs})
+    with db.connection(autocommit=False) as holder, db.connection() as other:
+        run(other, "lab/set_lock_timeout", {"timeout": LOCK_TIMEOUT})
+        run(holder, "teaching/reindex_ready_plain")  # its lock stays until the rollback
+        try:
+            read = sqlstate_of_read(other)
+        finally:
+            holder.rollback()
+        idle = bloat.IdleTransaction(db)
+        idle.open()
+        try:
+            began = time.monotonic()
+            concurrently = sqlstate_of(other, "reindex_ready")
+            waited = time.monotonic() - began
+        finally:
+            idle.close()
+        invalid = [name for (name,) in run(other, "lab/invalid_indexes").fetchall()]
+        for name in invalid:
+            run(other, "lab/drop_index", idents={"name": name})
+    return ReindexLocks(
+        lock_timeout=LOCK_TIMEOUT,
+        read_by_id_during_plain=read,
+        concurrently_with_idle=concurrently,
+        concurrently_waited_s=waited,
+        invalid_left=invalid,
+        **server_fields(db),
+    )
+
+
+def sqlstate_of_read(conn: psycopg.Connection) -> str | None:
+    """Read job 1 by id (the primary key, never the ready index): None if it ran."""
+    try:
+        run(conn, "lab/job_row", {"id": 1}).fetchall()
+    except psycopg.Error as exc:
+        return exc.sqlstate
+    return None
 
 
 # --- plans and buffers (guide #16, and the literal 'ready') -------------------------

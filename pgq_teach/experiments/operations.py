@@ -20,22 +20,25 @@ the monitoring queries, so it stays a plain record.
 
 from __future__ import annotations
 
+import json
 import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import date, timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from .. import charts, checks, queue
+from .. import charts, checks, measurements, queue
 from ..databases import Database
 from ..guide import GuideFigure
-from ..statements import run, run_one
+from ..statements import explain, run, run_one
 from ..worker import Worker
+from .indexes import plan_cost
 from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
 
 LAB_ROLE = "pgq_lab_idle_worker"  # a lab role, never the real queue_worker
@@ -67,9 +70,20 @@ class Snapshot:
     stats: queue.Stats
 
     @property
+    def oldest_session(self) -> dict | None:
+        """The row of the session whose transaction has been open longest (None if none is)."""
+        timed = [s for s in self.stats.sessions if s.get("xact_age") is not None]
+        return max(timed, key=xact_age_s, default=None)
+
+    @property
     def oldest_session_s(self) -> float:
-        ages = [s["xact_age"].total_seconds() for s in self.stats.sessions if s.get("xact_age") is not None]
-        return max(ages, default=0.0)
+        oldest = self.oldest_session
+        return xact_age_s(oldest) if oldest else 0.0
+
+
+def xact_age_s(session: dict) -> float:
+    """How long a session's transaction has been open, in seconds."""
+    return session["xact_age"].total_seconds()
 
 
 def snapshot(conn, began: float | None = None) -> Snapshot:
@@ -197,6 +211,11 @@ class CleanupComparison(Result):
     batch: int
     batched: DeleteRun
     bulk: DeleteRun
+    in_subquery: DeleteRun  # the same batches written id IN (SELECT ... LIMIT): the slow form
+    # each form's first batch under EXPLAIN (ANALYZE, BUFFERS), rolled back: "any" is
+    # cleanup_done.sql, id = ANY(ARRAY(SELECT ... LIMIT)); "in" is teaching/cleanup_in_subquery.sql
+    plans: dict[str, BatchPlan] = field(default_factory=dict)
+    library_plan: list[str] = field(default_factory=list)  # EXPLAIN of sql/cleanup_done.sql itself
     guess: float | None = None  # how many ms the one big DELETE lasts
     guide: GuideFigure = GUIDE_CLEANUP
 
@@ -205,6 +224,7 @@ class CleanupComparison(Result):
         return [
             ("one big DELETE, ms", self.guess_cell, one.elapsed_ms, None),
             ("cleanup in batches, ms", None, b.elapsed_ms, None),
+            ("the same batches as id IN (SELECT ... LIMIT), ms", None, self.in_subquery.elapsed_ms, None),
             ("longest transaction, one DELETE, ms", None, one.longest_transaction_ms, None),
             (
                 f"longest transaction, batches of {self.batch:,}, ms",
@@ -217,16 +237,22 @@ class CleanupComparison(Result):
         ]
 
     def summary(self) -> str:
-        lines = [f"{self.rows:,} done jobs deleted two ways" + self.stopped_note + ":"]
-        for r in (self.batched, self.bulk):
+        lines = [f"{self.rows:,} done jobs deleted three ways" + self.stopped_note + ":"]
+        for r in (self.batched, self.in_subquery, self.bulk):
             lines.append(
-                f"  {r.way:<22} {r.elapsed_s:6.2f} s, {r.transactions:>3} transaction(s), longest "
+                f"  {r.way:<24} {r.elapsed_s:6.2f} s, {r.transactions:>3} transaction(s), longest "
                 f"{r.longest_transaction_ms:7.1f} ms, median {r.median_transaction_ms:7.1f} ms, "
                 f"dead rows left {r.dead_rows:,}"
             )
         lines.append(
             f"  one big DELETE: {self.bulk.elapsed_ms:,.0f} ms (your guess: {guess_text(self.guess, ' ms')})"
         )
+        for form, plan in self.plans.items():
+            lines.append(
+                f"  one batch as {PLAN_FORMS[form][0]}: {plan.buffers:,} buffers, "
+                f"{plan.seq_scan_rows:,} rows read by Seq Scans; plan:"
+            )
+            lines += ["      " + line for line in plan.shape.splitlines()]
         return "\n".join(lines + self.footer())
 
 
@@ -248,13 +274,50 @@ def wait_for_dead(conn, table: str, at_least: int, timeout: float = 5.0) -> int:
         time.sleep(0.1)
 
 
-def timed_cleanup(conn, batch: int) -> tuple[int, list[float]]:
+@dataclass(frozen=True)
+class BatchPlan:
+    """One batch's DELETE under EXPLAIN (ANALYZE, BUFFERS) (a part of `CleanupComparison`)."""
+
+    buffers: int  # every buffer the statement touched, the deleting included
+    ms: float
+    shape: str  # one line per plan node
+    seq_scan_rows: int  # rows the plan's Seq Scans returned: the whole table, or one batch
+
+
+def seq_scan_rows(node: dict) -> int:
+    """Rows returned by every Seq Scan in a plan node and its children."""
+    own = node["Actual Rows"] if node["Node Type"] == "Seq Scan" else 0
+    return int(own + sum(seq_scan_rows(child) for child in node.get("Plans", [])))
+
+
+def batch_plan(explained: list) -> BatchPlan:
+    cost = plan_cost(explained)
+    return BatchPlan(cost.buffers, cost.ms, cost.shape, seq_scan_rows(explained[0]["Plan"]))
+
+
+# the two ways to write one batch: (how the summary names it, the statement, its EXPLAIN)
+PLAN_FORMS = {
+    "any": ("id = ANY(ARRAY(SELECT ... LIMIT))", "cleanup_done", "lab/explain_cleanup_done"),
+    "in": ("id IN (SELECT ... LIMIT)", "teaching/cleanup_in_subquery", "lab/explain_cleanup_in_subquery"),
+}
+
+
+def batch_plans(conn, batch: int) -> dict[str, BatchPlan]:
+    """Each form's next batch under EXPLAIN (ANALYZE, BUFFERS), each rolled back."""
+    plans = {}
+    for form, (_, _, explain_name) in PLAN_FORMS.items():
+        with conn.transaction(force_rollback=True):
+            plans[form] = batch_plan(run_one(conn, explain_name, {"batch": batch})[0])
+    return plans
+
+
+def timed_cleanup(conn, batch: int, statement: str = "cleanup_done") -> tuple[int, list[float]]:
     """queue.cleanup's loop, timing each batch's transaction: (rows, ms of each transaction)."""
     total, times = 0, []
     while True:
         began = time.perf_counter()
         with conn.transaction():
-            n = run(conn, "cleanup_done", {"batch": batch}).rowcount
+            n = run(conn, statement, {"batch": batch}).rowcount
         times.append((time.perf_counter() - began) * 1000)
         total += n
         if n < batch:
@@ -275,37 +338,49 @@ def cleanup_vs_bulk_delete(
     checks.whole_number("rows", rows, 1_000, 1_000_000)
     checks.whole_number("batch", batch, 1, rows)
     results = []
+    plans: dict[str, BatchPlan] = {}
+    library_plan: list[str] = []
+    ways = ("cleanup in batches", "batches, IN (subquery)", "one big DELETE")
     with db.connection() as conn:
         run(conn, "lab/jobs_autovacuum", {"enabled": False, "scale_factor": 0.2, "threshold": 50})
         try:
-            for n, way in enumerate(("cleanup in batches", "one big DELETE")):
+            for n, way in enumerate(ways):
                 if stop is not None and stop.is_set():
                     break
                 run(conn, "lab/reset_jobs")
                 run(conn, "lab/seed_done_jobs", {"count": rows, "distinct": True})
-                run(conn, "lab/vacuum_jobs")  # start both runs with no dead rows
+                run(conn, "lab/vacuum_jobs")  # start every run with no dead rows
+                run(conn, "lab/analyze_jobs")  # and with statistics, as a live table has them
                 run(conn, "lab/flush_stats")
                 before = wait_for_dead(conn, "jobs", 0)
+                if n == 0:
+                    plans = batch_plans(conn, batch)
+                    library_plan = explain(conn, "cleanup_done", {"batch": batch})
                 began = time.perf_counter()
-                if way == "cleanup in batches":
-                    deleted, times = timed_cleanup(conn, batch)
-                else:
+                if way == "one big DELETE":
                     with conn.transaction():
                         deleted = run(conn, "lab/delete_all_done").rowcount
                     times = [(time.perf_counter() - began) * 1000]
+                else:
+                    deleted, times = timed_cleanup(conn, batch, PLAN_FORMS["any" if n == 0 else "in"][1])
                 elapsed_s = time.perf_counter() - began
                 run(conn, "lab/flush_stats")
                 dead = wait_for_dead(conn, "jobs", before + deleted) - before
                 results.append(DeleteRun(way, deleted, elapsed_s, max(times) / 1000, len(times), dead, times))
-                tell(progress, n + 1, 2)
+                tell(progress, n + 1, len(ways))
         finally:
             run(conn, "lab/jobs_autovacuum", {"enabled": True, **DEFAULTS})
-    results += [NOT_RUN] * (2 - len(results))
+    results += [NOT_RUN] * (len(ways) - len(results))
+    if results[2] is not NOT_RUN:  # lesson 12 quotes it
+        measurements.record(measurements.BULK_DELETE_DEAD_ROWS, results[2].dead_rows)
     return CleanupComparison(
         rows=rows,
         batch=batch,
         batched=results[0],
-        bulk=results[1],
+        in_subquery=results[1],
+        bulk=results[2],
+        plans=plans,
+        library_plan=library_plan,
         guess=guess,
         stopped=NOT_RUN in results,
         **server_fields(db),
@@ -321,7 +396,7 @@ class PartitionComparison(Result):
     delete_s: float
     drop_s: float
     dead_after_delete: int
-    dead_after_drop: int
+    dead_after_drop: int  # dead rows across all of history after the DROP, less before it
     partitions_left: list[str]
     drop_locks_on_parent: list[str] = field(default_factory=list)  # what the DROP held on jobs_history
     guess: float | None = None  # dead rows left by dropping a day
@@ -352,6 +427,19 @@ class PartitionComparison(Result):
             ]
             + self.footer()
         )
+
+
+def total_dead(conn) -> int:
+    """Dead row versions across every table of jobs_history, as the statistics report them."""
+    return sum(dead for _, dead in dead_rows(conn, "jobs_history").values())
+
+
+def wait_for_total_dead(conn, at_least: int, timeout: float = 1.0) -> int:
+    """total_dead, waiting up to `timeout` s for it to reach `at_least` (statistics lag)."""
+    deadline = time.monotonic() + timeout
+    while (dead := total_dead(conn)) < at_least and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return dead
 
 
 def partition_name(day: date) -> str:
@@ -391,6 +479,9 @@ def partition_drop_vs_delete(
             {"day": deleted_day.isoformat(), "next_day": (deleted_day + timedelta(days=1)).isoformat()},
         )
         delete_s = time.perf_counter() - began
+        run(conn, "lab/flush_stats")
+        dead_deleted = wait_for_dead(conn, partition_name(deleted_day), rows_per_day)
+        dead_before_drop = total_dead(conn)
         tell(progress, 2, 3)
         began = time.perf_counter()
         with conn.transaction(), db.connection() as other:
@@ -400,18 +491,18 @@ def partition_drop_vs_delete(
             held = run(other, "lab/locks_held_on", {"pid": conn.info.backend_pid, "table": "jobs_history"})
             parent_locks = [mode for (mode,) in held.fetchall()]
         run(conn, "lab/flush_stats")
-        wait_for_dead(conn, partition_name(deleted_day), rows_per_day)
+        # dead rows across all of history, after the drop less before it: what the drop left
+        # behind (a DELETE of the same day would add rows_per_day here; wait long enough to see them)
+        dead_added_by_drop = wait_for_total_dead(conn, dead_before_drop + 1) - dead_before_drop
         tables = dead_rows(conn, "jobs_history")
         tell(progress, 3, 3)
     left = sorted(t for t in tables if t != "jobs_history")
-    dead_deleted = tables.get(partition_name(deleted_day), (0, 0))[1]
-    dead_dropped = tables.get(partition_name(dropped_day), (0, 0))[1]  # gone: nothing left to count
     return PartitionComparison(
         rows_per_day=rows_per_day,
         delete_s=delete_s,
         drop_s=drop_s,
         dead_after_delete=dead_deleted,
-        dead_after_drop=dead_dropped,
+        dead_after_drop=dead_added_by_drop,
         partitions_left=left,
         drop_locks_on_parent=parent_locks,
         guess=guess,
@@ -432,6 +523,11 @@ class TimeoutDemo(Result):
     error: str = ""
     session_gone: bool = False
     skipped: str = ""
+    # the same forgotten transaction opened by the admin role, which has no timeout: still open?
+    other_role_survived: bool = False
+    # a statement kept active (pg_sleep) past the timeout, in a transaction, under each setting:
+    # the SQLSTATE it ended with (None: it ran to the end), "not on this server" where unknown
+    active_statement: dict[str, str | None] = field(default_factory=dict)
     guess: float | None = None  # seconds until the server ends the forgotten transaction
     guide: GuideFigure = GUIDE_TIMEOUT
 
@@ -456,6 +552,13 @@ class TimeoutDemo(Result):
                     f"{self.ended_after_s:.1f} s with SQLSTATE {self.sqlstate}: {self.error}"
                 ),
                 f"the session is gone from pg_stat_activity: {self.session_gone}",
+                f"the same forgotten transaction, as the admin role (no timeout set), is still open: "
+                f"{self.other_role_survived}",
+                f"a statement active for {self.timeout_s + 1:g} s in a transaction, under each setting:",
+            ]
+            + [
+                f"  {setting:<36} {ending or 'ran to the end'}"
+                for setting, ending in self.active_statement.items()
             ]
             + self.footer()
         )
@@ -493,9 +596,14 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: float | None = 
                     sqlstate, error = exc.sqlstate, (exc.diag.message_primary or str(exc)).strip()
                 ended = time.monotonic() - began
             alive = run_one(admin, "lab/session_alive", {"pid": pid})[0]
+            other_survived = admin_transaction_survives(db, timeout_s)
+            conninfo = make_conninfo(db.dsn, user=LAB_ROLE, password=password)
+            active = {name: active_statement_ends(conninfo, name, timeout_s) for name in TIMEOUTS}
         finally:
             drop_lab_role(admin)
     return TimeoutDemo(
+        other_role_survived=other_survived,
+        active_statement=active,
         setting_seen=setting,
         ended_after_s=ended,
         sqlstate=sqlstate,
@@ -503,6 +611,48 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: float | None = 
         session_gone=not alive,
         **demo,
     )
+
+
+# the three timeouts, each set on the lab role's session: how each treats a long active statement
+TIMEOUTS = {
+    "idle_in_transaction_session_timeout": None,  # already set on the role by sql/roles.sql
+    "statement_timeout": "lab/set_statement_timeout",
+    "transaction_timeout": "lab/set_transaction_timeout",  # PostgreSQL 17 and later
+}
+
+
+def active_statement_ends(conninfo: str, timeout: str, timeout_s: float) -> str | None:
+    """In a fresh session of the lab role, with `timeout` set to timeout_s, open a
+    transaction and run one statement that stays active for timeout_s + 1 s: the
+    SQLSTATE it ended with, or None if it ran to the end."""
+    setter = TIMEOUTS[timeout]
+    with psycopg.connect(conninfo) as conn:
+        if setter is not None:
+            try:
+                run(conn, setter, {"timeout": f"{int(timeout_s * 1000)}ms"})
+            except psycopg.errors.UndefinedObject:
+                return "not on this server (PostgreSQL 17+)"
+            conn.commit()
+        try:
+            run(conn, "lab/sleep", {"seconds": timeout_s + 1})
+            conn.commit()
+        except psycopg.Error as exc:
+            return exc.sqlstate
+    return None
+
+
+def admin_transaction_survives(db: Database, timeout_s: float) -> bool:
+    """Whether a transaction the admin role opens and forgets is still usable
+    after the lab role's timeout has passed: the timeout is on the role, not the server."""
+    with db.connection(autocommit=False) as other:
+        run(other, "lab/open_transaction")
+        time.sleep(timeout_s + 0.5)
+        try:
+            run(other, "lab/count_jobs")
+        except psycopg.OperationalError:
+            return False
+        other.rollback()
+        return True
 
 
 def drop_lab_role(admin) -> None:
@@ -522,7 +672,12 @@ GUIDE_AUTOVACUUM = advice(
     SECTION,
     "ALTER TABLE jobs SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000)",
 )
-LAB_NAPTIME = "1s"
+LAB_NAPTIME = "1s"  # the lab's naptime, so a run of seconds sees autovacuum at work
+DEFAULT_NAPTIME = "1min"  # the server's default: the stored run below uses it
+NAPTIMES = (LAB_NAPTIME, DEFAULT_NAPTIME)
+# The run with the default naptime takes minutes, too long for Run All: it is made once with
+# `python tools/record_default_naptime_run.py` and stored here, and the lesson shows it as stored.
+STORED_DEFAULT_NAPTIME_RUN = Path(__file__).resolve().parent.parent / "data" / "autovacuum_naptime_1min.json"
 TICK_S = 0.1
 FREE_WORKER_WAIT_S = 20.0  # how long a run waits for autovacuum workers busy in other databases
 
@@ -579,6 +734,9 @@ class AutovacuumComparison(Result):
     runs: list[ChurnRun]
     naptime: str
     skipped: str = ""
+    # the server-wide knobs behind the result, as the server had them during the run
+    # (autovacuum_naptime, max_workers, the cost limit and delay; lab/autovacuum_knobs.sql)
+    knobs: dict[str, str] = field(default_factory=dict)
     guess: float | None = None  # peak n_dead_tup with the defaults
     guide: GuideFigure = GUIDE_AUTOVACUUM
 
@@ -639,6 +797,10 @@ class AutovacuumComparison(Result):
                     "before its first autovacuum)"
                 )
         lines.append(f"  your guess for the defaults' peak: {guess_text(self.guess)}")
+        if self.knobs:
+            lines.append(
+                "  server-wide: " + ", ".join(f"{name} {value}" for name, value in self.knobs.items())
+            )
         return "\n".join(lines + self.footer())
 
     def chart_svg(self, width: int = 720, height: int = 260) -> str:
@@ -728,21 +890,24 @@ def autovacuum_per_table(
     base_rows: int = 100_000,
     churn_s: float = 15.0,
     jobs_per_tick: int = 200,
+    naptime: str = LAB_NAPTIME,
     guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> AutovacuumComparison:
     """The same churn twice on `jobs`: with the server's defaults, then with the
     guide's per-table settings, sampling n_dead_tup. Autovacuum looks at a
-    database once a minute by default, too rarely to see in a lesson, so the
-    lab shortens autovacuum_naptime to 1 s, only on a server the course started
-    itself, and resets it afterwards. On another server it skips, saying why.
+    database once per autovacuum_naptime (1 min by default), too rarely to see
+    in a lesson, so the lab sets `naptime` (1 s unless asked for 1min), only on
+    a server the course started itself, and resets it afterwards. On another
+    server it skips, saying why.
     Each run first waits for autovacuum workers busy in other databases (the
     server has only autovacuum_max_workers, 3 by default) and records how many
     were busy at every tick."""
     checks.whole_number("base_rows", base_rows, 1_000, 1_000_000)
     checks.whole_number("jobs_per_tick", jobs_per_tick, 1, 5_000)
-    churn_s = checks.seconds("churn_s", churn_s, 1, 120)
+    churn_s = checks.seconds("churn_s", churn_s, 1, 600)
+    naptime = checks.one_of("naptime", naptime, NAPTIMES)
     comparison = {
         "base_rows": base_rows,
         "churn_s": churn_s,
@@ -762,11 +927,12 @@ def autovacuum_per_table(
     ticks = int(churn_s / TICK_S) * 2
     runs: list[ChurnRun] = []
     with db.connection() as conn:
-        run(conn, "lab/set_autovacuum_naptime", {"naptime": LAB_NAPTIME})
+        run(conn, "lab/set_autovacuum_naptime", {"naptime": naptime})
         run(conn, "lab/reload_conf")
         try:
             time.sleep(0.2)  # the launcher picks up the reload
-            naptime = run_one(conn, "lab/show_naptime")[0]
+            naptime_seen = run_one(conn, "lab/show_naptime")[0]
+            knobs = dict(run(conn, "lab/autovacuum_knobs").fetchall())
             for n, (name, settings) in enumerate((("defaults", DEFAULTS), ("guide", GUIDE_SETTINGS))):
                 if stop is not None and stop.is_set():
                     break
@@ -787,4 +953,26 @@ def autovacuum_per_table(
             run(conn, "lab/reset_autovacuum_naptime")
             run(conn, "lab/reload_conf")
             run(conn, "lab/jobs_autovacuum", {"enabled": True, **DEFAULTS})
-    return AutovacuumComparison(runs=runs, naptime=naptime, stopped=len(runs) < 2, **comparison)
+    return AutovacuumComparison(
+        runs=runs, naptime=naptime_seen, knobs=knobs, stopped=len(runs) < 2, **comparison
+    )
+
+
+def store_autovacuum_run(result: AutovacuumComparison, path: Path = STORED_DEFAULT_NAPTIME_RUN) -> Path:
+    """Keep a run's measurements as JSON (what tools/record_default_naptime_run.py does)."""
+    fields = asdict(result)
+    fields.pop("guide")
+    fields.pop("guess")
+    for run_fields in fields["runs"]:  # a sample's time to the hundredth of a second is plenty
+        run_fields["samples"] = [[round(t, 2), dead] for t, dead in run_fields["samples"]]
+        run_fields["waited_for_workers_s"] = round(run_fields["waited_for_workers_s"], 2)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(fields, separators=(",", ":")) + "\n")
+    return path
+
+
+def stored_autovacuum_run(path: Path = STORED_DEFAULT_NAPTIME_RUN) -> AutovacuumComparison:
+    """The stored run with the default naptime, as measured when it was recorded."""
+    fields = json.loads(path.read_text())
+    fields["runs"] = [ChurnRun(**{**r, "samples": [tuple(s) for s in r["samples"]]}) for r in fields["runs"]]
+    return AutovacuumComparison(**fields)

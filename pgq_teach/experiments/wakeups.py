@@ -33,7 +33,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from .. import charts, checks, queue
+from .. import charts, checks, measurements, queue
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
@@ -387,9 +387,13 @@ def pickup_latency(
     finally:
         worker.stop()
         thread.join(timeout=poll_s + 5)
-    return LatencyResult(
+    result = LatencyResult(
         poll_s=poll_s, pickups=pickups, stopped=len(pickups) < jobs, guess=guess, **server_fields(db)
     )
+    median = result.median_ms(True)
+    if not result.stopped and median is not None:  # lesson 12 quotes it
+        measurements.record(measurements.NOTIFY_MS, round(median, 1))
+    return result
 
 
 # --- NOTIFY's cost with many producers -------------------------------------------------
@@ -421,6 +425,13 @@ class CostResult(Result):
         return self.jobs / self.elapsed_s[mode]
 
     @property
+    def per_transaction_vs_per_job(self) -> float:
+        """NOTIFY per transaction's time over NOTIFY per job's (1: the same). The guess
+        predicts it. Both take the commit-time lock once per notifying transaction, so
+        sending fewer notifications in the same transactions barely changes it."""
+        return self.elapsed_s["per transaction"] / self.elapsed_s["per job"]
+
+    @property
     def modes(self) -> list[str]:
         """The modes that ran, in the course's order."""
         return [mode for mode in COST_MODES if mode in self.elapsed_s]
@@ -429,6 +440,15 @@ class CostResult(Result):
         """Per mode, its throughput and what the listener heard; the guide column
         gives what guide #12's rules predict the listener hears (it times nothing)."""
         rows: list[Comparison] = []
+        if {"per job", "per transaction"} <= set(self.modes):
+            rows.append(
+                (
+                    "time, NOTIFY per transaction / per job",
+                    self.guess_cell,
+                    self.per_transaction_vs_per_job,
+                    None,
+                )
+            )
         for mode in self.modes:
             rows += [
                 (f"NOTIFY {mode}: jobs/s", None, self.jobs_per_s(mode), None),
@@ -592,21 +612,28 @@ def pooler_installed() -> str | None:
 
 @dataclass(frozen=True)
 class SessionBound:
-    """One NOTIFY, heard (or not) by the session that ran LISTEN and by
-    another session of the same client that did not."""
+    """One NOTIFY after a client LISTENed on a server session, as a transaction-mode
+    pooler would then use the sessions: the client that listened has moved to
+    another server session, and a second client now holds the one that listened."""
 
-    listening_session_heard: int
-    other_session_heard: int
+    listening_session_heard: int  # notifications the server sent on the session that ran LISTEN
+    heard_by_next_client: list[str]  # payloads that reached the second client, with its own statement
+    heard_by_listening_client: int  # what the client that listened hears, on its new session
 
 
 def listen_is_per_session(db: Database) -> SessionBound:
-    """What a pooler in transaction mode runs into: LISTEN registers one
-    server session, and a client handed another session hears nothing."""
-    with listen(db) as listening, db.connection() as other:
+    """What a pooler in transaction mode runs into: LISTEN registers one server
+    session, and the server delivers there, to whoever holds that session. Client 1
+    runs LISTEN on session S and moves to session T; client 2 gets S and runs one
+    statement of its own. The notification arrives with client 2's statement."""
+    for_client_two: list[str] = []
+    with listen(db) as session_s, db.connection() as session_t:
+        session_s.add_notify_handler(lambda n: for_client_two.append(n.payload))
         notify_in_one_transaction(db, ["for the listening session"])
-        other_heard = heard(other, QUIET_S)  # this session never ran LISTEN
-        listening_heard = heard(listening, QUIET_S)
-    return SessionBound(len(listening_heard), len(other_heard))
+        time.sleep(QUIET_S)  # delivered by now, to whoever reads session S next
+        run(session_s, "lab/open_transaction")  # client 2's own statement on S
+        client_one = heard(session_t, QUIET_S)  # client 1, on the session it got next
+    return SessionBound(len(for_client_two), for_client_two, len(client_one))
 
 
 # --- a real pooler, where Debian's pgbouncer is installed ---------------------------

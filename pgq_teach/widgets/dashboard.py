@@ -5,18 +5,23 @@ refreshes the tables and only sets an HTML value (it never prints)."""
 from __future__ import annotations
 
 import threading
+from functools import partial
 from html import escape
 
 import ipywidgets as W
 
 from ..databases import Database
+from ..experiments import operations
 from ..experiments.operations import AutovacuumComparison, Load, Snapshot, snapshot
-from .common import comparison_html, error_html, styled
+from .common import ExperimentPanel, comparison_html, error_html, styled
 
 
 def snapshot_html(snap: Snapshot) -> str:
     st = snap.stats
-    counts = "".join(f"<tr><td>{escape(k)}</td><td>{v:,}</td></tr>" for k, v in st.counts.items())
+    counts = "".join(
+        f"<tr><td>{escape(k)}</td><td>{'~' if k in st.estimated else ''}{v:,}</td></tr>"  # ~: an estimate
+        for k, v in st.counts.items()
+    )
     wait = f"{st.oldest_due_wait.total_seconds():.2f} s" if st.oldest_due_wait is not None else "–"
     sessions = "".join(
         f"<tr class='pgq-session'><td>{s['pid']}</td><td>{escape(str(s['state']))}</td>"
@@ -136,3 +141,23 @@ def autovacuum_html(result: AutovacuumComparison) -> str:
     if result.skipped:
         return f"<p class='pgq-skipped'>Skipped: {escape(result.skipped)}</p>"
     return comparison_html(result.comparison(), version=result.server_version) + result.chart_svg()
+
+
+class AutovacuumLab(ExperimentPanel):
+    """Lesson 10: the same churn on jobs with the server's autovacuum defaults and
+    with the guide's per-table settings, autovacuum_naptime at the lab's 1 s."""
+
+    def __init__(
+        self, db: Database, *, base_rows: int = 100_000, churn_s: float = 15, jobs_per_tick: int = 200
+    ):
+        super().__init__(
+            partial(
+                operations.autovacuum_per_table,
+                db,
+                base_rows=base_rows,
+                churn_s=churn_s,
+                jobs_per_tick=jobs_per_tick,
+            ),
+            autovacuum_html,
+            guess_label="Peak n_dead_tup with the defaults?",
+        )

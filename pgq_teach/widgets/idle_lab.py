@@ -22,6 +22,7 @@ pgq-result (one row per step, class pgq-step).
 from __future__ import annotations
 
 import threading
+from functools import partial
 from html import escape
 from typing import Any
 
@@ -29,7 +30,16 @@ import ipywidgets as W
 
 from ..databases import Database
 from ..experiments import bloat
-from .common import ProgressRelay, Runner, comparison_html, error_html, guess_field, result_html, styled
+from .common import (
+    ExperimentPanel,
+    ProgressRelay,
+    Runner,
+    comparison_html,
+    error_html,
+    guess_field,
+    result_html,
+    styled,
+)
 
 GUESS_LABEL = "How many buffers will an empty claim read while the idle transaction is open?"
 
@@ -37,6 +47,18 @@ GUESS_LABEL = "How many buffers will an empty claim read while the idle transact
 def drain_html(result: bloat.DrainResult) -> str:
     """The drain beside guide #17: its charts, then the result's rows and summary."""
     return result.size_chart_svg() + result.dead_chart_svg() + result_html(result)
+
+
+class DrainLab(ExperimentPanel):
+    """Guide #17: drain `jobs` jobs through claim and done, sampling the table's
+    size and dead row versions; the rate is recorded for later lessons."""
+
+    def __init__(self, db: Database, *, jobs: int = 100_000, batch: int = 100):
+        super().__init__(
+            partial(bloat.drain, db, jobs=jobs, batch=batch, record=True),
+            drain_html,
+            guess_label=f"How many MB will the jobs table be after draining {jobs:,} jobs?",
+        )
 
 
 def transaction_html(lab: bloat.BloatLab) -> str:

@@ -5,8 +5,12 @@ called directly."""
 
 from __future__ import annotations
 
+from functools import partial
+
+from ..databases import Database
+from ..experiments import indexes
 from ..experiments.indexes import DrainedIndex, IndexSizes, ReadPlans
-from .common import result_html
+from .common import ExperimentPanel, result_html
 
 
 def sizes_html(result: IndexSizes) -> str:
@@ -22,3 +26,15 @@ def drained_html(result: DrainedIndex) -> str:
 def plans_html(result: ReadPlans) -> str:
     """The literal against the generic plan (guide #16); the guess is the generic plan's buffers."""
     return result_html(result)
+
+
+class DrainedIndexLab(ExperimentPanel):
+    """Guide #15: the ready index through a drain of `jobs` queued jobs, VACUUM
+    and REINDEX INDEX CONCURRENTLY."""
+
+    def __init__(self, db: Database, *, jobs: int = 100_000):
+        super().__init__(
+            partial(indexes.drained_index, db, jobs=jobs),
+            drained_html,
+            guess_label=f"How many kB will the ready index be once {jobs:,} queued jobs have drained?",
+        )

@@ -18,6 +18,7 @@ data-rule and data-holds="yes"/"no", then pgq-verdict).
 
 from __future__ import annotations
 
+from functools import partial
 from html import escape
 
 import ipywidgets as W
@@ -96,3 +97,40 @@ def latency_html(result: wakeups.LatencyResult) -> str:
 def cost_html(result: wakeups.CostResult) -> str:
     """NOTIFY's cost: its chart, then the result's rows and summary."""
     return result.chart_svg() + result_html(result)
+
+
+class LatencyLab(ExperimentPanel):
+    """Guide #13: one idle Worker, jobs enqueued with and without NOTIFY, poll `poll_s`."""
+
+    def __init__(self, db: Database, *, jobs: int = 12, poll_s: float = 1.0, seed: int = 7):
+        super().__init__(
+            partial(wakeups.pickup_latency, db, jobs=jobs, poll_s=poll_s, seed=seed),
+            latency_html,
+            guess_label=f"Median pickup latency without NOTIFY, ms (poll {poll_s:g} s)?",
+        )
+
+
+class NotifyCostLab(ExperimentPanel):
+    """What NOTIFY costs producers: per job, per transaction, none."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        producers: int = 8,
+        transactions: int = 50,
+        per_transaction: int = 10,
+        rounds: int = 2,
+    ):
+        super().__init__(
+            partial(
+                wakeups.notify_cost,
+                db,
+                producers=producers,
+                transactions=transactions,
+                per_transaction=per_transaction,
+                rounds=rounds,
+            ),
+            cost_html,
+            guess_label="Time with one NOTIFY per transaction, as a fraction of one per job (1 = the same)?",
+        )

@@ -1,0 +1,11 @@
+-- lab/autovacuum_knobs.sql: LAB HELPER. The server-wide settings that decide
+-- when autovacuum comes and how fast it works, as this server has them now:
+-- lesson 10's autovacuum lab reports them beside its result.
+-- Safe: yes, read-only.
+-- Parameters: none.
+
+SELECT name, setting || coalesce(unit, '') AS value
+FROM pg_settings
+WHERE name IN ('autovacuum_naptime', 'autovacuum_max_workers', 'autovacuum_vacuum_cost_limit',
+               'autovacuum_vacuum_cost_delay', 'vacuum_cost_limit')
+ORDER BY name;

@@ -17,6 +17,7 @@ from . import checks, embedded, queue
 from .databases import open_database
 from .errors import BadInput, PgqError, SetupError
 from .faults.settings import FaultSettings, LoadSettings, RunSettings, S
+from .interview_content import scenarios as interview_scenarios
 from .psql import psql_command
 from .server import chosen_backend, describe, get_server, start_server, wanted_backend
 from .worker import Worker
@@ -353,7 +354,8 @@ def _run_options(sp: argparse.ArgumentParser, settings: type[RunSettings], label
 
 
 def cmd_interview(args: argparse.Namespace) -> int:
-    """The interview rehearsal on stdin/stdout; no database needed."""
+    """The interview rehearsal on stdin/stdout; no database needed. It continues
+    the open rehearsal (the notebook's too) until the learner types finish."""
     from . import interview
 
     if args.summary:
@@ -368,13 +370,18 @@ def cmd_interview(args: argparse.Namespace) -> int:
         )
         _say(f"wrote the one-page summary to {path}; open it in a browser and print it")
         return 0
-    steps = tuple(args.step) if args.step else interview.STEP_KEYS
+    rehearsal = interview.Rehearsal(scenario=args.scenario, minutes=args.minutes)
+    if args.scenario and rehearsal.current["scenario"] != args.scenario:
+        _say(
+            f"(your open rehearsal is {rehearsal.scenario.title!r}: it continues; "
+            f"finish it to start {args.scenario})"
+        )
 
     def read() -> str | None:
         line = sys.stdin.readline()
         return line if line else None
 
-    record = interview.rehearse_in_terminal(read, _say, steps=steps, follow_ups=args.follow_ups)
+    record = interview.rehearse_in_terminal(read, _say, rehearsal)
     return 0 if record is not None else 1
 
 
@@ -520,12 +527,12 @@ def parser() -> argparse.ArgumentParser:
         "interview", help="rehearse the system-design interview answer, timed, in the terminal"
     )
     itv.add_argument(
-        "--step",
-        action="append",
-        help="only this step (repeatable): need, table, claim, failure, operations, numbers, exit",
+        "--scenario",
+        choices=sorted(interview_scenarios()),
+        help="the interviewer's scenario for a new rehearsal (default: drawn at random)",
     )
     itv.add_argument(
-        "--follow-ups", type=int, default=3, help="follow-up questions after the steps (0 to 12)"
+        "--minutes", type=float, help="the time for the whole rehearsal, 5 to 180 (default about 45)"
     )
     itv.add_argument("--summary", action="store_true", help="print the one-page summary (markdown) and exit")
     itv.add_argument(

@@ -600,6 +600,16 @@ class Rehearsal:
         return [(d, [a.get("scores", {}).get(d) for a in attempts]) for d in DIMENSIONS]
 
 
+def merged(shown: str, saved: str, typed: str) -> str:
+    """What to save when a view that showed `shown` now holds `typed`, but the file
+    holds `saved` (the other view changed it meanwhile): keep the other view's text
+    and add what was typed here, so neither view undoes the other."""
+    if saved == shown:
+        return typed
+    added = typed[len(shown) :] if typed.startswith(shown) else typed
+    return f"{saved}\n{added.lstrip(chr(10))}" if saved and added else saved or added
+
+
 def clock_text(seconds: float) -> str:
     seconds = round(seconds)
     return f"{seconds // 60}:{seconds % 60:02d}"

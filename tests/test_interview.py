@@ -323,3 +323,20 @@ def test_the_content_ships_in_the_wheel(tmp_path):
 def test_learner_file_name_is_the_rehearsal_s():
     Rehearsal(seed=1)
     assert learner.path_of(interview.FILE).exists()
+
+
+def test_a_line_added_in_the_terminal_survives_typing_in_a_stale_notebook_view():
+    from pgq_teach.widgets.rehearsal import RehearsalWidget
+
+    widget = RehearsalWidget(Rehearsal(seed=8))
+    widget.answer.value = "notebook line"
+    Rehearsal().add_to_answer("requirements", "terminal line")  # while the widget still shows the old text
+    widget.answer.value = "notebook line, and more"
+    assert Rehearsal().answer_of("requirements") == "notebook line\nterminal line\n, and more"
+    assert widget.answer.value == Rehearsal().answer_of("requirements")
+
+
+def test_merged_keeps_both_views_text():
+    assert interview.merged("a", "a", "ab") == "ab"  # nothing changed elsewhere
+    assert interview.merged("a", "a\nt", "ab") == "a\nt\nb"  # the other view added t
+    assert interview.merged("", "t", "x") == "t\nx"

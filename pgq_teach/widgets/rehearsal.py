@@ -172,7 +172,7 @@ class RehearsalWidget(W.VBox):
                 box = styled(
                     W.Textarea(value=r.follow_up_answer(key), layout=W.Layout(width="100%")), "pgq-follow-up"
                 )
-                box.observe(lambda ch, k=key: self.typed_follow_up(k, ch["new"]), names="value")
+                box.observe(lambda ch, k=key: self.typed_follow_up(k, ch), names="value")
                 shown = W.HTML()
                 button = W.Button(description="Show model answer", icon="eye", layout=auto())
                 button.on_click(lambda _, k=key, out=shown: self.reveal_follow_up(k, out))
@@ -194,12 +194,13 @@ class RehearsalWidget(W.VBox):
         self.clarified.value = f"<b>The interviewer answers</b><ul>{items}</ul>"
 
     def ask(self) -> None:
-        self.rehearsal.ask(self.questions.value)
+        """The questions are saved as typed; asking shows the interviewer's answers."""
         self.show_clarified()
 
     def typed_questions(self, change: dict) -> None:
         if not self.loading:
-            self.rehearsal.ask(change["new"])
+            saved = self.rehearsal.current["questions"]
+            self.rehearsal.ask(interview.merged(change["old"], saved, change["new"]))
 
     # one step
 
@@ -253,8 +254,15 @@ class RehearsalWidget(W.VBox):
         return "<pre class='pgq-summary-lines'>" + escape("\n".join(lines)) + "</pre>"
 
     def typed(self, change: dict) -> None:
-        if not self.loading:
-            self.rehearsal.answer(self.key, change["new"])
+        if self.loading:
+            return
+        saved = self.rehearsal.answer_of(self.key)
+        text = interview.merged(change["old"], saved, change["new"])
+        self.rehearsal.answer(self.key, text)
+        if text != change["new"]:  # the terminal added to it meanwhile: show both
+            self.loading = True
+            self.answer.value = text
+            self.loading = False
 
     def flagged(self, index: int, on: bool) -> None:
         if not self.loading:
@@ -270,9 +278,10 @@ class RehearsalWidget(W.VBox):
             self.rehearsal.score(interview.COMMUNICATION.dimension, change["new"])
             self.refresh()
 
-    def typed_follow_up(self, key: str, text: str) -> None:
+    def typed_follow_up(self, key: str, change: dict) -> None:
         if not self.loading:
-            self.rehearsal.answer_follow_up(key, text)
+            saved = self.rehearsal.follow_up_answer(key)
+            self.rehearsal.answer_follow_up(key, interview.merged(change["old"], saved, change["new"]))
             self.refresh()
 
     def reveal_follow_up(self, key: str, out: W.HTML) -> None:

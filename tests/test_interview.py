@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-
 from pgq_teach import cli, interview, interview_content, learner, measurements
 from pgq_teach.errors import BadInput
 from pgq_teach.interview import Rehearsal
@@ -40,8 +39,12 @@ CAPACITY = {  # a stored capacity run, as lesson 12 records it (values from one 
             "wal_bytes_per_job": j,
             "insert_wal_bytes_per_job": 288.0,
         }
-        for b, c, w, j in [(1, 1600, 630_000, 786), (10, 1300, 4_060_000, 637), (20, 1250, 7_890_000, 648),
-                           (50, 900, 15_230_000, 717)]
+        for b, c, w, j in [
+            (1, 1600, 630_000, 786),
+            (10, 1300, 4_060_000, 637),
+            (20, 1250, 7_890_000, 648),
+            (50, 900, 15_230_000, 717),
+        ]
     },
     "bytes_per_job": 254.0,
     "synchronous_commit": "on",
@@ -54,7 +57,12 @@ CAPACITY = {  # a stored capacity run, as lesson 12 records it (values from one 
 def test_the_content_has_every_part_the_rehearsal_needs():
     assert interview.STEP_KEYS == ("requirements", "estimation", "design", "deep_dive", "trade_offs")
     assert interview.DIMENSIONS == (
-        "requirements", "estimation", "high-level design", "deep dive", "trade-offs", "communication"
+        "requirements",
+        "estimation",
+        "high-level design",
+        "deep dive",
+        "trade-offs",
+        "communication",
     )
     for s in interview.STEPS:
         assert s.prompt and s.minutes > 0 and len(s.hints) >= 3 and len(s.red_flags) >= 3 and s.model
@@ -66,10 +74,23 @@ def test_the_content_has_every_part_the_rehearsal_needs():
 
 def test_the_follow_ups_cover_what_a_real_interviewer_asks():
     topics = {f.topic for f in interview.FOLLOW_UPS.values()}
-    for must in ("HA and failover", "multi-region", "backpressure on a shared database", "partner rate limits",
-                 "per-key ordering", "cancellation and a status API", "poison jobs", "10x and 100x",
-                 "SLO-based alerting", "scheduled and cron jobs", "multi-tenant fairness", "exactly once",
-                 "fencing", "bloat", "poolers"):
+    for must in (
+        "HA and failover",
+        "multi-region",
+        "backpressure on a shared database",
+        "partner rate limits",
+        "per-key ordering",
+        "cancellation and a status API",
+        "poison jobs",
+        "10x and 100x",
+        "SLO-based alerting",
+        "scheduled and cron jobs",
+        "multi-tenant fairness",
+        "exactly once",
+        "fencing",
+        "bloat",
+        "poolers",
+    ):
         assert must in topics, must
 
 
@@ -81,10 +102,23 @@ def test_the_design_model_answer_covers_the_whole_system():
 
 def test_every_trade_off_cell_has_a_source_for_every_system():
     systems, rows = interview_content.trade_offs()
-    assert set(systems) == {"postgres", "sqs_standard", "sqs_fifo", "rabbitmq", "kafka", "redis_streams",
-                            "nats_jetstream"}
-    assert {r.key for r in rows} == {"retry_and_delay", "ordering", "fan_out_replay", "retention", "dedup",
-                                     "operations_cost"}
+    assert set(systems) == {
+        "postgres",
+        "sqs_standard",
+        "sqs_fifo",
+        "rabbitmq",
+        "kafka",
+        "redis_streams",
+        "nats_jetstream",
+    }
+    assert {r.key for r in rows} == {
+        "retry_and_delay",
+        "ordering",
+        "fan_out_replay",
+        "retention",
+        "dedup",
+        "operations_cost",
+    }
     for row in rows:
         for cell in row.cells.values():
             assert cell.source.startswith(("https://", "guide, ", "measurement: ")), cell
@@ -166,8 +200,16 @@ def test_the_estimate_needs_the_capacity_at_the_same_batch():
         interview.scenario_estimate("small-store")
 
 
-@pytest.mark.parametrize("kwargs", [{"jobs_per_s": 0}, {"jobs_per_s": float("nan")}, {"work_ms": -1},
-                                    {"jobs_per_s": True}, {"keep_minutes": 0}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"jobs_per_s": 0},
+        {"jobs_per_s": float("nan")},
+        {"work_ms": -1},
+        {"jobs_per_s": True},
+        {"keep_minutes": 0},
+    ],
+)
 def test_the_estimate_refuses_bad_input(kwargs):
     args = {"jobs_per_s": 100, "measured": interview.Measured(1, 1.0, 1.0, 1.0, 1.0, 1.0, "t")} | kwargs
     with pytest.raises(BadInput):
@@ -302,8 +344,12 @@ def test_the_cli_runs_the_rehearsal_with_a_scenario_and_minutes(monkeypatch, cap
 
 def test_the_cli_refuses_bad_input_in_one_line():
     for args in (["--minutes", "1"], ["--scenario", "huge"]):
-        done = subprocess.run([sys.executable, "-m", "pgq_teach.cli", "interview", *args],
-                              capture_output=True, text=True, input="")
+        done = subprocess.run(
+            [sys.executable, "-m", "pgq_teach.cli", "interview", *args],
+            capture_output=True,
+            text=True,
+            input="",
+        )
         assert done.returncode == 2, done
         assert "Traceback" not in done.stderr and args[0][2:] in done.stderr.strip().splitlines()[-1]
 
@@ -313,8 +359,9 @@ def test_the_content_ships_in_the_wheel(tmp_path):
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(root)],
-                   check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(root)], check=True
+    )
     names = zipfile.ZipFile(next(tmp_path.glob("*.whl"))).namelist()
     for name in ("prompt", "scenarios", "steps", "follow_ups", "tradeoffs"):
         assert f"pgq_teach/content/interview/{name}.yaml" in names

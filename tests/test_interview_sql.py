@@ -7,7 +7,6 @@ content files: it is learner-facing prose, checked by running it."""
 from __future__ import annotations
 
 import pytest
-
 from pgq_teach import interview
 
 WITH_SQL = [key for key, f in interview.FOLLOW_UPS.items() if f.sql]

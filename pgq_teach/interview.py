@@ -26,6 +26,7 @@ notebook continue the same attempt until the learner finishes it.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import re
@@ -451,6 +452,10 @@ class Rehearsal:
             raise BadInput(f"questions are text, got {type(questions).__name__}")
         self.change(lambda c: c.update(questions=questions))
 
+    def add_question(self, line: str) -> None:
+        """Add one clarifying question (the terminal's way: saved as typed, what is there stays)."""
+        self.change(lambda c: c.update(questions=f"{c['questions']}\n{line}" if c["questions"] else line))
+
     def interviewer_answers(self) -> list[tuple[str, str]]:
         """(topic, answer) for the attempt's scenario: what the interviewer says when asked."""
         return [(topic, self.scenario.answers[topic]) for topic in content.opening()["topics"]]
@@ -541,6 +546,16 @@ class Rehearsal:
         if not isinstance(text, str):
             raise BadInput(f"an answer is text, got {type(text).__name__}")
         self.change(lambda c: c["follow_up_answers"].__setitem__(key, text))
+
+    def add_to_follow_up(self, key: str, line: str) -> None:
+        """Add a line to a follow-up answer (the terminal's way: saved as typed)."""
+        follow_up(key)
+
+        def add(c: dict[str, Any]) -> None:
+            before = c["follow_up_answers"].get(key, "")
+            c["follow_up_answers"][key] = f"{before}\n{line}" if before else line
+
+        self.change(add)
 
     def follow_up_answer(self, key: str) -> str:
         return self.current["follow_up_answers"].get(key, "")
@@ -731,12 +746,24 @@ def read_line(read: Read) -> str:
     return line.rstrip("\n")
 
 
-def read_lines(read: Read) -> list[str]:
-    """Lines up to an empty one."""
-    lines = []
-    while (line := read_line(read)).strip():
-        lines.append(line)
-    return lines
+NOTHING_TYPED = "(nothing typed here yet: type your answer, or press Enter again to go on without one)"
+
+
+def read_until_empty(read: Read, say: Say, keep: Callable[[str], None], *, has_text: bool) -> None:
+    """Hand each line to `keep` as it is typed (so Ctrl-C or Ctrl-D loses nothing) up to an
+    empty line. An empty line before anything was typed only warns: the next one ends, so a
+    stray Enter does not skip a step and show its model answer."""
+    warned = False
+    while True:
+        line = read_line(read)
+        if line.strip():
+            keep(line)
+            has_text = True
+        elif has_text or warned:
+            return
+        else:
+            say(NOTHING_TYPED)
+            warned = True
 
 
 def rubric_text(rubric: content.Rubric) -> list[str]:
@@ -746,8 +773,11 @@ def rubric_text(rubric: content.Rubric) -> list[str]:
     return out
 
 
-def ask_score(r: Rehearsal, dimension: str, read: Read, say: Say) -> None:
-    """Ask a self-score; an empty line keeps what is saved."""
+def ask_score(
+    r: Rehearsal, dimension: str, read: Read, say: Say, keep_stray: Callable[[str], None] | None = None
+) -> None:
+    """Ask a self-score; an empty line keeps what is saved. A line of words (a paste that
+    ran on past the empty line) goes to `keep_stray`, the step's answer, not away."""
     now = r.scores().get(dimension)
     say(f"Your score for {dimension}: 1, 2 or 3 (empty line keeps {now or 'no score'}).")
     while True:
@@ -757,21 +787,41 @@ def ask_score(r: Rehearsal, dimension: str, read: Read, say: Say) -> None:
         if word in ("1", "2", "3"):
             r.score(dimension, int(word))
             return
-        say(f"(ignored {word!r}: type 1, 2 or 3, or an empty line)")
+        if keep_stray is not None and not number_words(word):
+            keep_stray(word)
+            say("(not a score, so it is added to your answer: type 1, 2 or 3, or an empty line)")
+        else:
+            say(f"(no score {word!r}: type 1, 2 or 3, or an empty line)")
+
+
+def number_words(line: str) -> list[str] | None:
+    """The words of a line of flag numbers ('1 3', '-2', '1, 2'), or None if any word is not one."""
+    words = line.replace(",", " ").split()
+    return words if all(w.lstrip("-").isdigit() for w in words) else None
 
 
 def ask_flags(r: Rehearsal, key: str, read: Read, say: Say) -> None:
-    """Ticks only what the learner types: N ticks flag N, -N unticks it; an empty line keeps all."""
+    """Ticks only what the learner types: N ticks flag N, -N unticks it; an empty line keeps all.
+    A line is applied whole or not at all, so text that happens to hold a number (a paste
+    that ran on past the empty line) never ticks or unticks a flag: it goes to the answer."""
     flags = step(key).red_flags
     say("Red flags: did your answer do any of these? (N ticks, -N unticks, empty line keeps)")
     for n, text in enumerate(flags, 1):
         say(f"  [{'x' if n - 1 in r.flags(key) else ' '}] {n}. {text}")
-    for word in read_line(read).replace(",", " ").split():
-        number = word.lstrip("-")
-        if number.isdigit() and 1 <= int(number) <= len(flags):
-            r.flag(key, int(number) - 1, not word.startswith("-"))
+    while line := read_line(read).strip():
+        words = number_words(line)
+        if words is None:
+            r.add_to_answer(key, line)
+            say(
+                "(not flag numbers, so nothing ticked; the line is added to your answer: "
+                f"type 1 to {len(flags)}, -N to untick, or an empty line)"
+            )
+        elif any(not 1 <= int(w.lstrip("-")) <= len(flags) for w in words):
+            say(f"(nothing ticked: the flags are 1 to {len(flags)}; type them again, or an empty line)")
         else:
-            say(f"(ignored {word!r}: not a flag number 1 to {len(flags)})")
+            for w in words:
+                r.flag(key, int(w.lstrip("-")) - 1, not w.startswith("-"))
+            return
 
 
 def terminal_step(r: Rehearsal, key: str, read: Read, say: Say) -> None:
@@ -784,13 +834,16 @@ def terminal_step(r: Rehearsal, key: str, read: Read, say: Say) -> None:
         say(r.answer_of(key))
     say("Type your answer; ? on a line shows a hint; an empty line ends the step.")
     r.start(key)
+
+    def keep(line: str) -> None:
+        if line.strip() == "?":
+            hint = r.next_hint(key)
+            say(f"hint: {hint}" if hint else "no more hints for this step")
+        else:
+            r.add_to_answer(key, line)
+
     try:
-        while (line := read_line(read)).strip():
-            if line.strip() == "?":
-                hint = r.next_hint(key)
-                say(f"hint: {hint}" if hint else "no more hints for this step")
-            else:
-                r.add_to_answer(key, line)
+        read_until_empty(read, say, keep, has_text=bool(r.answer_of(key)))
     finally:
         r.stop()
     r.end_step(key)
@@ -800,7 +853,7 @@ def terminal_step(r: Rehearsal, key: str, read: Read, say: Say) -> None:
         say(line)
     say("A model answer: " + r.model(key))
     ask_flags(r, key, read, say)
-    ask_score(r, s.rubric.dimension, read, say)
+    ask_score(r, s.rubric.dimension, read, say, lambda line: r.add_to_answer(key, line))
 
 
 def rehearse_in_terminal(read: Read, say: Say, rehearsal: Rehearsal | None = None) -> dict[str, Any] | None:
@@ -814,6 +867,10 @@ def rehearse_in_terminal(read: Read, say: Say, rehearsal: Rehearsal | None = Non
         r.stop()
         say("(input ended: your answers are saved; run `pgq-teach interview` again to go on)")
         return None
+    except KeyboardInterrupt:
+        r.stop()
+        say("(interrupted: everything you typed is saved; run `pgq-teach interview` again to go on)")
+        return None
 
 
 def terminal_rehearsal(r: Rehearsal, read: Read, say: Say) -> dict[str, Any] | None:
@@ -826,7 +883,7 @@ def terminal_rehearsal(r: Rehearsal, read: Read, say: Say) -> dict[str, Any] | N
     say("Interviewer: " + content.opening()["opening"])
     if not c["questions"]:
         say(content.opening()["clarify_instructions"])
-        r.ask("\n".join(read_lines(read)))
+        read_until_empty(read, say, r.add_question, has_text=False)
     else:
         say("Your questions: " + c["questions"].replace("\n", "; "))
     say("The interviewer answers:")
@@ -842,7 +899,7 @@ def terminal_rehearsal(r: Rehearsal, read: Read, say: Say) -> dict[str, Any] | N
             continue
         say("")
         say(f"Follow-up: {follow_up(key).question}")
-        r.answer_follow_up(key, "\n".join(read_lines(read)))
+        read_until_empty(read, say, functools.partial(r.add_to_follow_up, key), has_text=False)
         say("A model answer: " + follow_up(key).model())
     say("")
     for line in rubric_text(COMMUNICATION):

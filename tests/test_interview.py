@@ -301,9 +301,9 @@ def test_the_terminal_continues_the_notebook_s_attempt_and_changes_nothing_it_di
     widget.flag_boxes[0].value = True
     widget.score_pick.value = 2
     out: list[str] = []
-    # the terminal: estimation ended with empty lines (answer, flags, score), one line for the
+    # the terminal: estimation ended with empty lines (answer twice, flags, score), one line for the
     # design step, then input ends
-    typed = ["", "", "", "a line typed in the terminal", ""]
+    typed = ["", "", "", "", "a line typed in the terminal", ""]  # the 2nd Enter ends an empty step
     result = interview.rehearse_in_terminal(lines(*typed), out.append, Rehearsal())
     assert result is None  # input ended: nothing finished
     r = Rehearsal()
@@ -342,8 +342,65 @@ def test_the_cli_runs_the_rehearsal_with_a_scenario_and_minutes(monkeypatch, cap
     assert "a flash sale, about 45 minutes" in out and "400 orders a second" in out
 
 
+def test_a_stray_enter_does_not_end_an_empty_step_but_a_second_one_does():
+    out: list[str] = []
+    r = Rehearsal(seed=2)
+    interview.rehearse_in_terminal(lines("Peak?", "", "", "typed after the warning", ""), out.append, r)
+    assert out.count(interview.NOTHING_TYPED) == 1 and not r.ended("estimation")
+    assert r.answer_of("requirements") == "typed after the warning" and r.ended("requirements")
+    out.clear()
+    interview.rehearse_in_terminal(lines(""), out.append, Rehearsal())  # the next run: one Enter
+    assert out.count(interview.NOTHING_TYPED) == 1 and not Rehearsal().ended("estimation")
+
+
+def test_ctrl_c_and_ctrl_d_keep_every_line_typed_so_far(monkeypatch, capsys):
+    typed = iter(["How many orders at peak?\n", "Which jobs?\n"])
+
+    def readline() -> str:
+        line = next(typed, None)
+        if line is None:
+            raise KeyboardInterrupt  # Ctrl-C while the learner is still listing questions
+        return line
+
+    monkeypatch.setattr(sys, "stdin", type("Keys", (), {"readline": staticmethod(readline)})())
+    assert cli.main(["interview", "--scenario", "flash-sale", "--minutes", "45"]) == 1
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err and out.out.strip().splitlines()[-1].startswith("(interrupted:")
+    assert Rehearsal().current["questions"] == "How many orders at peak?\nWhich jobs?"
+    r = Rehearsal()
+    key = r.follow_up_keys[0]
+    for s in interview.STEPS:  # every step already answered and ended elsewhere
+        r.answer(s.key, "done")
+        r.end_step(s.key)
+    interview.rehearse_in_terminal(lines("half a follow-up answer"), [].append, Rehearsal())  # Ctrl-D
+    assert Rehearsal().follow_up_answer(key) == "half a follow-up answer"
+
+
+def test_text_at_the_red_flag_prompt_ticks_nothing_and_is_kept_in_the_answer():
+    from pgq_teach.widgets.rehearsal import RehearsalWidget
+
+    widget = RehearsalWidget(Rehearsal(seed=4))
+    widget.questions.value = "Peak?"
+    widget.answer.value = "my requirements"
+    widget.end_button.click()
+    widget.flag_boxes[0].value = True  # ticked in the notebook
+    out: list[str] = []
+    # a pasted answer whose blank line ended the estimation step: the rest lands at the prompts
+    typed = ["jobs: 400 orders/s x 3", "", "-1 of the 2 workers wait", "9", "", "then 2 more lines", "3"]
+    interview.rehearse_in_terminal(lines("", *typed), out.append, Rehearsal())  # "" keeps step 1's flags
+    r = Rehearsal()
+    assert r.flags("requirements") == [0]  # the notebook's tick, untouched
+    assert r.flags("estimation") == []  # no '-1' or '2' read out of the text
+    assert r.answer_of("estimation") == "jobs: 400 orders/s x 3\n-1 of the 2 workers wait\nthen 2 more lines"
+    assert r.scores().get("estimation") == 3
+    text = "\n".join(out)
+    assert text.count("not flag numbers") == 1 and "nothing ticked: the flags are" in text
+    assert text.count("not a score, so it is added") == 1 and "ignored" not in text
+
+
 def test_the_cli_refuses_bad_input_in_one_line():
-    for args in (["--minutes", "1"], ["--scenario", "huge"]):
+    for args in (["--minutes", "1"], ["--minutes", "0"], ["--minutes", "-5"], ["--minutes", "nan"],
+                 ["--scenario", "huge"]):
         done = subprocess.run(
             [sys.executable, "-m", "pgq_teach.cli", "interview", *args],
             capture_output=True,

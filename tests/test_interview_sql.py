@@ -7,7 +7,7 @@ content files: it is learner-facing prose, checked by running it."""
 from __future__ import annotations
 
 import pytest
-from pgq_teach import interview
+from pgq_teach import interview, statements
 
 WITH_SQL = [key for key, f in interview.FOLLOW_UPS.items() if f.sql]
 
@@ -25,10 +25,50 @@ def test_every_sql_in_a_model_answer_runs_and_reports_its_rows(conn, key):
 
 
 def test_the_fair_claim_takes_one_job_per_tenant(conn):
-    setup, claim = interview.follow_up("fairness").sql
+    setup, index, claim = interview.follow_up("fairness").sql
     conn.execute(setup.text)
+    conn.execute(index.text)
     tenants = sorted(row[1] for row in conn.execute(claim.text).fetchall())
     assert tenants == ["big", "other", "small"]  # the flooding tenant gets one, like the others
+
+
+def test_a_second_worker_running_the_fair_claim_meanwhile_skips_the_first_one_s_jobs(db):
+    """Two sessions: the first claims and has not committed; the second neither waits
+    for it nor takes its jobs, and gets the flooding tenant's next job (the only other one)."""
+    setup, index, claim = interview.follow_up("fairness").sql
+    # the second session's lock_timeout turns a wait into an error, not a hang
+    with db.connection() as first, db.connection(options="-c lock_timeout=2000") as second:
+        first.execute(setup.text)
+        first.execute(index.text)
+        first.commit()
+        mine = {row[0] for row in first.execute(claim.text).fetchall()}  # open transaction
+        theirs = second.execute(claim.text).fetchall()
+        assert len(mine) == 3 and [row[1] for row in theirs] == ["big"] and not mine & {theirs[0][0]}
+
+
+@pytest.mark.parametrize("with_index", [True, False])
+def test_the_fair_claim_s_plan_at_a_flood_reads_little_per_job_only_with_its_index(db, with_index):
+    """The model answer's claim on a flood of 10,000 jobs from one tenant ahead of one job
+    each from 50 others (the answer's own example is 5 jobs): with the (tenant, run_at)
+    index, each pick is a short index scan, and the claim reads two passes over the ready
+    rows (the DISTINCT, and the join back to the table) plus a few buffers a job. Without it,
+    every small tenant's pick walks the whole flood: the bound fails, as the answer says."""
+    setup, index, claim = interview.follow_up("fairness").sql
+    with db.connection() as conn:
+        statements.run(conn, "lab/seed_tenant_flood", {"flood": 10_000, "tenants": 50})
+        if with_index:
+            conn.execute(index.text)
+        statements.run(conn, "lab/analyze_jobs")
+        conn.commit()
+        statements.run(conn, "lab/flush_stats")
+        before = statements.run_one(conn, "lab/table_buffers")[0]
+        claimed = len(conn.execute(claim.text).fetchall())
+        statements.run(conn, "lab/flush_stats")
+        read = statements.run_one(conn, "lab/table_buffers")[0] - before
+        pages = statements.run_one(conn, "lab/jobs_table_pages")[0]
+    assert claimed == 51  # one a tenant, the flood's included
+    bound = 3 * pages + 20 * claimed  # wide: about 2 passes and 5 buffers a job were measured
+    assert (read < bound) is with_index, (read, pages, claimed)
 
 
 def test_the_step_model_answers_quote_no_sql_that_the_test_would_miss():

@@ -78,6 +78,11 @@ def follow_up(key: str) -> content.FollowUp:
     return FOLLOW_UPS[key]
 
 
+def percent(share: float) -> str:
+    """A share as a percentage; under 1 % with one decimal, so a small share never reads 0 %."""
+    return f"{share:.1%}" if 0 < share < 0.01 else f"{share:.0%}"
+
+
 def fmt(value: float) -> str:
     if abs(value) >= 100 or float(value).is_integer():
         return f"{value:,.0f}"
@@ -195,8 +200,8 @@ class Estimate(Result):
         return [
             ("commits/s at peak", self.guess_cell, self.commits_per_s, None),
             (f"measured commits/s at batch {self.batch}", None, self.measured.commits_per_s, None),
-            ("share of measured commits", None, f"{self.commit_share:.0%}", None),
-            ("share of measured WAL bytes/s", None, f"{self.wal_share:.0%}", None),
+            ("share of measured commits", None, percent(self.commit_share), None),
+            ("share of measured WAL bytes/s", None, percent(self.wal_share), None),
         ]
 
     def lines(self) -> list[str]:
@@ -211,14 +216,16 @@ class Estimate(Result):
             f"rows: {fmt(self.row_writes_per_s)} row writes/s (insert, claim, completion, delete), "
             f"{fmt(self.dead_per_s)} dead versions/s for autovacuum",
             f"WAL: {fmt(self.jobs_per_s)} x {fmt(m.wal_bytes_per_job + m.insert_wal_bytes_per_job)} bytes = "
-            f"{fmt(self.wal_bytes_per_s / 1e6)} MB/s",
+            f"{fmt(self.wal_bytes_per_s / 1e6)} MB/s (insert, claim and completion as measured; "
+            "the cleanup's delete adds its own)",
             f"storage: {fmt(self.storage_bytes_per_day / 1e6)} MB a day "
             f"at {fmt(m.bytes_per_job)} bytes a job; "
             f"{fmt(self.rows_kept)} rows kept, so autovacuum starts every "
-            f"{fmt(self.autovacuum_trigger_rows)} dead rows (1,000 + 0.01 x rows)",
+            f"{fmt(self.autovacuum_trigger_rows)} dead rows once jobs has the guide's settings "
+            "(1,000 + 0.01 x rows; the defaults wait for 50 + 0.2 x rows)",
             f"against the server at batch {self.batch}: {fmt(m.commits_per_s)} commits/s and "
             f"{fmt(m.wal_bytes_per_s / 1e6)} MB/s of WAL ({m.source}): "
-            f"{self.commit_share:.0%} of the commits, {self.wal_share:.0%} of the WAL",
+            f"{percent(self.commit_share)} of the commits, {percent(self.wal_share)} of the WAL",
             f"verdict: {self.verdict}",
         ]
 
@@ -262,7 +269,8 @@ def estimate(
     share = max(commit_share, wal_share)
     if share <= HEADROOM:
         verdict = (
-            f"fits: at most {share:.0%} of one session's measured rate, inside the {HEADROOM:.0%} headroom"
+            f"fits: at most {percent(share)} of one session's measured rate, "
+            f"inside the {HEADROOM:.0%} headroom"
         )
     elif share <= 1:
         verdict = (

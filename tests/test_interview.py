@@ -185,6 +185,18 @@ def test_the_estimate_recomputed_by_hand_from_the_profile_and_measured_commits()
     assert est.verdict.startswith("fits")  # about 6 % of commits and 8 % of WAL, under the 50 % headroom
 
 
+def test_the_small_store_by_hand_and_a_small_share_never_reads_zero_percent():
+    measurements.record(measurements.CAPACITY_12, CAPACITY)
+    est = interview.scenario_estimate("small-store")
+    # small store: 5 orders/s at peak, 3 jobs an order, 20,000 orders a day, batches of 10, 30 days
+    assert math.isclose(est.commits_per_s, 5 * 3 * 2 / 10)  # 3 commits/s
+    assert math.isclose(est.wal_bytes_per_s, 15 * (637 + 288))  # 13,875 bytes/s
+    assert math.isclose(est.storage_bytes_per_day, 20_000 * 3 * 254)  # 15.2 MB a day
+    assert math.isclose(est.rows_kept, 20_000 * 3 * 30)
+    text = "\n".join(est.lines())
+    assert "0.2% of the commits" in text and "0.3% of the WAL" in text and " 0% " not in text
+
+
 def test_the_verdict_follows_the_share_against_the_headroom():
     m = interview.Measured(10, 100.0, 0.0, 0.0, 0.0, 0.0, "test")
     assert interview.estimate(200, measured=m).verdict.startswith("fits")  # 40 commits/s of 100

@@ -75,3 +75,25 @@ def test_the_step_model_answers_quote_no_sql_that_the_test_would_miss():
     """Steps describe their SQL in words; SQL a learner reads lives in a follow-up's `sql`, tested above."""
     for s in interview.STEPS:
         assert "```" not in s.model and "RETURNING id;" not in s.model
+
+
+def test_the_retry_follow_up_s_schedule_is_the_course_s_fail(conn):
+    """retry_policy says one schedule of five attempts doubling from 20 s gives up after
+    about five minutes: the course's own fail.sql, run on the server, waits that long."""
+    from datetime import datetime, timezone
+
+    from pgq_teach import queue
+
+    assert "waits of 20, 40, 80 and 160 s" in " ".join(interview.follow_up("retry_policy").model().split())
+    queue.enqueue(conn, "receipt", {"order_id": 1})
+    waits, outcome = [], "ready"
+    while outcome == "ready":
+        statements.run(conn, "lab/make_all_due")
+        (job,) = queue.claim(conn)
+        outcome = queue.fail(conn, job, "provider down")
+        if outcome == "ready":
+            since = datetime.now(timezone.utc)
+            (row,) = statements.run(conn, "lab/due_times", {"since": since.isoformat()}).fetchall()
+            waits.append(row[0])
+    assert outcome == "dead" and len(waits) == 4  # five attempts, four waits between them
+    assert [round(w / 10) * 10 for w in waits] == [20, 40, 80, 160] and 280 <= sum(waits) <= 320

@@ -43,7 +43,7 @@ from .errors import BadInput
 from .experiments import capacity
 from .experiments.results import Comparison, Result, guess_text
 from .guide import GuideFigure, figure
-from .statements import statement
+from .statements import run, statement
 
 FILE = "rehearsal"
 HEADROOM = 0.5  # the queue may use at most half of what one session measured: the store needs the rest
@@ -56,6 +56,7 @@ STEP_KEYS = tuple(s.key for s in STEPS)
 DIMENSIONS = tuple([s.rubric.dimension for s in STEPS] + [COMMUNICATION.dimension])
 SCENARIOS = content.scenarios()
 FOLLOW_UPS = content.follow_ups()
+WITH_SQL = tuple(key for key, f in FOLLOW_UPS.items() if f.sql)  # the model answers that quote SQL
 DEFAULT_MINUTES = sum(s.minutes for s in STEPS) + 8  # and about eight minutes of follow-ups
 
 
@@ -81,6 +82,23 @@ def follow_up(key: str) -> content.FollowUp:
 def percent(share: float) -> str:
     """A share as a percentage; under 1 % with one decimal, so a small share never reads 0 %."""
     return f"{share:.1%}" if 0 < share < 0.01 else f"{share:.0%}"
+
+
+def run_model_sql(db: Database, key: str) -> list[int]:
+    """Run the SQL a follow-up's model answer quotes on `db`, every step in order on an
+    emptied jobs table, inside one transaction that is rolled back: the rows each step
+    reported (RETURNING rows, or rows changed). Nothing stays, so a lesson can show that
+    the answer works on its own database."""
+    steps = follow_up(key).sql
+    if not steps:
+        raise BadInput(f"follow-up {key!r} quotes no SQL; these do: {', '.join(WITH_SQL)}")
+    rows = []
+    with db.connection() as conn, conn.transaction(force_rollback=True):
+        run(conn, "lab/reset_jobs")
+        for sql_step in steps:
+            cur = conn.execute(sql_step.text)
+            rows.append(len(cur.fetchall()) if cur.description else max(cur.rowcount, 0))
+    return rows
 
 
 def fmt(value: float) -> str:

@@ -7,9 +7,10 @@ content files: it is learner-facing prose, checked by running it."""
 from __future__ import annotations
 
 import pytest
-from pgq_teach import interview, statements
+from pgq_teach import interview, queue, statements
+from pgq_teach.errors import BadInput
 
-WITH_SQL = [key for key, f in interview.FOLLOW_UPS.items() if f.sql]
+WITH_SQL = interview.WITH_SQL
 
 
 def test_the_model_answers_that_quote_sql_include_the_two_that_were_wrong():
@@ -22,6 +23,16 @@ def test_every_sql_in_a_model_answer_runs_and_reports_its_rows(conn, key):
         cur = conn.execute(sql_step.text)
         rows = len(cur.fetchall()) if cur.description else max(cur.rowcount, 0)
         assert rows == sql_step.rows, (key, n, sql_step.text)
+
+
+def test_a_lesson_runs_a_model_answer_s_sql_on_its_own_database_and_nothing_stays(db, conn):
+    queue.enqueue(conn, "receipt", {"order_id": 101})  # a job the lesson already had
+    assert interview.run_model_sql(db, "unique") == [0, 1, 1, 0]
+    assert interview.run_model_sql(db, "fairness") == [5, 0, 3]
+    assert queue.status_counts(conn) == {"ready": 1}  # rolled back: the lesson's job, no index left
+    queue.enqueue(conn, "receipt", {"order_id": 101})  # so a second one is still allowed
+    with pytest.raises(BadInput, match="quotes no SQL"):
+        interview.run_model_sql(db, "bloat")
 
 
 def test_the_fair_claim_takes_one_job_per_tenant(conn):

@@ -26,15 +26,22 @@ notebook continue the same attempt until the learner finishes it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from html import escape
+from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 from . import interview_content as content
 from . import learner, measurements
@@ -356,6 +363,21 @@ def model_answer(step_key: str, scenario_key: str) -> str:
 # --- the learner's rehearsal, saved as they go ---------------------------------------
 
 
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path` between processes (flock), for one read-change-write.
+    Where flock does not exist (Windows), one process at a time is the learner's to keep."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        if fcntl is not None:
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def fresh_attempt(
     now: float, rng: random.Random, *, avoid: dict[str, Any] | None, forced: str | None, minutes: float
 ) -> dict[str, Any]:
@@ -429,10 +451,12 @@ class Rehearsal:
         return list(self.data()["past"])
 
     def change(self, what: Callable[[dict[str, Any]], None]) -> None:
-        """Re-read the file, apply one change to the current attempt, write it back."""
-        data = self.data()
-        what(data["current"])
-        learner.save(self.name, data)
+        """Re-read the file, apply one change to the current attempt, write it back, holding
+        a lock that the other process (the terminal, or the notebook's kernel) waits for."""
+        with file_lock(learner.path_of(self.name).with_suffix(".lock")):
+            data = self.data()
+            what(data["current"])
+            learner.save(self.name, data)
 
     def begin(self, data: dict[str, Any], *, scenario: str | None, minutes: float | None) -> None:
         last = data["past"][-1] if data.get("past") else None
@@ -455,6 +479,7 @@ class Rehearsal:
     def discard(self) -> None:
         """Delete this rehearsal's file (used by the notebook's own checks)."""
         learner.path_of(self.name).unlink(missing_ok=True)
+        learner.path_of(self.name).with_suffix(".lock").unlink(missing_ok=True)
 
     # what the attempt is
 

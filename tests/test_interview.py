@@ -456,3 +456,21 @@ def test_merged_keeps_both_views_text():
     assert interview.merged("a", "a", "ab") == "ab"  # nothing changed elsewhere
     assert interview.merged("a", "a\nt", "ab") == "a\nt\nb"  # the other view added t
     assert interview.merged("", "t", "x") == "t\nx"
+
+
+def test_two_processes_adding_lines_at_once_lose_none(home):
+    """The terminal and the notebook's kernel are two processes writing one file: each
+    change re-reads and writes it, so without a lock between them one could write back
+    a copy that misses the other's line."""
+    Rehearsal(seed=9)
+    script = (
+        "import sys\n"
+        "from pgq_teach.interview import Rehearsal\n"
+        "r = Rehearsal()\n"
+        "for n in range(150):\n"
+        "    r.add_to_answer('requirements', f'{sys.argv[1]} {n}')\n"
+    )
+    writers = [subprocess.Popen([sys.executable, "-c", script, who]) for who in ("terminal", "notebook")]
+    assert [w.wait(timeout=120) for w in writers] == [0, 0]
+    saved = Rehearsal().answer_of("requirements").splitlines()
+    assert len(saved) == 300 and len(set(saved)) == 300

@@ -363,11 +363,13 @@ def cmd_interview(args: argparse.Namespace) -> int:
         return 0
     if args.html:
         path = Path(args.html)
-        path.write_text(
-            "<!doctype html><meta charset='utf-8'><title>The job queue on one page</title>"
-            + interview.summary_html(),
-            encoding="utf-8",
-        )
+        if path.is_dir() or not path.parent.is_dir():
+            raise BadInput(f"--html {args.html}: give a file in a folder that exists")
+        page = "<!doctype html><meta charset='utf-8'><title>The job queue on one page</title>"
+        try:
+            path.write_text(page + interview.summary_html(), encoding="utf-8")
+        except OSError as exc:
+            raise BadInput(f"--html {args.html}: cannot write it ({exc.strerror})") from None
         _say(f"wrote the one-page summary to {path}; open it in a browser and print it")
         return 0
     rehearsal = interview.Rehearsal(scenario=args.scenario, minutes=args.minutes)

@@ -423,6 +423,13 @@ def test_the_cli_refuses_bad_input_in_one_line():
         assert "Traceback" not in done.stderr and args[0][2:] in done.stderr.strip().splitlines()[-1]
 
 
+def test_the_cli_refuses_a_summary_file_it_cannot_write_in_one_line(tmp_path, capsys):
+    for where in (tmp_path, tmp_path / "no-such-folder" / "page.html"):
+        assert cli.main(["interview", "--html", str(where)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--html" in err and "Traceback" not in err
+
+
 def test_the_content_ships_in_the_wheel(tmp_path):
     import zipfile
     from pathlib import Path

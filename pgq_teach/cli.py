@@ -378,6 +378,8 @@ def cmd_interview(args: argparse.Namespace) -> int:
             f"(your open rehearsal is {rehearsal.scenario.title!r}: it continues; "
             f"finish it to start {args.scenario})"
         )
+    if args.minutes is not None and rehearsal.current.get("minutes") != args.minutes:
+        _say(f"(your open rehearsal keeps its {interview.fmt(rehearsal.current['minutes'])} minutes)")
 
     def read() -> str | None:
         line = sys.stdin.readline()

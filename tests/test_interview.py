@@ -423,6 +423,16 @@ def test_the_cli_refuses_bad_input_in_one_line():
         assert "Traceback" not in done.stderr and args[0][2:] in done.stderr.strip().splitlines()[-1]
 
 
+def test_the_cli_says_when_an_open_rehearsal_keeps_its_scenario_and_minutes(monkeypatch, capsys):
+    r = Rehearsal(scenario="small-store", minutes=30)
+    r.add_question("Peak?")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    cli.main(["interview", "--scenario", "flash-sale", "--minutes", "45"])
+    out = capsys.readouterr().out
+    assert "it continues; finish it to start flash-sale" in out and "keeps its 30 minutes" in out
+    assert Rehearsal().current["minutes"] == 30 and Rehearsal().current["questions"] == "Peak?"
+
+
 def test_the_cli_refuses_a_summary_file_it_cannot_write_in_one_line(tmp_path, capsys):
     for where in (tmp_path, tmp_path / "no-such-folder" / "page.html"):
         assert cli.main(["interview", "--html", str(where)]) == 2

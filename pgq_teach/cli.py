@@ -4,9 +4,12 @@ poke at a queue from a terminal."""
 from __future__ import annotations
 
 import argparse
+import codecs
+import collections
 import json
 import os
 import random
+import select
 import sys
 import time
 from collections.abc import Callable
@@ -353,6 +356,44 @@ def _run_options(sp: argparse.ArgumentParser, settings: type[RunSettings], label
     sp.add_argument("--db", default=label, help=f"database label (default pgq_{label}; reset first)")
 
 
+class TerminalInput:
+    """Standard input as lines, knowing whether more are already waiting: a paste arrives
+    as many lines at once, and the rehearsal saves them in one write. It reads the file
+    descriptor itself, because Python's own buffer would hide lines it had read ahead.
+    Where stdin has no descriptor (a test's StringIO), it reads lines and says none wait."""
+
+    def __init__(self) -> None:
+        try:
+            self.fd: int | None = sys.stdin.fileno()
+        except (AttributeError, OSError, ValueError):
+            self.fd = None
+        self.lines: collections.deque[str] = collections.deque()
+        self.partial = ""
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.ended = False
+
+    def __call__(self) -> str | None:
+        if self.fd is None:
+            return sys.stdin.readline() or None
+        while not self.lines:
+            if self.ended:
+                line, self.partial = self.partial, ""
+                return line or None
+            chunk = os.read(self.fd, 65536)
+            self.ended = not chunk
+            *full, self.partial = (self.partial + self.decoder.decode(chunk, final=self.ended)).split("\n")
+            self.lines.extend(full)
+        return self.lines.popleft().removesuffix("\r")  # a line pasted from Windows
+
+    def waiting(self) -> bool:
+        if self.lines or self.fd is None or self.ended:
+            return bool(self.lines)
+        try:
+            return bool(select.select([self.fd], [], [], 0)[0])
+        except (OSError, ValueError):  # a console without select (Windows)
+            return False
+
+
 def cmd_interview(args: argparse.Namespace) -> int:
     """The interview rehearsal on stdin/stdout; no database needed. It continues
     the open rehearsal (the notebook's too) until the learner types finish."""
@@ -381,11 +422,7 @@ def cmd_interview(args: argparse.Namespace) -> int:
     if args.minutes is not None and rehearsal.current.get("minutes") != args.minutes:
         _say(f"(your open rehearsal keeps its {interview.fmt(rehearsal.current['minutes'])} minutes)")
 
-    def read() -> str | None:
-        line = sys.stdin.readline()
-        return line if line else None
-
-    record = interview.rehearse_in_terminal(read, _say, rehearsal)
+    record = interview.rehearse_in_terminal(TerminalInput(), _say, rehearsal)
     return 0 if record is not None else 1
 
 

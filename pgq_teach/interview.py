@@ -782,6 +782,8 @@ def inline(text: str) -> str:
 
 # --- the same rehearsal in a terminal (`pgq-teach interview`) --------------------------
 
+# One line typed, or None when input ends. A reader may also have `waiting()`: whether more
+# lines are already there to read (the CLI's does), so a paste is saved in one write.
 Read = Callable[[], "str | None"]
 Say = Callable[[str], None]
 
@@ -801,20 +803,31 @@ NOTHING_TYPED = "(nothing typed here yet: type your answer, or press Enter again
 
 
 def read_until_empty(read: Read, say: Say, keep: Callable[[str], None], *, has_text: bool) -> None:
-    """Hand each line to `keep` as it is typed (so Ctrl-C or Ctrl-D loses nothing) up to an
-    empty line. An empty line before anything was typed only warns: the next one ends, so a
-    stray Enter does not skip a step and show its model answer."""
+    """Hand the lines typed to `keep` up to an empty line: each line as it comes, or, while
+    `read.waiting()` says more lines are already there (a paste), all of them at once, so a
+    paste of thousands of lines is saved in one write, not one write a line. What is kept
+    when Ctrl-C or Ctrl-D arrives is saved too. An empty line before anything was typed only
+    warns: the next one ends, so a stray Enter does not skip a step and show its model answer."""
+    waiting: Callable[[], bool] = getattr(read, "waiting", lambda: False)
+    pending: list[str] = []
     warned = False
-    while True:
-        line = read_line(read)
-        if line.strip():
-            keep(line)
-            has_text = True
-        elif has_text or warned:
-            return
-        else:
-            say(NOTHING_TYPED)
-            warned = True
+    try:
+        while True:
+            line = read_line(read)
+            if line.strip():
+                pending.append(line)
+                has_text = True
+                if not waiting():
+                    keep("\n".join(pending))
+                    pending = []
+            elif has_text or warned:
+                return
+            else:
+                say(NOTHING_TYPED)
+                warned = True
+    finally:
+        if pending:
+            keep("\n".join(pending))
 
 
 def rubric_text(rubric: content.Rubric) -> list[str]:
@@ -886,12 +899,19 @@ def terminal_step(r: Rehearsal, key: str, read: Read, say: Say) -> None:
     say("Type your answer; ? on a line shows a hint; an empty line ends the step.")
     r.start(key)
 
-    def keep(line: str) -> None:
-        if line.strip() == "?":
+    def keep(lines: str) -> None:
+        text = []
+        for line in lines.split("\n"):
+            if line.strip() != "?":
+                text.append(line)
+                continue
+            if text:
+                r.add_to_answer(key, "\n".join(text))
+                text = []
             hint = r.next_hint(key)
             say(f"hint: {hint}" if hint else "no more hints for this step")
-        else:
-            r.add_to_answer(key, line)
+        if text:
+            r.add_to_answer(key, "\n".join(text))
 
     try:
         read_until_empty(read, say, keep, has_text=bool(r.answer_of(key)))

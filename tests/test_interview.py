@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import subprocess
 import sys
 
@@ -491,3 +492,30 @@ def test_two_processes_adding_lines_at_once_lose_none(home):
     assert [w.wait(timeout=120) for w in writers] == [0, 0]
     saved = Rehearsal().answer_of("requirements").splitlines()
     assert len(saved) == 300 and len(set(saved)) == 300
+
+
+def test_the_terminal_input_knows_a_paste_is_waiting(monkeypatch):
+    read_end, write_end = os.pipe()
+    os.write(write_end, "one\r\ntwo ✓\nthree".encode())
+    monkeypatch.setattr(sys, "stdin", os.fdopen(read_end, "r"))
+    typed = cli.TerminalInput()
+    assert typed() == "one" and typed.waiting()  # 'two' was pasted with it
+    assert typed() == "two ✓" and not typed.waiting()  # 'three' has no end of line yet
+    os.close(write_end)
+    assert typed() == "three" and typed() is None and not typed.waiting()
+
+
+def test_a_huge_paste_into_the_terminal_keeps_every_line_in_a_few_writes(home):
+    """20,000 pasted lines: saved a line at a time, each write rewrote the whole growing
+    file (10,000 lines took 155 s, measured under load); saved as one paste, seconds."""
+    paste = "Peak?\n\n" + "".join(f"line {n} of the answer\n" for n in range(20_000)) + "\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", "interview", "--scenario", "flash-sale"],
+        input=paste,
+        capture_output=True,
+        text=True,
+        timeout=60,  # wide: well over what one write of the paste takes
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr  # input ended at the flags
+    saved = Rehearsal().answer_of("requirements").splitlines()
+    assert saved == [f"line {n} of the answer" for n in range(20_000)]

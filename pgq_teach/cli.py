@@ -567,10 +567,10 @@ def parser() -> argparse.ArgumentParser:
     itv = sub.add_parser(
         "interview", help="rehearse the system-design interview answer, timed, in the terminal"
     )
-    itv.add_argument(
+    itv.add_argument(  # checked by the rehearsal, so a wrong one is one line, not argparse's usage
         "--scenario",
-        choices=sorted(interview_scenarios()),
-        help="the interviewer's scenario for a new rehearsal (default: drawn at random)",
+        help="the interviewer's scenario for a new rehearsal: "
+        f"{', '.join(sorted(interview_scenarios()))} (default: drawn at random)",
     )
     itv.add_argument(
         "--minutes", type=float, help="the time for the whole rehearsal, 5 to 180 (default about 45)"

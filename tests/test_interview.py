@@ -422,6 +422,7 @@ def test_the_cli_refuses_bad_input_in_one_line():
         )
         assert done.returncode == 2, done
         assert "Traceback" not in done.stderr and args[0][2:] in done.stderr.strip().splitlines()[-1]
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr  # no usage block before it
 
 
 def test_the_cli_says_when_an_open_rehearsal_keeps_its_scenario_and_minutes(monkeypatch, capsys):

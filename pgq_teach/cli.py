@@ -413,6 +413,11 @@ def cmd_interview(args: argparse.Namespace) -> int:
             raise BadInput(f"--html {args.html}: cannot write it ({exc.strerror})") from None
         _say(f"wrote the one-page summary to {path}; open it in a browser and print it")
         return 0
+    if args.minutes is not None:
+        try:
+            args.minutes = float(args.minutes)
+        except ValueError:
+            raise BadInput(f"minutes must be 5 to 180, got {args.minutes!r}") from None
     rehearsal = interview.Rehearsal(scenario=args.scenario, minutes=args.minutes)
     if args.scenario and rehearsal.current["scenario"] != args.scenario:
         _say(
@@ -572,8 +577,8 @@ def parser() -> argparse.ArgumentParser:
         help="the interviewer's scenario for a new rehearsal: "
         f"{', '.join(sorted(interview_scenarios()))} (default: drawn at random)",
     )
-    itv.add_argument(
-        "--minutes", type=float, help="the time for the whole rehearsal, 5 to 180 (default about 45)"
+    itv.add_argument(  # a string, read by cmd_interview, so 'abc' is one line like '0' is
+        "--minutes", help="the time for the whole rehearsal, 5 to 180 (default about 45)"
     )
     itv.add_argument("--summary", action="store_true", help="print the one-page summary (markdown) and exit")
     itv.add_argument(

@@ -412,7 +412,7 @@ def test_text_at_the_red_flag_prompt_ticks_nothing_and_is_kept_in_the_answer():
 
 
 def test_the_cli_refuses_bad_input_in_one_line():
-    for args in (["--minutes", "1"], ["--minutes", "0"], ["--minutes", "-5"], ["--minutes", "nan"],
+    for args in (["--minutes", "1"], ["--minutes", "0"], ["--minutes", "-5"], ["--minutes", "nan"], ["--minutes", "abc"],
                  ["--scenario", "huge"]):
         done = subprocess.run(
             [sys.executable, "-m", "pgq_teach.cli", "interview", *args],

@@ -966,11 +966,12 @@ def terminal_rehearsal(r: Rehearsal, read: Read, say: Say) -> dict[str, Any] | N
             continue
         terminal_step(r, key, read, say)
     for key in r.follow_up_keys:
-        if r.follow_up_answer(key):
-            continue
         say("")
         say(f"Follow-up: {follow_up(key).question}")
-        read_until_empty(read, say, functools.partial(r.add_to_follow_up, key), has_text=False)
+        if r.follow_up_answer(key):  # answered before (here, or in the notebook): its model answer shows
+            say("(your saved answer: " + r.follow_up_answer(key).replace("\n", "; ") + ")")
+        else:
+            read_until_empty(read, say, functools.partial(r.add_to_follow_up, key), has_text=False)
         say("A model answer: " + follow_up(key).model())
     say("")
     for line in rubric_text(COMMUNICATION):

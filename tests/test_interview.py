@@ -387,6 +387,9 @@ def test_ctrl_c_and_ctrl_d_keep_every_line_typed_so_far(monkeypatch, capsys):
         r.end_step(s.key)
     interview.rehearse_in_terminal(lines("half a follow-up answer"), [].append, Rehearsal())  # Ctrl-D
     assert Rehearsal().follow_up_answer(key) == "half a follow-up answer"
+    out: list[str] = []
+    interview.rehearse_in_terminal(lines(), out.append, Rehearsal())  # the next run shows its model answer
+    assert out[out.index(f"Follow-up: {interview.follow_up(key).question}") + 2].startswith("A model answer")
 
 
 def test_text_at_the_red_flag_prompt_ticks_nothing_and_is_kept_in_the_answer():

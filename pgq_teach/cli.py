@@ -4,9 +4,12 @@ poke at a queue from a terminal."""
 from __future__ import annotations
 
 import argparse
+import codecs
+import collections
 import json
 import os
 import random
+import select
 import sys
 import time
 from collections.abc import Callable
@@ -17,6 +20,7 @@ from . import checks, embedded, queue
 from .databases import database_name, open_database
 from .errors import BadInput, PgqError, SetupError
 from .faults.settings import FaultSettings, LoadSettings, RunSettings, S
+from .interview_content import scenarios as interview_scenarios
 from .psql import psql_command
 from .server import chosen_backend, describe, get_server, start_server, wanted_backend
 from .worker import Worker
@@ -347,8 +351,47 @@ def _run_options(sp: argparse.ArgumentParser, settings: type[RunSettings], label
     sp.add_argument("--db", default=label, help=f"database label (default pgq_{label}; reset first)")
 
 
+class TerminalInput:
+    """Standard input as lines, knowing whether more are already waiting: a paste arrives
+    as many lines at once, and the rehearsal saves them in one write. It reads the file
+    descriptor itself, because Python's own buffer would hide lines it had read ahead.
+    Where stdin has no descriptor (a test's StringIO), it reads lines and says none wait."""
+
+    def __init__(self) -> None:
+        try:
+            self.fd: int | None = sys.stdin.fileno()
+        except (AttributeError, OSError, ValueError):
+            self.fd = None
+        self.lines: collections.deque[str] = collections.deque()
+        self.partial = ""
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.ended = False
+
+    def __call__(self) -> str | None:
+        if self.fd is None:
+            return sys.stdin.readline() or None
+        while not self.lines:
+            if self.ended:
+                line, self.partial = self.partial, ""
+                return line or None
+            chunk = os.read(self.fd, 65536)
+            self.ended = not chunk
+            *full, self.partial = (self.partial + self.decoder.decode(chunk, final=self.ended)).split("\n")
+            self.lines.extend(full)
+        return self.lines.popleft().removesuffix("\r")  # a line pasted from Windows
+
+    def waiting(self) -> bool:
+        if self.lines or self.fd is None or self.ended:
+            return bool(self.lines)
+        try:
+            return bool(select.select([self.fd], [], [], 0)[0])
+        except (OSError, ValueError):  # a console without select (Windows)
+            return False
+
+
 def cmd_interview(args: argparse.Namespace) -> int:
-    """The interview rehearsal on stdin/stdout; no database needed."""
+    """The interview rehearsal on stdin/stdout; no database needed. It continues
+    the open rehearsal (the notebook's too) until the learner types finish."""
     from . import interview
 
     if args.summary:
@@ -363,13 +406,21 @@ def cmd_interview(args: argparse.Namespace) -> int:
             raise BadInput(f"--html: cannot write {path} ({exc.strerror})") from None
         _say(f"wrote the one-page summary to {path}; open it in a browser and print it")
         return 0
-    steps = tuple(args.step) if args.step else interview.STEP_KEYS
+    if args.minutes is not None:
+        try:
+            args.minutes = float(args.minutes)
+        except ValueError:
+            raise BadInput(f"minutes must be 5 to 180, got {args.minutes!r}") from None
+    rehearsal = interview.Rehearsal(scenario=args.scenario, minutes=args.minutes)
+    if args.scenario and rehearsal.current["scenario"] != args.scenario:
+        _say(
+            f"(your open rehearsal is {rehearsal.scenario.title!r}: it continues; "
+            f"finish it to start {args.scenario})"
+        )
+    if args.minutes is not None and rehearsal.current.get("minutes") != args.minutes:
+        _say(f"(your open rehearsal keeps its {interview.fmt(rehearsal.current['minutes'])} minutes)")
 
-    def read() -> str | None:
-        line = sys.stdin.readline()
-        return line if line else None
-
-    record = interview.rehearse_in_terminal(read, _say, steps=steps, follow_ups=args.follow_ups)
+    record = interview.rehearse_in_terminal(TerminalInput(), _say, rehearsal)
     return 0 if record is not None else 1
 
 
@@ -566,14 +617,13 @@ def parser() -> argparse.ArgumentParser:
     itv = sub.add_parser(
         "interview", help="rehearse the system-design interview answer, timed, in the terminal"
     )
-    itv.add_argument(
-        "--step",
-        action="append",
-        help="only this step (repeatable): need, table, claim, failure, operations, numbers, exit "
-        "(default: every step)",
+    itv.add_argument(  # checked by the rehearsal, so a wrong one is one line, not argparse's usage
+        "--scenario",
+        help="the interviewer's scenario for a new rehearsal: "
+        f"{', '.join(sorted(interview_scenarios()))} (default: drawn at random)",
     )
-    itv.add_argument(
-        "--follow-ups", type=int, default=3, help="follow-up questions after the steps (0 to 12)"
+    itv.add_argument(  # a string, read by cmd_interview, so 'abc' is one line like '0' is
+        "--minutes", help="the time for the whole rehearsal, 5 to 180 (default about 45)"
     )
     itv.add_argument("--summary", action="store_true", help="print the one-page summary (markdown) and exit")
     itv.add_argument(

@@ -1,232 +1,221 @@
-"""The system-design interview rehearsal: its content and its logic.
+"""The system-design interview rehearsal: its logic. The content (the opening,
+the scenarios, the steps and rubrics, the model answers, the follow-ups, the
+trade-off table) lives in `pgq_teach/content/interview/` and is loaded by
+`pgq_teach.interview_content`.
 
-The answer follows the guide's six steps (state the need, describe the table,
-explain the claim, handle failure, cover operations, name the exit), with a
-back-of-envelope step before the exit, because public interview rubrics score
-numbers, failure modes and trade-offs. Each step has a prompt, a suggested
-time, a model answer, a rubric the learner ticks, hints revealed one at a
-time and red flags to avoid. Follow-up questions come after.
+A rehearsal runs as a real round does: an open prompt, a clarify step answered
+from one scenario (drawn at random, never the same twice in a row), the
+estimate right after the requirements, then the design, a deep dive and the
+trade-offs. Each step is scored on one interviewer dimension at three levels,
+shown only when the learner ends the step; the learner scores themselves, and
+ticks the step's red-flag checklist about their own answer (a checklist, not a
+detector: the course does not guess flags from the text). Follow-ups are drawn
+at random per rehearsal, and every answer is saved.
 
-Model answers quote the learner's own measurements (`pgq_teach.learner`)
-where a lesson recorded them, and otherwise the guide's figures, saying so.
-The envelope (`envelope`) is the lesson's one experiment with a guess, so it
-is a `results.Result`; the steps, rubrics, follow-ups and the learner's
-answers are the rehearsal's content and record, not measurements, so they stay
-plain frozen records and the learner file.
-The learner's answers, ticks and times live in the learner file `rehearsal`,
-saved as they type; a finished rehearsal is kept, so the next one shows its
-scores beside the new ones. The widget (`widgets/rehearsal.py`) and the
-`pgq-teach interview` command are two views of this one module.
+The estimate is worked in one unit system (commits/s, row writes/s, WAL
+bytes/s, storage/day) and set against what the learner's own server measured
+for the same batch size (`measure_capacity`, recorded as
+`measurements.CAPACITY_12`), with headroom. Every quoted server figure comes
+from the measurement store, with its lesson and time.
+
+The widget (`widgets/rehearsal.py`) and `pgq-teach interview` are two views of
+one attempt, kept in the learner file `rehearsal`: every change re-reads the
+file and changes only what the learner just did, so the terminal and the
+notebook continue the same attempt until the learner finishes it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
+import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from html import escape
+from pathlib import Path
 from typing import Any
 
-from . import learner
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
+from . import interview_content as content
+from . import learner, measurements
 from .databases import Database
 from .errors import BadInput
-from .experiments.results import Comparison, Result, guess_text, server_fields
+from .experiments import capacity
+from .experiments.results import Comparison, Result, guess_text
 from .guide import GuideFigure, figure
-from .statements import statement
+from .statements import run, statement
 
 FILE = "rehearsal"
-STATEMENT_MS = 1  # an assumed round trip per short statement, for the envelope
+HEADROOM = 0.5  # the queue may use at most half of what one session measured: the store needs the rest
+FOLLOW_UPS_PER_REHEARSAL = 5
+ROW_WRITES_PER_JOB = 4  # insert, claim, completion, cleanup's delete
+DEAD_VERSIONS_PER_JOB = 3  # the claim's, the completion's and the delete's old versions
 
-# --- the learner's numbers ----------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where a lesson records a measurement: `learner.measurement(lesson, key)`."""
-
-    lesson: str
-    key: str
-
-
-@dataclass(frozen=True)
-class Measure:
-    """One number a model answer can quote: the learner's sources, tried in
-    order, and the guide's figure to fall back on."""
-
-    name: str
-    what: str
-    sources: tuple[Source, ...]
-    guide_value: float
-    unit: str
-    guide_number: int
-    lesson_hint: str  # which lesson to run to replace the guide's figure
+STEPS, COMMUNICATION = content.steps_and_communication()
+STEP_KEYS = tuple(s.key for s in STEPS)
+DIMENSIONS = tuple([s.rubric.dimension for s in STEPS] + [COMMUNICATION.dimension])
+SCENARIOS = content.scenarios()
+FOLLOW_UPS = content.follow_ups()
+WITH_SQL = tuple(key for key, f in FOLLOW_UPS.items() if f.sql)  # the model answers that quote SQL
+DEFAULT_MINUTES = sum(s.minutes for s in STEPS) + 8  # and about eight minutes of follow-ups
 
 
-MEASURES = {
-    m.name: m
-    for m in [
-        Measure(
-            "drain_rate",
-            "jobs claimed and completed per second, batched, empty jobs",
-            (
-                Source("11-when-to-switch", "drain_jobs_per_s"),
-                Source("09-bloat-and-vacuum", "drain_jobs_per_s"),
-                Source("03-claim-with-a-lease", "drain_jobs_per_s"),
-            ),
-            100_000 / 4.0,
-            "jobs/s",
-            19,
-            "lesson 11 (or 03)",
-        ),
-        Measure(
-            "double_claims",
-            "jobs claimed more than once by the naive claim, 8 workers, 400 jobs",
-            (Source("01-double-send", "run_twice"),),
-            260,
-            "jobs of 400",
-            1,
-            "lesson 01",
-        ),
-        Measure(
-            "idle_snapshot_buffers",
-            "buffers an empty claim read with an idle REPEATABLE READ open",
-            (Source("09-bloat-and-vacuum", "idle_snapshot_buffers"),),
-            1_609,
-            "buffers",
-            18,
-            "lesson 09",
-        ),
-        Measure(
-            "drained_buffers",
-            "buffers an empty claim read right after a drain, before VACUUM",
-            (Source("09-bloat-and-vacuum", "drained_buffers"),),
-            196,
-            "buffers",
-            17,
-            "lesson 09",
-        ),
-        Measure(
-            "partial_index_kb",
-            "size of the partial ready index over 100,000 done + 100 ready jobs",
-            (Source("08-indexes", "partial_index_kb"),),
-            16,
-            "kB",
-            14,
-            "lesson 08",
-        ),
-        Measure(
-            "notify_ms",
-            "pickup latency with NOTIFY",
-            (Source("07-wake-ups", "notify_ms"),),
-            10,
-            "ms",
-            13,
-            "lesson 07",
-        ),
-        Measure(
-            "bulk_delete_dead",
-            "dead rows one big DELETE of done jobs left behind",
-            (Source("10-operations", "bulk_delete_dead_rows"),),
-            math.nan,
-            "dead rows",
-            0,
-            "lesson 10",
-        ),
-    ]
-}
+def step(key: str) -> content.Step:
+    for s in STEPS:
+        if s.key == key:
+            return s
+    raise BadInput(f"no step {key!r}; the steps are {', '.join(STEP_KEYS)}")
 
 
-@dataclass(frozen=True)
-class Quote:
-    """A number ready to speak: the value, whether it is the learner's own,
-    and the sentence that says where it came from."""
+def scenario_named(key: str) -> content.Scenario:
+    if key not in SCENARIOS:
+        raise BadInput(f"no scenario {key!r}; the scenarios are {', '.join(SCENARIOS)}")
+    return SCENARIOS[key]
 
-    name: str
-    value: float
-    unit: str
-    mine: bool
-    source: str
 
-    def __str__(self) -> str:
-        return f"{fmt(self.value)} {self.unit}"
+def follow_up(key: str) -> content.FollowUp:
+    if key not in FOLLOW_UPS:
+        raise BadInput(f"no follow-up {key!r}; known: {', '.join(FOLLOW_UPS)}")
+    return FOLLOW_UPS[key]
+
+
+def percent(share: float) -> str:
+    """A share as a percentage; under 1 % with one decimal, so a small share never reads 0 %."""
+    return f"{share:.1%}" if 0 < share < 0.01 else f"{share:.0%}"
+
+
+def run_model_sql(db: Database, key: str) -> list[int]:
+    """Run the SQL a follow-up's model answer quotes on `db`, every step in order on an
+    emptied jobs table, inside one transaction that is rolled back: the rows each step
+    reported (RETURNING rows, or rows changed). Nothing stays, so a lesson can show that
+    the answer works on its own database."""
+    steps = follow_up(key).sql
+    if not steps:
+        raise BadInput(f"follow-up {key!r} quotes no SQL; these do: {', '.join(WITH_SQL)}")
+    rows = []
+    with db.connection() as conn, conn.transaction(force_rollback=True):
+        run(conn, "lab/reset_jobs")
+        for sql_step in steps:
+            cur = conn.execute(sql_step.text)
+            rows.append(len(cur.fetchall()) if cur.description else max(cur.rowcount, 0))
+    return rows
 
 
 def fmt(value: float) -> str:
-    if isinstance(value, float) and math.isnan(value):
-        return "?"
     if abs(value) >= 100 or float(value).is_integer():
         return f"{value:,.0f}"
     return f"{value:,.2f}" if abs(value) < 10 else f"{value:,.1f}"
 
 
-def quote(name: str) -> Quote:
-    """The learner's own value for `name` if a lesson recorded it, else the guide's."""
-    if name not in MEASURES:
-        raise BadInput(f"no measure called {name!r}; known: {', '.join(MEASURES)}")
-    m = MEASURES[name]
-    for src in m.sources:
-        found = learner.measurement(src.lesson, src.key)
-        if found is not None and isinstance(found.get("value"), (int, float)):
-            return Quote(
-                name,
-                float(found["value"]),
-                found.get("unit") or m.unit,
-                True,
-                f"measured on my machine in {src.lesson} ({found.get('at', 'date unknown')})",
-            )
-    if m.guide_number:
-        return Quote(
-            name,
-            float(m.guide_value),
-            m.unit,
-            False,
-            f"the guide's figure (guide #{m.guide_number}); run {m.lesson_hint} to use your own",
-        )
-    return Quote(name, m.guide_value, m.unit, False, f"not measured yet; run {m.lesson_hint}")
+# --- the learner's measurements ---------------------------------------------------
 
 
-def quotes() -> dict[str, Quote]:
-    return {name: quote(name) for name in MEASURES}
+@dataclass(frozen=True)
+class Quote:
+    """A stored measurement ready to speak: its value, unit, and where and when it was taken."""
+
+    value: Any
+    unit: str
+    lesson: str
+    at: str
+
+    @property
+    def source(self) -> str:
+        return f"measured in lesson {self.lesson} at {self.at}"
 
 
-def said(q: Quote, mine: str, guide: str) -> str:
-    """A sentence from the learner's number, or the guide's with a note saying so."""
-    if q.mine:
-        return mine.format(v=str(q))
-    return guide.format(v=str(q)) + f" [{q.source}]"
+def quote(which: measurements.Measurement) -> Quote | None:
+    """The stored run of `which`, or None if its lesson has not run on this machine."""
+    found = measurements.read(which)
+    if found is None or found.get("value") is None:
+        return None
+    return Quote(
+        found["value"], found.get("unit") or which.unit, which.lesson, found.get("at", "time unknown")
+    )
 
 
-# --- the back-of-envelope calculator -----------------------------------------
+def drain_quote() -> Quote | None:
+    """Lesson 11's drain rate, exactly as lesson 11 stored it."""
+    return quote(measurements.DRAIN_JOBS_PER_S_11)
+
+
+def measure_capacity(db: Database, *, guess: float | None = None, **kwargs: Any) -> capacity.Capacity:
+    """Run the capacity experiment on `db` and keep it in the measurement store,
+    where the estimate reads it."""
+    result = capacity.measure(db, guess=guess, **kwargs)
+    if not result.stopped:
+        measurements.record(measurements.CAPACITY_12, result.as_record())
+    return result
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the server measured at one batch size, one session (see `experiments.capacity`)."""
+
+    batch: int
+    commits_per_s: float
+    wal_bytes_per_s: float
+    wal_bytes_per_job: float
+    insert_wal_bytes_per_job: float
+    bytes_per_job: float
+    source: str
+
+
+def measured_at(batch: int) -> Measured:
+    """The stored capacity run at `batch`; BadInput if lesson 12 has not measured that batch."""
+    q = quote(measurements.CAPACITY_12)
+    if q is None:
+        raise BadInput("no capacity measured yet: run lesson 12's capacity cell (interview.measure_capacity)")
+    runs = q.value.get("runs", {})
+    if str(batch) not in runs:
+        raise BadInput(f"no capacity measured at batch {batch}; measured at {', '.join(runs)}")
+    r = runs[str(batch)]
+    return Measured(
+        batch,
+        float(r["commits_per_s"]),
+        float(r["wal_bytes_per_s"]),
+        float(r["wal_bytes_per_job"]),
+        float(r["insert_wal_bytes_per_job"]),
+        float(q.value["bytes_per_job"]),
+        f"{q.source}, one session, synchronous_commit={q.value.get('synchronous_commit')}",
+    )
+
+
+# --- the estimate ----------------------------------------------------------------
 
 
 @dataclass(kw_only=True)
-class Envelope(Result):
-    """What a target rate needs, worked from a measured drain rate.
+class Estimate(Result):
+    """A load set against measured capacity at the same batch size, in one unit system.
 
-    Little's law gives the workers: jobs in flight = arrival rate x time per
-    job. The measured drain (empty jobs, batched) bounds what one server's
-    claims and completions can do; each job leaves three dead row versions
-    (claim, complete, and the cleanup's DELETE), which autovacuum must clear.
-    The guess is the learner's worker slots. Worked out, not measured: the
-    server fields name the server of the lesson that asked, if any.
-    """
+    Commits: one claim and one batched completion per batch (the enqueue rides the
+    order's own commit). Row writes: insert, claim, completion, delete. WAL: the
+    measured bytes per job of the claim and completion plus the insert's. The guess
+    is the learner's commits a second at peak."""
 
-    target_per_s: float
-    drain_per_s: float
-    drain_is_mine: bool
-    work_ms: float
+    jobs_per_s: float
+    avg_jobs_per_s: float
     batch: int
-    keep_done_minutes: float
+    work_ms: float
+    keep_minutes: float
+    measured: Measured
     workers: int
-    connections_direct: int
-    connections_busy: float
-    server_share: float
+    commits_per_s: float
+    row_writes_per_s: float
     dead_per_s: float
-    dead_per_min: float
-    table_rows: float
+    wal_bytes_per_s: float
+    storage_bytes_per_day: float
+    rows_kept: float
     autovacuum_trigger_rows: float
+    commit_share: float
+    wal_share: float
     verdict: str
     server_version: str = ""
     server_major: int = 0
@@ -234,708 +223,314 @@ class Envelope(Result):
 
     def comparison(self) -> list[Comparison]:
         return [
-            ("worker slots (jobs in flight)", self.guess_cell, self.workers, None),
-            (
-                "drain rate, jobs/s",
-                None,
-                self.drain_per_s if self.drain_is_mine else None,
-                self.guide.values["jobs"] / self.guide.values["seconds"],
-            ),
-            ("connections busy at once", None, self.connections_busy, None),
-            ("share of the measured drain rate", None, f"{self.server_share:.0%}", None),
-            ("dead row versions a second", None, self.dead_per_s, None),
+            ("commits/s at peak", self.guess_cell, self.commits_per_s, None),
+            (f"measured commits/s at batch {self.batch}", None, self.measured.commits_per_s, None),
+            ("share of measured commits", None, percent(self.commit_share), None),
+            ("share of measured WAL bytes/s", None, percent(self.wal_share), None),
+        ]
+
+    def lines(self) -> list[str]:
+        m = self.measured
+        return [
+            f"load: {fmt(self.jobs_per_s)} jobs/s at peak ({fmt(self.avg_jobs_per_s)} on average), "
+            f"claimed and completed in batches of {self.batch}",
+            f"workers: {fmt(self.jobs_per_s)}/s x {fmt(self.work_ms / 1000)} s = "
+            f"{self.workers:,} jobs in flight (Little's law)",
+            f"commits: {fmt(self.jobs_per_s)} x 2 / {self.batch} = {fmt(self.commits_per_s)} commits/s "
+            "(a claim and a completion per batch; the enqueue rides the order's commit)",
+            f"rows: {fmt(self.row_writes_per_s)} row writes/s (insert, claim, completion, delete), "
+            f"{fmt(self.dead_per_s)} dead versions/s for autovacuum",
+            f"WAL: {fmt(self.jobs_per_s)} x {fmt(m.wal_bytes_per_job + m.insert_wal_bytes_per_job)} bytes = "
+            f"{fmt(self.wal_bytes_per_s / 1e6)} MB/s (insert, claim and completion as measured; "
+            "the cleanup's delete adds its own)",
+            f"storage: {fmt(self.storage_bytes_per_day / 1e6)} MB a day "
+            f"at {fmt(m.bytes_per_job)} bytes a job; "
+            f"{fmt(self.rows_kept)} rows kept, so autovacuum starts every "
+            f"{fmt(self.autovacuum_trigger_rows)} dead rows once jobs has the guide's settings "
+            "(1,000 + 0.01 x rows; the defaults wait for 50 + 0.2 x rows)",
+            f"against the server at batch {self.batch}: {fmt(m.commits_per_s)} commits/s and "
+            f"{fmt(m.wal_bytes_per_s / 1e6)} MB/s of WAL ({m.source}): "
+            f"{percent(self.commit_share)} of the commits, {percent(self.wal_share)} of the WAL",
+            f"verdict: {self.verdict}",
         ]
 
     def summary(self) -> str:
         return "\n".join(
-            [*self.lines(), f"your guess: {guess_text(self.guess, ' worker slots')}", *self.footer()]
+            [*self.lines(), f"your guess: {guess_text(self.guess, ' commits/s')}", *self.footer()]
         )
 
     def footer(self) -> list[str]:
-        where = (
-            f"asked on PostgreSQL {self.server_version}"
-            if self.server_version
-            else "worked out, not measured"
-        )
-        return [f"  {self.guide}", f"  {where}"]
-
-    def lines(self) -> list[str]:
-        whose = "my measured" if self.drain_is_mine else "the guide's (not yet my own)"
-        return [
-            (
-                f"target {fmt(self.target_per_s)} jobs/s; {whose} drain rate {fmt(self.drain_per_s)} jobs/s "
-                f"(empty jobs, batches: an upper bound, not a benchmark)"
-            ),
-            (
-                f"workers: {fmt(self.target_per_s)}/s x {fmt(self.work_ms / 1000)} s each = "
-                f"{self.workers:,} jobs in flight, "
-                "so that many worker slots (Little's law)"
-            ),
-            (
-                f"connections: {self.connections_direct:,} if each worker keeps its own, but only about "
-                f"{fmt(self.connections_busy)} busy at once ({fmt(self.target_per_s)} completions + "
-                f"{fmt(self.target_per_s / self.batch)} claims of {self.batch} a second, "
-                f"about {STATEMENT_MS} ms each): "
-                "a pooler in transaction mode shares them; LISTEN stays direct"
-            ),
-            (
-                f"server: {fmt(self.target_per_s)} / {fmt(self.drain_per_s)} = "
-                f"about {self.server_share:.0%} of what "
-                "the measured server drained, for claims and completions alone"
-            ),
-            (
-                f"autovacuum: 3 dead row versions a job (claim, complete, cleanup's DELETE) = "
-                f"{fmt(self.dead_per_s)} a second, {fmt(self.dead_per_min)} a minute; "
-                f"keeping {fmt(self.keep_done_minutes)} min of done jobs, "
-                f"the table holds about {fmt(self.table_rows)} rows, "
-                f"so scale factor 0.01 + 1000 triggers every {fmt(self.autovacuum_trigger_rows)} dead rows "
-                f"(1,000 + 0.01 x {fmt(self.table_rows)}), about every "
-                f"{fmt(self.autovacuum_trigger_rows / self.dead_per_s)} s at that rate "
-                "(but autovacuum visits a "
-                "database only once per autovacuum_naptime, 1 min by default, "
-                f"so up to {fmt(self.dead_per_min)} can pile up between visits)"
-            ),
-            f"verdict: {self.verdict}",
-        ]
-
-    def __str__(self) -> str:
-        return "\n".join(self.lines())
+        return [f"  {self.guide}", "  worked out from the stored capacity run, not measured again"]
 
 
-def envelope(
-    target_per_s: float = 10_000,
+def estimate(
+    jobs_per_s: float,
     *,
-    drain_per_s: float | None = None,
-    work_ms: float = 50,
-    batch: int = 10,
-    keep_done_minutes: float = 10,
+    measured: Measured,
+    avg_jobs_per_s: float | None = None,
+    work_ms: float = 100,
+    keep_minutes: float = 60,
     guess: float | None = None,
-    db: Database | None = None,
-) -> Envelope:
-    """Work out workers, connections and autovacuum load for `target_per_s`
-    from the learner's drain rate (or the guide's, if none is recorded).
-    `guess` is the learner's worker slots; `db`, if given, names the server."""
-    for name, value in (
-        ("target_per_s", target_per_s),
-        ("work_ms", work_ms),
-        ("batch", batch),
-        ("keep_done_minutes", keep_done_minutes),
-    ):
+) -> Estimate:
+    """Commits, rows, WAL and storage for `jobs_per_s` at `measured.batch`, set
+    against what the server measured at that batch."""
+    avg = jobs_per_s if avg_jobs_per_s is None else avg_jobs_per_s
+    for name, value in (("jobs_per_s", jobs_per_s), ("avg_jobs_per_s", avg), ("work_ms", work_ms)):
         if (
-            not isinstance(value, (int, float))
-            or isinstance(value, bool)
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
             or not math.isfinite(value)
             or value <= 0
         ):
             raise BadInput(f"{name} must be a positive number, got {value!r}")
-    mine = drain_per_s is not None
-    if drain_per_s is None:
-        q = quote("drain_rate")
-        drain_per_s, mine = q.value, q.mine
-    if not math.isfinite(drain_per_s) or drain_per_s <= 0:
-        raise BadInput(f"drain_per_s must be a positive number, got {drain_per_s!r}")
-    workers = math.ceil(target_per_s * work_ms / 1000)
-    share = target_per_s / drain_per_s
-    # statements a second (one claim per batch, one completion per job), each
-    # assumed to hold its connection about STATEMENT_MS: that many are busy at once
-    busy = min(workers, target_per_s * (1 + 1 / batch) * STATEMENT_MS / 1000)
-    dead_per_s = 3 * target_per_s
-    rows = target_per_s * 60 * keep_done_minutes
-    trigger = 1000 + 0.01 * rows
-    if share <= 0.25:
-        verdict = "PostgreSQL fits comfortably: under a quarter of the measured capacity"
+    if not isinstance(keep_minutes, (int, float)) or keep_minutes <= 0:
+        raise BadInput(f"keep_minutes must be a positive number, got {keep_minutes!r}")
+    m = measured
+    commits = jobs_per_s * 2 / m.batch
+    wal = jobs_per_s * (m.wal_bytes_per_job + m.insert_wal_bytes_per_job)
+    rows_kept = avg * 60 * keep_minutes
+    commit_share = commits / m.commits_per_s
+    wal_share = wal / m.wal_bytes_per_s if m.wal_bytes_per_s else 0.0
+    share = max(commit_share, wal_share)
+    if share <= HEADROOM:
+        verdict = (
+            f"fits: at most {percent(share)} of one session's measured rate, "
+            f"inside the {HEADROOM:.0%} headroom"
+        )
     elif share <= 1:
         verdict = (
-            "possible on this server with care: bigger batches, partitioned history, tuned autovacuum, "
-            "and no long transactions; measure before promising"
+            f"tight: {share:.0%} of one session's measured rate, past the {HEADROOM:.0%} headroom; "
+            "bigger batches, more sessions measured, or the queue in its own database"
         )
     else:
         verdict = (
-            f"past this server: it needs {share:.1f}x what it drained. Batch harder, shard the queue, "
-            "or this is where a broker (Kafka, RabbitMQ, SQS) becomes the right answer"
+            f"does not fit: {share:.0%} of one session's measured rate; measure more sessions, "
+            "batch harder, or move the queue off this primary (its own database or a broker, via an outbox)"
         )
-    return Envelope(
-        target_per_s=float(target_per_s),
-        drain_per_s=float(drain_per_s),
-        drain_is_mine=mine,
-        work_ms=float(work_ms),
-        batch=int(batch),
-        keep_done_minutes=float(keep_done_minutes),
-        workers=workers,
-        connections_direct=workers,
-        connections_busy=busy,
-        server_share=share,
-        dead_per_s=dead_per_s,
-        dead_per_min=dead_per_s * 60,
-        table_rows=rows,
-        autovacuum_trigger_rows=trigger,
+    return Estimate(
+        jobs_per_s=jobs_per_s,
+        avg_jobs_per_s=avg,
+        batch=m.batch,
+        work_ms=work_ms,
+        keep_minutes=keep_minutes,
+        measured=m,
+        workers=math.ceil(jobs_per_s * work_ms / 1000),
+        commits_per_s=commits,
+        row_writes_per_s=ROW_WRITES_PER_JOB * jobs_per_s,
+        dead_per_s=DEAD_VERSIONS_PER_JOB * jobs_per_s,
+        wal_bytes_per_s=wal,
+        storage_bytes_per_day=avg * 86_400 * m.bytes_per_job,
+        rows_kept=rows_kept,
+        autovacuum_trigger_rows=1000 + 0.01 * rows_kept,
+        commit_share=commit_share,
+        wal_share=wal_share,
         verdict=verdict,
         guess=guess,
-        **(server_fields(db) if db is not None else {}),
     )
 
 
-# --- the steps ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RubricItem:
-    key: str
-    text: str
-
-
-@dataclass(frozen=True)
-class RedFlag:
-    text: str
-    pattern: str = ""  # a regex that finds it in an answer ("" = only listed, never detected)
-    unless: str = ""  # ... unless this regex also matches (for example "not exactly once")
-    # judge each sentence on its own: "at least once" in one sentence must not excuse
-    # "exactly once" promised in the next
-    per_sentence: bool = False
-
-
-@dataclass(frozen=True)
-class Step:
-    key: str
-    title: str
-    prompt: str
-    minutes: float
-    rubric: tuple[RubricItem, ...]
-    hints: tuple[str, ...]
-    red_flags: tuple[RedFlag, ...]
-    model: Callable[[], str]
-
-    @property
-    def seconds(self) -> float:
-        return self.minutes * 60
-
-
-EXACTLY_ONCE = RedFlag(
-    "promising exactly-once delivery",
-    r"exactly[- ]once",
-    r"(not|never|cannot|can't|no)\b[^.]{0,40}exactly[- ]once|at[- ]least[- ]once",
-    per_sentence=True,
-)
-LONG_TX = RedFlag(
-    "a transaction held open for the whole job",
-    r"(hold|keep|open)[^.]{0,40}transaction[^.]{0,40}(whole|entire|while|during)[^.]{0,20}job",
-    r"(never|not|don't|do not|avoid)[^.]{0,30}(hold|keep|open)",
-)
-NO_NUMBERS = RedFlag("no numbers at all", r"^[^0-9]*$")
-
-
-def _need() -> str:
-    return (
-        "Every order needs background work that must not slow checkout: send the receipt, build the invoice "
-        "PDF. It must run for every committed order and never for a rolled-back one, survive a worker crash, "
-        "and scale by adding workers. We already run PostgreSQL, and the store's volume is modest, so I keep "
-        "the queue there: the job is inserted in the same transaction as the order. Delivery is at least "
-        "once, so every job must be idempotent."
+def scenario_estimate(key: str, *, guess: float | None = None) -> Estimate:
+    """The estimate for a scenario's profile at its batch size, from the stored capacity."""
+    s = scenario_named(key)
+    return estimate(
+        s.peak_orders_per_s * s.jobs_per_order,
+        measured=measured_at(s.batch),
+        avg_jobs_per_s=s.avg_orders_per_s * s.jobs_per_order,
+        work_ms=s.work_ms,
+        keep_minutes=s.retention_days * 24 * 60,
+        guess=guess,
     )
 
 
-def _table() -> str:
-    return (
-        "A `jobs` table: id, kind, payload (jsonb: an id, not data), status ('ready', 'running', 'done', "
-        "'dead'), run_at (when it may run, which is how retries wait), attempts and max_attempts, "
-        "leased_until (the lease), fence_token (bumped by every claim, never reset), last_error. Checkout "
-        "inserts the order and its job in one transaction and calls pg_notify, which is delivered only on "
-        "commit: no order without its job, no job without its order. Two partial indexes: ready jobs by "
-        "run_at, running jobs by leased_until. "
-        + said(
-            quote("partial_index_kb"),
-            "On my server the ready index stayed {v} with 100,000 done rows.",
-            "The guide measured the partial ready index at {v} beside 3,104 kB for a full one.",
-        )
-    )
-
-
-def _claim() -> str:
-    q = quote("double_claims")
-    return (
-        "One statement: a WITH query selects the oldest due ready job, ORDER BY run_at LIMIT n, FOR UPDATE "
-        "SKIP LOCKED, and the UPDATE marks it running, adds one to attempts and to fence_token and sets a "
-        "lease five minutes ahead, RETURNING the job. The lock only lasts for that statement; SKIP LOCKED "
-        "means workers never queue behind each other. The WHERE says status = 'ready' as a literal so the "
-        "planner can use the partial index. Read-then-update in two statements is wrong: "
-        + said(
-            q,
-            "on my machine the naive claim handed out {v} more than once.",
-            "the guide saw up to {v} claimed more than once with eight workers (PostgreSQL 16; 212 to 238 "
-            "on 18).",
-        )
-        + " A bigger LIMIT claims a batch."
-    )
-
-
-def _failure() -> str:
-    return (
-        "Three failure modes. Double claims: solved by the claim. Crashed workers: the lease; a reaper every "
-        "minute resets running jobs whose lease has passed, to ready, or dead on the last attempt. A slow "
-        "worker is not a dead one, so completion is fenced: its UPDATE matches the id, status 'running' and "
-        "the fence_token its claim returned, which every claim bumps and nothing resets (attempts will not "
-        "do: requeuing a dead job resets it), so a stale worker updates 0 rows. That cannot undo an email "
-        "already sent, so delivery is at least once and every job is idempotent: record 'receipt 101 sent' "
-        "and check it first. Failures retry with exponential backoff (20, 40, 80, 160 s, capped at an hour) "
-        "and go dead after max_attempts, keeping last_error for a human. Table bloat is the third mode; that "
-        "is operations."
-    )
-
-
-def _operations() -> str:
-    return (
-        "Idle workers LISTEN on their own direct connection, with a fallback poll every few seconds, because "
-        "a notification is a hint that can be lost. "
-        + said(
-            quote("notify_ms"),
-            "NOTIFY picked jobs up in about {v} on my machine.",
-            "The guide saw pickup within {v} with NOTIFY, 5 s at the poll without.",
-        )
-        + " Every status change leaves a dead row version, so I watch three things: counts by status with "
-        "the oldest due wait, sessions holding a transaction ID or snapshot with their age, and n_dead_tup "
-        "with last_autovacuum on jobs. No long transactions anywhere in the database: "
-        + said(
-            quote("idle_snapshot_buffers"),
-            "one idle REPEATABLE READ transaction made my empty claim read {v}",
-            "the guide's idle REPEATABLE READ transaction made an empty claim read {v}",
-        )
-        + ", so idle_in_transaction_session_timeout is set on the worker role. Done jobs are deleted in "
-        "batches of 5,000 (or history partitioned by day and dropped), and autovacuum on jobs is tuned to "
-        "scale factor 0.01, threshold 1000."
-        + (
-            f" On my server one big DELETE of done jobs left {bulk} behind, and dropping a day's partition "
-            "left none."
-            if (bulk := quote("bulk_delete_dead")).mine
-            else ""
-        )
-    )
-
-
-def _numbers() -> str:
-    env = envelope()
-    return "Back of the envelope, for 10,000 jobs a second at 50 ms each: " + "; ".join(env.lines()) + "."
-
-
-def _exit() -> str:
-    return (
-        "I would move to a broker when the needs stop matching a table: many consumers need the same message "
-        "(fan-out), consumers replay from an offset, producers and consumers belong to different teams, "
-        "churn outruns autovacuum even after fixing long transactions and indexes, or workers crowd the "
-        "app's connections. Until then staying is right: jobs commit with the business data, and one team "
-        "owns both ends. To move without losing jobs, keep the transactional enqueue and add an outbox relay "
-        "that claims jobs and publishes them; consumers de-duplicate by job id, because the relay can "
-        "publish twice."
-    )
-
-
-STEPS: tuple[Step, ...] = (
-    Step(
-        "need",
-        "1. State the need",
-        "The interviewer says: design background jobs for an online store (receipts, invoice PDFs). Start: "
-        "what must the system do, and why put the queue in PostgreSQL?",
-        2,
-        (
-            RubricItem("why", "leads with why: the job commits in the same transaction as the order"),
-            RubricItem("every", "runs for every committed order, never for a rolled-back one"),
-            RubricItem("crash", "survives worker crashes and does not slow checkout"),
-            RubricItem("once", "says delivery is at least once, so jobs are idempotent"),
-        ),
-        (
-            "What happens to the order if sending a message to a broker fails after COMMIT?",
-            "Which database does the store already run, and what does one transaction give you?",
-            "Say what the guarantee is: how many times can a job run?",
-        ),
-        (RedFlag("jumping to Kafka before stating the need", r"\bkafka\b"), EXACTLY_ONCE),
-        _need,
-    ),
-    Step(
-        "table",
-        "2. Describe the table",
-        "Sketch the jobs table and how checkout adds a job.",
-        4,
-        (
-            RubricItem(
-                "columns", "status, run_at, attempts / max_attempts, leased_until, fence_token, last_error"
-            ),
-            RubricItem("same_tx", "enqueue in the same transaction as the order; NOTIFY delivered on commit"),
-            RubricItem("partial", "partial indexes on ready (run_at) and running (leased_until) rows"),
-            RubricItem("payload", "a small payload: an id, not the data"),
-        ),
-        (
-            "How does a job that must retry later wait without a sleeping worker?",
-            "How does a reaper find jobs whose worker died?",
-            "Most rows end up done. What should the indexes cover?",
-        ),
-        (
-            RedFlag("an index over every row, status included", r"index[^.]{0,30}\(status", r"where status"),
-            RedFlag("putting big data in the payload (or the NOTIFY)"),
-        ),
-        _table,
-    ),
-    Step(
-        "claim",
-        "3. Explain the claim",
-        "Two workers ask for work at the same moment. Show the claim and why it never hands out a job twice.",
-        4,
-        (
-            RubricItem("double", "names double claims and why read-then-update causes them"),
-            RubricItem("skip", "one statement: FOR UPDATE SKIP LOCKED inside the WITH, UPDATE ... RETURNING"),
-            RubricItem("lease", "a lease: the claim commits at once, no transaction during the work"),
-            RubricItem("literal", "the literal 'ready' so the planner uses the partial index"),
-            RubricItem("batch", "batches with a bigger LIMIT"),
-        ),
-        (
-            "What stops a second worker reading the same ready row before the first marks it?",
-            "Without SKIP LOCKED, what does the second worker do?",
-            "Why write status = 'ready' rather than a parameter?",
-        ),
-        (
-            RedFlag("a SELECT, then a separate UPDATE", r"select[^.]{0,60}then[^.]{0,30}update", r"with|cte"),
-            LONG_TX,
-            RedFlag("an advisory lock or a Redis lock to guard the claim", r"advisory|redis lock"),
-        ),
-        _claim,
-    ),
-    Step(
-        "failure",
-        "4. Handle failure",
-        "A worker crashes halfway through an email. Another is only slow. A partner API is down. What "
-        "happens?",
-        5,
-        (
-            RubricItem("crash", "crashed workers: the reaper returns expired leases"),
-            RubricItem("fence", "a slow worker is fenced: completion checks the claim's token"),
-            RubricItem("atleast", "at-least-once delivery with idempotent jobs"),
-            RubricItem("backoff", "retries with exponential backoff, capped, then dead with last_error"),
-            RubricItem("three", "names the three failure modes: double claims, crashed workers, table bloat"),
-        ),
-        (
-            "If a worker dies, its lock goes with its session. What about its lease?",
-            "Worker A is slow, its lease expires, B claims the job. What stops A marking it done?",
-            "The fence stops A's write. Does it stop A's email?",
-        ),
-        (EXACTLY_ONCE, RedFlag("retrying at once, forever", r"retr(y|ies)[^.]{0,20}(immediately|forever)")),
-        _failure,
-    ),
-    Step(
-        "operations",
-        "5. Cover operations",
-        "It is in production. What do you watch, what do you set, and what do you run every day?",
-        4,
-        (
-            RubricItem("poll", "LISTEN/NOTIFY to wake workers, with a fallback poll"),
-            RubricItem(
-                "longtx", "no long transactions; idle_in_transaction_session_timeout on the worker role"
-            ),
-            RubricItem("watch", "watches status counts, old transactions, n_dead_tup and last_autovacuum"),
-            RubricItem("cleanup", "deletes done jobs in batches (or drops day partitions)"),
-            RubricItem("bloat", "table bloat: autovacuum tuned per table"),
-        ),
-        (
-            "A notification sent while no worker listens: what happens to it?",
-            "Which session in the whole database can stop VACUUM cleaning jobs?",
-            "Three queries an on-call engineer runs first?",
-        ),
-        (
-            LONG_TX,
-            RedFlag("NOTIFY alone, with no poll", r"notify", r"poll"),
-            RedFlag("one big DELETE of old jobs", r"(one|single|big)[^.]{0,15}delete", r"batch"),
-        ),
-        _operations,
-    ),
-    Step(
-        "numbers",
-        "6. Do the numbers",
-        "The interviewer asks: what if it grows to 10,000 jobs a second? Work it out aloud.",
-        4,
-        (
-            RubricItem("measured", "starts from a measured rate, and says it is not a benchmark"),
-            RubricItem("workers", "workers from rate x time per job"),
-            RubricItem("connections", "connections, and a pooler for the claims but not for LISTEN"),
-            RubricItem("vacuum", "dead row versions per second for autovacuum"),
-            RubricItem("limit", "says where PostgreSQL stops being the right answer"),
-        ),
-        (
-            "How many jobs are in flight if 10,000 arrive a second and each takes 50 ms?",
-            "How many dead row versions does one job leave?",
-            "What fraction of your measured drain rate is 10,000 a second?",
-        ),
-        (
-            NO_NUMBERS,
-            RedFlag("a jobs-per-second line quoted as a benchmark", r"benchmark", r"not a benchmark"),
-        ),
-        _numbers,
-    ),
-    Step(
-        "exit",
-        "7. Name the exit",
-        "When would you move off PostgreSQL, and how would you move without losing jobs?",
-        3,
-        (
-            RubricItem("signals", "fan-out, replay, team boundaries, vacuum cannot keep up, connections"),
-            RubricItem("stay", "says why staying is right until then"),
-            RubricItem("outbox", "an outbox relay keeps the transactional enqueue"),
-            RubricItem("dedupe", "consumers de-duplicate by job id: the relay publishes at least once"),
-        ),
-        (
-            "Which of the five signals apply to a store sending receipts?",
-            "What does a log-based broker give that a table cannot?",
-            "How does a job get from the table to the broker if checkout must not talk to the broker?",
-        ),
-        (
-            EXACTLY_ONCE,
-            RedFlag(
-                "dual writes: the app writes the order and publishes to the broker separately",
-                r"(publish|send)[^.]{0,40}(after|then)[^.]{0,20}commit",
-            ),
-        ),
-        _exit,
-    ),
-)
-
-STEP_KEYS = tuple(s.key for s in STEPS)
-
-
-def step(key: str) -> Step:
-    for s in STEPS:
-        if s.key == key:
-            return s
-    raise BadInput(f"no step {key!r}; the steps are {', '.join(STEP_KEYS)}")
-
-
-def red_flags_in(step_key: str, answer: str) -> list[str]:
-    """The step's red flags an answer seems to raise (a reminder, not a verdict)."""
-    found: list[str] = []
-    text = answer.lower().strip()
-    if not text:
-        return found
-    for flag in step(step_key).red_flags:
-        parts = re.split(r"(?<=[.!?])\s+", text) if flag.per_sentence else [text]
-        if flag.pattern and any(
-            re.search(flag.pattern, part, re.DOTALL) and not (flag.unless and re.search(flag.unless, part))
-            for part in parts
-        ):
-            found.append(flag.text)
-    return found
-
-
-# --- follow-up questions ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FollowUp:
-    key: str
-    question: str
-    model: Callable[[], str]
-
-
-FOLLOW_UPS: tuple[FollowUp, ...] = (
-    FollowUp(
-        "priorities",
-        "How would you add priorities?",
-        lambda: (
-            "Add a priority column and claim ORDER BY priority DESC, run_at, with the partial index on "
-            "(priority DESC, run_at) WHERE status = 'ready'. Watch for starvation: low priorities can wait "
-            "forever under load, so either age them (the effective priority grows with the wait) or run a "
-            "few workers that only take low priorities. Few fixed levels can also be separate kinds with "
-            "their own workers."
-        ),
-    ),
-    FollowUp(
-        "exactly_once",
-        "Can you make it exactly once?",
-        lambda: (
-            "Not delivery, no: a worker can do the work and die before it records done, and the lease hands "
-            "the job out again, so delivery stays at least once. What I can do is make a second run "
-            "harmless: an idempotent handler. That is still not exactly-once delivery; at best it gives "
-            "exactly-once effects, and only with an idempotency key: the job id passed to the email "
-            "provider, which drops a repeat only if it honours the key (and only for as long as it keeps "
-            "it), or a 'receipt sent' row keyed by job id and written in the same transaction as the effect "
-            "when the effect is in our database. The fence stops a stale worker's status write, not its "
-            "email."
-        ),
-    ),
-    FollowUp(
-        "two_hours",
-        "One job takes two hours. What changes?",
-        lambda: (
-            "Not the transaction: the claim still commits at once and no transaction stays open for two "
-            "hours, or VACUUM stalls for the whole database. The lease must outlive the work, so the worker "
-            "extends it with a heartbeat every minute or so (fenced, so a stale worker cannot extend), and "
-            "the lease stays short enough that a crash is noticed in minutes. Better still, split the job "
-            "into resumable steps that record progress, so a retry does not start from zero."
-        ),
-    ),
-    FollowUp(
-        "scheduled",
-        "How do you run scheduled and recurring jobs?",
-        lambda: (
-            "Scheduled: insert with run_at in the future; the claim already ignores jobs not yet due. "
-            "Recurring: a scheduler enqueues the next run, made idempotent with a unique key on (kind, "
-            "scheduled_for), so two schedulers or a retry cannot enqueue the same run twice; or the job "
-            "enqueues its own next run in the same transaction as its completion."
-        ),
-    ),
-    FollowUp(
-        "unique",
-        "How do you keep a job unique (only one 'rebuild invoice 101' waiting)?",
-        lambda: (
-            "A unique partial index, for example on (kind, payload->>'order_id') WHERE status IN ('ready', "
-            "'running'), and enqueue with INSERT ... ON CONFLICT DO NOTHING. The database enforces it under "
-            "concurrency, which an application-side check cannot."
-        ),
-    ),
-    FollowUp(
-        "fairness",
-        "One tenant floods the queue. How do you stay fair to the others?",
-        lambda: (
-            "Claim per tenant: round-robin over tenants with ready work (a small tenants table or DISTINCT "
-            "ON tenant), or cap each tenant's running jobs and skip tenants at their cap, or give big "
-            "tenants their own kind and workers. Measure it with the oldest due wait per tenant, not overall."
-        ),
-    ),
-    FollowUp(
-        "ten_thousand",
-        "What about 10,000 jobs a second?",
-        lambda: (
-            "I would work it out: "
-            + "; ".join(envelope().lines()[:5])
-            + ". So bigger batches, partitioned history, aggressive autovacuum, a pooler; and if the share "
-            "of the server is past one, PostgreSQL is no longer the right answer for that queue."
-        ),
-    ),
-    FollowUp(
-        "breaks_first",
-        "What breaks first, and how would you see it?",
-        lambda: (
-            "Usually bloat, through one long transaction somewhere in the database: dead versions cannot be "
-            "removed, claims read more and more pages, and the oldest due wait climbs. "
-            + said(
-                quote("idle_snapshot_buffers"),
-                "On my server one idle REPEATABLE READ made an empty claim read {v}.",
-                "The guide's idle REPEATABLE READ made an empty claim read {v}, against 1 after VACUUM.",
+def model_answer(step_key: str, scenario_key: str) -> str:
+    """A step's model answer; the estimation step's is worked from the stored measurements."""
+    text = step(step_key).model
+    if "{estimate}" in text:
+        try:
+            worked = "; ".join(scenario_estimate(scenario_key).lines()) + "."
+        except BadInput as exc:
+            worked = f"(the worked estimate needs your server's numbers: {exc})"
+        drain = drain_quote()
+        if drain is not None:
+            worked += (
+                f" As a ceiling check: lesson 11 drained {fmt(float(drain.value))} {drain.unit} "
+                f"({drain.source}; empty jobs, batches of 100, four sessions)."
             )
-            + " I would see it in n_dead_tup not falling, an old xact_age in pg_stat_activity, and the "
-            "oldest due wait; then connections, as workers crowd the app."
-        ),
-    ),
-    FollowUp(
-        "poolers",
-        "Does it work behind PgBouncer?",
-        lambda: (
-            "The claim, complete and fail statements do: each is one short transaction, so transaction "
-            "pooling is fine. LISTEN is not: a registration belongs to one session, and a pooler hands "
-            "sessions to others, so the listener keeps its own direct connection, one per worker process. "
-            "The fallback poll covers a missed notification either way."
-        ),
-    ),
-    FollowUp(
-        "to_broker",
-        "How would you move to a broker without losing jobs?",
-        lambda: (
-            "Keep enqueueing in the business transaction (the table becomes an outbox). A relay claims jobs "
-            "with the same claim, publishes each to the broker, waits for the broker's acknowledgement, then "
-            "marks the job done. If the broker is down, the publish fails, the job goes back with backoff, "
-            "and nothing is lost. If the relay dies after publishing but before marking done, the job is "
-            "published again, so consumers de-duplicate by job id. Run both paths side by side, then switch "
-            "consumers over."
-        ),
-    ),
-    FollowUp(
-        "why_not_redis",
-        "Why not just use Redis (or SQS) from the start?",
-        lambda: (
-            "Because the job must commit with the order. With a separate system, the order can commit and "
-            "the publish fail, or the other way round, and closing that gap needs an outbox anyway. At the "
-            "store's volume one system to run, back up and monitor is worth more than a broker's throughput "
-            "we do not need."
-        ),
-    ),
-    FollowUp(
-        "deploys",
-        "How do you deploy new worker code without losing jobs?",
-        lambda: (
-            "Workers stop on SIGTERM after finishing the current job (no new claim). A worker killed mid-job "
-            "is the crash case: its lease expires and the job runs again, which is safe because handlers are "
-            "idempotent. Change payload formats so old and new workers can both read them during the rollout."
-        ),
-    ),
-)
+        text = text.replace("{estimate}", worked)
+    return text
 
 
-def follow_up(key: str) -> FollowUp:
-    for f in FOLLOW_UPS:
-        if f.key == key:
-            return f
-    raise BadInput(f"no follow-up {key!r}; known: {', '.join(f.key for f in FOLLOW_UPS)}")
+# --- the learner's rehearsal, saved as they go ---------------------------------------
 
 
-# --- the learner's rehearsal, saved as they go ----------------------------------
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path` between processes (flock), for one read-change-write.
+    Where flock does not exist (Windows), one process at a time is the learner's to keep."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        if fcntl is not None:
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def fresh_attempt(now: float) -> dict[str, Any]:
+def fresh_attempt(
+    now: float, rng: random.Random, *, avoid: dict[str, Any] | None, forced: str | None, minutes: float
+) -> dict[str, Any]:
+    """A new attempt: a scenario (not last time's, unless asked for) and follow-ups (none of last time's)."""
+    last_scenario = (avoid or {}).get("scenario")
+    last_asked = set((avoid or {}).get("follow_ups") or [])
+    choices = sorted(k for k in SCENARIOS if k != last_scenario) or sorted(SCENARIOS)
+    fresh = sorted(k for k in FOLLOW_UPS if k not in last_asked)
     return {
         "started": now,
+        "scenario": forced or rng.choice(choices),
+        "follow_ups": rng.sample(fresh, min(FOLLOW_UPS_PER_REHEARSAL, len(fresh))),
+        "minutes": minutes,
+        "questions": "",
         "answers": {},
-        "ticks": {},
-        "spent_s": {},
+        "ended": [],
+        "scores": {},
+        "flags": {},
         "hints": {},
-        "revealed": [],
-        "follow_ups": {},
+        "spent_s": {},
+        "follow_up_answers": {},
     }
 
 
 class Rehearsal:
     """One rehearsal in progress, and the ones finished before it.
 
-    Every change is written to the learner file at once (`learner.save`,
-    atomic), so nothing typed is lost to a crash or a kernel restart. The
-    clock is a parameter so tests can drive the timer.
-    """
+    Every change re-reads the learner file, changes the one thing the learner did
+    and writes the file back (`learner.save`, atomic), so a terminal and a
+    notebook on the same attempt never undo each other, and nothing typed is lost
+    to a crash or a kernel restart. `clock` and `seed` are parameters so tests can
+    drive the timer and the draw."""
 
-    def __init__(self, name: str = FILE, *, clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        name: str = FILE,
+        *,
+        clock: Callable[[], float] = time.time,
+        seed: int | None = None,
+        scenario: str | None = None,
+        minutes: float | None = None,
+    ):
         learner.path_of(name)  # refuses a bad name before anything else
+        if scenario is not None:
+            scenario_named(scenario)  # refuses an unknown scenario
+        if minutes is not None and (
+            isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not 5 <= minutes <= 180
+        ):
+            raise BadInput(f"minutes must be 5 to 180, got {minutes!r}")
         self.name, self.clock = name, clock
-        data = learner.load(name)
-        self.current: dict[str, Any] = data.get("current") or fresh_attempt(clock())
-        self.past: list[dict[str, Any]] = list(data.get("past") or [])
+        self.rng = random.Random(seed)
         self.active: str | None = None
         self.active_since: float | None = None
+        data = learner.load(name)
+        if not data.get("current") or not self.has_progress(data["current"]) and scenario:
+            self.begin(data, scenario=scenario, minutes=minutes)
 
-    # saving
+    # the file
 
-    def save(self) -> None:
-        learner.save(self.name, {"current": self.current, "past": self.past})
+    def data(self) -> dict[str, Any]:
+        data = learner.load(self.name)
+        data.setdefault("past", [])
+        return data
+
+    @property
+    def current(self) -> dict[str, Any]:
+        return self.data().get("current") or {}
+
+    @property
+    def past(self) -> list[dict[str, Any]]:
+        return list(self.data()["past"])
+
+    def change(self, what: Callable[[dict[str, Any]], None]) -> None:
+        """Re-read the file, apply one change to the current attempt, write it back, holding
+        a lock that the other process (the terminal, or the notebook's kernel) waits for."""
+        with file_lock(learner.path_of(self.name).with_suffix(".lock")):
+            data = self.data()
+            what(data["current"])
+            learner.save(self.name, data)
+
+    def begin(self, data: dict[str, Any], *, scenario: str | None, minutes: float | None) -> None:
+        last = data["past"][-1] if data.get("past") else None
+        data["current"] = fresh_attempt(
+            self.clock(), self.rng, avoid=last, forced=scenario, minutes=minutes or DEFAULT_MINUTES
+        )
+        data.setdefault("past", [])
+        learner.save(self.name, data)
+
+    @staticmethod
+    def has_progress(current: dict[str, Any]) -> bool:
+        return bool(
+            current.get("questions")
+            or any(current.get("answers", {}).values())
+            or current.get("ended")
+            or current.get("scores")
+            or any(current.get("follow_up_answers", {}).values())
+        )
 
     def discard(self) -> None:
         """Delete this rehearsal's file (used by the notebook's own checks)."""
         learner.path_of(self.name).unlink(missing_ok=True)
+        learner.path_of(self.name).with_suffix(".lock").unlink(missing_ok=True)
 
-    # answers, ticks, hints
+    # what the attempt is
+
+    @property
+    def scenario(self) -> content.Scenario:
+        return scenario_named(self.current["scenario"])
+
+    @property
+    def follow_up_keys(self) -> list[str]:
+        return list(self.current["follow_ups"])
+
+    def seconds_for(self, step_key: str) -> float:
+        """The step's suggested time, scaled to the attempt's total minutes."""
+        return step(step_key).minutes * 60 * self.current.get("minutes", DEFAULT_MINUTES) / DEFAULT_MINUTES
+
+    # the clarify step
+
+    def ask(self, questions: str) -> None:
+        """Keep the learner's clarifying questions; the interviewer's answers follow."""
+        if not isinstance(questions, str):
+            raise BadInput(f"questions are text, got {type(questions).__name__}")
+        self.change(lambda c: c.update(questions=questions))
+
+    def add_question(self, line: str) -> None:
+        """Add one clarifying question (the terminal's way: saved as typed, what is there stays)."""
+        self.change(lambda c: c.update(questions=f"{c['questions']}\n{line}" if c["questions"] else line))
+
+    def interviewer_answers(self) -> list[tuple[str, str]]:
+        """(topic, answer) for the attempt's scenario: what the interviewer says when asked."""
+        return [(topic, self.scenario.answers[topic]) for topic in content.opening()["topics"]]
+
+    # answers, hints, flags and scores
 
     def answer(self, step_key: str, text: str) -> None:
         step(step_key)
         if not isinstance(text, str):
             raise BadInput(f"an answer is text, got {type(text).__name__}")
-        self.current["answers"][step_key] = text
-        self.save()
+        self.change(lambda c: c["answers"].__setitem__(step_key, text))
+
+    def add_to_answer(self, step_key: str, line: str) -> None:
+        """Add a line to the saved answer (the terminal's way: what is there stays)."""
+        step(step_key)
+
+        def add(c: dict[str, Any]) -> None:
+            before = c["answers"].get(step_key, "")
+            c["answers"][step_key] = f"{before}\n{line}" if before else line
+
+        self.change(add)
 
     def answer_of(self, step_key: str) -> str:
         return self.current["answers"].get(step_key, "")
-
-    def tick(self, step_key: str, item_key: str, on: bool = True) -> None:
-        keys = [i.key for i in step(step_key).rubric]
-        if item_key not in keys:
-            raise BadInput(f"step {step_key!r} has no rubric item {item_key!r}; it has {', '.join(keys)}")
-        ticked = [k for k in self.current["ticks"].get(step_key, []) if k != item_key]
-        if on:
-            ticked.append(item_key)
-        self.current["ticks"][step_key] = [k for k in keys if k in ticked]
-        self.save()
-
-    def ticked(self, step_key: str) -> list[str]:
-        return list(self.current["ticks"].get(step_key, []))
 
     def next_hint(self, step_key: str) -> str | None:
         """Reveal one more hint; None when all are shown."""
@@ -943,25 +538,78 @@ class Rehearsal:
         shown = self.current["hints"].get(step_key, 0)
         if shown >= len(hints):
             return None
-        self.current["hints"][step_key] = shown + 1
-        self.save()
+        self.change(lambda c: c["hints"].__setitem__(step_key, shown + 1))
         return hints[shown]
 
     def hints_shown(self, step_key: str) -> list[str]:
         return list(step(step_key).hints[: self.current["hints"].get(step_key, 0)])
 
-    def reveal(self, step_key: str) -> str:
-        """The model answer; revealing it is recorded (an honest score says so)."""
+    def end_step(self, step_key: str) -> content.Rubric:
+        """End the step: its rubric, model answer and red-flag checklist are shown from now on."""
         s = step(step_key)
-        if step_key not in self.current["revealed"]:
-            self.current["revealed"].append(step_key)
-            self.save()
-        return s.model()
+        if self.active == step_key:
+            self.stop()
+        if step_key not in self.current["ended"]:
+            self.change(lambda c: c["ended"].append(step_key))
+        return s.rubric
+
+    def ended(self, step_key: str) -> bool:
+        return step_key in self.current["ended"]
+
+    def model(self, step_key: str) -> str:
+        """The model answer, only once the step has ended (an honest score needs that)."""
+        if not self.ended(step_key):
+            raise BadInput(f"end step {step_key!r} first: its model answer shows after your own")
+        return model_answer(step_key, self.current["scenario"])
+
+    def flag(self, step_key: str, index: int, on: bool = True) -> None:
+        """Tick (or untick) red flag `index` of the step's checklist, about your own answer."""
+        flags = step(step_key).red_flags
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(flags):
+            raise BadInput(f"step {step_key!r} has red flags 0 to {len(flags) - 1}, got {index!r}")
+
+        def set_flag(c: dict[str, Any]) -> None:
+            ticked = set(c["flags"].get(step_key, []))
+            ticked = ticked | {index} if on else ticked - {index}
+            c["flags"][step_key] = sorted(ticked)
+
+        self.change(set_flag)
+
+    def flags(self, step_key: str) -> list[int]:
+        return list(self.current["flags"].get(step_key, []))
+
+    def score(self, dimension: str, level: int) -> None:
+        """Score yourself on a dimension, 1 to 3, after its step has ended."""
+        if dimension not in DIMENSIONS:
+            raise BadInput(f"no dimension {dimension!r}; they are {', '.join(DIMENSIONS)}")
+        if isinstance(level, bool) or level not in content.LEVELS:
+            raise BadInput(f"a level is 1, 2 or 3, got {level!r}")
+        owner = [s.key for s in STEPS if s.rubric.dimension == dimension]
+        if owner and not self.ended(owner[0]):
+            raise BadInput(f"end step {owner[0]!r} first: its rubric shows after your answer")
+        self.change(lambda c: c["scores"].__setitem__(dimension, level))
+
+    def scores(self) -> dict[str, int]:
+        return dict(self.current["scores"])
 
     def answer_follow_up(self, key: str, text: str) -> None:
         follow_up(key)
-        self.current["follow_ups"][key] = text
-        self.save()
+        if not isinstance(text, str):
+            raise BadInput(f"an answer is text, got {type(text).__name__}")
+        self.change(lambda c: c["follow_up_answers"].__setitem__(key, text))
+
+    def add_to_follow_up(self, key: str, line: str) -> None:
+        """Add a line to a follow-up answer (the terminal's way: saved as typed)."""
+        follow_up(key)
+
+        def add(c: dict[str, Any]) -> None:
+            before = c["follow_up_answers"].get(key, "")
+            c["follow_up_answers"][key] = f"{before}\n{line}" if before else line
+
+        self.change(add)
+
+    def follow_up_answer(self, key: str) -> str:
+        return self.current["follow_up_answers"].get(key, "")
 
     # the timer
 
@@ -973,9 +621,8 @@ class Rehearsal:
 
     def stop(self) -> None:
         if self.active is not None and self.active_since is not None:
-            spent = self.current["spent_s"].get(self.active, 0.0) + max(0.0, self.clock() - self.active_since)
-            self.current["spent_s"][self.active] = round(spent, 1)
-            self.save()
+            key, spent = self.active, max(0.0, self.clock() - self.active_since)
+            self.change(lambda c: c["spent_s"].__setitem__(key, round(c["spent_s"].get(key, 0.0) + spent, 1)))
         self.active, self.active_since = None, None
 
     def spent(self, step_key: str) -> float:
@@ -984,66 +631,49 @@ class Rehearsal:
             total += max(0.0, self.clock() - self.active_since)
         return total
 
-    # scores
+    def over_time(self) -> list[str]:
+        return [s.key for s in STEPS if self.spent(s.key) > self.seconds_for(s.key)]
 
-    def score(self, step_key: str) -> tuple[int, int]:
-        return len(self.ticked(step_key)), len(step(step_key).rubric)
+    # the end
 
-    def total(self) -> tuple[int, int]:
-        got = sum(self.score(k)[0] for k in STEP_KEYS)
-        return got, sum(len(s.rubric) for s in STEPS)
-
-    def over_time(self) -> list[tuple[str, float, float]]:
-        """(step, spent s, suggested s) for each step that ran over."""
-        return [(s.key, self.spent(s.key), s.seconds) for s in STEPS if self.spent(s.key) > s.seconds]
-
-    def previous(self) -> dict[str, Any] | None:
-        """The last finished rehearsal's scores, or None."""
-        return self.past[-1] if self.past else None
-
-    def finish(self) -> dict[str, Any]:
-        """Close this rehearsal: keep its scores and answers, start a new one."""
+    def finish(self, *, seed: int | None = None) -> dict[str, Any]:
+        """Close this rehearsal (only the learner asks for this): keep it, start a new one."""
         self.stop()
-        got, out_of = self.total()
+        if seed is not None:
+            self.rng = random.Random(seed)
+        data = self.data()
+        c = data["current"]
         record = {
-            "started": self.current.get("started"),
+            "started": c.get("started"),
             "finished": self.clock(),
-            "scores": {k: list(self.score(k)) for k in STEP_KEYS},
-            "total": [got, out_of],
-            "spent_s": {k: round(self.spent(k), 1) for k in STEP_KEYS},
-            "over_time": [k for k, _, _ in self.over_time()],
-            "revealed": list(self.current["revealed"]),
-            "answers": dict(self.current["answers"]),
+            "scenario": c["scenario"],
+            "scores": dict(c["scores"]),
+            "flags": dict(c["flags"]),
+            "spent_s": dict(c["spent_s"]),
+            "over_time": self.over_time(),
+            "questions": c["questions"],
+            "answers": dict(c["answers"]),
+            "follow_ups": list(c["follow_ups"]),
+            "follow_up_answers": dict(c["follow_up_answers"]),
         }
-        self.past.append(record)
-        self.current = fresh_attempt(self.clock())
-        self.save()
+        data["past"].append(record)
+        self.begin(data, scenario=None, minutes=c.get("minutes"))
         return record
 
-    def scoreboard(self) -> list[tuple[str, str, str, str, str]]:
-        """Rows of (step, score now, score last time, time spent, suggested)."""
-        last = self.previous()
-        rows = []
-        for s in STEPS:
-            got, out_of = self.score(s.key)
-            before = "–"
-            if last and s.key in last.get("scores", {}):
-                before = "{}/{}".format(*last["scores"][s.key])
-            rows.append(
-                (s.title, f"{got}/{out_of}", before, clock_text(self.spent(s.key)), clock_text(s.seconds))
-            )
-        got, out_of = self.total()
-        before = "{}/{}".format(*last["total"]) if last else "–"
-        rows.append(
-            (
-                "total",
-                f"{got}/{out_of}",
-                before,
-                clock_text(sum(self.spent(k) for k in STEP_KEYS)),
-                clock_text(sum(s.seconds for s in STEPS)),
-            )
-        )
-        return rows
+    def trend(self) -> list[tuple[str, list[int | None]]]:
+        """(dimension, [score in each finished rehearsal..., this one]) for every dimension."""
+        attempts = [*self.past, self.current]
+        return [(d, [a.get("scores", {}).get(d) for a in attempts]) for d in DIMENSIONS]
+
+
+def merged(shown: str, saved: str, typed: str) -> str:
+    """What to save when a view that showed `shown` now holds `typed`, but the file
+    holds `saved` (the other view changed it meanwhile): keep the other view's text
+    and add what was typed here, so neither view undoes the other."""
+    if saved == shown:
+        return typed
+    added = typed[len(shown) :] if typed.startswith(shown) else typed
+    return f"{saved}\n{added.lstrip(chr(10))}" if saved and added else saved or added
 
 
 def clock_text(seconds: float) -> str:
@@ -1051,51 +681,66 @@ def clock_text(seconds: float) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
-# --- the one-page summary ---------------------------------------------------------
+def trend_text(scores: list[int | None]) -> str:
+    return " → ".join("–" if s is None else str(s) for s in scores)
+
+
+def summary_lines(r: Rehearsal) -> list[str]:
+    """The attempt's summary: scores with their trend, time, and every follow-up answer."""
+    out = [f"scenario: {r.scenario.title}", "scores (1 weak, 2 hire, 3 strong hire), oldest first:"]
+    out += [f"  {d:<18} {trend_text(scores)}" for d, scores in r.trend()]
+    out += [
+        f"  {s.title:<18} time {clock_text(r.spent(s.key))} of {clock_text(r.seconds_for(s.key))}"
+        for s in STEPS
+    ]
+    out.append("follow-ups:")
+    for key in r.follow_up_keys:
+        out.append(f"  {follow_up(key).question}")
+        out.append(f"    you: {r.follow_up_answer(key) or '(not answered)'}")
+    return out
+
+
+# --- the trade-off table and the one-page summary -------------------------------------
+
+
+def trade_off_markdown() -> str:
+    """The trade-off table, each cell with its source as a footnote number."""
+    systems, rows = content.trade_offs()
+    sources: list[str] = []
+    out = ["| | " + " | ".join(systems.values()) + " |", "|---" * (len(systems) + 1) + "|"]
+    for row in rows:
+        cells = []
+        for key in systems:
+            cell = row.cells[key]
+            if cell.source not in sources:
+                sources.append(cell.source)
+            cells.append(f"{cell.text} [{sources.index(cell.source) + 1}]")
+        out.append(f"| **{row.title}** | " + " | ".join(cells) + " |")
+    out += ["", *[f"[{n}] {s}" for n, s in enumerate(sources, 1)]]
+    return "\n".join(out)
 
 
 SUMMARY_SQL = ("claim", "complete", "fail", "reap", "cleanup_done")
 
 
 def summary_markdown(server_version: str = "") -> str:
-    """One page: the design, its SQL, the key numbers (mine beside the guide's)."""
-    q = quotes()
-    env = envelope()
+    """One page: the design, its SQL, the stored measurements with their lesson and time."""
     out = ["# The PostgreSQL job queue on one page", ""]
     if server_version:
-        out += [f"Measured on PostgreSQL {server_version}, where marked *mine*.", ""]
-    out += [
-        "## The design",
-        "- **Need**: background work for every committed order, surviving crashes, never slowing checkout.",
-        (
-            "- **Table**: `jobs` with status, run_at, attempts, leased_until, fence_token, last_error; "
-            "enqueued in the order's transaction; partial indexes on ready and running rows."
-        ),
-        "- **Claim**: one statement, `FOR UPDATE SKIP LOCKED` inside the `WITH`, a lease, `'ready'` as a "
-        "literal.",
-        (
-            "- **Failure**: reaper for expired leases; fenced completion; backoff then dead; **at least "
-            "once**, so handlers are idempotent."
-        ),
-        (
-            "- **Operations**: LISTEN/NOTIFY plus a fallback poll; no long transactions "
-            "(idle_in_transaction_session_timeout); batch deletes or day partitions; per-table autovacuum."
-        ),
-        "- **Exit**: fan-out, replay, team boundaries, vacuum falling behind, connections; an outbox relay "
-        "to move.",
-        "",
-        "## Key numbers",
-        "",
-        "| measure | value | source |",
-        "|---|---|---|",
-    ]
-    for name, m in MEASURES.items():
-        qq = q[name]
-        if not qq.mine and not m.guide_number:
-            continue
-        out.append(f"| {m.what} | {qq} | {'*mine*: ' if qq.mine else ''}{qq.source} |")
-    out += ["", "## 10,000 jobs a second, on the back of an envelope", ""]
-    out += [f"- {line}" for line in env.lines()]
+        out += [f"Measured on PostgreSQL {server_version}.", ""]
+    out += ["## The design", ""]
+    out += [f"- **{s.title}**: {model_answer(s.key, 'flash-sale')}" for s in STEPS if s.key != "estimation"]
+    out += ["", "## My numbers", ""]
+    drain = drain_quote()
+    out.append(
+        f"- drain (lesson 11): {fmt(float(drain.value))} {drain.unit}, {drain.source}"
+        if drain
+        else "- drain: not measured yet (lesson 11)"
+    )
+    try:
+        out += [f"- flash sale: {line}" for line in scenario_estimate("flash-sale").lines()]
+    except BadInput as exc:
+        out.append(f"- estimate: {exc}")
     out += ["", "## The SQL", ""]
     for name in SUMMARY_SQL:
         out += [f"`sql/{name}.sql`", "", "```sql", statement(name).text, "```", ""]
@@ -1104,30 +749,14 @@ def summary_markdown(server_version: str = "") -> str:
 
 def summary_html(server_version: str = "") -> str:
     """The same page as HTML, laid out to print on one sheet."""
-    body = []
-    in_code = False
-    table_open = False
+    body, in_code = [], False
     for line in summary_markdown(server_version).splitlines():
         if line.startswith("```"):
             body.append("<pre class='pgq-sql'>" if not in_code else "</pre>")
             in_code = not in_code
-            continue
-        if in_code:
+        elif in_code:
             body.append(escape(line))
-            continue
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if set("".join(cells)) <= set("-"):
-                continue
-            if not table_open:
-                body.append("<table class='pgq-numbers'>")
-                table_open = True
-            body.append("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in cells) + "</tr>")
-            continue
-        if table_open:
-            body.append("</table>")
-            table_open = False
-        if line.startswith("# "):
+        elif line.startswith("# "):
             body.append(f"<h1>{inline(line[2:])}</h1>")
         elif line.startswith("## "):
             body.append(f"<h2>{inline(line[3:])}</h2>")
@@ -1138,8 +767,7 @@ def summary_html(server_version: str = "") -> str:
     style = (
         "<style>.pgq-summary{font:12px/1.35 sans-serif;max-width:60em}.pgq-summary h1{font-size:18px}"
         ".pgq-summary h2{font-size:14px;margin:8px 0 2px}.pgq-summary pre{font-size:10px;margin:2px 0;"
-        "background:#f6f6f6;padding:4px}.pgq-summary td{padding:1px 6px;border-bottom:1px solid #ddd}"
-        "@media print{.pgq-summary{max-width:none}.pgq-summary pre{white-space:pre-wrap}}</style>"
+        "background:#f6f6f6;padding:4px}@media print{.pgq-summary pre{white-space:pre-wrap}}</style>"
     )
     return style + "<div class='pgq-summary'>" + "\n".join(body) + "</div>"
 
@@ -1152,114 +780,208 @@ def inline(text: str) -> str:
     return re.sub(r"\*([^*]+)\*", r"<i>\1</i>", html)
 
 
-# --- the same rehearsal in a terminal (`pgq-teach interview`) ----------------------
+# --- the same rehearsal in a terminal (`pgq-teach interview`) --------------------------
+
+# One line typed, or None when input ends. A reader may also have `waiting()`: whether more
+# lines are already there to read (the CLI's does), so a paste is saved in one write.
+Read = Callable[[], "str | None"]
+Say = Callable[[str], None]
 
 
-def rehearse_in_terminal(
-    read: Callable[[], str | None],
-    say: Callable[[str], None],
-    *,
-    steps: tuple[str, ...] = STEP_KEYS,
-    follow_ups: int = 3,
-    rehearsal: Rehearsal | None = None,
-) -> dict[str, Any] | None:
-    """Run the rehearsal on lines of text. `read()` returns the next line, or
-    None at the end of input (then everything typed so far stays saved and the
-    rehearsal stays open). Returns the finished record, or None if input ended."""
-    for key in steps:
-        step(key)
-    if not isinstance(follow_ups, int) or not 0 <= follow_ups <= len(FOLLOW_UPS):
-        raise BadInput(f"follow_ups must be 0 to {len(FOLLOW_UPS)}, got {follow_ups!r}")
-    r = rehearsal or Rehearsal()
-    say("The interview rehearsal. Answer aloud, then type it. An empty line ends an answer.")
-    say("On a line alone: ? shows a hint, ! shows the model answer. Saved as you type.")
-    previous = r.previous()
-    if previous:
-        say("Last time: {}/{}".format(*previous["total"]))
-    for key in steps:
-        s = step(key)
-        say("")
-        say(f"== {s.title}  (suggested {clock_text(s.seconds)}) ==")
-        say(s.prompt)
-        say("Red flags to avoid: " + "; ".join(f.text for f in s.red_flags))
-        if r.answer_of(key):
-            say(f"(your saved answer: {r.answer_of(key)!r}; an empty line keeps it)")
-        r.start(key)
-        lines: list[str] = []
+class InputEnded(Exception):
+    """The learner's input ended: everything typed so far is saved, the attempt stays open."""
+
+
+def read_line(read: Read) -> str:
+    line = read()
+    if line is None:
+        raise InputEnded
+    return line.rstrip("\n")
+
+
+NOTHING_TYPED = "(nothing typed here yet: type your answer, or press Enter again to go on without one)"
+
+
+def read_until_empty(read: Read, say: Say, keep: Callable[[str], None], *, has_text: bool) -> None:
+    """Hand the lines typed to `keep` up to an empty line: each line as it comes, or, while
+    `read.waiting()` says more lines are already there (a paste), all of them at once, so a
+    paste of thousands of lines is saved in one write, not one write a line. What is kept
+    when Ctrl-C or Ctrl-D arrives is saved too. An empty line before anything was typed only
+    warns: the next one ends, so a stray Enter does not skip a step and show its model answer."""
+    waiting: Callable[[], bool] = getattr(read, "waiting", lambda: False)
+    pending: list[str] = []
+    warned = False
+    try:
         while True:
-            line = read()
-            if line is None:
-                r.stop()
-                say("(input ended: your answers are saved; run `pgq-teach interview` again to go on)")
-                return None
-            line = line.rstrip("\n")
-            if line.strip() == "?":
-                hint = r.next_hint(key)
-                say(f"hint: {hint}" if hint else "no more hints for this step")
-            elif line.strip() == "!":
-                say("model answer: " + r.reveal(key))
-            elif not line.strip():
-                break
+            line = read_line(read)
+            if line.strip():
+                pending.append(line)
+                has_text = True
+                if not waiting():
+                    keep("\n".join(pending))
+                    pending = []
+            elif has_text or warned:
+                return
             else:
-                lines.append(line)
-                r.answer(key, "\n".join(lines))
+                say(NOTHING_TYPED)
+                warned = True
+    finally:
+        if pending:
+            keep("\n".join(pending))
+
+
+def rubric_text(rubric: content.Rubric) -> list[str]:
+    out = [f"How an interviewer scores {rubric.dimension}:"]
+    for lv in rubric.levels:
+        out += [f"  {lv.level} ({lv.name}): {lv.says}", f"     e.g. {lv.example}"]
+    return out
+
+
+def ask_score(
+    r: Rehearsal, dimension: str, read: Read, say: Say, keep_stray: Callable[[str], None] | None = None
+) -> None:
+    """Ask a self-score; an empty line keeps what is saved. A line of words (a paste that
+    ran on past the empty line) goes to `keep_stray`, the step's answer, not away."""
+    now = r.scores().get(dimension)
+    say(f"Your score for {dimension}: 1, 2 or 3 (empty line keeps {now or 'no score'}).")
+    while True:
+        word = read_line(read).strip()
+        if not word:
+            return
+        if word in ("1", "2", "3"):
+            r.score(dimension, int(word))
+            return
+        if keep_stray is not None and not number_words(word):
+            keep_stray(word)
+            say("(not a score, so it is added to your answer: type 1, 2 or 3, or an empty line)")
+        else:
+            say(f"(no score {word!r}: type 1, 2 or 3, or an empty line)")
+
+
+def number_words(line: str) -> list[str] | None:
+    """The words of a line of flag numbers ('1 3', '-2', '1, 2'), or None if any word is not one."""
+    words = line.replace(",", " ").split()
+    return words if all(w.lstrip("-").isdigit() for w in words) else None
+
+
+def ask_flags(r: Rehearsal, key: str, read: Read, say: Say) -> None:
+    """Ticks only what the learner types: N ticks flag N, -N unticks it; an empty line keeps all.
+    A line is applied whole or not at all, so text that happens to hold a number (a paste
+    that ran on past the empty line) never ticks or unticks a flag: it goes to the answer."""
+    flags = step(key).red_flags
+    say("Red flags: did your answer do any of these? (N ticks, -N unticks, empty line keeps)")
+    for n, text in enumerate(flags, 1):
+        say(f"  [{'x' if n - 1 in r.flags(key) else ' '}] {n}. {text}")
+    while line := read_line(read).strip():
+        words = number_words(line)
+        if words is None:
+            r.add_to_answer(key, line)
             say(
-                f"[{clock_text(r.spent(key))} of {clock_text(s.seconds)}"
-                + (", over time]" if r.spent(key) > s.seconds else "]")
+                "(not flag numbers, so nothing ticked; the line is added to your answer: "
+                f"type 1 to {len(flags)}, -N to untick, or an empty line)"
             )
-        r.stop()
-        for flag in red_flags_in(key, r.answer_of(key)):
-            say(f"red flag? {flag}")
-        say("What the interviewer listens for:")
-        for n, item in enumerate(s.rubric, 1):
-            say(f"  {n}. {item.text}")
-        say("Which did you cover? Their numbers, separated by spaces (empty line: none).")
-        picked = read()
-        if picked is None:
-            say("(input ended: your answers are saved)")
-            return None
-        chosen = set()
-        for word in picked.replace(",", " ").split():
-            if word.isdigit() and 1 <= int(word) <= len(s.rubric):
-                chosen.add(s.rubric[int(word) - 1].key)
-            else:
-                say(f"(ignored {word!r}: not an item number 1 to {len(s.rubric)})")
-        for item in s.rubric:
-            r.tick(key, item.key, item.key in chosen)
-        got, out_of = r.score(key)
-        say(
-            f"score {got}/{out_of}; time {clock_text(r.spent(key))} of {clock_text(s.seconds)}"
-            + (" (over time)" if r.spent(key) > s.seconds else "")
-        )
-    for f in FOLLOW_UPS[:follow_ups]:
-        say("")
-        say(f"Follow-up: {f.question}")
-        lines = []
-        while (line := read()) is not None and line.strip():
-            lines.append(line.rstrip("\n"))
-        if lines:
-            r.answer_follow_up(f.key, "\n".join(lines))
-        say("model answer: " + f.model())
-        if line is None:
-            say("(input ended: your answers are saved)")
-            return None
-    record = r.finish()
+        elif any(not 1 <= int(w.lstrip("-")) <= len(flags) for w in words):
+            say(f"(nothing ticked: the flags are 1 to {len(flags)}; type them again, or an empty line)")
+        else:
+            for w in words:
+                r.flag(key, int(w.lstrip("-")) - 1, not w.startswith("-"))
+            return
+
+
+def terminal_step(r: Rehearsal, key: str, read: Read, say: Say) -> None:
+    s = step(key)
     say("")
-    say("{:<22} {:>10} {:>10} {:>8} {:>10}".format("step", "this time", "last time", "spent", "suggested"))
-    last = r.past[-2] if len(r.past) >= 2 else None
-    for s in STEPS:
-        before = "{}/{}".format(*last["scores"][s.key]) if last and s.key in last.get("scores", {}) else "–"
-        say(
-            "{:<22} {:>10} {:>10} {:>8} {:>10}".format(
-                s.title,
-                "{}/{}".format(*record["scores"][s.key]),
-                before,
-                clock_text(record["spent_s"][s.key]),
-                clock_text(s.seconds),
-            )
-        )
-    before = "{}/{}".format(*last["total"]) if last else "–"
-    say("{:<22} {:>10} {:>10}".format("total", "{}/{}".format(*record["total"]), before))
-    over = ", ".join(step(k).title for k in record["over_time"]) or "none"
-    say(f"over time: {over}")
-    return record
+    say(f"== {s.title}  (suggested {clock_text(r.seconds_for(key))}) ==")
+    say(s.prompt)
+    if r.answer_of(key):
+        say("(your saved answer, kept; what you type is added to it):")
+        say(r.answer_of(key))
+    say("Type your answer; ? on a line shows a hint; an empty line ends the step.")
+    r.start(key)
+
+    def keep(lines: str) -> None:
+        text = []
+        for line in lines.split("\n"):
+            if line.strip() != "?":
+                text.append(line)
+                continue
+            if text:
+                r.add_to_answer(key, "\n".join(text))
+                text = []
+            hint = r.next_hint(key)
+            say(f"hint: {hint}" if hint else "no more hints for this step")
+        if text:
+            r.add_to_answer(key, "\n".join(text))
+
+    try:
+        read_until_empty(read, say, keep, has_text=bool(r.answer_of(key)))
+    finally:
+        r.stop()
+    r.end_step(key)
+    over = " (over time)" if r.spent(key) > r.seconds_for(key) else ""
+    say(f"time {clock_text(r.spent(key))} of {clock_text(r.seconds_for(key))}{over}")
+    for line in rubric_text(s.rubric):
+        say(line)
+    say("A model answer: " + r.model(key))
+    ask_flags(r, key, read, say)
+    ask_score(r, s.rubric.dimension, read, say, lambda line: r.add_to_answer(key, line))
+
+
+def rehearse_in_terminal(read: Read, say: Say, rehearsal: Rehearsal | None = None) -> dict[str, Any] | None:
+    """Run (or continue) the open rehearsal on lines of text. Returns the finished
+    record if the learner finished it, else None (everything stays saved, and the
+    notebook or the next run continues it)."""
+    r = rehearsal or Rehearsal()
+    try:
+        return terminal_rehearsal(r, read, say)
+    except InputEnded:
+        r.stop()
+        say("(input ended: your answers are saved; run `pgq-teach interview` again to go on)")
+        return None
+    except KeyboardInterrupt:
+        r.stop()
+        say("(interrupted: everything you typed is saved; run `pgq-teach interview` again to go on)")
+        return None
+
+
+def terminal_rehearsal(r: Rehearsal, read: Read, say: Say) -> dict[str, Any] | None:
+    c = r.current
+    minutes = fmt(c.get("minutes", DEFAULT_MINUTES))
+    say(f"The interview rehearsal: {r.scenario.title}, about {minutes} minutes.")
+    if Rehearsal.has_progress(c):
+        say("(continuing your open rehearsal; steps you ended are kept)")
+    say("")
+    say("Interviewer: " + content.opening()["opening"])
+    if not c["questions"]:
+        say(content.opening()["clarify_instructions"])
+        read_until_empty(read, say, r.add_question, has_text=False)
+    else:
+        say("Your questions: " + c["questions"].replace("\n", "; "))
+    say("The interviewer answers:")
+    for topic, answer in r.interviewer_answers():
+        say(f"  {topic}: {answer}")
+    for key in STEP_KEYS:
+        if r.ended(key):
+            say(f"({step(key).title}: ended before, score {r.scores().get(step(key).rubric.dimension, '–')})")
+            continue
+        terminal_step(r, key, read, say)
+    for key in r.follow_up_keys:
+        say("")
+        say(f"Follow-up: {follow_up(key).question}")
+        if r.follow_up_answer(key):  # answered before (here, or in the notebook): its model answer shows
+            say("(your saved answer: " + r.follow_up_answer(key).replace("\n", "; ") + ")")
+        else:
+            read_until_empty(read, say, functools.partial(r.add_to_follow_up, key), has_text=False)
+        say("A model answer: " + follow_up(key).model())
+    say("")
+    for line in rubric_text(COMMUNICATION):
+        say(line)
+    ask_score(r, COMMUNICATION.dimension, read, say)
+    say("")
+    for line in summary_lines(r):
+        say(line)
+    say("Type finish to close this rehearsal (anything else keeps it open to go on later).")
+    if read_line(read).strip().lower() != "finish":
+        say("(kept open: the notebook and the next run continue it)")
+        return None
+    return r.finish()

@@ -50,3 +50,4 @@ DRAINED_BUFFERS = Measurement("09-bloat-and-vacuum", "drained_buffers", "buffers
 IDLE_SNAPSHOT_BUFFERS = Measurement("09-bloat-and-vacuum", "idle_snapshot_buffers", "buffers")
 BULK_DELETE_DEAD_ROWS = Measurement("10-operations", "bulk_delete_dead_rows", "dead rows")
 DRAIN_JOBS_PER_S_11 = Measurement("11-when-to-switch", "drain_jobs_per_s", "jobs/s")
+CAPACITY_12 = Measurement("12-the-interview", "capacity", "per batch size")

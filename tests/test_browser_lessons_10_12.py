@@ -1,45 +1,19 @@
-"""Lessons 10 to 12's widgets in a real JupyterLab and a real browser: the
-rehearsal keeps what the learner typed and ticked across a kernel restart."""
+"""Lessons 10 and 11's widgets in a real JupyterLab and a real browser (lesson
+12's rehearsal has its own module, tests/test_browser_interview.py)."""
 
 from __future__ import annotations
 
-import json
 import re
 
 from jupyter_browser import ARTIFACTS, BROWSER_TESTS, KERNEL_IDLE, run_and_find
 
 pytestmark = BROWSER_TESTS
 
-ANSWER = "Jobs commit in the order's transaction; delivery is at least once."
-
 
 RESTART = """async () => {
   const ctx = window.jupyterapp.shell.currentWidget.sessionContext;
   await ctx.session.kernel.restart();
 }"""
-
-
-def test_rehearsal_keeps_the_answer_and_ticks_across_a_kernel_restart(page, jupyterlab, kernel_home):
-    notebook = "12-the-interview.ipynb"
-    widget = run_and_find(page, jupyterlab, notebook, ".pgq-rehearsal")
-    box = widget.locator(".pgq-answer textarea")
-    box.click()
-    box.type(ANSWER)
-    widget.locator("button", has_text="Show model answer").click()
-    widget.locator(".pgq-model").filter(has_text="A model answer").wait_for()
-    assert "at least once" in widget.locator(".pgq-model").inner_text()
-    widget.locator(".pgq-rubric input[type=checkbox]").first.check()
-    widget.locator(".pgq-score").filter(has_text="1/4").wait_for()
-    saved = json.loads((kernel_home / "rehearsal.json").read_text())["current"]
-    assert saved["answers"]["need"] == ANSWER and saved["ticks"]["need"] == ["why"]
-    page.screenshot(path=str(ARTIFACTS / "12-the-interview.png"), full_page=False)
-
-    page.evaluate(RESTART)
-    page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=60_000)
-    widget = run_and_find(page, jupyterlab, notebook, ".pgq-rehearsal")
-    assert widget.locator(".pgq-answer textarea").input_value() == ANSWER
-    assert widget.locator(".pgq-rubric input[type=checkbox]").first.is_checked()
-    assert "A model answer" in widget.locator(".pgq-model").inner_text()
 
 
 def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page, jupyterlab):

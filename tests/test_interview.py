@@ -1,15 +1,18 @@
-"""The interview rehearsal: content, the learner's numbers, saving as you
-type, the timer, the widget headless, and `pgq-teach interview` through its
-input and output. No database: the rehearsal reads the learner's files."""
+"""The interview rehearsal: its content files, the seeded draw, the estimate
+against the measured capacity, quoting lesson 11's stored run, the rubric shown
+only after a step ends, saving as you type, and the terminal and the notebook
+continuing one attempt."""
 
 from __future__ import annotations
 
 import io
-import json
+import math
+import os
+import subprocess
+import sys
 
 import pytest
-
-from pgq_teach import cli, interview, learner
+from pgq_teach import cli, interview, interview_content, learner, measurements
 from pgq_teach.errors import BadInput
 from pgq_teach.interview import Rehearsal
 
@@ -28,298 +31,495 @@ class Clock:
         return self.now
 
 
-def all_rubric_text() -> str:
-    return " ".join(i.text for s in interview.STEPS for i in s.rubric).lower()
+CAPACITY = {  # a stored capacity run, as lesson 12 records it (values from one run under load)
+    "runs": {
+        str(b): {
+            "batch": b,
+            "commits_per_s": c,
+            "wal_bytes_per_s": w,
+            "wal_bytes_per_job": j,
+            "insert_wal_bytes_per_job": 288.0,
+        }
+        for b, c, w, j in [
+            (1, 1600, 630_000, 786),
+            (10, 1300, 4_060_000, 637),
+            (20, 1250, 7_890_000, 648),
+            (50, 900, 15_230_000, 717),
+        ]
+    },
+    "bytes_per_job": 254.0,
+    "synchronous_commit": "on",
+}
 
 
-def test_the_guide_six_steps_plus_the_numbers_each_complete():
-    titles = [s.title for s in interview.STEPS]
-    assert titles == [
-        "1. State the need",
-        "2. Describe the table",
-        "3. Explain the claim",
-        "4. Handle failure",
-        "5. Cover operations",
-        "6. Do the numbers",
-        "7. Name the exit",
-    ]
+# --- the content -----------------------------------------------------------------------
+
+
+def test_the_content_has_every_part_the_rehearsal_needs():
+    assert interview.STEP_KEYS == ("requirements", "estimation", "design", "deep_dive", "trade_offs")
+    assert interview.DIMENSIONS == (
+        "requirements",
+        "estimation",
+        "high-level design",
+        "deep dive",
+        "trade-offs",
+        "communication",
+    )
     for s in interview.STEPS:
-        assert s.prompt and s.minutes > 0 and len(s.rubric) >= 4 and len(s.hints) >= 3 and s.red_flags
-        assert len(s.model()) > 200
-        assert interview.red_flags_in(s.key, s.model()) == [], s.key  # the model answers raise none
+        assert s.prompt and s.minutes > 0 and len(s.hints) >= 3 and len(s.red_flags) >= 3 and s.model
+        assert [lv.level for lv in s.rubric.levels] == [1, 2, 3]
+        assert all(lv.says and lv.example for lv in s.rubric.levels)
+    assert set(interview.SCENARIOS) == {"small-store", "flash-sale", "multi-tenant-saas"}
+    assert len(interview.FOLLOW_UPS) >= 25
 
 
-def test_the_rubric_names_what_an_interviewer_listens_for():
-    text = all_rubric_text()
-    for phrase in (
-        "double claims",
-        "crashed workers",
-        "table bloat",
-        "at-least-once",
-        "idempotent",
-        "literal 'ready'",
-        "partial index",
-        "fallback poll",
-        "no long transactions",
-    ):
-        assert phrase in text, phrase
-
-
-def test_at_least_ten_follow_ups_with_model_answers_and_no_exactly_once_promise():
-    keys = {f.key for f in interview.FOLLOW_UPS}
-    assert len(interview.FOLLOW_UPS) >= 10
-    assert {
-        "priorities",
-        "exactly_once",
-        "two_hours",
-        "scheduled",
-        "unique",
-        "fairness",
-        "ten_thousand",
-        "breaks_first",
+def test_the_follow_ups_cover_what_a_real_interviewer_asks():
+    topics = {f.topic for f in interview.FOLLOW_UPS.values()}
+    for must in (
+        "HA and failover",
+        "multi-region",
+        "backpressure on a shared database",
+        "partner rate limits",
+        "per-key ordering",
+        "cancellation and a status API",
+        "poison jobs",
+        "10x and 100x",
+        "SLO-based alerting",
+        "scheduled and cron jobs",
+        "multi-tenant fairness",
+        "exactly once",
+        "fencing",
+        "bloat",
         "poolers",
-        "to_broker",
-    } <= keys
-    for f in interview.FOLLOW_UPS:
-        assert f.question.endswith("?") and len(f.model()) > 100
-    assert interview.red_flags_in("failure", interview.follow_up("exactly_once").model()) == []
-    assert (
-        "at least once" in interview.follow_up("to_broker").model()
-        or "again" in interview.follow_up("to_broker").model()
-    )
+    ):
+        assert must in topics, must
 
 
-def test_red_flags_are_found_and_a_denial_is_not_one():
-    assert interview.red_flags_in("need", "We guarantee exactly-once delivery.") == [
-        "promising exactly-once delivery"
-    ]
-    assert interview.red_flags_in("need", "Delivery is at least once, not exactly once.") == []
-    # "at least once" in one sentence does not excuse "exactly once" promised in the next
-    promised = "Delivery is at least once. With the fence it is exactly once."
-    assert interview.red_flags_in("need", promised) == ["promising exactly-once delivery"]
-    assert interview.red_flags_in("numbers", "lots of workers and a big server") == ["no numbers at all"]
-    assert interview.red_flags_in("numbers", "500 workers at 50 ms") == []
-    assert "a transaction held open for the whole job" in interview.red_flags_in(
-        "claim", "Each worker keeps the transaction open during the job."
-    )
+def test_the_design_model_answer_covers_the_whole_system():
+    model = interview.step("design").model
+    for must in ("object store", "compensating job", "per kind", "shared limiter", "cancel-label"):
+        assert must in model, must
 
 
-def test_model_answers_fall_back_to_the_guide_and_say_so():
-    q = interview.quote("idle_snapshot_buffers")
-    assert not q.mine and q.value == 1_609 and "guide #18" in q.source
-    answer = interview.step("operations").model()
-    assert "1,609 buffers" in answer and "the guide's figure (guide #18)" in answer
+def test_every_trade_off_cell_has_a_source_for_every_system():
+    systems, rows = interview_content.trade_offs()
+    assert set(systems) == {
+        "postgres",
+        "sqs_standard",
+        "sqs_fifo",
+        "rabbitmq",
+        "kafka",
+        "redis_streams",
+        "nats_jetstream",
+    }
+    assert {r.key for r in rows} == {
+        "retry_and_delay",
+        "ordering",
+        "fan_out_replay",
+        "retention",
+        "dedup",
+        "operations_cost",
+    }
+    for row in rows:
+        for cell in row.cells.values():
+            assert cell.source.startswith(("https://", "guide, ", "measurement: ")), cell
+            if cell.source.startswith("measurement: "):
+                assert hasattr(measurements, cell.source.split(": ")[1])
+    table = interview.trade_off_markdown()
+    assert "SQS FIFO" in table and "[1] " in table
 
 
-def test_model_answers_quote_the_learners_own_measurement():
-    learner.record_measurement("09-bloat-and-vacuum", "idle_snapshot_buffers", 1234, "buffers")
-    learner.record_measurement("11-when-to-switch", "drain_jobs_per_s", 8000.0, "jobs/s")
-    q = interview.quote("idle_snapshot_buffers")
-    assert q.mine and q.value == 1234 and "09-bloat-and-vacuum" in q.source
-    answer = interview.step("operations").model()
-    assert "one idle REPEATABLE READ transaction made my empty claim read 1,234 buffers" in answer
-    assert "1,609" not in answer
-    assert "my measured drain rate 8,000 jobs/s" in interview.step("numbers").model()
+def test_the_two_wrong_model_answers_are_fixed():
+    fairness = interview.follow_up("fairness").model()
+    assert "LATERAL" in fairness and "refuses FOR UPDATE with\nDISTINCT" not in fairness
+    assert "DISTINCT ON tenant" not in fairness
+    unique = interview.follow_up("unique")
+    assert "WHERE status IN" not in "".join(s.text for s in unique.sql)
+    assert "is not enough" in unique.model_text
 
 
-def test_the_envelope_from_the_measured_rate():
-    env = interview.envelope(10_000, drain_per_s=40_000, work_ms=50, batch=10, keep_done_minutes=10)
-    assert env.workers == 500  # Little's law: 10,000/s x 0.05 s
-    assert env.dead_per_s == 30_000  # claim, complete and delete each leave one
-    assert env.server_share == pytest.approx(0.25)
-    assert env.autovacuum_trigger_rows == 1000 + 0.01 * 6_000_000
-    assert "comfortably" in env.verdict
-    slow = interview.envelope(10_000, drain_per_s=5_000)
-    assert slow.server_share == pytest.approx(2.0) and "broker" in slow.verdict
-    middle = interview.envelope(10_000, drain_per_s=20_000)
-    assert "with care" in middle.verdict
-    assert not interview.envelope(10_000).drain_is_mine  # nothing recorded: the guide's 25,000/s
-    assert interview.envelope(10_000).drain_per_s == 25_000
+# --- the draw --------------------------------------------------------------------------
 
 
-def test_the_envelope_is_a_result_with_the_guess_beside_it(db):
-    env = interview.envelope(10_000, drain_per_s=40_000, work_ms=50, guess=50, db=db)
-    assert env.comparison()[0] == ("worker slots (jobs in flight)", 50, 500, None)
-    assert env.server_version == db.server.version and "your guess: 50 worker slots" in env.summary()
-    assert "guide #19" in env.summary()
-    unguessed = interview.envelope(10_000, drain_per_s=40_000)
-    assert unguessed.comparison()[0][1] == "no guess" and "your guess: no guess" in unguessed.summary()
-    assert "worked out, not measured" in unguessed.summary()
+def test_two_rehearsals_in_a_row_differ_in_scenario_and_follow_ups():
+    r = Rehearsal("draw", seed=1)
+    first = r.current
+    record = r.finish(seed=2)
+    second = r.current
+    assert record["scenario"] == first["scenario"]
+    assert second["scenario"] != first["scenario"]
+    assert not set(second["follow_ups"]) & set(first["follow_ups"])
+    assert len(second["follow_ups"]) == interview.FOLLOW_UPS_PER_REHEARSAL
+
+
+def test_the_same_seed_draws_the_same_rehearsal(home):
+    a = Rehearsal("a", seed=7).current
+    b = Rehearsal("b", seed=7).current
+    assert (a["scenario"], a["follow_ups"]) == (b["scenario"], b["follow_ups"])
+
+
+def test_a_scenario_asked_for_is_used_and_a_wrong_one_refused():
+    assert Rehearsal("s", scenario="flash-sale").current["scenario"] == "flash-sale"
+    with pytest.raises(BadInput, match="no scenario"):
+        Rehearsal("s2", scenario="huge-store")
+    with pytest.raises(BadInput, match="minutes"):
+        Rehearsal("s3", minutes=1)
+
+
+# --- the estimate ----------------------------------------------------------------------
+
+
+def test_the_estimate_recomputed_by_hand_from_the_profile_and_measured_commits():
+    measurements.record(measurements.CAPACITY_12, CAPACITY)
+    est = interview.scenario_estimate("flash-sale")
+    # flash sale: 400 orders/s at peak, 1 + 1 + 1 + 0.02 jobs an order, batches of 50
+    jobs = 400 * 3.02
+    assert math.isclose(est.jobs_per_s, jobs)
+    assert math.isclose(est.commits_per_s, jobs * 2 / 50)  # a claim and a completion per batch
+    assert math.isclose(est.commit_share, (jobs * 2 / 50) / 900)  # measured at the same batch, 50
+    assert math.isclose(est.row_writes_per_s, 4 * jobs)
+    assert math.isclose(est.wal_bytes_per_s, jobs * (717 + 288))
+    assert math.isclose(est.wal_share, jobs * (717 + 288) / 15_230_000)
+    avg = 400_000 / 86_400 * 3.02
+    assert math.isclose(est.storage_bytes_per_day, avg * 86_400 * 254)
+    assert math.isclose(est.rows_kept, avg * 60 * 7 * 24 * 60)
+    assert est.verdict.startswith("fits")  # about 6 % of commits and 8 % of WAL, under the 50 % headroom
+
+
+def test_the_small_store_by_hand_and_a_small_share_never_reads_zero_percent():
+    measurements.record(measurements.CAPACITY_12, CAPACITY)
+    est = interview.scenario_estimate("small-store")
+    # small store: 5 orders/s at peak, 3 jobs an order, 20,000 orders a day, batches of 10, 30 days
+    assert math.isclose(est.commits_per_s, 5 * 3 * 2 / 10)  # 3 commits/s
+    assert math.isclose(est.wal_bytes_per_s, 15 * (637 + 288))  # 13,875 bytes/s
+    assert math.isclose(est.storage_bytes_per_day, 20_000 * 3 * 254)  # 15.2 MB a day
+    assert math.isclose(est.rows_kept, 20_000 * 3 * 30)
+    text = "\n".join(est.lines())
+    assert "0.2% of the commits" in text and "0.3% of the WAL" in text and " 0% " not in text
+
+
+def test_the_verdict_follows_the_share_against_the_headroom():
+    m = interview.Measured(10, 100.0, 0.0, 0.0, 0.0, 0.0, "test")
+    assert interview.estimate(200, measured=m).verdict.startswith("fits")  # 40 commits/s of 100
+    assert interview.estimate(400, measured=m).verdict.startswith("tight")  # 80 of 100
+    assert interview.estimate(1000, measured=m).verdict.startswith("does not fit")  # 200 of 100
+
+
+def test_the_estimate_needs_the_capacity_at_the_same_batch():
+    with pytest.raises(BadInput, match="no capacity measured yet"):
+        interview.scenario_estimate("small-store")
+    measurements.record(measurements.CAPACITY_12, {**CAPACITY, "runs": {"1": CAPACITY["runs"]["1"]}})
+    with pytest.raises(BadInput, match="no capacity measured at batch 10"):
+        interview.scenario_estimate("small-store")
 
 
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"target_per_s": 0},
+        {"jobs_per_s": 0},
+        {"jobs_per_s": float("nan")},
         {"work_ms": -1},
-        {"batch": float("nan")},
-        {"drain_per_s": 0},
-        {"target_per_s": "fast"},
+        {"jobs_per_s": True},
+        {"keep_minutes": 0},
     ],
 )
-def test_the_envelope_refuses_bad_input(kwargs):
+def test_the_estimate_refuses_bad_input(kwargs):
+    args = {"jobs_per_s": 100, "measured": interview.Measured(1, 1.0, 1.0, 1.0, 1.0, 1.0, "t")} | kwargs
     with pytest.raises(BadInput):
-        interview.envelope(**kwargs)
+        interview.estimate(**args)
 
 
-def test_answers_and_ticks_are_saved_as_typed_and_survive_a_restart(home):
-    r = Rehearsal()
-    r.answer("need", "Jobs commit with the order.")
-    r.tick("need", "why")
-    r.tick("need", "once")
-    r.tick("need", "once", False)
-    assert r.next_hint("need") == interview.step("need").hints[0]
-    saved = json.loads((home / "rehearsal.json").read_text())
-    assert saved["current"]["answers"]["need"] == "Jobs commit with the order."
-    again = Rehearsal()  # a new kernel: nothing but the file
-    assert again.answer_of("need") == "Jobs commit with the order."
-    assert again.ticked("need") == ["why"] and again.score("need") == (1, 4)
-    assert again.hints_shown("need") == [interview.step("need").hints[0]]
+def test_lessons_11_and_12_quote_the_same_stored_run():
+    """Lesson 11 records its drain under DRAIN_JOBS_PER_S_11; whatever lesson 12
+    quotes of it must be that stored value, with its lesson and time."""
+    measurements.record(measurements.DRAIN_JOBS_PER_S_11, 15_154)
+    stored = measurements.read(measurements.DRAIN_JOBS_PER_S_11)
+    quoted = interview.drain_quote()
+    assert quoted.value == stored["value"] and quoted.at == stored["at"]
+    text = interview.model_answer("estimation", "flash-sale")
+    assert f"drained {interview.fmt(15_154)} jobs/s" in text and stored["at"] in text
+    assert "lesson 11-when-to-switch" in text
+    measurements.record(measurements.DRAIN_JOBS_PER_S_11, 8_639)  # a new run of lesson 11
+    assert "drained 8,639 jobs/s" in interview.model_answer("estimation", "flash-sale")
+    assert "15,154" not in interview.summary_markdown()
 
 
-def test_bad_step_or_item_is_refused_and_nothing_changes(home):
-    r = Rehearsal()
-    r.answer("need", "kept")
-    for call in (lambda: r.answer("nope", "x"), lambda: r.tick("need", "nope"), lambda: r.answer("need", 3)):
-        with pytest.raises(BadInput):
-            call()
-    assert Rehearsal().current["answers"] == {"need": "kept"}
-    with pytest.raises(BadInput):
-        Rehearsal("../escape")
+# --- the rehearsal ---------------------------------------------------------------------
 
 
-def test_the_timer_totals_and_over_time():
+def test_the_rubric_and_model_answer_show_only_after_the_step_ends():
+    r = Rehearsal("hidden", seed=3)
+    with pytest.raises(BadInput, match="end step"):
+        r.model("design")
+    with pytest.raises(BadInput, match="end step"):
+        r.score("high-level design", 3)
+    r.answer("design", "checkout writes the order and its jobs in one transaction")
+    assert r.end_step("design").dimension == "high-level design"
+    assert "compensating job" in r.model("design")
+    r.score("high-level design", 2)
+    assert r.scores() == {"high-level design": 2}
+
+
+def test_everything_typed_is_saved_and_survives_a_new_process_view():
     clock = Clock()
-    r = Rehearsal(clock=clock)
-    r.start("need")
-    clock.now += 150  # 2.5 min on a 2 min step
-    r.start("table")  # switching stops the other timer
-    clock.now += 60
+    r = Rehearsal("saved", clock=clock, seed=4)
+    r.ask("How many orders at peak?\nWhich jobs?")
+    r.answer("requirements", "at least once; 400 orders/s at peak")
+    r.flag("requirements", 1)
+    r.end_step("requirements")
+    r.score("requirements", 3)
+    key = r.follow_up_keys[0]
+    r.answer_follow_up(key, "my follow-up answer")
+    r.start("estimation")
+    clock.now += 90
     r.stop()
-    assert r.spent("need") == 150 and r.spent("table") == 60
-    assert [k for k, _, _ in r.over_time()] == ["need"]
-    r.start("claim")
-    clock.now += 30
-    assert r.spent("claim") == 30  # a running timer counts
-
-
-def test_a_second_rehearsal_shows_the_first_ones_scores_beside_it():
-    clock = Clock()
-    r = Rehearsal(clock=clock)
-    r.tick("need", "why")
-    r.tick("need", "every")
-    first = r.finish()
-    assert first["scores"]["need"] == [2, 4] and first["total"] == [2, 32]
-    assert r.answer_of("need") == "" and r.score("need") == (0, 4)  # a fresh one
-    r.tick("need", "why")
-    board = {row[0]: row for row in Rehearsal().scoreboard()}
-    assert board["1. State the need"][1:3] == ("1/4", "2/4")
-    assert board["total"][1:3] == ("1/32", "2/32")
-
-
-def test_the_widget_saves_what_is_typed_and_ticked_and_reloads_it():
-    from pgq_teach.widgets.rehearsal import FollowUpDrill, RehearsalWidget
-
-    w = RehearsalWidget(Rehearsal())
-    w.answer.value = "We promise exactly once."
-    assert "exactly-once" in w.flags.value  # the red flag shows as they type
-    w.model_button.click()
-    assert "at least once" in w.model.value
-    w.boxes[0].value = True
-    w.hint_button.click()
-    assert interview.step("need").hints[0] in w.hints.value
-    w.next_button.click()
-    assert w.key == "table" and w.answer.value == ""
-    again = RehearsalWidget(Rehearsal())  # after a kernel restart
-    assert again.answer.value == "We promise exactly once."
-    assert [b.value for b in again.boxes] == [True, False, False, False]
-    assert "A model answer" in again.model.value  # revealed stays revealed
+    again = Rehearsal("saved", clock=clock)
+    assert again.current["questions"].startswith("How many orders")
+    assert again.answer_of("requirements") == "at least once; 400 orders/s at peak"
+    assert again.flags("requirements") == [1] and again.scores() == {"requirements": 3}
+    assert again.follow_up_answer(key) == "my follow-up answer" and again.spent("estimation") == 90
+    assert "my follow-up answer" in "\n".join(interview.summary_lines(again))
     record = again.finish()
-    assert record["total"][0] == 1 and "1/32" in again.score.value
-    drill = FollowUpDrill(Rehearsal())
-    drill.answer.value = "ORDER BY priority"
-    drill.model_button.click()
-    assert "starvation" in drill.model.value
-    assert Rehearsal().current["follow_ups"]["priorities"] == "ORDER BY priority"
+    assert record["follow_up_answers"] == {key: "my follow-up answer"}
+    assert again.trend()[0] == ("requirements", [3, None])  # last time's 3 beside this time's none yet
 
 
-def test_the_widget_timer_thread_only_sets_the_label():
+def test_the_interviewer_answers_every_clarify_topic_from_the_scenario():
+    r = Rehearsal("clarify", scenario="flash-sale")
+    answers = dict(r.interviewer_answers())
+    assert set(answers) == set(interview_content.opening()["topics"])
+    assert "100 label requests a second" in answers["partners"]
+
+
+def test_a_step_s_time_scales_with_the_minutes_asked_for():
+    short = Rehearsal("short", minutes=interview.DEFAULT_MINUTES / 2)
+    assert short.seconds_for("design") == interview.step("design").minutes * 60 / 2
+
+
+# --- the terminal and the notebook on one attempt ---------------------------------------
+
+
+def lines(*typed: str):
+    it = iter(typed)
+    return lambda: next(it, None)
+
+
+def test_the_terminal_continues_the_notebook_s_attempt_and_changes_nothing_it_did_not_type():
     from pgq_teach.widgets.rehearsal import RehearsalWidget
 
-    w = RehearsalWidget(Rehearsal(), tick_seconds=0.05)
-    w.start_button.click()
-    assert w.rehearsal.active == "need"
-    w.pause_button.click()
-    assert w.rehearsal.active is None and not w.ticker.is_alive()
-    assert w.rehearsal.spent("need") >= 0.0
+    widget = RehearsalWidget(Rehearsal(seed=5))
+    widget.questions.value = "Peak orders a second?"
+    widget.answer.value = "typed in the notebook"
+    widget.end_button.click()
+    widget.flag_boxes[0].value = True
+    widget.score_pick.value = 2
+    out: list[str] = []
+    # the terminal: estimation ended with empty lines (answer twice, flags, score), one line for the
+    # design step, then input ends
+    typed = ["", "", "", "", "a line typed in the terminal", ""]  # the 2nd Enter ends an empty step
+    result = interview.rehearse_in_terminal(lines(*typed), out.append, Rehearsal())
+    assert result is None  # input ended: nothing finished
+    r = Rehearsal()
+    assert r.answer_of("requirements") == "typed in the notebook"
+    assert r.flags("requirements") == [0] and r.scores()["requirements"] == 2  # empty lines kept them
+    assert r.answer_of("design") == "a line typed in the terminal"
+    assert r.past == []
+    text = "\n".join(out)
+    assert "continuing your open rehearsal" in text and "[0:00 of" not in text
+    assert text.count("time 0:00 of") == 2  # the time once a step, when it ends
+    reloaded = RehearsalWidget(Rehearsal())
+    reloaded.steps.value = "design"
+    assert reloaded.answer.value == "a line typed in the terminal"
 
 
-def run_cli(monkeypatch, capsys, text: str, *args: str) -> tuple[int, str]:
-    monkeypatch.setattr("sys.stdin", io.StringIO(text))
-    code = cli.main(["interview", *args])
-    return code, capsys.readouterr().out
+def test_the_terminal_runs_a_whole_rehearsal_and_finishes_only_when_told():
+    measurements.record(measurements.CAPACITY_12, CAPACITY)
+    r = Rehearsal(seed=6, scenario="flash-sale")
+    per_step = ["my answer", "", "1", "2"]  # answer, end, tick flag 1, score 2
+    follow_ups = [x for key in r.follow_up_keys for x in (f"answer to {key}", "")]
+    typed = ["Peak?", "", *per_step * 5, *follow_ups, "3", "finish"]
+    out: list[str] = []
+    record = interview.rehearse_in_terminal(lines(*typed), out.append, r)
+    assert record is not None and record["scenario"] == "flash-sale"
+    assert record["scores"] == {**{s.rubric.dimension: 2 for s in interview.STEPS}, "communication": 3}
+    assert all(record["follow_up_answers"][k] == f"answer to {k}" for k in record["follow_ups"])
+    text = "\n".join(out)
+    assert "The interviewer answers:" in text and "strong hire" in text
+    assert Rehearsal().current["scenario"] != "flash-sale"  # the next one draws another
 
 
-def test_cli_interview_through_stdin_and_stdout(monkeypatch, capsys, home):
-    text = (
-        "Jobs commit in the order's transaction.\n?\n!\nAt least once.\n\n1 4 9\n"
-        "One FOR UPDATE SKIP LOCKED claim.\n\n2\n"
-        "Add a priority column.\n\n"
+def test_the_cli_runs_the_rehearsal_with_a_scenario_and_minutes(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("How many orders?\n\n"))
+    assert cli.main(["interview", "--scenario", "flash-sale", "--minutes", "45"]) == 1  # input ended
+    out = capsys.readouterr().out
+    assert "a flash sale, about 45 minutes" in out and "400 orders a second" in out
+
+
+def test_a_stray_enter_does_not_end_an_empty_step_but_a_second_one_does():
+    out: list[str] = []
+    r = Rehearsal(seed=2)
+    interview.rehearse_in_terminal(lines("Peak?", "", "", "typed after the warning", ""), out.append, r)
+    assert out.count(interview.NOTHING_TYPED) == 1 and not r.ended("estimation")
+    assert r.answer_of("requirements") == "typed after the warning" and r.ended("requirements")
+    out.clear()
+    interview.rehearse_in_terminal(lines(""), out.append, Rehearsal())  # the next run: one Enter
+    assert out.count(interview.NOTHING_TYPED) == 1 and not Rehearsal().ended("estimation")
+
+
+def test_ctrl_c_and_ctrl_d_keep_every_line_typed_so_far(monkeypatch, capsys):
+    typed = iter(["How many orders at peak?\n", "Which jobs?\n"])
+
+    def readline() -> str:
+        line = next(typed, None)
+        if line is None:
+            raise KeyboardInterrupt  # Ctrl-C while the learner is still listing questions
+        return line
+
+    monkeypatch.setattr(sys, "stdin", type("Keys", (), {"readline": staticmethod(readline)})())
+    assert cli.main(["interview", "--scenario", "flash-sale", "--minutes", "45"]) == 1
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err and out.out.strip().splitlines()[-1].startswith("(interrupted:")
+    assert Rehearsal().current["questions"] == "How many orders at peak?\nWhich jobs?"
+    r = Rehearsal()
+    key = r.follow_up_keys[0]
+    for s in interview.STEPS:  # every step already answered and ended elsewhere
+        r.answer(s.key, "done")
+        r.end_step(s.key)
+    interview.rehearse_in_terminal(lines("half a follow-up answer"), [].append, Rehearsal())  # Ctrl-D
+    assert Rehearsal().follow_up_answer(key) == "half a follow-up answer"
+    out: list[str] = []
+    interview.rehearse_in_terminal(lines(), out.append, Rehearsal())  # the next run shows its model answer
+    assert out[out.index(f"Follow-up: {interview.follow_up(key).question}") + 2].startswith("A model answer")
+
+
+def test_text_at_the_red_flag_prompt_ticks_nothing_and_is_kept_in_the_answer():
+    from pgq_teach.widgets.rehearsal import RehearsalWidget
+
+    widget = RehearsalWidget(Rehearsal(seed=4))
+    widget.questions.value = "Peak?"
+    widget.answer.value = "my requirements"
+    widget.end_button.click()
+    widget.flag_boxes[0].value = True  # ticked in the notebook
+    out: list[str] = []
+    # a pasted answer whose blank line ended the estimation step: the rest lands at the prompts
+    typed = ["jobs: 400 orders/s x 3", "", "-1 of the 2 workers wait", "9", "", "then 2 more lines", "3"]
+    interview.rehearse_in_terminal(lines("", *typed), out.append, Rehearsal())  # "" keeps step 1's flags
+    r = Rehearsal()
+    assert r.flags("requirements") == [0]  # the notebook's tick, untouched
+    assert r.flags("estimation") == []  # no '-1' or '2' read out of the text
+    assert r.answer_of("estimation") == "jobs: 400 orders/s x 3\n-1 of the 2 workers wait\nthen 2 more lines"
+    assert r.scores().get("estimation") == 3
+    text = "\n".join(out)
+    assert text.count("not flag numbers") == 1 and "nothing ticked: the flags are" in text
+    assert text.count("not a score, so it is added") == 1 and "ignored" not in text
+
+
+def test_the_cli_refuses_bad_input_in_one_line():
+    for args in (["--minutes", "1"], ["--minutes", "0"], ["--minutes", "-5"], ["--minutes", "nan"], ["--minutes", "abc"],
+                 ["--scenario", "huge"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "pgq_teach.cli", "interview", *args],
+            capture_output=True,
+            text=True,
+            input="",
+        )
+        assert done.returncode == 2, done
+        assert "Traceback" not in done.stderr and args[0][2:] in done.stderr.strip().splitlines()[-1]
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr  # no usage block before it
+
+
+def test_the_cli_says_when_an_open_rehearsal_keeps_its_scenario_and_minutes(monkeypatch, capsys):
+    r = Rehearsal(scenario="small-store", minutes=30)
+    r.add_question("Peak?")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    cli.main(["interview", "--scenario", "flash-sale", "--minutes", "45"])
+    out = capsys.readouterr().out
+    assert "it continues; finish it to start flash-sale" in out and "keeps its 30 minutes" in out
+    assert Rehearsal().current["minutes"] == 30 and Rehearsal().current["questions"] == "Peak?"
+
+
+def test_the_cli_refuses_a_summary_file_it_cannot_write_in_one_line(tmp_path, capsys):
+    for where in (tmp_path, tmp_path / "no-such-folder" / "page.html"):
+        assert cli.main(["interview", "--html", str(where)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--html" in err and "Traceback" not in err
+
+
+def test_the_content_ships_in_the_wheel(tmp_path):
+    import zipfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(root)], check=True
     )
-    code, out = run_cli(monkeypatch, capsys, text, "--step", "need", "--step", "claim", "--follow-ups", "1")
-    assert code == 0
-    assert "== 1. State the need  (suggested 2:00) ==" in out
-    assert "hint: " + interview.step("need").hints[0] in out
-    assert "model answer: Every order needs background work" in out
-    assert "(ignored '9': not an item number 1 to 4)" in out
-    assert "score 2/4" in out and "score 1/5" in out
-    assert "Follow-up: How would you add priorities?" in out and "starvation" in out
-    assert "total                        3/32          –" in out
-    saved = learner.load("rehearsal")
-    assert saved["past"][0]["answers"]["need"] == "Jobs commit in the order's transaction.\nAt least once."
-    assert saved["past"][0]["scores"]["need"] == [2, 4]
-    # a second rehearsal shows the first one's scores beside it
-    code, out = run_cli(monkeypatch, capsys, "x\n\n1\n", "--step", "need", "--follow-ups", "0")
-    assert code == 0 and "Last time: 3/32" in out
-    assert "1. State the need             1/4        2/4" in out
+    names = zipfile.ZipFile(next(tmp_path.glob("*.whl"))).namelist()
+    for name in ("prompt", "scenarios", "steps", "follow_ups", "tradeoffs"):
+        assert f"pgq_teach/content/interview/{name}.yaml" in names
 
 
-def test_cli_interview_keeps_a_half_typed_answer_when_input_ends(monkeypatch, capsys):
-    code, out = run_cli(monkeypatch, capsys, "half an answer\n", "--step", "table")
-    assert code == 1 and "your answers are saved" in out
-    assert Rehearsal().answer_of("table") == "half an answer"
-    code, out = run_cli(monkeypatch, capsys, "\n", "--step", "table")
-    assert "(your saved answer: 'half an answer'; an empty line keeps it)" in out
+def test_learner_file_name_is_the_rehearsal_s():
+    Rehearsal(seed=1)
+    assert learner.path_of(interview.FILE).exists()
 
 
-def test_cli_interview_refuses_a_bad_step(monkeypatch, capsys):
-    code = cli.main(["interview", "--step", "nope"])
-    assert code == 2 and "no step 'nope'" in capsys.readouterr().err
+def test_a_line_added_in_the_terminal_survives_typing_in_a_stale_notebook_view():
+    from pgq_teach.widgets.rehearsal import RehearsalWidget
+
+    widget = RehearsalWidget(Rehearsal(seed=8))
+    widget.answer.value = "notebook line"
+    Rehearsal().add_to_answer("requirements", "terminal line")  # while the widget still shows the old text
+    widget.answer.value = "notebook line, and more"
+    assert Rehearsal().answer_of("requirements") == "notebook line\nterminal line\n, and more"
+    assert widget.answer.value == Rehearsal().answer_of("requirements")
 
 
-def test_the_one_page_summary():
-    md = interview.summary_markdown("18.6")
-    assert md.startswith("# The PostgreSQL job queue on one page")
-    assert "FOR UPDATE SKIP LOCKED" in md and "**at least once**" in md
-    assert "the guide's figure (guide #19)" in md and "Measured on PostgreSQL 18.6" in md
-    html = interview.summary_html("18.6")
-    assert (
-        "<table class='pgq-numbers'>" in html and "@media print" in html and "<pre class='pgq-sql'>" in html
+def test_merged_keeps_both_views_text():
+    assert interview.merged("a", "a", "ab") == "ab"  # nothing changed elsewhere
+    assert interview.merged("a", "a\nt", "ab") == "a\nt\nb"  # the other view added t
+    assert interview.merged("", "t", "x") == "t\nx"
+
+
+def test_two_processes_adding_lines_at_once_lose_none(home):
+    """The terminal and the notebook's kernel are two processes writing one file: each
+    change re-reads and writes it, so without a lock between them one could write back
+    a copy that misses the other's line."""
+    Rehearsal(seed=9)
+    script = (
+        "import sys\n"
+        "from pgq_teach.interview import Rehearsal\n"
+        "r = Rehearsal()\n"
+        "for n in range(150):\n"
+        "    r.add_to_answer('requirements', f'{sys.argv[1]} {n}')\n"
     )
-    assert "exactly once" not in md.lower()
+    writers = [subprocess.Popen([sys.executable, "-c", script, who]) for who in ("terminal", "notebook")]
+    assert [w.wait(timeout=120) for w in writers] == [0, 0]
+    saved = Rehearsal().answer_of("requirements").splitlines()
+    assert len(saved) == 300 and len(set(saved)) == 300
 
 
-def test_the_operations_answer_quotes_lesson_10_only_once_it_ran():
-    assert "big DELETE of done jobs left" not in interview.step("operations").model()
-    learner.record_measurement("10-operations", "bulk_delete_dead_rows", 200_000, "dead rows")
-    assert "one big DELETE of done jobs left 200,000 dead rows behind" in interview.step("operations").model()
+def test_the_terminal_input_knows_a_paste_is_waiting(monkeypatch):
+    read_end, write_end = os.pipe()
+    os.write(write_end, "one\r\ntwo ✓\nthree".encode())
+    monkeypatch.setattr(sys, "stdin", os.fdopen(read_end, "r"))
+    typed = cli.TerminalInput()
+    assert typed() == "one" and typed.waiting()  # 'two' was pasted with it
+    assert typed() == "two ✓" and not typed.waiting()  # 'three' has no end of line yet
+    os.close(write_end)
+    assert typed() == "three" and typed() is None and not typed.waiting()
 
 
-def test_cli_prints_the_summary_and_writes_it_as_printable_html(monkeypatch, capsys, tmp_path):
-    code, out = run_cli(monkeypatch, capsys, "", "--summary")
-    assert code == 0 and out.startswith("# The PostgreSQL job queue on one page") and "sql/claim.sql" in out
-    page = tmp_path / "summary.html"
-    code, out = run_cli(monkeypatch, capsys, "", "--html", str(page))
-    assert code == 0 and "wrote the one-page summary" in out
-    html = page.read_text(encoding="utf-8")
-    assert html.startswith("<!doctype html>") and "@media print" in html and "FOR UPDATE SKIP LOCKED" in html
+def test_a_huge_paste_into_the_terminal_keeps_every_line_in_a_few_writes(home):
+    """20,000 pasted lines: saved a line at a time, each write rewrote the whole growing
+    file (10,000 lines took 155 s, measured under load); saved as one paste, seconds."""
+    paste = "Peak?\n\n" + "".join(f"line {n} of the answer\n" for n in range(20_000)) + "\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", "interview", "--scenario", "flash-sale"],
+        input=paste,
+        capture_output=True,
+        text=True,
+        timeout=60,  # wide: well over what one write of the paste takes
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr  # input ended at the flags
+    saved = Rehearsal().answer_of("requirements").splitlines()
+    assert saved == [f"line {n} of the answer" for n in range(20_000)]

@@ -1,6 +1,6 @@
 """The back of the envelope (lesson 12): not SQL but a small form of numbers.
 The learner works out what a target rate needs, and the checker compares each
-number with `interview.envelope()`, the calculator the rehearsal uses, so the
+number with `interview.estimate()`, the calculator the rehearsal uses, so the
 lesson, the rehearsal and the check can never disagree.
 
 The form is lines of `name = number`; `#` starts a comment. Commas and
@@ -15,28 +15,39 @@ from .. import interview
 from .learner_sql import Refused
 from .verdict import Evidence, Verdict
 
-# The case the form asks about (not the notebook's worked 10,000/s example).
-TARGET_PER_S, WORK_MS, BATCH, KEEP_MINUTES, DRAIN_PER_S = 2_000, 200, 20, 30, 25_000
+# The case the form asks about (not a scenario of the rehearsal): a load and what
+# a server measured at the same batch size, in the estimate's units.
+TARGET_PER_S, WORK_MS, BATCH, KEEP_MINUTES, COMMITS_PER_S = 2_000, 200, 20, 30, 1_000
 TOLERANCE = 0.02  # 2 %: room for rounding, none for a wrong formula
+MEASURED = interview.Measured(
+    batch=BATCH,
+    commits_per_s=COMMITS_PER_S,
+    wal_bytes_per_s=0.0,  # the form asks for commits only
+    wal_bytes_per_job=0.0,
+    insert_wal_bytes_per_job=0.0,
+    bytes_per_job=0.0,
+    source="the form's server",
+)
 
 TASK = (
-    f"# {TARGET_PER_S:,} jobs a second, {WORK_MS} ms of work each, claimed in batches of {BATCH},\n"
-    f"# {KEEP_MINUTES} minutes of done jobs kept, on a server that drained {DRAIN_PER_S:,} jobs/s.\n"
-    "# Work out each number (a statement holds its connection about 1 ms).\n"
+    f"# {TARGET_PER_S:,} jobs a second, {WORK_MS} ms of work each, "
+    f"claimed and completed in batches of {BATCH},\n"
+    f"# {KEEP_MINUTES} minutes of done jobs kept, on a server that measured {COMMITS_PER_S:,} commits/s\n"
+    f"# for the course's claim and batched completion at batch {BATCH}. Work out each number.\n"
 )
 ATTEMPT = TASK + (
     "workers = 400,000            # 2,000 x 200\n"
-    "busy_connections = 2.1\n"
+    "commits_per_s = 200\n"
     "dead_per_s = 4,000           # two dead versions a job: claim and complete\n"
     "autovacuum_trigger_rows = 37,000\n"
-    "server_share_percent = 8\n"
+    "server_share_percent = 20\n"
 )
 ANSWER = TASK + (
     "workers = 400                # Little's law: 2,000/s x 0.2 s in flight\n"
-    "busy_connections = 2.1       # 2,000 completions + 100 claims a second, 1 ms each\n"
+    "commits_per_s = 200          # a claim and a completion per batch: 2,000 x 2 / 20\n"
     "dead_per_s = 6,000           # claim, complete, cleanup's DELETE: three a job\n"
     "autovacuum_trigger_rows = 37,000   # 1,000 + 0.01 x (2,000 x 60 x 30) rows\n"
-    "server_share_percent = 8     # 2,000 / 25,000\n"
+    "server_share_percent = 20    # 200 / 1,000 commits/s, the same batch size\n"
 )
 FORMS = {"envelope/attempt": ATTEMPT, "envelope/answer": ANSWER}
 
@@ -50,10 +61,10 @@ FIELDS = {
             "(200 ms is 0.2 s)."
         ),
     ),
-    "busy_connections": (
-        "connections busy at once",
-        lambda e: e.connections_busy,
-        "statements a second (one claim per batch, one completion per job) x 1 ms each.",
+    "commits_per_s": (
+        "commits a second",
+        lambda e: e.commits_per_s,
+        "each batch is two commits, its claim and its completion; the enqueue rides the order's commit.",
     ),
     "dead_per_s": (
         "dead row versions a second",
@@ -69,9 +80,9 @@ FIELDS = {
         "threshold + scale factor x rows, where the table holds the done jobs kept: rate x 60 x minutes.",
     ),
     "server_share_percent": (
-        "share of the measured drain rate, in percent",
-        lambda e: e.server_share * 100,
-        "the target divided by the measured drain rate, as a percentage.",
+        "share of the measured commits a second, in percent",
+        lambda e: e.commit_share * 100,
+        "the commits a second you need divided by the commits a second measured at the same batch size.",
     ),
 }
 
@@ -99,9 +110,7 @@ def read_form(text: str) -> dict[str, float | None]:
 
 def check_envelope(text: str, *, exercise: str, progress=None, stop=None) -> Verdict:
     given = read_form(text)
-    expected = interview.envelope(
-        TARGET_PER_S, drain_per_s=DRAIN_PER_S, work_ms=WORK_MS, batch=BATCH, keep_done_minutes=KEEP_MINUTES
-    )
+    expected = interview.estimate(TARGET_PER_S, measured=MEASURED, work_ms=WORK_MS, keep_minutes=KEEP_MINUTES)
     evidence, hints = [], []
     for name, (what, value_of, hint) in FIELDS.items():
         want = float(value_of(expected))

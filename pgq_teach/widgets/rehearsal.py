@@ -1,52 +1,55 @@
-"""The interview rehearsal as a widget: one step at a time, with a running
-timer, an answer box saved as you type, hints one by one, the model answer on
-click, and a rubric to tick. All logic lives in `pgq_teach.interview`; this
-is only the view. The timer thread never prints; it sets a label's value."""
+"""The interview rehearsal as a widget: the interviewer's open prompt, the
+clarify step and its answers, one step at a time with a running timer and an
+answer box saved as you type, then (only once you end the step) the rubric at
+three levels, the model answer, the red-flag checklist and your own score; the
+follow-ups drawn for this rehearsal; and the summary with the trend across
+rehearsals. All logic lives in `pgq_teach.interview`; this is only the view.
+The timer thread never prints; it sets a label's value."""
 
 from __future__ import annotations
 
 import threading
 from html import escape
+from typing import Any
 
 import ipywidgets as W
 
-from .. import interview
+from .. import interview, interview_content
 from ..interview import Rehearsal
 from .common import styled
+
+UNSCORED = 0
+SCORE_OPTIONS = [("not scored", UNSCORED), ("1 weak", 1), ("2 hire", 2), ("3 strong hire", 3)]
 
 
 def auto() -> W.Layout:
     return W.Layout(width="auto")  # a button as wide as its label
 
 
-def scoreboard_html(rehearsal: Rehearsal) -> str:
-    rows = rehearsal.scoreboard()
-    head = "<tr><th>step</th><th>this time</th><th>last time</th><th>time spent</th><th>suggested</th></tr>"
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    over = rehearsal.over_time()
-    note = (
-        (
-            "<div class='pgq-over'>over time: "
-            + ", ".join(
-                f"{interview.step(k).title} ({interview.clock_text(s)} of {interview.clock_text(t)})"
-                for k, s, t in over
-            )
-            + "</div>"
-        )
-        if over
-        else ""
+def rubric_html(rubric: Any) -> str:
+    rows = "".join(
+        f"<tr><td><b>{lv.level} {escape(lv.name)}</b></td><td>{escape(lv.says)}<br>"
+        f"<i>e.g. {escape(lv.example)}</i></td></tr>"
+        for lv in rubric.levels
     )
-    style = "<style>.pgq-scores td,.pgq-scores th{padding:1px 10px;text-align:left}</style>"
-    return f"{style}<table class='pgq-scores'>{head}{body}</table>{note}"
+    return (
+        f"<b>How an interviewer scores {escape(rubric.dimension)}</b><table class='pgq-levels'>{rows}</table>"
+    )
 
 
-def bullet_html(items: list[str], css: str) -> str:
-    return f"<ul class='{css}'>" + "".join(f"<li>{escape(i)}</li>" for i in items) + "</ul>" if items else ""
+def boxed(title: str, text: str) -> str:
+    body = escape(text).replace("\n", "<br>")
+    return f"<div style='background:#f3f7ff;padding:6px'><b>{escape(title)}</b><p>{body}</p></div>"
+
+
+def show_if(widget: W.Widget, visible: bool) -> None:
+    widget.layout.display = "" if visible else "none"
 
 
 class RehearsalWidget(W.VBox):
-    """Headless use: `widget.answer.value = "..."`, `widget.model_button.click()`,
-    `widget.boxes[0].value = True`, `widget.finish_button.click()`."""
+    """Headless use: `w.questions.value = "..."; w.ask_button.click()`,
+    `w.answer.value = "..."; w.end_button.click()`, `w.flag_boxes[0].value = True`,
+    `w.score_pick.value = 2`, `w.follow_up_answers[key].value = "..."`, `w.finish_button.click()`."""
 
     def __init__(self, rehearsal: Rehearsal | None = None, *, tick_seconds: float = 1.0):
         self.rehearsal = rehearsal or Rehearsal()
@@ -54,23 +57,26 @@ class RehearsalWidget(W.VBox):
         self.loading = False
         self.ticker: threading.Thread | None = None
         self.ticker_stop = threading.Event()
+        self.opening = styled(W.HTML(), "pgq-opening")
+        self.questions = styled(
+            W.Textarea(placeholder="Your clarifying questions, one per line", layout=W.Layout(width="100%")),
+            "pgq-questions",
+        )
+        self.ask_button = W.Button(description="Ask the interviewer", icon="comments", layout=auto())
+        self.clarified = styled(W.HTML(), "pgq-clarified")
         self.steps = styled(
             W.ToggleButtons(
                 options=[(s.title, s.key) for s in interview.STEPS], style={"button_width": "auto"}
             ),
             "pgq-steps",
         )
-        self.title = W.HTML()
         self.prompt = W.HTML()
         self.timer = styled(W.HTML(), "pgq-timer")
         self.start_button = W.Button(description="Start timer", icon="play", layout=auto())
         self.pause_button = W.Button(description="Pause", icon="pause", layout=auto())
         self.hint_button = W.Button(description="Hint", icon="lightbulb-o", layout=auto())
-        self.model_button = W.Button(description="Show model answer", icon="eye", layout=auto())
+        self.end_button = W.Button(description="End step", icon="check", button_style="info", layout=auto())
         self.next_button = W.Button(description="Next step", icon="arrow-right", layout=auto())
-        self.finish_button = W.Button(
-            description="Finish rehearsal", icon="flag-checkered", button_style="warning", layout=auto()
-        )
         self.answer = styled(
             W.Textarea(
                 placeholder="Say it aloud, then write it here. Saved as you type.",
@@ -78,126 +84,217 @@ class RehearsalWidget(W.VBox):
             ),
             "pgq-answer",
         )
-        self.flags = styled(W.HTML(), "pgq-flags")
         self.hints = styled(W.HTML(), "pgq-hints")
+        self.rubric = styled(W.HTML(), "pgq-rubric")
         self.model = styled(W.HTML(), "pgq-model")
-        self.rubric = styled(W.VBox(), "pgq-rubric")
-        self.boxes: list[W.Checkbox] = []
-        self.score = styled(W.HTML(), "pgq-score")
+        self.flag_boxes: list[W.Checkbox] = []
+        self.flags = styled(W.VBox(), "pgq-flags")
+        self.score_pick = styled(W.Dropdown(options=SCORE_OPTIONS, description="your score"), "pgq-score")
+        self.review = W.VBox(
+            [
+                self.rubric,
+                self.model,
+                W.HTML("<b>Red flags</b>: tick any your answer raised"),
+                self.flags,
+                self.score_pick,
+            ]
+        )
+        self.follow_ups = styled(W.VBox(), "pgq-follow-ups")
+        self.follow_up_answers: dict[str, W.Textarea] = {}
+        self.communication = styled(W.HTML(), "pgq-communication")
+        self.communication_pick = styled(
+            W.Dropdown(options=SCORE_OPTIONS, description="communication"), "pgq-communication-score"
+        )
+        self.summary = styled(W.HTML(), "pgq-summary-board")
+        self.finish_button = W.Button(
+            description="Finish rehearsal", icon="flag-checkered", button_style="warning", layout=auto()
+        )
         self.steps.observe(lambda ch: self.show(ch["new"]), names="value")
+        self.questions.observe(self.typed_questions, names="value")
         self.answer.observe(self.typed, names="value")
+        self.score_pick.observe(self.scored, names="value")
+        self.communication_pick.observe(self.scored_communication, names="value")
+        self.ask_button.on_click(lambda _: self.ask())
         self.start_button.on_click(lambda _: self.start_timer())
         self.pause_button.on_click(lambda _: self.pause_timer())
         self.hint_button.on_click(lambda _: self.more_hint())
-        self.model_button.on_click(lambda _: self.reveal())
+        self.end_button.on_click(lambda _: self.end_step())
         self.next_button.on_click(lambda _: self.next_step())
         self.finish_button.on_click(lambda _: self.finish())
         buttons = W.HBox(
-            [
-                self.start_button,
-                self.pause_button,
-                self.hint_button,
-                self.model_button,
-                self.next_button,
-                self.finish_button,
-            ]
+            [self.start_button, self.pause_button, self.hint_button, self.end_button, self.next_button]
         )
         super().__init__(
             [
+                self.opening,
+                self.questions,
+                self.ask_button,
+                self.clarified,
                 self.steps,
-                self.title,
                 self.prompt,
                 self.timer,
                 buttons,
                 self.answer,
-                self.flags,
                 self.hints,
-                W.HTML("<b>What the interviewer listens for</b> (tick what you said):"),
-                self.rubric,
-                self.model,
-                self.score,
+                self.review,
+                W.HTML("<h4>Follow-up questions</h4>"),
+                self.follow_ups,
+                self.communication,
+                self.communication_pick,
+                self.summary,
+                self.finish_button,
             ]
         )
         styled(self, "pgq-rehearsal")
-        self.show(self.steps.value)
+        self.load_attempt()
 
     @property
     def key(self) -> str:
         return self.steps.value
 
-    def show(self, key: str) -> None:
-        """Show one step with what the learner already wrote and ticked."""
-        if self.rehearsal.active and self.rehearsal.active != key:
-            self.rehearsal.stop()
-        s = interview.step(key)
+    # the attempt as a whole
+
+    def load_attempt(self) -> None:
+        """Show the open attempt as the file holds it (the terminal may have changed it)."""
+        r = self.rehearsal
         self.loading = True
         try:
-            self.title.value = f"<h3>{escape(s.title)}</h3>"
-            self.prompt.value = f"<p>{escape(s.prompt)}</p>"
-            self.answer.value = self.rehearsal.answer_of(key)
-            ticked = set(self.rehearsal.ticked(key))
-            self.boxes = [
-                W.Checkbox(
-                    value=i.key in ticked, description=i.text, indent=False, layout=W.Layout(width="auto")
+            self.opening.value = (
+                f"<p><b>Scenario: {escape(r.scenario.title)}</b> · about "
+                f"{interview.fmt(r.current.get('minutes', interview.DEFAULT_MINUTES))} minutes</p>"
+                f"<p><b>Interviewer:</b> {escape(interview_content.opening()['opening'])}</p>"
+                f"<p><i>{escape(interview_content.opening()['clarify_instructions'])}</i></p>"
+            )
+            self.questions.value = r.current["questions"]
+            self.follow_up_answers = {}
+            rows = []
+            for key in r.follow_up_keys:
+                box = styled(
+                    W.Textarea(value=r.follow_up_answer(key), layout=W.Layout(width="100%")), "pgq-follow-up"
                 )
-                for i in s.rubric
-            ]
-            for item, box in zip(s.rubric, self.boxes, strict=True):
-                box.observe(lambda ch, k=item.key: self.ticked(k, ch["new"]), names="value")
-            self.rubric.children = self.boxes
-            self.model.value = self.model_html(key) if key in self.rehearsal.current["revealed"] else ""
+                box.observe(lambda ch, k=key: self.typed_follow_up(k, ch), names="value")
+                shown = W.HTML()
+                button = W.Button(description="Show model answer", icon="eye", layout=auto())
+                button.on_click(lambda _, k=key, out=shown: self.reveal_follow_up(k, out))
+                self.follow_up_answers[key] = box
+                rows += [W.HTML(f"<b>{escape(interview.follow_up(key).question)}</b>"), box, button, shown]
+            self.follow_ups.children = rows
+            self.communication_pick.value = r.scores().get(interview.COMMUNICATION.dimension, UNSCORED)
         finally:
             self.loading = False
+        self.show_clarified()
+        self.show(self.key)
+
+    def show_clarified(self) -> None:
+        r = self.rehearsal
+        if not r.current["questions"].strip():
+            self.clarified.value = ""
+            return
+        items = "".join(f"<li><b>{escape(t)}</b>: {escape(a)}</li>" for t, a in r.interviewer_answers())
+        self.clarified.value = f"<b>The interviewer answers</b><ul>{items}</ul>"
+
+    def ask(self) -> None:
+        """The questions are saved as typed; asking shows the interviewer's answers."""
+        self.show_clarified()
+
+    def typed_questions(self, change: dict) -> None:
+        if not self.loading:
+            saved = self.rehearsal.current["questions"]
+            self.rehearsal.ask(interview.merged(change["old"], saved, change["new"]))
+
+    # one step
+
+    def show(self, key: str) -> None:
+        """Show one step with what the learner already wrote, ticked and scored."""
+        r = self.rehearsal
+        if r.active and r.active != key:
+            r.stop()
+        s = interview.step(key)
+        ended = r.ended(key)
+        self.loading = True
+        try:
+            self.prompt.value = f"<h3>{escape(s.title)}</h3><p>{escape(s.prompt)}</p>"
+            self.answer.value = r.answer_of(key)
+            self.flag_boxes = [
+                W.Checkbox(value=n in r.flags(key), description=text, indent=False, layout=auto())
+                for n, text in enumerate(s.red_flags)
+            ]
+            for n, box in enumerate(self.flag_boxes):
+                box.observe(lambda ch, i=n: self.flagged(i, ch["new"]), names="value")
+            self.flags.children = self.flag_boxes
+            self.score_pick.value = r.scores().get(s.rubric.dimension, UNSCORED)
+            self.rubric.value = rubric_html(s.rubric) if ended else ""
+            self.model.value = boxed("A model answer", r.model(key)) if ended else ""
+        finally:
+            self.loading = False
+        show_if(self.review, ended)
+        self.end_button.disabled = ended
         self.refresh()
 
-    def model_html(self, key: str) -> str:
-        return (
-            "<div style='background:#f3f7ff;padding:6px'><b>A model answer</b><p>"
-            f"{escape(interview.step(key).model())}</p></div>"
-        )
-
     def refresh(self) -> None:
-        key = self.key
-        s = interview.step(key)
-        self.timer.value = (
-            f"time {interview.clock_text(self.rehearsal.spent(key))} of "
-            f"{interview.clock_text(s.seconds)} suggested"
-            + (" · <b style='color:#b00020'>over time</b>" if self.rehearsal.spent(key) > s.seconds else "")
-        )
-        found = interview.red_flags_in(key, self.answer.value)
-        self.flags.value = (
-            "<b>Red flags to avoid:</b>"
-            + bullet_html([f.text for f in s.red_flags], "pgq-flag-list")
-            + (
-                "<div class='pgq-flag-found' style='color:#b00020'>Your answer may raise: "
-                + escape("; ".join(found))
-                + "</div>"
-                if found
-                else ""
-            )
-        )
-        shown = self.rehearsal.hints_shown(key)
-        self.hints.value = ("<b>Hints</b>" + bullet_html(shown, "pgq-hint-list")) if shown else ""
-        self.hint_button.disabled = len(shown) >= len(s.hints)
-        self.score.value = scoreboard_html(self.rehearsal)
+        r, key = self.rehearsal, self.key
+        self.timer.value = self.timer_text(key)
+        shown = r.hints_shown(key)
+        self.hints.value = "<b>Hints</b><ul>" + "".join(f"<li>{escape(h)}</li>" for h in shown) + "</ul>"
+        if not shown:
+            self.hints.value = ""
+        self.hint_button.disabled = len(shown) >= len(interview.step(key).hints)
+        all_ended = all(r.ended(k) for k in interview.STEP_KEYS)
+        self.communication.value = rubric_html(interview.COMMUNICATION) if all_ended else ""
+        show_if(self.communication_pick, all_ended)
+        self.summary.value = self.summary_html()
 
-    def typed(self, change) -> None:
+    def timer_text(self, key: str) -> str:
+        spent, budget = self.rehearsal.spent(key), self.rehearsal.seconds_for(key)
+        over = " · <b style='color:#b00020'>over time</b>" if spent > budget else ""
+        return f"time {interview.clock_text(spent)} of {interview.clock_text(budget)} suggested{over}"
+
+    def summary_html(self) -> str:
+        lines = interview.summary_lines(self.rehearsal)
+        return "<pre class='pgq-summary-lines'>" + escape("\n".join(lines)) + "</pre>"
+
+    def typed(self, change: dict) -> None:
+        if self.loading:
+            return
+        saved = self.rehearsal.answer_of(self.key)
+        text = interview.merged(change["old"], saved, change["new"])
+        self.rehearsal.answer(self.key, text)
+        if text != change["new"]:  # the terminal added to it meanwhile: show both
+            self.loading = True
+            self.answer.value = text
+            self.loading = False
+
+    def flagged(self, index: int, on: bool) -> None:
         if not self.loading:
-            self.rehearsal.answer(self.key, change["new"])
+            self.rehearsal.flag(self.key, index, on)
+
+    def scored(self, change: dict) -> None:
+        if not self.loading and change["new"] != UNSCORED:
+            self.rehearsal.score(interview.step(self.key).rubric.dimension, change["new"])
             self.refresh()
 
-    def ticked(self, item: str, on: bool) -> None:
-        if not self.loading:
-            self.rehearsal.tick(self.key, item, on)
+    def scored_communication(self, change: dict) -> None:
+        if not self.loading and change["new"] != UNSCORED:
+            self.rehearsal.score(interview.COMMUNICATION.dimension, change["new"])
             self.refresh()
+
+    def typed_follow_up(self, key: str, change: dict) -> None:
+        if not self.loading:
+            saved = self.rehearsal.follow_up_answer(key)
+            self.rehearsal.answer_follow_up(key, interview.merged(change["old"], saved, change["new"]))
+            self.refresh()
+
+    def reveal_follow_up(self, key: str, out: W.HTML) -> None:
+        out.value = boxed("A model answer", interview.follow_up(key).model())
 
     def more_hint(self) -> None:
         self.rehearsal.next_hint(self.key)
         self.refresh()
 
-    def reveal(self) -> None:
-        self.rehearsal.reveal(self.key)
-        self.model.value = self.model_html(self.key)
+    def end_step(self) -> None:
+        self.pause_timer()
+        self.rehearsal.end_step(self.key)
+        self.show(self.key)
 
     def next_step(self) -> None:
         keys = interview.STEP_KEYS
@@ -220,14 +317,10 @@ class RehearsalWidget(W.VBox):
 
     def tick_loop(self) -> None:
         while not self.ticker_stop.wait(self.tick_seconds):
-            if self.rehearsal.active is None:
+            active = self.rehearsal.active
+            if active is None:
                 return
-            s = interview.step(self.rehearsal.active)
-            spent = self.rehearsal.spent(s.key)
-            self.timer.value = (
-                f"time {interview.clock_text(spent)} of {interview.clock_text(s.seconds)} suggested"
-                + (" · <b style='color:#b00020'>over time</b>" if spent > s.seconds else "")
-            )
+            self.timer.value = self.timer_text(active)
 
     def pause_timer(self) -> None:
         self.ticker_stop.set()
@@ -237,57 +330,16 @@ class RehearsalWidget(W.VBox):
         self.refresh()
 
     def finish(self) -> dict:
+        """Close this rehearsal (the learner pressed Finish) and show the next one."""
         self.pause_timer()
         record = self.rehearsal.finish()
+        self.load_attempt()
         first = interview.STEP_KEYS[0]
-        if self.key == first:
-            self.show(first)  # setting the same value would not fire the observer
-        else:
+        if self.key != first:
             self.steps.value = first
-        got, out_of = record["total"]
-        over = ", ".join(interview.step(k).title for k in record["over_time"]) or "none"
-        self.score.value = (
-            f"<div class='pgq-finished'><b>Finished: {got}/{out_of}</b>; over time: "
-            f"{escape(over)}. A new rehearsal has begun; last time's scores are beside it.</div>"
-            + scoreboard_html(self.rehearsal)
+        title = interview.scenario_named(record["scenario"]).title
+        self.summary.value = (
+            f"<div class='pgq-finished'><b>Finished: {escape(title)}</b>. "
+            "A new rehearsal has begun, with another scenario.</div>" + self.summary_html()
         )
         return record
-
-
-class FollowUpDrill(W.VBox):
-    """The follow-up questions: pick one, answer it (saved), reveal the model answer."""
-
-    def __init__(self, rehearsal: Rehearsal | None = None):
-        self.rehearsal = rehearsal or Rehearsal()
-        self.loading = False
-        self.pick = W.Dropdown(
-            options=[(f.question, f.key) for f in interview.FOLLOW_UPS], layout=W.Layout(width="100%")
-        )
-        self.answer = styled(
-            W.Textarea(
-                placeholder="Your answer (saved as you type)", layout=W.Layout(width="100%", height="6em")
-            ),
-            "pgq-answer",
-        )
-        self.model_button = W.Button(description="Show model answer", icon="eye")
-        self.model = styled(W.HTML(), "pgq-model")
-        self.pick.observe(lambda ch: self.show(), names="value")
-        self.answer.observe(self.typed, names="value")
-        self.model_button.on_click(lambda _: self.reveal())
-        super().__init__([self.pick, self.answer, self.model_button, self.model])
-        styled(self, "pgq-follow-ups")
-        self.show()
-
-    def show(self) -> None:
-        self.loading = True
-        self.answer.value = self.rehearsal.current["follow_ups"].get(self.pick.value, "")
-        self.loading = False
-        self.model.value = ""
-
-    def typed(self, change) -> None:
-        if not self.loading:
-            self.rehearsal.answer_follow_up(self.pick.value, change["new"])
-
-    def reveal(self) -> None:
-        text = interview.follow_up(self.pick.value).model()
-        self.model.value = f"<div style='background:#f3f7ff;padding:6px'>{escape(text)}</div>"

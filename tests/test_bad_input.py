@@ -126,10 +126,18 @@ CLI_CASES = {
 
 
 def databases_on(pg):
+    """The databases this test worker could have made: under pytest-xdist the others make
+    and drop their own at any moment, and every name a command here makes ends in our tag."""
+    import os
+
     import psycopg
 
+    from pgq_teach.databases import TAG_VARIABLE
+
+    tag = os.environ.get(TAG_VARIABLE, "")
     with psycopg.connect(pg.dsn, autocommit=True) as admin:
-        return [row[0] for row in run(admin, "admin/database_names").fetchall()]
+        names = [row[0] for row in run(admin, "admin/database_names").fetchall()]
+    return sorted(n for n in names if not tag or n.endswith("_" + tag))
 
 
 def timed_cli(args, **kwargs):
@@ -174,7 +182,7 @@ def test_psql_passes_its_options_on_and_opens_the_shop_database_for_dash_c(pg):
     before = databases_on(pg)
     done, _, _ = timed_cli(["psql", "-X", "-c", "select current_database()"])
     assert done.returncode == 0, done.stderr
-    assert " pgq_shop\n" in done.stdout and "(1 row)" in done.stdout
+    assert f" {databases.database_name('shop')}\n" in done.stdout and "(1 row)" in done.stdout
     assert databases_on(pg) == before  # no pgq_select_1, no pgq_x
 
 

@@ -333,6 +333,10 @@ RUN_OPTIONS = {
     "fail_rate": "fraction of handler calls that raise",
     "max_attempts": "tries per job",
     "seed": "picks which calls fail",
+    "concurrency": "executors in each worker process (a heartbeat pool)",
+    "batch": "jobs each executor is handed per claim",
+    "long_every": "every Nth job works 1.5 leases, kept only by its heartbeat (0: none)",
+    "beat_kill_every": "seconds between heartbeat sessions ended",
 }
 
 
@@ -505,7 +509,10 @@ def parser() -> argparse.ArgumentParser:
         help="the fault run: kill, freeze and cut off workers, restart the server, requeue "
         "dead jobs, then check that nothing was lost or done twice (alias: torture)",
     )
-    names = "jobs workers seconds lease kill_every terminate_every pause_every requeue_every restart"
+    names = (
+        "jobs workers seconds lease kill_every terminate_every pause_every requeue_every restart "
+        "concurrency batch long_every beat_kill_every"
+    )
     _run_options(tor, FaultSettings, "fault_run", names)
     tor.set_defaults(func=cmd_fault_run)
 

@@ -48,6 +48,7 @@ from datetime import timedelta
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from . import checks, queue
 from .errors import BadInput
@@ -114,6 +115,10 @@ class Leases:
         self._lock = threading.Lock()  # guards _until
         self._conn_lock = threading.Lock()  # one statement at a time on the connection
         self._conn: psycopg.Connection | None = None
+        # Its own name in pg_stat_activity, so an operator (or a fault run)
+        # can tell the heartbeat session from the work and LISTEN sessions.
+        base = conninfo_to_dict(dsn).get("application_name")
+        self.application_name = f"{base} heartbeat" if base else "pgq heartbeat"
 
     def hold(self, jobs: Sequence[queue.Job], since: float) -> None:
         """Jobs just claimed by a statement sent at `since` (monotonic)."""
@@ -146,9 +151,7 @@ class Leases:
         sent = time.monotonic()
         with self._conn_lock:
             try:
-                if self._conn is None or self._conn.closed:
-                    self._conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
-                kept = queue.extend_leases(self._conn, jobs, self.lease)
+                kept = queue.extend_leases(self._connection(), jobs, self.lease)
             except psycopg.Error:
                 self.close()
                 raise
@@ -162,6 +165,22 @@ class Leases:
                     lost.append(job)
         for job in lost:
             self._lose(job, "fenced")
+
+    def open(self) -> None:
+        """Open the heartbeat connection now, so a process holds its three
+        connections from the start; a failure here is left to the first beat."""
+        with self._conn_lock:
+            try:
+                self._connection()
+            except psycopg.Error:
+                self.close()
+
+    def _connection(self) -> psycopg.Connection:
+        if self._conn is None or self._conn.closed:
+            self._conn = psycopg.connect(
+                self.dsn, autocommit=True, connect_timeout=5, application_name=self.application_name
+            )
+        return self._conn
 
     def beat(self, closing: threading.Event) -> None:
         """Extend every held lease. A failed beat is retried on a fresh
@@ -203,6 +222,11 @@ class Leases:
         if not job.lost.is_set():
             job.lost.set()
             self.on_lost(job, why)
+
+    def backend_pid(self) -> int | None:
+        """The heartbeat session's server process id, while it is open."""
+        conn = self._conn
+        return conn.info.backend_pid if conn is not None and not conn.closed else None
 
     def close(self) -> None:
         if self._conn is not None:
@@ -288,6 +312,7 @@ class Worker:
         self._inbox: threads_queue.SimpleQueue[list[queue.Job] | None] = threads_queue.SimpleQueue()
         self._wake = threading.Event()  # anything the producer waits for
         self._notified = threading.Event()  # a notification arrived
+        self._recheck = threading.Event()  # LISTEN reconnected: notifications may have been missed
         self._listening = threading.Event()  # the listener tried its first connection
         self._closing = threading.Event()  # the listener and the heartbeat stop
         self._fatal: BaseException | None = None  # an executor's unexpected error
@@ -455,6 +480,9 @@ class Worker:
             with self._lock:
                 self.report.wakeups += 1
             return True
+        if self._recheck.is_set():
+            self._recheck.clear()
+            return True
         if time.monotonic() >= poll_at:
             with self._lock:
                 self.report.polls += 1
@@ -580,6 +608,7 @@ class Worker:
     # --- the heartbeat and the listener ---------------------------------------
 
     def _heartbeat_loop(self) -> None:
+        self.leases.open()
         while not self._closing.wait(self.beat_every):
             self.leases.beat(self._closing)
 
@@ -607,8 +636,10 @@ class Worker:
                 if self._listen is None or self._listen.closed:
                     self._listen = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
                     run(self._listen, "listen")
+                    if self._listening.is_set():  # a reconnect: look for what was sent meanwhile
+                        self._recheck.set()
+                        self._wake.set()
                     self._listening.set()
-                    self._notify()
                 for _ in self._listen.notifies(timeout=0.25, stop_after=1):
                     self._notify()
                 backoff = 0.2

@@ -401,23 +401,12 @@ def setups(samples: int, with_pgqueuer: bool) -> list[Setup]:
         for c in POOL_SIZES
     ]
     out.append(Setup("enqueue_many (bulk enqueue)", "jobs/s", bulk_enqueue, family="enqueue"))
-    out.append(Setup("NOTIFY pickup, 1 idle Worker", "ms", pickup_latency(samples), family="latency"))
-    out.append(
-        Setup(
-            f"NOTIFY pickup, 1 Worker with {PICKUP_POOL} idle executors",
-            "ms",
-            pickup_latency(samples, concurrency=PICKUP_POOL),
-            family="latency",
-        )
-    )
-    out.append(
-        Setup(
-            f"NOTIFY pickup, {PICKUP_POOL} idle Workers",
-            "ms",
-            pickup_latency(samples, workers=PICKUP_POOL),
-            family="latency",
-        )
-    )
+    pickups = {
+        "1 idle Worker": pickup_latency(samples),
+        f"1 Worker with {PICKUP_POOL} idle executors": pickup_latency(samples, concurrency=PICKUP_POOL),
+        f"{PICKUP_POOL} idle Workers": pickup_latency(samples, workers=PICKUP_POOL),
+    }
+    out += [Setup(f"NOTIFY pickup, {who}", "ms", go, family="latency") for who, go in pickups.items()]
     if with_pgqueuer:
         out += [
             Setup(f"PgQueuer batch {b}, 1 worker", "jobs/s", pgqueuer_drain(b), b, 1, "pgqueuer")
@@ -515,26 +504,32 @@ def _ratio(a: Row | None, b: Row | None) -> float | None:
     return a.median / b.median if a and b and a.median and b.median else None
 
 
+def _ratio_target(text: str, a: Row | None, b: Row | None, at_least: float) -> tuple[str, str, bool | None]:
+    """A target on the ratio of two rows' medians: its text, the ratio, and whether it was met."""
+    got = _ratio(a, b)
+    return (text, f"{got:.2f}" if got else "not measured", got >= at_least if got else None)
+
+
+def _workers(n: int) -> str:
+    return f"Worker batch 100, {n} worker{'s' if n > 1 else ''}"
+
+
 def _targets(result: BenchResult) -> list[tuple[str, str, bool | None]]:
-    out: list[tuple[str, str, bool | None]] = []
-    for n in (1, 4):
-        got = _ratio(
-            result.row(f"Worker batch 100, {n} worker{'s' if n > 1 else ''}"),
+    out = [
+        _ratio_target(
+            f"Worker batch 100 ≥ 0.8 × raw loop at {n} connection(s)",
+            result.row(_workers(n)),
             result.row(f"guide's raw loop, batch {RAW_BATCH}, {n} conn"),
+            0.8,
         )
-        out.append(
-            (
-                f"Worker batch 100 ≥ 0.8 × raw loop at {n} connection(s)",
-                f"{got:.2f}" if got else "not measured",
-                got >= 0.8 if got else None,
-            )
-        )
-    got = _ratio(result.row("Worker batch 100, 1 worker"), result.row("PgQueuer batch 100, 1 worker"))
+        for n in (1, 4)
+    ]
     out.append(
-        (
+        _ratio_target(
             "Worker batch 100 ≥ 2 × PgQueuer batch 100 (1 worker each)",
-            f"{got:.2f}" if got else "not measured",
-            got >= 2 if got else None,
+            result.row(_workers(1)),
+            result.row("PgQueuer batch 100, 1 worker"),
+            2,
         )
     )
     lat = result.row("NOTIFY pickup, 1 idle Worker")
@@ -546,18 +541,15 @@ def _targets(result: BenchResult) -> list[tuple[str, str, bool | None]]:
                 lat.median <= 10 and lat.p99_median <= 50,
             )
         )
-    for n in POOL_SIZES:
-        got = _ratio(
-            result.row(f"Worker batch 100, 1 worker, {n} executor{'s' if n > 1 else ''}"),
-            result.row(f"Worker batch 100, {n} worker{'s' if n > 1 else ''}"),
+    out += [
+        _ratio_target(
+            f"one Worker with {n} executor(s) ≥ {n} separate Worker(s), batch 100",
+            result.row(f"{_workers(1)}, {n} executor{'s' if n > 1 else ''}"),
+            result.row(_workers(n)),
+            1,
         )
-        out.append(
-            (
-                f"one Worker with {n} executor(s) ≥ {n} separate Worker(s), batch 100",
-                f"{got:.2f}" if got else "not measured",
-                got >= 1 if got else None,
-            )
-        )
+        for n in POOL_SIZES
+    ]
     pool = result.row(f"NOTIFY pickup, 1 Worker with {PICKUP_POOL} idle executors")
     if pool and pool.median is not None and pool.p99_median is not None and pool.wakeups_per_job:
         per_job = statistics.median(pool.wakeups_per_job)

@@ -8,9 +8,11 @@ the LISTEN connection (autocommit, outside any transaction), so one
 notification wakes one claim in the process, not one per executor; and one
 heartbeat thread owns the heartbeat connection and extends every lease the
 process holds in one fenced statement (sql/extend_leases.sql). Executors run
-the handlers and send the outcomes in batches (one fenced statement for the
-done jobs, one for the failed ones) over the work connection, one sender at a
-time. A notification is a hint and can be lost, so an idle producer also
+the handlers. The outcomes go in batches over the work connection (one fenced
+statement for the done jobs, one for the failed ones): the producer sends
+those of every executor that finished its batch in one go before it claims
+again, and an executor sends its own mid-batch when `flush_after` says so.
+A notification is a hint and can be lost, so an idle producer also
 claims every `poll` seconds.
 
 The heartbeat rule: beat every quarter of the lease, counted from the claim,
@@ -309,6 +311,7 @@ class Worker:
         self._failed: list[tuple[queue.Job, Exception]] = []
         self._held_since: float | None = None  # when the oldest held outcome was added
         self._busy = 0  # executors with a batch
+        self._batch_ended = False  # an executor finished a batch since the last send
         self._inbox: threads_queue.SimpleQueue[list[queue.Job] | None] = threads_queue.SimpleQueue()
         self._wake = threading.Event()  # anything the producer waits for
         self._notified = threading.Event()  # a notification arrived
@@ -374,6 +377,7 @@ class Worker:
         lease that is half gone."""
         jobs = self._claim(self.batch)
         self._run_batch(jobs)
+        self._send_outcomes()
         return len(jobs)
 
     def _start_threads(self) -> list[threading.Thread]:
@@ -461,9 +465,10 @@ class Worker:
             return self._busy == 0 and not (self._done or self._failed)
 
     def _outcomes_due(self) -> bool:
+        """An executor finished its batch, or the oldest held outcome has waited flush_after."""
         with self._lock:
-            since = self._held_since
-        return since is not None and time.monotonic() - since >= self.flush_after
+            since, ended, self._batch_ended = self._held_since, self._batch_ended, False
+        return since is not None and (ended or time.monotonic() - since >= self.flush_after)
 
     def _wait(self, poll_at: float) -> bool:
         """Until a notification, an executor's news, a held outcome's
@@ -527,7 +532,10 @@ class Worker:
                 if self._held_since is None:
                     self._held_since = time.monotonic()
                     self._wake.set()  # the producer keeps flush_after for it
-        self._try_send_outcomes()
+        # The producer sends them, with those of every other executor that
+        # finished meanwhile, in one statement, and then claims again.
+        with self._lock:
+            self._batch_ended = True
 
     def _try_send_outcomes(self) -> None:
         """An executor's send: if the connection is lost the outcomes stay

@@ -381,8 +381,7 @@ class Worker:
         return len(jobs)
 
     def _start_threads(self) -> list[threading.Thread]:
-        self.stop_event.clear()
-        self._closing.clear()
+        self._closing.clear()  # run() may be called again after it returned
         helpers = [threading.Thread(target=self._listen_loop, daemon=True, name="pgq-listen")]
         if self.heartbeat:
             helpers.append(threading.Thread(target=self._heartbeat_loop, daemon=True, name="pgq-heartbeat"))

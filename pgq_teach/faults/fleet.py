@@ -131,7 +131,10 @@ def _serve(spec: dict) -> None:
     load = spec["mode"] == "load"
     long_every = spec.get("long_every", 0)
 
+    started: set[tuple[int, int]] = set()  # claims whose handler ran here
+
     def handle(job):
+        started.add((job.id, job.attempts))
         ledger.rows("lab/fault_call", {"job_id": job.id, "attempts": job.attempts, "worker": name})
         if long_every and job.payload["n"] % long_every == 0:
             time.sleep(1.5 * spec["lease"])  # longer than the lease: only the heartbeat keeps it
@@ -153,6 +156,8 @@ def _serve(spec: dict) -> None:
             return
         if job is None or event not in OUTCOMES:
             return
+        if event == "fenced" and (job.id, job.attempts) not in started:
+            event = "not_started"  # no longer held when its turn came: the judge counts it apart
         try:
             ledger.rows(
                 "lab/fault_outcome",

@@ -4,9 +4,11 @@
 -- begins, an 'effect' row when it tries its effect, saying whether it applied);
 -- fault_effects, the handlers' one effect per job (its primary key is the
 -- idempotency key); fault_outcomes, what workers were told (done, fenced,
--- retried, dead); fault_strikes and fault_lost (below); and fault_transitions, every update of a jobs row, written by
--- a trigger in the same transaction as the update itself, with the session's
--- application_name (each worker process sets its own name) as its actor.
+-- retried, dead, or not_started: no longer held when its turn came);
+-- fault_strikes and fault_lost (below); and fault_transitions, every update
+-- of a jobs row, written by a trigger in the same transaction as the update
+-- itself, with the session's application_name (each worker process sets its
+-- own name; its heartbeat session adds " heartbeat") as its actor.
 -- Safe: only in a lab's own database: it adds a trigger to jobs, which slows
 --   every update of a job a little. Creates what is missing; run
 --   lab/fault_reset.sql to empty the ledgers.

@@ -201,6 +201,15 @@ def _check_jobs(jobs: Any) -> list[Job]:
     return [_check_job(job) for job in jobs]
 
 
+def _check_once_each(jobs: list[Job]) -> list[Job]:
+    """A batch outcome names each job once: with two claims of one job (a stale
+    one and a newer one) in one call, the rows returned could not say which
+    claim matched. Send them in separate calls."""
+    if len({job.id for job in jobs}) != len(jobs):
+        raise BadInput("a job appears twice in one batch: send each claim of a job in its own call")
+    return jobs
+
+
 def _finish_many(conn: psycopg.Connection, name: str, params: dict[str, Any], durable: bool) -> list[Any]:
     """Run one batch statement in its own transaction (or as a savepoint in
     the caller's, under the caller's setting). Not durable: the commit does
@@ -221,7 +230,7 @@ def complete_many(conn: psycopg.Connection, jobs: Sequence[Job], *, durable: boo
 
     With durable=False the commit does not wait for the disk: a crash may lose
     it, and the jobs then run again after their leases, as at-least-once allows."""
-    jobs = _check_jobs(jobs)
+    jobs = _check_once_each(_check_jobs(jobs))
     if not jobs:
         return []
     params = {"ids": [j.id for j in jobs], "fence_tokens": [j.fence_token for j in jobs]}
@@ -238,7 +247,7 @@ def fail_many(
         raise BadInput(f"failures must be a list of (job, error) pairs, got {failures!r}")
     if not all(isinstance(f, tuple) and len(f) == 2 for f in failures):
         raise BadInput("failures must be a list of (job, error) pairs")
-    jobs = _check_jobs([job for job, _ in failures])
+    jobs = _check_once_each(_check_jobs([job for job, _ in failures]))
     if not jobs:
         return []
     params = {
@@ -260,10 +269,11 @@ def extend_lease(conn: psycopg.Connection, job: Job, lease: timedelta | float = 
 
 def extend_leases(
     conn: psycopg.Connection, jobs: Sequence[Job], lease: timedelta | float = DEFAULT_LEASE
-) -> set[int]:
+) -> set[tuple[int, int]]:
     """One heartbeat for many jobs: push each lease `lease` past now, in one
-    statement fenced row by row; the ids still held (a job missing from the
-    result was reaped, claimed again or requeued: this claim lost it)."""
+    statement fenced row by row; the (id, fence_token) of each claim still
+    held (a claim missing from the result was reaped, claimed again or
+    requeued: it lost its job)."""
     jobs = _check_jobs(jobs)
     params = {
         "ids": [j.id for j in jobs],
@@ -273,7 +283,7 @@ def extend_leases(
     if not jobs:
         return set()
     with atomic(conn):
-        return {row[0] for row in run(conn, "extend_leases", params).fetchall()}
+        return {(row[0], row[1]) for row in run(conn, "extend_leases", params).fetchall()}
 
 
 def reap(conn: psycopg.Connection) -> int:

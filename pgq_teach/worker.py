@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -93,6 +93,11 @@ class WorkerReport:
     done_ids: list[int] = field(default_factory=list)
 
 
+def _claim_key(job: queue.Job) -> tuple[int, int]:
+    """One claim of one job: its id and the fencing token that claim took."""
+    return job.id, job.fence_token
+
+
 def _error_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".strip()
 
@@ -113,7 +118,9 @@ class Leases:
         self.dsn, self.lease = dsn, lease
         self.seconds = lease.total_seconds()
         self.on_lost, self.on_beat = on_lost, on_beat
-        self._until: dict[int, tuple[queue.Job, float]] = {}
+        # Keyed by claim, (id, fence_token): a process can hold a stale claim
+        # of a job and a newer one of the same job at once.
+        self._until: dict[tuple[int, int], tuple[queue.Job, float]] = {}
         self._lock = threading.Lock()  # guards _until
         self._conn_lock = threading.Lock()  # one statement at a time on the connection
         self._conn: psycopg.Connection | None = None
@@ -126,13 +133,13 @@ class Leases:
         """Jobs just claimed by a statement sent at `since` (monotonic)."""
         with self._lock:
             for job in jobs:
-                self._until[job.id] = (job, since + self.seconds)
+                self._until[_claim_key(job)] = (job, since + self.seconds)
 
     def release(self, jobs: Sequence[queue.Job]) -> None:
         """Jobs whose outcome was sent, or that were never started."""
         with self._lock:
             for job in jobs:
-                self._until.pop(job.id, None)
+                self._until.pop(_claim_key(job), None)
 
     def held(self) -> list[queue.Job]:
         with self._lock:
@@ -141,12 +148,12 @@ class Leases:
     def left(self, job: queue.Job) -> float:
         """Seconds of lease surely left; minus infinity for a job not held."""
         with self._lock:
-            entry = self._until.get(job.id)
+            entry = self._until.get(_claim_key(job))
         if entry is None or job.lost.is_set():
             return float("-inf")
         return entry[1] - time.monotonic()
 
-    def renew(self, jobs: Sequence[queue.Job]) -> None:
+    def renew(self, jobs: Sequence[queue.Job]) -> set[tuple[int, int]]:
         """One fenced statement extends these leases; a job it does not
         match is lost. Raises psycopg.Error if the statement could not run
         (the connection is closed then, so the next try opens a fresh one)."""
@@ -160,13 +167,15 @@ class Leases:
         lost = []
         with self._lock:
             for job in jobs:
-                if job.id in kept:
-                    if job.id in self._until:
-                        self._until[job.id] = (job, sent + self.seconds)
-                elif self._until.pop(job.id, None) is not None:
+                key = _claim_key(job)
+                if key in kept:
+                    if key in self._until:
+                        self._until[key] = (job, sent + self.seconds)
+                elif self._until.pop(key, None) is not None:
                     lost.append(job)
         for job in lost:
             self._lose(job, "fenced")
+        return kept
 
     def open(self) -> None:
         """Open the heartbeat connection now, so a process holds its three
@@ -216,7 +225,7 @@ class Leases:
         with self._lock:
             passed = [job for job, until in self._until.values() if until <= now]
             for job in passed:
-                del self._until[job.id]
+                del self._until[_claim_key(job)]
         for job in passed:
             self._lose(job, "given up")
 
@@ -377,7 +386,8 @@ class Worker:
         lease that is half gone."""
         jobs = self._claim(self.batch)
         self._run_batch(jobs)
-        self._send_outcomes()
+        while not self._idle():  # two claims of one job go in two sends
+            self._send_outcomes()
         return len(jobs)
 
     def _start_threads(self) -> list[threading.Thread]:
@@ -553,14 +563,14 @@ class Worker:
         if job.lost.is_set():
             return False
         try:
-            self.leases.renew([job])
+            kept = self.leases.renew([job])
         except psycopg.Error as exc:
             # Cannot tell: leave it; its lease passes and a reaper hands it on.
             with self._lock:
                 self.report.last_error = _error_line(exc)
             self.leases.give_up([job])
             return False
-        return job.still_mine()
+        return _claim_key(job) in kept and job.still_mine()
 
     def _run_job(self, job: queue.Job) -> Exception | None:
         """Run the handler; the exception it raised, or None."""
@@ -580,8 +590,13 @@ class Worker:
         could not be sent stays held."""
         with self._work_lock:
             with self._lock:
-                done, failed = self._done, self._failed
-                self._done, self._failed, self._held_since = [], [], None
+                # A stale claim and a newer one of the same job go in separate
+                # statements: the rows a statement returns name jobs, not claims.
+                done, self._done = _once_each(self._done, lambda job: job)
+                failed, self._failed = _once_each(self._failed, lambda pair: pair[0])
+                later = self._done or self._failed
+                self._held_since = time.monotonic() if later else None
+                self._batch_ended = self._batch_ended or bool(later)
             if not (done or failed):
                 return
             durable = self.durable_completions
@@ -684,6 +699,21 @@ class Worker:
     def _close_listen(self) -> None:
         conn, self._listen = self._listen, None
         _close(conn)
+
+
+T = TypeVar("T")
+
+
+def _once_each(items: list[T], job_of: Callable[[T], queue.Job]) -> tuple[list[T], list[T]]:
+    """Split outcomes into the first of each job and the rest, for a later statement."""
+    seen: set[int] = set()
+    first: list[T] = []
+    rest: list[T] = []
+    for item in items:
+        job_id = job_of(item).id
+        (rest if job_id in seen else first).append(item)
+        seen.add(job_id)
+    return first, rest
 
 
 def _close(conn: psycopg.Connection | None) -> None:

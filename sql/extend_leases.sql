@@ -24,4 +24,4 @@ UPDATE jobs
 SET leased_until = clock_timestamp() + :'lease'::interval
 FROM mine
 WHERE jobs.id = mine.id
-RETURNING jobs.id;
+RETURNING jobs.id, jobs.fence_token;

@@ -65,7 +65,7 @@ def test_a_batch_of_long_jobs_with_heartbeats_runs_each_once_beside_a_second_pro
     1.6 s, past its first lease, and the heartbeat keeps it."""
     run(conn, "lab/runs_create")
     seed(conn, 3, kind="slow")
-    second = second_process(db, running=3, seconds=4.0, work=0.0)
+    second = second_process(db, running=3, seconds=8.0, work=0.0)  # outlives the batch, even under load
     worker = pgq.Worker(db, {"slow": recording_handler(db.dsn, "first", 0.8)}, lease=1.0, batch=3)
     report = worker.run(until_idle=True)
     # The second process is still working: a job enqueued now is its to run.
@@ -219,10 +219,36 @@ def test_a_claim_late_in_a_long_transaction_still_gets_a_whole_lease(db, conn):
         assert job.leased_until - began >= timedelta(seconds=1.1)
         assert run(conn, "lab/lease_left", {"id": job_id}).fetchone()[2] > 0
         time.sleep(0.6)
-        assert pgq.extend_leases(conn, [job], 0.5) == {job_id}
+        assert pgq.extend_leases(conn, [job], 0.5) == {(job_id, job.fence_token)}
         leased_until = job_row(conn, job_id)["leased_until"]
         assert leased_until - began >= timedelta(seconds=1.7)
     # Outside a transaction the statement is its own transaction: the same count.
     with db.connection() as fresh:
-        assert pgq.extend_leases(fresh, [job], 60) == {job_id}
+        assert pgq.extend_leases(fresh, [job], 60) == {(job_id, job.fence_token)}
         assert 50 < run(fresh, "lab/lease_left", {"id": job_id}).fetchone()[2] <= 60
+
+
+def test_a_stale_claim_and_a_newer_one_of_the_same_job_are_told_apart(db, conn):
+    """One process can hold a stale claim of a job (its lease passed while it
+    was frozen) and a newer claim of the same job. The leases are kept per
+    claim, a beat keeps only the newer, and a batch completion refuses to
+    name one job twice (its rows could not say which claim matched)."""
+    from pgq_teach.worker import Leases
+
+    [job_id] = pgq.enqueue_many(conn, "slow", [{}])
+    [stale] = pgq.claim(conn, lease=60)
+    [token] = run(conn, "lab/fence_job", {"id": job_id, "lease": "1 minute"}).fetchone()
+    fresh = pgq.Job(stale.id, stale.kind, stale.payload, stale.attempts + 1, fence_token=token)
+    told = []
+    leases = Leases(db.dsn, timedelta(seconds=60), lambda job, why: told.append((job.fence_token, why)),
+                    lambda *_: None)
+    try:
+        leases.hold([stale, fresh], time.monotonic())
+        assert leases.renew([stale, fresh]) == {(job_id, token)}
+    finally:
+        leases.close()
+    assert stale.lost.is_set() and not fresh.lost.is_set() and told == [(stale.fence_token, "fenced")]
+    assert leases.left(stale) == float("-inf") and leases.left(fresh) > 50
+    with pytest.raises(pgq.BadInput, match="twice"):
+        pgq.complete_many(conn, [stale, fresh])
+    assert pgq.complete_many(conn, [stale]) == [False] and pgq.complete_many(conn, [fresh]) == [True]

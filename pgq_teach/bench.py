@@ -28,7 +28,7 @@ from .errors import BadInput
 from .experiments.sessions import together
 from .guide import figure
 from .statements import run, run_one
-from .worker import Worker
+from .worker import Worker, running_idle
 
 KIND = "noop"
 RAW_BATCH = 100  # the guide's batch
@@ -292,30 +292,20 @@ def pickup_latency(
             arrived.set()
 
         fleet = [Worker(db.dsn, {KIND: handler}, poll=5.0, concurrency=concurrency) for _ in range(workers)]
-        threads = [threading.Thread(target=w.run, daemon=True) for w in fleet]
-        for thread in threads:
-            thread.start()
         waits: list[float] = []
-        try:
-            with db.connection() as conn:
-                _until_idle(fleet)
-                sessions = run_one(conn, "lab/other_sessions")[0]
-                woken = sum(w.report.wakeups for w in fleet)
-                for _ in range(samples):
-                    arrived.clear()
-                    sent = time.perf_counter()
-                    job_id = queue.enqueue(conn, KIND, {})
-                    if not arrived.wait(10):
-                        break
-                    waits.append((started[job_id] - sent) * 1000)
-                    time.sleep(0.02)  # back to its LISTEN wait before the next one
-                time.sleep(0.1)  # the last job's wake-ups land
-                woken = sum(w.report.wakeups for w in fleet) - woken
-        finally:
-            for w in fleet:
-                w.stop()
-            for thread in threads:
-                thread.join(10)
+        with running_idle(fleet), db.connection() as conn:
+            sessions = run_one(conn, "lab/other_sessions")[0]
+            woken = sum(w.report.wakeups for w in fleet)
+            for _ in range(samples):
+                arrived.clear()
+                sent = time.perf_counter()
+                job_id = queue.enqueue(conn, KIND, {})
+                if not arrived.wait(10):
+                    break
+                waits.append((started[job_id] - sent) * 1000)
+                time.sleep(0.02)  # back to its LISTEN wait before the next one
+            time.sleep(0.1)  # the last job's wake-ups land
+            woken = sum(w.report.wakeups for w in fleet) - woken
         ok, note = _end_state(db, samples)
         if len(waits) != samples:
             ok, note = False, f"{len(waits)} of {samples} jobs picked up within 10 s"
@@ -325,14 +315,6 @@ def pickup_latency(
         )
 
     return go
-
-
-def _until_idle(fleet: list[Worker], timeout: float = 10.0) -> None:
-    """Until every Worker's claim has come back empty once: all wait on LISTEN."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not all(w.report.empty_claims for w in fleet):
-        time.sleep(0.02)
-    time.sleep(0.05)
 
 
 def pgqueuer_version() -> str | None:

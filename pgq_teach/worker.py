@@ -44,7 +44,8 @@ import queue as threads_queue
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -699,6 +700,27 @@ class Worker:
     def _close_listen(self) -> None:
         conn, self._listen = self._listen, None
         _close(conn)
+
+
+@contextmanager
+def running_idle(fleet: list[Worker], timeout: float = 10.0) -> Iterator[list[Worker]]:
+    """Run each Worker on a thread and wait (up to `timeout` s) until every
+    one has found the queue empty once, so all wait on LISTEN; stop and join
+    them when the block ends. For labs and benchmarks that wake idle workers."""
+    threads = [threading.Thread(target=w.run, daemon=True) for w in fleet]
+    for thread in threads:
+        thread.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while not all(w.report.empty_claims for w in fleet) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.05)  # each is back in its wait
+        yield fleet
+    finally:
+        for w in fleet:
+            w.stop()
+        for thread in threads:
+            thread.join(10)
 
 
 T = TypeVar("T")

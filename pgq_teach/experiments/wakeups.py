@@ -38,7 +38,7 @@ from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import run, run_one
-from ..worker import Worker
+from ..worker import Worker, running_idle
 from .results import Comparison, Progress, Result, guess_text, server_fields, tell
 from .sessions import LAB_PREFIX, Session, Step, together
 
@@ -828,31 +828,17 @@ def _herd_side(
     stop: threading.Event,
 ) -> HerdSide:
     ran = threading.Event()
-    fleet = fleet_of({KIND: lambda job: ran.set()})
-    threads = [threading.Thread(target=w.run, daemon=True) for w in fleet]
-    for thread in threads:
-        thread.start()
-    try:
-        with db.connection() as conn:
-            deadline = time.monotonic() + 10
-            while not all(w.report.empty_claims for w in fleet) and time.monotonic() < deadline:
-                time.sleep(0.02)  # every worker has found nothing and waits on LISTEN
-            time.sleep(0.1)
-            sessions = run_one(conn, "lab/other_sessions")[0]
-            woken = sum(w.report.wakeups for w in fleet)
-            empty = sum(w.report.empty_claims for w in fleet)
-            sent = 0
-            while sent < jobs and not stop.is_set():
-                ran.clear()
-                queue.enqueue(conn, KIND, {})
-                sent += 1
-                ran.wait(10)
-                time.sleep(0.1)  # every woken worker's claim lands before the next job
-            woken = sum(w.report.wakeups for w in fleet) - woken
-            empty = sum(w.report.empty_claims for w in fleet) - empty
-    finally:
-        for w in fleet:
-            w.stop()
-        for thread in threads:
-            thread.join(10)
+    with running_idle(fleet_of({KIND: lambda job: ran.set()})) as fleet, db.connection() as conn:
+        sessions = run_one(conn, "lab/other_sessions")[0]
+        woken = sum(w.report.wakeups for w in fleet)
+        empty = sum(w.report.empty_claims for w in fleet)
+        sent = 0
+        while sent < jobs and not stop.is_set():
+            ran.clear()
+            queue.enqueue(conn, KIND, {})
+            sent += 1
+            ran.wait(10)
+            time.sleep(0.1)  # every woken worker's claim lands before the next job
+        woken = sum(w.report.wakeups for w in fleet) - woken
+        empty = sum(w.report.empty_claims for w in fleet) - empty
     return HerdSide(label, woken / max(sent, 1), empty / max(sent, 1), sessions)

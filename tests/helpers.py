@@ -53,7 +53,8 @@ def runs_per_job(conn) -> dict[int, list[str]]:
 def serve_recording_worker(spec: dict) -> None:
     """A second worker PROCESS for the tests: once `running` jobs are running
     (claimed by the test's own worker), work with a recording handler for
-    `seconds`, then print the report's counts as JSON."""
+    `seconds` (or, with `stop_after_run`, until it has run one job), then
+    print the report's counts as JSON."""
     import json
     from datetime import timedelta
 
@@ -63,7 +64,13 @@ def serve_recording_worker(spec: dict) -> None:
 
     with psycopg.connect(spec["dsn"], autocommit=True) as conn:
         wait_for(lambda: counts(conn).get("running", 0) >= spec["running"], 30, step=0.01)
-    handler = recording_handler(spec["dsn"], spec["name"], spec["work"])
+    record = recording_handler(spec["dsn"], spec["name"], spec["work"])
+
+    def handler(job) -> None:
+        record(job)
+        if spec.get("stop_after_run"):
+            worker.stop()  # it has shown it was working: no need to wait out `seconds`
+
     worker = Worker(spec["dsn"], {spec["kind"]: handler}, lease=timedelta(seconds=spec["lease"]), poll=0.05)
     stopper = threading.Timer(spec["seconds"], worker.stop)
     stopper.start()

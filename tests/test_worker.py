@@ -87,10 +87,14 @@ def test_notify_wakes_a_waiting_worker_quickly_and_plain_insert_waits_for_the_po
     running = Running(worker)
     try:
         time.sleep(0.5)  # let it go idle on LISTEN
+        empty = worker.report.empty_claims
         sent = time.monotonic()
         loud = pgq.enqueue(conn, "send_receipt", {})
         assert wait_for(lambda: loud in done_at, 2.0)
         assert done_at[loud] - sent < 0.5
+        # Once its next claim has come back empty it waits again (a full claim
+        # makes it look once more, and that look must not find the quiet job).
+        assert wait_for(lambda: worker.report.empty_claims > empty, 5)
         sent = time.monotonic()
         quiet = pgq.enqueue(conn, "send_receipt", {}, notify=False)
         assert wait_for(lambda: quiet in done_at, 5.0)

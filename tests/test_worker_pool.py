@@ -45,11 +45,12 @@ class Running:
             raise self.error
 
 
-def second_process(db, *, running: int, seconds: float, work: float = 0.0) -> subprocess.Popen:
+def second_process(db, *, running: int, seconds: float, work: float = 0.0,
+                   stop_after_run: bool = False) -> subprocess.Popen:
     """Another worker process (lease 1 s, polling every 50 ms, reaping as it
     claims) that starts working once `running` jobs are running."""
     spec = {"dsn": db.dsn, "name": "second", "kind": "slow", "running": running, "seconds": seconds,
-            "work": work, "lease": 1.0}
+            "work": work, "lease": 1.0, "stop_after_run": stop_after_run}
     return subprocess.Popen([sys.executable, "-c", SECOND, json.dumps(spec)], cwd=TESTS,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -65,7 +66,7 @@ def test_a_batch_of_long_jobs_with_heartbeats_runs_each_once_beside_a_second_pro
     1.6 s, past its first lease, and the heartbeat keeps it."""
     run(conn, "lab/runs_create")
     seed(conn, 3, kind="slow")
-    second = second_process(db, running=3, seconds=8.0, work=0.0)  # outlives the batch, even under load
+    second = second_process(db, running=3, seconds=60.0, stop_after_run=True)  # outlives the batch
     worker = pgq.Worker(db, {"slow": recording_handler(db.dsn, "first", 0.8)}, lease=1.0, batch=3)
     report = worker.run(until_idle=True)
     # The second process is still working: a job enqueued now is its to run.
@@ -85,7 +86,7 @@ def test_without_a_heartbeat_a_job_longer_than_its_lease_runs_twice_beside_a_sec
     no heartbeat. The second process reaps the passed lease and runs it too."""
     run(conn, "lab/runs_create")
     seed(conn, 1, kind="slow")
-    second = second_process(db, running=1, seconds=3.0, work=0.0)
+    second = second_process(db, running=1, seconds=30.0, stop_after_run=True)
     worker = pgq.Worker(db, {"slow": recording_handler(db.dsn, "first", 2.0)}, lease=1.0, heartbeat=False)
     report = worker.run(until_idle=True)
     finish(second)

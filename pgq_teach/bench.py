@@ -28,7 +28,7 @@ from .errors import BadInput
 from .experiments.sessions import together
 from .guide import figure
 from .statements import run, run_one
-from .worker import Worker
+from .worker import Worker, running_idle
 
 KIND = "noop"
 RAW_BATCH = 100  # the guide's batch
@@ -36,6 +36,8 @@ WORKER_BATCHES = (1, 10, 100)
 WORKER_COUNTS = (1, 4, 16)
 RAW_CONNECTIONS = (1, 4)
 PGQUEUER_BATCHES = (10, 100)
+POOL_SIZES = (1, 4, 16)  # executors in one Worker
+PICKUP_POOL = 16
 
 Progress = Callable[[int, int], None]
 
@@ -48,6 +50,8 @@ class Outcome:
     ok: bool
     note: str = ""
     p99_ms: float | None = None
+    wakeups_per_job: float | None = None
+    sessions: int | None = None
 
 
 @dataclass
@@ -69,6 +73,8 @@ class Row:
     workers: int | None
     values: list[float] = field(default_factory=list)
     p99_ms: list[float] = field(default_factory=list)
+    wakeups_per_job: list[float] = field(default_factory=list)
+    sessions: list[int] = field(default_factory=list)
     ok: bool = True
     notes: list[str] = field(default_factory=list)
     vs_ceiling: float | None = None
@@ -116,6 +122,11 @@ class BenchResult:
                 continue
             if r.unit == "ms":
                 med = f"p50 {r.median:.1f} ms, p99 {r.p99_median:.1f} ms"
+                if r.wakeups_per_job and r.sessions:
+                    med += (
+                        f"; {statistics.median(r.wakeups_per_job):.1f} wake-ups per job, "
+                        f"{max(r.sessions)} sessions held"
+                    )
                 spread = f"p50 {min(r.values):.1f}–{max(r.values):.1f}"
             else:
                 med = f"{r.median:,.0f} jobs/s"
@@ -219,15 +230,23 @@ def raw_loop(connections: int) -> Callable[[Database, int], Outcome]:
     return go
 
 
-def worker_drain(batch: int, workers: int, durable: bool = False) -> Callable[[Database, int], Outcome]:
+def worker_drain(
+    batch: int, workers: int, durable: bool = False, concurrency: int = 1
+) -> Callable[[Database, int], Outcome]:
     """The library's Worker, `workers` of them on threads (in one process, as
-    the raw loop's connections are), at `batch`; with `durable`, every
-    completion waits for its WAL flush."""
+    the raw loop's connections are), each with `concurrency` executors, at
+    `batch`; with `durable`, every completion waits for its WAL flush."""
 
     def go(db: Database, jobs: int) -> Outcome:
         _seed(db, jobs)
         fleet = [
-            Worker(db.dsn, {KIND: lambda job: None}, batch=batch, durable_completions=durable)
+            Worker(
+                db.dsn,
+                {KIND: lambda job: None},
+                batch=batch,
+                durable_completions=durable,
+                concurrency=concurrency,
+            )
             for _ in range(workers)
         ]
         took = together(workers, lambda i: fleet[i].run(until_idle=True))
@@ -255,10 +274,14 @@ def bulk_enqueue(db: Database, jobs: int) -> Outcome:
     return Outcome(jobs / took, ok, note)
 
 
-def pickup_latency(samples: int) -> Callable[[Database, int], Outcome]:
-    """One idle Worker waiting on LISTEN (fallback poll 5 s, so only the
-    notification can wake it in time): from just before enqueue() to the
-    handler starting, `samples` times."""
+def pickup_latency(
+    samples: int, *, workers: int = 1, concurrency: int = 1
+) -> Callable[[Database, int], Outcome]:
+    """`workers` idle Workers, each with `concurrency` executors, waiting on
+    LISTEN (fallback poll 5 s, so only the notification can wake them in
+    time): from just before enqueue() to the handler starting, `samples`
+    times; with the wake-ups per job (notifications that ended a wait) and
+    the sessions they hold."""
 
     def go(db: Database, jobs: int) -> Outcome:
         started: dict[int, float] = {}
@@ -268,29 +291,28 @@ def pickup_latency(samples: int) -> Callable[[Database, int], Outcome]:
             started[job.id] = time.perf_counter()
             arrived.set()
 
-        worker = Worker(db.dsn, {KIND: handler}, poll=5.0)
-        thread = threading.Thread(target=worker.run, daemon=True)
-        thread.start()
+        fleet = [Worker(db.dsn, {KIND: handler}, poll=5.0, concurrency=concurrency) for _ in range(workers)]
         waits: list[float] = []
-        try:
-            with db.connection() as conn:
-                time.sleep(0.3)  # let it go idle on LISTEN
-                for _ in range(samples):
-                    arrived.clear()
-                    sent = time.perf_counter()
-                    job_id = queue.enqueue(conn, KIND, {})
-                    if not arrived.wait(10):
-                        break
-                    waits.append((started[job_id] - sent) * 1000)
-                    time.sleep(0.02)  # back to its LISTEN wait before the next one
-        finally:
-            worker.stop()
-            thread.join(10)
+        with running_idle(fleet), db.connection() as conn:
+            sessions = run_one(conn, "lab/other_sessions")[0]
+            woken = sum(w.report.wakeups for w in fleet)
+            for _ in range(samples):
+                arrived.clear()
+                sent = time.perf_counter()
+                job_id = queue.enqueue(conn, KIND, {})
+                if not arrived.wait(10):
+                    break
+                waits.append((started[job_id] - sent) * 1000)
+                time.sleep(0.02)  # back to its LISTEN wait before the next one
+            time.sleep(0.1)  # the last job's wake-ups land
+            woken = sum(w.report.wakeups for w in fleet) - woken
         ok, note = _end_state(db, samples)
         if len(waits) != samples:
             ok, note = False, f"{len(waits)} of {samples} jobs picked up within 10 s"
         cuts = statistics.quantiles(waits, n=100, method="inclusive") if len(waits) > 1 else waits * 99
-        return Outcome(cuts[49], ok, note, p99_ms=cuts[98])
+        return Outcome(
+            cuts[49], ok, note, p99_ms=cuts[98], wakeups_per_job=woken / samples, sessions=sessions
+        )
 
     return go
 
@@ -349,8 +371,24 @@ def setups(samples: int, with_pgqueuer: bool) -> list[Setup]:
         )
         for w in RAW_CONNECTIONS
     ]
+    out += [
+        Setup(
+            f"Worker batch 100, 1 worker, {c} executor{'s' if c > 1 else ''}",
+            "jobs/s",
+            worker_drain(100, 1, concurrency=c),
+            100,
+            1,
+            "pool",
+        )
+        for c in POOL_SIZES
+    ]
     out.append(Setup("enqueue_many (bulk enqueue)", "jobs/s", bulk_enqueue, family="enqueue"))
-    out.append(Setup("NOTIFY pickup, 1 idle Worker", "ms", pickup_latency(samples), family="latency"))
+    pickups = {
+        "1 idle Worker": pickup_latency(samples),
+        f"1 Worker with {PICKUP_POOL} idle executors": pickup_latency(samples, concurrency=PICKUP_POOL),
+        f"{PICKUP_POOL} idle Workers": pickup_latency(samples, workers=PICKUP_POOL),
+    }
+    out += [Setup(f"NOTIFY pickup, {who}", "ms", go, family="latency") for who, go in pickups.items()]
     if with_pgqueuer:
         out += [
             Setup(f"PgQueuer batch {b}, 1 worker", "jobs/s", pgqueuer_drain(b), b, 1, "pgqueuer")
@@ -415,6 +453,10 @@ def run_bench(
                 row.values.append(outcome.value)
                 if outcome.p99_ms is not None:
                     row.p99_ms.append(outcome.p99_ms)
+                if outcome.wakeups_per_job is not None:
+                    row.wakeups_per_job.append(outcome.wakeups_per_job)
+                if outcome.sessions is not None:
+                    row.sessions.append(outcome.sessions)
                 if not outcome.ok:
                     row.ok = False
                     row.notes.append(outcome.note)
@@ -444,26 +486,32 @@ def _ratio(a: Row | None, b: Row | None) -> float | None:
     return a.median / b.median if a and b and a.median and b.median else None
 
 
+def _ratio_target(text: str, a: Row | None, b: Row | None, at_least: float) -> tuple[str, str, bool | None]:
+    """A target on the ratio of two rows' medians: its text, the ratio, and whether it was met."""
+    got = _ratio(a, b)
+    return (text, f"{got:.2f}" if got else "not measured", got >= at_least if got else None)
+
+
+def _workers(n: int) -> str:
+    return f"Worker batch 100, {n} worker{'s' if n > 1 else ''}"
+
+
 def _targets(result: BenchResult) -> list[tuple[str, str, bool | None]]:
-    out: list[tuple[str, str, bool | None]] = []
-    for n in (1, 4):
-        got = _ratio(
-            result.row(f"Worker batch 100, {n} worker{'s' if n > 1 else ''}"),
+    out = [
+        _ratio_target(
+            f"Worker batch 100 ≥ 0.8 × raw loop at {n} connection(s)",
+            result.row(_workers(n)),
             result.row(f"guide's raw loop, batch {RAW_BATCH}, {n} conn"),
+            0.8,
         )
-        out.append(
-            (
-                f"Worker batch 100 ≥ 0.8 × raw loop at {n} connection(s)",
-                f"{got:.2f}" if got else "not measured",
-                got >= 0.8 if got else None,
-            )
-        )
-    got = _ratio(result.row("Worker batch 100, 1 worker"), result.row("PgQueuer batch 100, 1 worker"))
+        for n in (1, 4)
+    ]
     out.append(
-        (
+        _ratio_target(
             "Worker batch 100 ≥ 2 × PgQueuer batch 100 (1 worker each)",
-            f"{got:.2f}" if got else "not measured",
-            got >= 2 if got else None,
+            result.row(_workers(1)),
+            result.row("PgQueuer batch 100, 1 worker"),
+            2,
         )
     )
     lat = result.row("NOTIFY pickup, 1 idle Worker")
@@ -473,6 +521,25 @@ def _targets(result: BenchResult) -> list[tuple[str, str, bool | None]]:
                 "NOTIFY pickup p50 ≤ 10 ms and p99 ≤ 50 ms",
                 f"p50 {lat.median:.1f} ms, p99 {lat.p99_median:.1f} ms",
                 lat.median <= 10 and lat.p99_median <= 50,
+            )
+        )
+    out += [
+        _ratio_target(
+            f"one Worker with {n} executor(s) ≥ {n} separate Worker(s), batch 100",
+            result.row(f"{_workers(1)}, {n} executor{'s' if n > 1 else ''}"),
+            result.row(_workers(n)),
+            1,
+        )
+        for n in POOL_SIZES
+    ]
+    pool = result.row(f"NOTIFY pickup, 1 Worker with {PICKUP_POOL} idle executors")
+    if pool and pool.median is not None and pool.p99_median is not None and pool.wakeups_per_job:
+        per_job = statistics.median(pool.wakeups_per_job)
+        out.append(
+            (
+                f"pickup with {PICKUP_POOL} executors: p50 ≤ 5 ms, p99 ≤ 10 ms, 1.0 wake-ups per job",
+                f"p50 {pool.median:.1f} ms, p99 {pool.p99_median:.1f} ms, {per_job:.2f} wake-ups per job",
+                pool.median <= 5 and pool.p99_median <= 10 and per_job <= 1.0,
             )
         )
     enq = result.row("enqueue_many (bulk enqueue)")

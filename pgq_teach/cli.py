@@ -194,13 +194,26 @@ def cmd_worker(args: argparse.Namespace) -> int:
     checks.whole_number("--sleep-ms", args.sleep_ms, 0, 3_600_000)
     for kind in args.kind or []:
         checks.job_kind(kind)
+    checks.whole_number("--concurrency", args.concurrency, 1, 1_000)
+    if checks.whole_number("--processes", args.processes, 1, 64) > 1:
+        return _worker_processes(args)
     db = open_database(args.db)
     _say(db.server.line())
     handle = demo_handler(args.sleep_ms, args.fail_rate)
     kinds = args.kind or ["send_receipt", "build_invoice", "call_webhook"]
-    worker = Worker(db.dsn, {k: handle for k in kinds}, lease=args.lease, batch=args.batch, poll=args.poll)
+    worker = Worker(
+        db.dsn,
+        {k: handle for k in kinds},
+        concurrency=args.concurrency,
+        lease=args.lease,
+        batch=args.batch,
+        poll=args.poll,
+    )
     worker.stop_on_sigterm()
-    _say(f"worker on {db.name} for {', '.join(kinds)}; Ctrl-C or SIGTERM stops it")
+    _say(
+        f"worker on {db.name} for {', '.join(kinds)}, {args.concurrency} executor(s); "
+        "Ctrl-C or SIGTERM stops it"
+    )
     try:
         report = worker.run(until_idle=args.until_idle)
     except KeyboardInterrupt:
@@ -284,6 +297,32 @@ def _run_in_fresh_database(
     return 0 if report.ok else 1
 
 
+def _worker_processes(args: argparse.Namespace) -> int:
+    """`--processes M`: M worker processes, each this command with one
+    process; SIGTERM and Ctrl-C reach them all, and each prints its own report."""
+    import signal
+    import subprocess
+
+    argv = ["worker", "--db", args.db, "--sleep-ms", str(args.sleep_ms), "--fail-rate", str(args.fail_rate)]
+    argv += ["--lease", str(args.lease), "--batch", str(args.batch), "--poll", str(args.poll)]
+    argv += ["--concurrency", str(args.concurrency)] + (["--until-idle"] if args.until_idle else [])
+    argv += [f"--kind={kind}" for kind in args.kind or []]
+    children = [
+        subprocess.Popen([sys.executable, "-m", "pgq_teach.cli", *argv]) for _ in range(args.processes)
+    ]
+
+    def stop_all(*_: object) -> None:
+        for child in children:
+            child.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop_all)
+    try:
+        codes = [child.wait() for child in children]
+    except KeyboardInterrupt:
+        codes = [child.wait() for child in children]  # the terminal sent each child its own SIGINT
+    return max(codes)
+
+
 def cmd_fault_run(args: argparse.Namespace) -> int:
     from .faults import run_faults
 
@@ -332,6 +371,10 @@ RUN_OPTIONS = {
     "fail_rate": "fraction of handler calls that raise",
     "max_attempts": "tries per job",
     "seed": "picks which calls fail",
+    "concurrency": "executors in each worker process (a heartbeat pool)",
+    "batch": "jobs each executor is handed per claim",
+    "long_every": "every Nth job works 1.5 leases, kept only by its heartbeat (0: none)",
+    "beat_kill_every": "seconds between heartbeat sessions ended",
 }
 
 
@@ -589,6 +632,12 @@ def parser() -> argparse.ArgumentParser:
     wrk.add_argument("--fail-rate", type=float, default=0.0, help="fraction of calls that raise (0..1)")
     wrk.add_argument("--lease", type=float, default=300.0, help="lease in seconds")
     wrk.add_argument("--batch", type=int, default=1, help="jobs per claim")
+    wrk.add_argument(
+        "--concurrency", type=int, default=1, help="executor threads in each process (handlers that wait)"
+    )
+    wrk.add_argument(
+        "--processes", type=int, default=1, help="worker processes (for handlers that keep a CPU busy)"
+    )
     wrk.add_argument("--poll", type=float, default=5.0, help="fallback poll in seconds")
     wrk.add_argument("--until-idle", action="store_true", help="exit when nothing is due")
     db_option(wrk)
@@ -603,7 +652,10 @@ def parser() -> argparse.ArgumentParser:
         help="the fault run: kill, freeze and cut off workers, restart the server, requeue "
         "dead jobs, then check that nothing was lost or done twice (alias: torture)",
     )
-    names = "jobs workers seconds lease kill_every terminate_every pause_every requeue_every restart"
+    names = (
+        "jobs workers seconds lease kill_every terminate_every pause_every requeue_every restart "
+        "concurrency batch long_every beat_kill_every"
+    )
     _run_options(tor, FaultSettings, "fault_run", names)
     tor.set_defaults(func=cmd_fault_run)
 

@@ -1,4 +1,4 @@
-"""The reference queue: enqueue, claim, complete, fail, extend_lease, reap.
+"""The reference queue: enqueue, claim, complete, fail, extend_lease(s), reap.
 
 Each function runs one statement from sql/ and refuses bad input before any
 SQL runs. claim, complete, fail, extend_lease, reap, requeue_dead and cleanup
@@ -10,6 +10,7 @@ caller's transaction: that is the point of a queue in the same database.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -34,7 +35,11 @@ class Job:
     """A claimed job. `fence_token` names this claim: every claim takes a new
     one and nothing resets it, so completing, failing or extending with it
     matches the row only while this claim is the latest. `attempts` is the
-    retry count (requeue_dead resets it), never the fence."""
+    retry count (requeue_dead resets it), never the fence.
+
+    `lost` is set when the Worker learns this claim no longer holds the job (a
+    heartbeat found it fenced, or gave its lease up after failed beats); a
+    handler can look with `still_mine()` or wait on the event, and stop."""
 
     id: int
     kind: str
@@ -43,6 +48,11 @@ class Job:
     max_attempts: int = 5
     leased_until: datetime | None = None
     fence_token: int = 0
+    lost: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
+
+    def still_mine(self) -> bool:
+        """False once the Worker has learnt that this claim lost the job."""
+        return not self.lost.is_set()
 
 
 class NotClaimed(BadInput):
@@ -187,6 +197,15 @@ def _check_jobs(jobs: Any) -> list[Job]:
     return [_check_job(job) for job in jobs]
 
 
+def _check_once_each(jobs: list[Job]) -> list[Job]:
+    """A batch outcome names each job once: with two claims of one job (a stale
+    one and a newer one) in one call, the rows returned could not say which
+    claim matched. Send them in separate calls."""
+    if len({job.id for job in jobs}) != len(jobs):
+        raise BadInput("a job appears twice in one batch: send each claim of a job in its own call")
+    return jobs
+
+
 def _finish_many(conn: psycopg.Connection, name: str, params: dict[str, Any], durable: bool) -> list[Any]:
     """Run one batch statement in its own transaction (or as a savepoint in
     the caller's, under the caller's setting). Not durable: the commit does
@@ -207,7 +226,7 @@ def complete_many(conn: psycopg.Connection, jobs: Sequence[Job], *, durable: boo
 
     With durable=False the commit does not wait for the disk: a crash may lose
     it, and the jobs then run again after their leases, as at-least-once allows."""
-    jobs = _check_jobs(jobs)
+    jobs = _check_once_each(_check_jobs(jobs))
     if not jobs:
         return []
     params = {"ids": [j.id for j in jobs], "fence_tokens": [j.fence_token for j in jobs]}
@@ -224,7 +243,7 @@ def fail_many(
         raise BadInput(f"failures must be a list of (job, error) pairs, got {failures!r}")
     if not all(isinstance(f, tuple) and len(f) == 2 for f in failures):
         raise BadInput("failures must be a list of (job, error) pairs")
-    jobs = _check_jobs([job for job, _ in failures])
+    jobs = _check_once_each(_check_jobs([job for job, _ in failures]))
     if not jobs:
         return []
     params = {
@@ -242,6 +261,25 @@ def extend_lease(conn: psycopg.Connection, job: Job, lease: timedelta | float = 
     params = {"id": job.id, "fence_token": job.fence_token, "lease": checks.lease(lease)}
     with conn.transaction():
         return run(conn, "extend_lease", params).fetchone() is not None
+
+
+def extend_leases(
+    conn: psycopg.Connection, jobs: Sequence[Job], lease: timedelta | float = DEFAULT_LEASE
+) -> set[tuple[int, int]]:
+    """One heartbeat for many jobs: push each lease `lease` past now, in one
+    statement fenced row by row; the (id, fence_token) of each claim still
+    held (a claim missing from the result was reaped, claimed again or
+    requeued: it lost its job)."""
+    jobs = _check_jobs(jobs)
+    params = {
+        "ids": [j.id for j in jobs],
+        "fence_tokens": [j.fence_token for j in jobs],
+        "lease": checks.lease(lease),
+    }
+    if not jobs:
+        return set()
+    with atomic(conn):
+        return {(row[0], row[1]) for row in run(conn, "extend_leases", params).fetchall()}
 
 
 def reap(conn: psycopg.Connection) -> int:

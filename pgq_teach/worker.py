@@ -1,25 +1,57 @@
-"""A worker that runs handlers by kind: reap, claim a batch with a lease, run
-each job, then send the batch's outcomes together: one fenced statement for
-the done jobs and one for the failed ones, each fenced row by row. When
-nothing is due it waits on LISTEN, with a fallback poll, because a
-notification is a hint and can be lost.
+"""A worker process: one producer and N executors, as River, Oban, Graphile
+Worker and PgQueuer build theirs.
+
+The producer (the thread that calls `run()`) owns the work connection: it
+reaps, claims when an executor is free (up to free executors x batch jobs)
+and hands each free executor one batch. Beside it, one listener thread owns
+the LISTEN connection (autocommit, outside any transaction), so one
+notification wakes one claim in the process, not one per executor; and one
+heartbeat thread owns the heartbeat connection and extends every lease the
+process holds in one fenced statement (sql/extend_leases.sql). Executors run
+the handlers. The outcomes go in batches over the work connection (one fenced
+statement for the done jobs, one for the failed ones): the producer sends
+those of every executor that finished its batch in one go before it claims
+again, and an executor sends its own mid-batch when `flush_after` says so.
+A notification is a hint and can be lost, so an idle producer also
+claims every `poll` seconds.
+
+The heartbeat rule: beat every quarter of the lease, counted from the claim,
+so every job the process holds is covered, the ones waiting in a batch too.
+A failed beat is retried at once on a fresh connection, with backoff, until
+the lease would pass; only then is the job given up. Even if a whole beat is
+missed, the next one is due half a lease after the last good one, with half
+the lease still to spare: one missed beat can never lose a lease.
+
+Before it starts a job an executor checks that the process still holds it:
+the lease the last beat (or the claim) wrote has at least half its length
+left, or a fenced renewal of that one job matches. A job no longer held is
+counted `fenced` and not started. A handler learns that it lost its job
+through `job.lost` (a threading.Event) or `job.still_mine()`, set when a beat
+finds the job fenced or gives its lease up.
+
+Threads suit handlers that wait (on the network, on the database). Handlers
+that keep a CPU busy hold Python's GIL, so run several processes instead
+(`pgq-teach worker --processes M`), each a producer with its executors.
 
 It never prints. What happened is counted in `Worker.report`, and optional
-`on_event(name, job)` calls let experiments and widgets watch.
+`on_event(name, job)` calls, from the producer's and the executors' threads,
+let experiments and widgets watch.
 """
 
 from __future__ import annotations
 
+import queue as threads_queue
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from . import checks, queue
 from .errors import BadInput
@@ -30,13 +62,18 @@ Handler = Callable[[queue.Job], Any]
 # an idle-in-transaction session with 25P03, which psycopg raises as an
 # InternalError rather than an OperationalError.
 _LOST = (psycopg.OperationalError, psycopg.errors.IdleInTransactionSessionTimeout)
+MAX_CONCURRENCY = 1_000
 
 
 @dataclass
 class WorkerReport:
     """What one Worker did: jobs claimed, done, retried (failed, ready again
-    after a backoff), dead and fenced; jobs reaped and reaper passes (a pass
-    may reap nothing), wake-ups and reconnects."""
+    after a backoff), dead and fenced (a completion the fence refused, or a
+    job not started because the process no longer held it); jobs reaped and
+    reaper passes (a pass may reap nothing); claim statements and the empty
+    ones; wake-ups (notifications that ended a wait), polls and reconnects;
+    heartbeat statements, failed beats, and leases lost (held jobs a beat or
+    check found fenced, or gave up after failed beats)."""
 
     claimed: int = 0
     done: int = 0
@@ -45,52 +82,223 @@ class WorkerReport:
     fenced: int = 0
     reaped: int = 0
     reaper_passes: int = 0
+    claims: int = 0
+    empty_claims: int = 0
     wakeups: int = 0
     polls: int = 0
     reconnects: int = 0
+    beats: int = 0
+    beat_failures: int = 0
+    leases_lost: int = 0
     last_error: str | None = None
     done_ids: list[int] = field(default_factory=list)
 
 
-class Worker:
-    """Runs handlers by kind until stopped: reap, claim a batch with a lease,
-    run each handler, then send the outcomes (complete or fail, fenced row by
-    row). Events: claimed, done, retried, dead, fenced and reconnect, each
-    passed to `on_event(name, job)`."""
+def _claim_key(job: queue.Job) -> tuple[int, int]:
+    """One claim of one job: its id and the fencing token that claim took."""
+    return job.id, job.fence_token
+
+
+def _error_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".strip()
+
+
+class Leases:
+    """Every job one process holds, with the moment (on this process's
+    monotonic clock) until which its lease surely runs: the time just before
+    the statement that wrote the lease was sent, plus the lease. It renews
+    leases on its own connection, one statement at a time."""
 
     def __init__(
         self,
         dsn: str,
+        lease: timedelta,
+        on_lost: Callable[[queue.Job, str], None],
+        on_beat: Callable[[str, str | None], None],
+    ):
+        self.dsn, self.lease = dsn, lease
+        self.seconds = lease.total_seconds()
+        self.on_lost, self.on_beat = on_lost, on_beat
+        # Keyed by claim, (id, fence_token): a process can hold a stale claim
+        # of a job and a newer one of the same job at once.
+        self._until: dict[tuple[int, int], tuple[queue.Job, float]] = {}
+        self._lock = threading.Lock()  # guards _until
+        self._conn_lock = threading.Lock()  # one statement at a time on the connection
+        self._conn: psycopg.Connection | None = None
+        # Its own name in pg_stat_activity, so an operator (or a fault run)
+        # can tell the heartbeat session from the work and LISTEN sessions.
+        base = conninfo_to_dict(dsn).get("application_name")
+        self.application_name = f"{base} heartbeat" if base else "pgq heartbeat"
+
+    def hold(self, jobs: Sequence[queue.Job], since: float) -> None:
+        """Jobs just claimed by a statement sent at `since` (monotonic)."""
+        with self._lock:
+            for job in jobs:
+                self._until[_claim_key(job)] = (job, since + self.seconds)
+
+    def release(self, jobs: Sequence[queue.Job]) -> None:
+        """Jobs whose outcome was sent, or that were never started."""
+        with self._lock:
+            for job in jobs:
+                self._until.pop(_claim_key(job), None)
+
+    def held(self) -> list[queue.Job]:
+        with self._lock:
+            return [job for job, _ in self._until.values()]
+
+    def left(self, job: queue.Job) -> float:
+        """Seconds of lease surely left; minus infinity for a job not held."""
+        with self._lock:
+            entry = self._until.get(_claim_key(job))
+        if entry is None or job.lost.is_set():
+            return float("-inf")
+        return entry[1] - time.monotonic()
+
+    def renew(self, jobs: Sequence[queue.Job]) -> set[tuple[int, int]]:
+        """One fenced statement extends these leases; a job it does not
+        match is lost. Raises psycopg.Error if the statement could not run
+        (the connection is closed then, so the next try opens a fresh one)."""
+        sent = time.monotonic()
+        with self._conn_lock:
+            try:
+                kept = queue.extend_leases(self._connection(), jobs, self.lease)
+            except psycopg.Error:
+                self.close()
+                raise
+        lost = []
+        with self._lock:
+            for job in jobs:
+                key = _claim_key(job)
+                if key in kept:
+                    if key in self._until:
+                        self._until[key] = (job, sent + self.seconds)
+                elif self._until.pop(key, None) is not None:
+                    lost.append(job)
+        for job in lost:
+            self._lose(job, "fenced")
+        return kept
+
+    def open(self) -> None:
+        """Open the heartbeat connection now, so a process holds its three
+        connections from the start; a failure here is left to the first beat."""
+        with self._conn_lock:
+            try:
+                self._connection()
+            except psycopg.Error:
+                self.close()
+
+    def _connection(self) -> psycopg.Connection:
+        if self._conn is None or self._conn.closed:
+            self._conn = psycopg.connect(
+                self.dsn, autocommit=True, connect_timeout=5, application_name=self.application_name
+            )
+        return self._conn
+
+    def beat(self, closing: threading.Event) -> None:
+        """Extend every held lease. A failed beat is retried on a fresh
+        connection with backoff; a job whose lease would pass first is given up."""
+        backoff = min(0.05, self.seconds / 20)
+        while jobs := self.held():
+            try:
+                self.renew(jobs)
+                self.on_beat("beat", None)
+                return
+            except psycopg.Error as exc:
+                self.on_beat("beat_failed", _error_line(exc))
+            self.give_up_passed()
+            with self._lock:
+                deadlines = [until for _, until in self._until.values()]
+            if not deadlines:
+                return
+            if closing.wait(max(0.0, min(backoff, min(deadlines) - time.monotonic()))):
+                return
+            backoff = min(backoff * 2, self.seconds / 8)
+
+    def give_up(self, jobs: Sequence[queue.Job]) -> None:
+        """Stop holding these jobs and tell their handlers they are lost."""
+        self.release(jobs)
+        for job in jobs:
+            self._lose(job, "given up")
+
+    def give_up_passed(self) -> None:
+        """Give up every job whose lease may have passed without a renewal."""
+        now = time.monotonic()
+        with self._lock:
+            passed = [job for job, until in self._until.values() if until <= now]
+            for job in passed:
+                del self._until[_claim_key(job)]
+        for job in passed:
+            self._lose(job, "given up")
+
+    def _lose(self, job: queue.Job, why: str) -> None:
+        if not job.lost.is_set():
+            job.lost.set()
+            self.on_lost(job, why)
+
+    def backend_pid(self) -> int | None:
+        """The heartbeat session's server process id, while it is open."""
+        conn = self._conn
+        return conn.info.backend_pid if conn is not None and not conn.closed else None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+        self._conn = None
+
+
+class Worker:
+    """Runs handlers by kind until stopped, as one producer with
+    `concurrency` executors (see the module's docstring): reap, claim, run,
+    send the outcomes (complete or fail, fenced row by row), with one
+    heartbeat for every job held. Events: claimed, done, retried, dead,
+    fenced, lost and reconnect, each passed to `on_event(name, job)`."""
+
+    def __init__(
+        self,
+        dsn_or_db: Any,
         handlers: dict[str, Handler],
         *,
+        concurrency: int = 1,
         lease: timedelta | float = queue.DEFAULT_LEASE,
         batch: int = 1,
         poll: float = 5.0,
-        heartbeat: bool = False,
+        heartbeat: bool = True,
         flush_after: float | None = None,
         durable_completions: bool = False,
         on_event: Callable[[str, queue.Job | None], None] | None = None,
     ):
-        """`flush_after`: about the longest a finished job's outcome waits (in
-        seconds) before the worker sends the outcomes it holds: before each
-        job it sends them if running one more job as long as the last would
-        pass that. They are also sent at the end of every batch. Default: a
-        tenth of the lease, at most one second, and 0 (each job on its own)
-        with `heartbeat`, whose jobs are long. `durable_completions`: wait for
-        the disk on every completion (sql/relax_commit.sql says why the
-        default need not)."""
+        """`dsn_or_db`: a connection string, or a Database. `concurrency`:
+        executor threads. `heartbeat` (the default): extend every held lease
+        each quarter of the lease; without it a job longer than its lease can
+        run twice. `flush_after`: about the longest a finished job's outcome
+        waits (in seconds) before it is sent: before each job an executor
+        sends the outcomes held if running one more job as long as the last
+        would pass that; they are also sent at the end of every batch.
+        Default: a tenth of the lease, at most one second.
+        `durable_completions`: wait for the disk on every completion
+        (sql/relax_commit.sql says why the default need not)."""
+        dsn = getattr(dsn_or_db, "dsn", dsn_or_db)
+        if not isinstance(dsn, str):
+            raise BadInput(f"expected a connection string or a Database, got {dsn_or_db!r}")
         if not isinstance(handlers, Mapping) or not handlers or not all(map(callable, handlers.values())):
             raise BadInput("handlers must map each kind to a callable")
+        if not isinstance(heartbeat, bool):
+            raise BadInput(f"heartbeat must be True or False, got {heartbeat!r}")
         poll = checks.seconds("poll", poll, 0.001, 86_400)
         self.dsn = dsn
         self.handlers = dict(handlers)
+        self.concurrency = checks.whole_number("concurrency", concurrency, 1, MAX_CONCURRENCY)
         self.lease = checks.lease(lease)
         self.batch = checks.whole_number("batch", batch, 1, queue.MAX_BATCH)
         self.poll = float(poll)
         self.heartbeat = heartbeat
+        lease_s = self.lease.total_seconds()
         if flush_after is None:
-            flush_after = 0.0 if heartbeat else min(1.0, self.lease.total_seconds() / 10)
-        if not (isinstance(flush_after, (int, float)) and 0 <= flush_after < self.lease.total_seconds()):
+            flush_after = min(1.0, lease_s / 10)
+        if not (isinstance(flush_after, (int, float)) and 0 <= flush_after < lease_s):
             raise BadInput(
                 f"flush_after must be 0 or more seconds and shorter than the lease, got {flush_after!r}"
             )
@@ -98,81 +306,153 @@ class Worker:
         self.durable_completions = durable_completions
         # The reaper need not run before every claim: a lease cannot expire
         # sooner than its length after the claim that wrote it.
-        self.reap_every = min(1.0, self.lease.total_seconds() / 4)
+        self.reap_every = min(1.0, lease_s / 4)
+        self.beat_every = lease_s / 4  # the heartbeat rule: see the module's docstring
         self._next_reap = 0.0
         self.on_event = on_event or (lambda name, job: None)
         self.stop_event = threading.Event()
         self.report = WorkerReport()
+        self.leases = Leases(dsn, self.lease, self._lost, self._beat_done)
+        self._lock = threading.Lock()  # guards the report's counts, _busy and the held outcomes
+        self._work_lock = threading.Lock()  # one user of the work connection at a time
         self._work: psycopg.Connection | None = None
         self._listen: psycopg.Connection | None = None
+        self._done: list[queue.Job] = []
+        self._failed: list[tuple[queue.Job, Exception]] = []
+        self._held_since: float | None = None  # when the oldest held outcome was added
+        self._busy = 0  # executors with a batch
+        self._batch_ended = False  # an executor finished a batch since the last send
+        self._inbox: threads_queue.SimpleQueue[list[queue.Job] | None] = threads_queue.SimpleQueue()
+        self._wake = threading.Event()  # anything the producer waits for
+        self._notified = threading.Event()  # a notification arrived
+        self._recheck = threading.Event()  # LISTEN reconnected: notifications may have been missed
+        self._listening = threading.Event()  # the listener tried its first connection
+        self._closing = threading.Event()  # the listener and the heartbeat stop
+        self._fatal: BaseException | None = None  # an executor's unexpected error
 
     # --- lifecycle ------------------------------------------------------------
 
     def stop(self) -> None:
+        """Claim no more; finish the batches in hand, send their outcomes, then return from run()."""
         self.stop_event.set()
+        self._wake.set()
 
     def stop_on_sigterm(self) -> None:
-        """Finish the current job, then exit, on SIGTERM (main thread only)."""
+        """Finish the jobs in hand, then exit, on SIGTERM (main thread only)."""
         signal.signal(signal.SIGTERM, lambda *_: self.stop())
 
     def run(self, *, until_idle: bool = False) -> WorkerReport:
-        """Work until stopped (or, with until_idle, until nothing is due)."""
+        """Work until stopped (or, with until_idle, until nothing is due and
+        every executor is idle)."""
+        helpers = self._start_threads()
+        self._listening.wait(5)  # claim after LISTEN, so no notification falls between
         backoff = 0.2
+        maybe_more = True  # the queue may hold due jobs: claim when an executor is free
+        poll_at = time.monotonic() + self.poll
         try:
             while not self.stop_event.is_set():
                 try:
-                    _, listen = self._connect()
-                    if self.run_once():
-                        backoff = 0.2
-                        continue
-                    if until_idle:
+                    if self._outcomes_due():
+                        self._send_outcomes()
+                    free = self._free()
+                    if free and (maybe_more or until_idle):
+                        asked = free * self.batch
+                        got = self._claim_and_hand_out(asked)
+                        maybe_more = got == asked
+                        if got:
+                            continue
+                    if until_idle and self._idle():
                         break
-                    self._wait(listen)
+                    if self._wait(poll_at):
+                        maybe_more = True
+                        poll_at = time.monotonic() + self.poll
                     backoff = 0.2
                 except _LOST as exc:
-                    # Lost the server or our session: start over on fresh connections.
-                    self.report.last_error = f"{type(exc).__name__}: {exc}".strip()
-                    self._close()
-                    self.report.reconnects += 1
-                    self.on_event("reconnect", None)
+                    # Lost the server or our session: start over on a fresh connection.
+                    self._connection_lost(exc)
+                    self._close_work()
+                    maybe_more = True
                     self.stop_event.wait(backoff)
                     backoff = min(backoff * 2, 5.0)
         finally:
-            self._close()
+            self._shut_down(helpers)
+        if self._fatal is not None:
+            raise self._fatal
         return self.report
 
-    # --- one round ------------------------------------------------------------
-
     def run_once(self) -> int:
-        """Reap (at most every `reap_every` s), claim one batch, run it and
-        send its outcomes; the number of jobs claimed."""
-        work, _ = self._connect()
-        reaped_now = self._reap(work, force=False)
-        jobs = queue.claim(work, batch=self.batch, lease=self.lease)
-        if not jobs and not reaped_now:
-            # Before calling the queue idle, return any expired lease and look again.
-            self._reap(work, force=True)
-            jobs = queue.claim(work, batch=self.batch, lease=self.lease)
-        self.report.claimed += len(jobs)
-        done: list[queue.Job] = []
-        failed: list[tuple[queue.Job, Exception]] = []
-        waiting_since = took = 0.0
+        """Reap (at most every `reap_every` s), claim one batch, run it on
+        this thread and send its outcomes; the number of jobs claimed. No
+        heartbeat beats here, but the check before each job still renews a
+        lease that is half gone."""
+        jobs = self._claim(self.batch)
+        self._run_batch(jobs)
+        while not self._idle():  # two claims of one job go in two sends
+            self._send_outcomes()
+        return len(jobs)
+
+    def _start_threads(self) -> list[threading.Thread]:
+        self._closing.clear()  # run() may be called again after it returned
+        helpers = [threading.Thread(target=self._listen_loop, daemon=True, name="pgq-listen")]
+        if self.heartbeat:
+            helpers.append(threading.Thread(target=self._heartbeat_loop, daemon=True, name="pgq-heartbeat"))
+        executors = [
+            threading.Thread(target=self._execute, daemon=True, name=f"pgq-executor-{i}")
+            for i in range(self.concurrency)
+        ]
+        for thread in helpers + executors:
+            thread.start()
+        return helpers + executors
+
+    def _shut_down(self, threads: list[threading.Thread]) -> None:
+        """Let the executors finish their batches (the heartbeat still beats
+        for them), send what is left, then stop the listener and heartbeat."""
+        for _ in range(self.concurrency):
+            self._inbox.put(None)
+        for thread in threads[-self.concurrency :]:
+            thread.join()
+        try:
+            self._send_outcomes()
+        except psycopg.Error as exc:  # their leases pass and the jobs run again: at least once
+            self.report.last_error = _error_line(exc)
+        self._closing.set()
+        for thread in threads[: -self.concurrency]:
+            thread.join()
+        self._close_work()
+        self.leases.close()
+
+    # --- the producer ---------------------------------------------------------
+
+    def _claim(self, batch: int) -> list[queue.Job]:
+        """Reap if due, claim up to `batch` jobs and hold their leases. When
+        the claim finds nothing, return any expired lease and look again."""
+        with self._work_lock:
+            work = self._work_conn()
+            reaped_now = self._reap(work, force=False)
+            jobs = self._claim_on(work, batch)
+            if not jobs and not reaped_now:
+                self._reap(work, force=True)
+                jobs = self._claim_on(work, batch)
         for job in jobs:
-            # Send what is held if running one more job like the last would
-            # keep the oldest outcome waiting longer than flush_after.
-            if (done or failed) and time.monotonic() - waiting_since + took >= self.flush_after:
-                self._flush(work, done, failed)
             self.on_event("claimed", job)
-            began = time.monotonic()
-            error = self._run_job(job)
-            took = time.monotonic() - began
-            if not (done or failed):
-                waiting_since = time.monotonic()
-            if error is None:
-                done.append(job)
-            else:
-                failed.append((job, error))
-        self._flush(work, done, failed)
+        return jobs
+
+    def _claim_on(self, work: psycopg.Connection, batch: int) -> list[queue.Job]:
+        since = time.monotonic()  # before the statement is sent: the lease surely runs from later
+        jobs = queue.claim(work, batch=batch, lease=self.lease)
+        self.leases.hold(jobs, since)
+        with self._lock:
+            self.report.claims += 1
+            self.report.empty_claims += not jobs
+            self.report.claimed += len(jobs)
+        return jobs
+
+    def _claim_and_hand_out(self, asked: int) -> int:
+        jobs = self._claim(asked)
+        for start in range(0, len(jobs), self.batch):
+            with self._lock:
+                self._busy += 1
+            self._inbox.put(jobs[start : start + self.batch])
         return len(jobs)
 
     def _reap(self, work: psycopg.Connection, *, force: bool) -> bool:
@@ -180,9 +460,118 @@ class Worker:
         if not force and now < self._next_reap:
             return False
         self._next_reap = now + self.reap_every
-        self.report.reaper_passes += 1
-        self.report.reaped += queue.reap(work)
+        reaped = queue.reap(work)
+        with self._lock:
+            self.report.reaper_passes += 1
+            self.report.reaped += reaped
         return True
+
+    def _free(self) -> int:
+        with self._lock:
+            return self.concurrency - self._busy
+
+    def _idle(self) -> bool:
+        with self._lock:
+            return self._busy == 0 and not (self._done or self._failed)
+
+    def _outcomes_due(self) -> bool:
+        """An executor finished its batch, or the oldest held outcome has waited flush_after."""
+        with self._lock:
+            since, ended, self._batch_ended = self._held_since, self._batch_ended, False
+        return since is not None and (ended or time.monotonic() - since >= self.flush_after)
+
+    def _wait(self, poll_at: float) -> bool:
+        """Until a notification, an executor's news, a held outcome's
+        flush_after, the poll, or stop. True if the queue may now hold due
+        jobs (a notification, or the poll)."""
+        timeout = poll_at - time.monotonic()
+        with self._lock:
+            if self._held_since is not None:
+                timeout = min(timeout, self._held_since + self.flush_after - time.monotonic())
+        self._wake.wait(max(0.0, timeout))
+        self._wake.clear()
+        if self._notified.is_set():
+            self._notified.clear()
+            with self._lock:
+                self.report.wakeups += 1
+            return True
+        if self._recheck.is_set():
+            self._recheck.clear()
+            return True
+        if time.monotonic() >= poll_at:
+            with self._lock:
+                self.report.polls += 1
+            return True
+        return False
+
+    # --- the executors --------------------------------------------------------
+
+    def _execute(self) -> None:
+        while (jobs := self._inbox.get()) is not None:
+            try:
+                self._run_batch(jobs)
+            except BaseException as exc:  # not a handler's failure: stop, and run() raises it
+                self._fatal = self._fatal or exc
+                self.stop()
+            finally:
+                with self._lock:
+                    self._busy -= 1
+                self._wake.set()
+
+    def _run_batch(self, jobs: list[queue.Job]) -> None:
+        took = 0.0
+        for job in jobs:
+            # Send what is held if running one more job like the last would
+            # keep the oldest outcome waiting longer than flush_after.
+            with self._lock:
+                since = self._held_since
+            if since is not None and time.monotonic() - since + took >= self.flush_after:
+                self._try_send_outcomes()
+            if not self._still_held(job):
+                self.leases.release([job])
+                self._count("fenced", job)
+                continue
+            began = time.monotonic()
+            error = self._run_job(job)
+            took = time.monotonic() - began
+            with self._lock:
+                if error is None:
+                    self._done.append(job)
+                else:
+                    self._failed.append((job, error))
+                if self._held_since is None:
+                    self._held_since = time.monotonic()
+                    self._wake.set()  # the producer keeps flush_after for it
+        # The producer sends them, with those of every other executor that
+        # finished meanwhile, in one statement, and then claims again.
+        with self._lock:
+            self._batch_ended = True
+
+    def _try_send_outcomes(self) -> None:
+        """An executor's send: if the connection is lost the outcomes stay
+        held, and the producer sends them on a fresh connection."""
+        try:
+            self._send_outcomes()
+        except _LOST as exc:
+            self._connection_lost(exc)
+            self._close_work()
+
+    def _still_held(self, job: queue.Job) -> bool:
+        """Start a job only while the process holds it: half its lease left
+        by the last beat or the claim, or a fenced renewal that matched."""
+        if self.leases.left(job) >= self.lease.total_seconds() / 2:
+            return True
+        if job.lost.is_set():
+            return False
+        try:
+            kept = self.leases.renew([job])
+        except psycopg.Error as exc:
+            # Cannot tell: leave it; its lease passes and a reaper hands it on.
+            with self._lock:
+                self.report.last_error = _error_line(exc)
+            self.leases.give_up([job])
+            return False
+        return _claim_key(job) in kept and job.still_mine()
 
     def _run_job(self, job: queue.Job) -> Exception | None:
         """Run the handler; the exception it raised, or None."""
@@ -190,99 +579,168 @@ class Worker:
         try:
             if handler is None:
                 raise LookupError(f"no handler for kind {job.kind!r}")
-            with self._heartbeat(job):
-                handler(job)
+            handler(job)
         except Exception as exc:  # a handler's failure is data: record it on the job
             return exc
         return None
 
-    def _flush(
-        self, work: psycopg.Connection, done: list[queue.Job], failed: list[tuple[queue.Job, Exception]]
-    ) -> None:
+    def _send_outcomes(self) -> None:
         """Send the held outcomes, then count and announce each job's result.
         Each list is one statement; they run one after the other, each in its
-        own transaction, so no transaction holds row locks from both."""
-        durable = self.durable_completions
-        completed = queue.complete_many(work, done, durable=durable) if done else []
-        outcomes = queue.fail_many(work, failed, durable=durable) if failed else []
-        for job, ok in zip(done, completed, strict=True):
+        own transaction, so no transaction holds row locks from both. What
+        could not be sent stays held."""
+        with self._work_lock:
+            with self._lock:
+                # A stale claim and a newer one of the same job go in separate
+                # statements: the rows a statement returns name jobs, not claims.
+                done, self._done = _once_each(self._done, lambda job: job)
+                failed, self._failed = _once_each(self._failed, lambda pair: pair[0])
+                later = self._done or self._failed
+                self._held_since = time.monotonic() if later else None
+                self._batch_ended = self._batch_ended or bool(later)
+            if not (done or failed):
+                return
+            durable = self.durable_completions
+            try:
+                work = self._work_conn()
+                completed = queue.complete_many(work, done, durable=durable) if done else []
+                sent_done, done = done, []
+                outcomes = queue.fail_many(work, failed, durable=durable) if failed else []
+            except BaseException:
+                with self._lock:
+                    self._done[:0], self._failed[:0] = done, failed
+                    self._held_since = self._held_since or time.monotonic()
+                raise
+        self.leases.release(sent_done + [job for job, _ in failed])
+        for job, ok in zip(sent_done, completed, strict=True):
             if ok:
-                self.report.done += 1
-                self.report.done_ids.append(job.id)
+                with self._lock:
+                    self.report.done += 1
+                    self.report.done_ids.append(job.id)
                 self.on_event("done", job)
             else:
-                self.report.fenced += 1
-                self.on_event("fenced", job)
+                self._count("fenced", job)
         for (job, _), outcome in zip(failed, outcomes, strict=True):
-            event = "retried" if outcome == "ready" else outcome  # ready again, after a backoff: a retry
+            self._count("retried" if outcome == "ready" else outcome, job)  # ready again: a retry
+
+    def _count(self, event: str, job: queue.Job | None) -> None:
+        with self._lock:
             setattr(self.report, event, getattr(self.report, event) + 1)
-            self.on_event(event, job)
-        done.clear()
-        failed.clear()
+        self.on_event(event, job)
 
-    def _heartbeat(self, job: queue.Job):
-        return _Heartbeat(self.dsn, job, self.lease) if self.heartbeat else nullcontext()
+    # --- the heartbeat and the listener ---------------------------------------
 
-    # --- connections and waiting -------------------------------------------
+    def _heartbeat_loop(self) -> None:
+        self.leases.open()
+        while not self._closing.wait(self.beat_every):
+            self.leases.beat(self._closing)
 
-    def _connect(self) -> tuple[psycopg.Connection, psycopg.Connection]:
-        """Open whichever of the two connections is missing or closed; both, open.
-        Callers use the pair returned, so neither can be None where it is used."""
+    def _beat_done(self, outcome: str, error: str | None) -> None:
+        with self._lock:
+            if outcome == "beat":
+                self.report.beats += 1
+            else:
+                self.report.beat_failures += 1
+                self.report.last_error = error
+
+    def _lost(self, job: queue.Job, why: str) -> None:
+        with self._lock:
+            self.report.leases_lost += 1
+        self.on_event("lost", job)
+
+    def _listen_loop(self) -> None:
+        """Own the LISTEN connection: autocommit, never inside a transaction,
+        or notifications would wait until that transaction ended. Each
+        notification wakes the producer once; after a reconnect it claims
+        at once, for notifications sent while nobody listened."""
+        backoff = 0.2
+        while not self._closing.is_set():
+            try:
+                if self._listen is None or self._listen.closed:
+                    self._listen = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
+                    run(self._listen, "listen")
+                    if self._listening.is_set():  # a reconnect: look for what was sent meanwhile
+                        self._recheck.set()
+                        self._wake.set()
+                    self._listening.set()
+                for _ in self._listen.notifies(timeout=0.25, stop_after=1):
+                    self._notify()
+                backoff = 0.2
+            except psycopg.Error as exc:
+                self._listening.set()
+                self._connection_lost(exc)
+                self._close_listen()
+                self._closing.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+        self._close_listen()
+
+    def _notify(self) -> None:
+        self._notified.set()
+        self._wake.set()
+
+    # --- connections ------------------------------------------------------------
+
+    def _work_conn(self) -> psycopg.Connection:
+        """The work connection, opened if missing or closed (hold _work_lock)."""
         if self._work is None or self._work.closed:
             self._work = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
-        if self._listen is None or self._listen.closed:
-            # Its own autocommit connection, never inside a transaction, or
-            # notifications would wait until that transaction ended.
-            self._listen = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
-            run(self._listen, "listen")
-        return self._work, self._listen
+        return self._work
 
-    def _wait(self, listen: psycopg.Connection) -> None:
-        """Until a notification, the poll interval, or stop; whichever is first."""
-        deadline = time.monotonic() + self.poll
-        while not self.stop_event.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.report.polls += 1
-                return
-            # Short slices keep stop() responsive; a notification ends the wait at once.
-            for _ in listen.notifies(timeout=min(left, 0.25), stop_after=1):
-                self.report.wakeups += 1
-                return
+    def _connection_lost(self, exc: BaseException) -> None:
+        with self._lock:
+            self.report.last_error = _error_line(exc)
+            self.report.reconnects += 1
+        self.on_event("reconnect", None)
 
-    def _close(self) -> None:
-        for conn in (self._work, self._listen):
-            if conn is not None:
-                try:
-                    conn.close()
-                except Exception:
-                    pass
-        self._work = self._listen = None
+    def _close_work(self) -> None:
+        with self._work_lock:
+            conn, self._work = self._work, None
+        _close(conn)
+
+    def _close_listen(self) -> None:
+        conn, self._listen = self._listen, None
+        _close(conn)
 
 
-class _Heartbeat:
-    """Extends the lease every third of its length while a long job runs."""
+@contextmanager
+def running_idle(fleet: list[Worker], timeout: float = 10.0) -> Iterator[list[Worker]]:
+    """Run each Worker on a thread and wait (up to `timeout` s) until every
+    one has found the queue empty once, so all wait on LISTEN; stop and join
+    them when the block ends. For labs and benchmarks that wake idle workers."""
+    threads = [threading.Thread(target=w.run, daemon=True) for w in fleet]
+    for thread in threads:
+        thread.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while not all(w.report.empty_claims for w in fleet) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.05)  # each is back in its wait
+        yield fleet
+    finally:
+        for w in fleet:
+            w.stop()
+        for thread in threads:
+            thread.join(10)
 
-    def __init__(self, dsn: str, job: queue.Job, lease: timedelta):
-        self.dsn, self.job, self.lease = dsn, job, lease
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True)
 
-    def _beat(self) -> None:
-        every = self.lease.total_seconds() / 3
+T = TypeVar("T")
+
+
+def _once_each(items: list[T], job_of: Callable[[T], queue.Job]) -> tuple[list[T], list[T]]:
+    """Split outcomes into the first of each job and the rest, for a later statement."""
+    seen: set[int] = set()
+    first: list[T] = []
+    rest: list[T] = []
+    for item in items:
+        job_id = job_of(item).id
+        (rest if job_id in seen else first).append(item)
+        seen.add(job_id)
+    return first, rest
+
+
+def _close(conn: psycopg.Connection | None) -> None:
+    if conn is not None:
         try:
-            with psycopg.connect(self.dsn, autocommit=True, connect_timeout=5) as conn:
-                while not self._stop.wait(every):
-                    if not queue.extend_lease(conn, self.job, self.lease):
-                        return  # fenced out: the completion will say so
-        except psycopg.Error:
-            return  # the lease simply runs out; the reaper covers us
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        return False
+            conn.close()
+        except Exception:
+            pass

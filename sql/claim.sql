@@ -3,7 +3,10 @@
 -- running, counts the attempt, takes a new fencing token and writes a lease.
 -- Safe: yes. This is the production claim.
 -- Parameters: batch (int, 1..10000), lease (interval).
--- Notes: the locking clause sits inside the WITH query, which is the only way
+-- Notes: the lease counts from the moment the statement runs
+--   (clock_timestamp()), not from the start of a transaction it may be part
+--   of, so a claim made late in a long transaction still gets a whole lease.
+--   The locking clause sits inside the WITH query, which is the only way
 --   it locks rows there; 'ready' is a literal so the planner can prove the
 --   partial index jobs_ready_idx applies.
 
@@ -18,7 +21,7 @@ UPDATE jobs
 SET status = 'running',
     attempts = jobs.attempts + 1,
     fence_token = jobs.fence_token + 1,
-    leased_until = now() + :'lease'::interval
+    leased_until = clock_timestamp() + :'lease'::interval
 FROM next
 WHERE jobs.id = next.id
 RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.leased_until,

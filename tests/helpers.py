@@ -1,5 +1,6 @@
 """Small readers the tests share: they look at rows, never at mocks."""
 
+import threading
 import time
 
 from psycopg.rows import dict_row
@@ -35,3 +36,49 @@ def wait_for(check, timeout: float, step: float = 0.02) -> bool:
             return True
         time.sleep(step)
     return False
+
+
+def recording_handler(dsn: str, worker: str, seconds: float = 0.0):
+    """A handler whose first act records its run in the job_runs ledger (on
+    the server, so runs are counted by the database), then works `seconds`."""
+    import psycopg
+
+    def handle(job) -> None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            run(conn, "lab/run_record", {"job_id": job.id, "fence_token": job.fence_token, "worker": worker})
+        time.sleep(seconds)
+
+    return handle
+
+
+def runs_per_job(conn) -> dict[int, list[str]]:
+    """Job id -> the workers that ran it, in order, as the ledger says."""
+    return {row[0]: list(row[2]) for row in run(conn, "lab/runs_per_job")}
+
+
+def serve_recording_worker(spec: dict) -> None:
+    """A second worker PROCESS for the tests: once `running` jobs are running
+    (claimed by the test's own worker), work with a recording handler for
+    `seconds` (or, with `stop_after_run`, until it has run one job), then
+    print the report's counts as JSON."""
+    import json
+    from datetime import timedelta
+
+    import psycopg
+
+    from pgq_teach.worker import Worker
+
+    with psycopg.connect(spec["dsn"], autocommit=True) as conn:
+        wait_for(lambda: counts(conn).get("running", 0) >= spec["running"], 30, step=0.01)
+    record = recording_handler(spec["dsn"], spec["name"], spec["work"])
+
+    def handler(job) -> None:
+        record(job)
+        if spec.get("stop_after_run"):
+            worker.stop()  # it has shown it was working: no need to wait out `seconds`
+
+    worker = Worker(spec["dsn"], {spec["kind"]: handler}, lease=timedelta(seconds=spec["lease"]), poll=0.05)
+    stopper = threading.Timer(spec["seconds"], worker.stop)
+    stopper.start()
+    report = worker.run()
+    print(json.dumps({"claimed": report.claimed, "done": report.done, "reaped": report.reaped}))

@@ -5,6 +5,7 @@ The runs start real worker processes against the real server and judge the
 queue from the database alone (lab/fault_verdict.sql). Pass or fail is on
 invariants; the timings are printed in the reports (pytest -s shows them)."""
 
+import contextlib
 import threading
 import time
 from datetime import timedelta
@@ -157,6 +158,29 @@ def test_the_judge_catches_a_stale_completion_across_a_requeue(db):
     assert verdict["done_by_stale_claim"] == 1
     assert verdict["outcomes_across_requeue"] == 1
     assert verdict["claims_not_completing"] == 1  # B ran the handler; A's mark took the job
+
+
+def test_the_judge_counts_a_job_run_twice_while_its_first_worker_held_the_lease(db):
+    """lab/fault_twice_held.sql is not blind: three workers each claim and
+    run a job; B's reaper takes all three back and B runs them again. Only
+    the worker that was neither struck (here frozen) nor had learnt it lost
+    its job counts. Each session is named as the run names its workers."""
+    with contextlib.ExitStack() as stack:
+        a = {n: stack.enter_context(db.connection(application_name=n)) for n in ("held", "lost", "frozen")}
+        b = stack.enter_context(db.connection(application_name="B"))
+        run(b, "lab/fault_setup")
+        pgq.enqueue_many(b, faults.KIND, [{"n": n} for n in range(3)])
+        claims = {}
+        for name, conn in a.items():
+            [claims[name]] = pgq.claim(conn, lease=timedelta(microseconds=1))  # over at once
+            ledger(conn, "lab/fault_call", claims[name], name)
+        ledger(a["lost"], "lab/fault_lost", claims["lost"], "lost", at=time.time())
+        run(a["frozen"], "lab/fault_strike", {"worker": "frozen", "kind": "pause", "seconds": 10.0})
+        assert pgq.reap(b) == 3
+        assert run(b, "lab/fault_twice_held").fetchone()[0] == 0  # taken back, not run again yet
+        for job in pgq.claim(b, batch=3):
+            ledger(b, "lab/fault_call", job, "B")
+        assert run(b, "lab/fault_twice_held").fetchone()[0] == 1  # the held one
 
 
 def ledger(conn, name, job, worker, **extra):

@@ -87,10 +87,14 @@ def test_notify_wakes_a_waiting_worker_quickly_and_plain_insert_waits_for_the_po
     running = Running(worker)
     try:
         time.sleep(0.5)  # let it go idle on LISTEN
+        empty = worker.report.empty_claims
         sent = time.monotonic()
         loud = pgq.enqueue(conn, "send_receipt", {})
         assert wait_for(lambda: loud in done_at, 2.0)
         assert done_at[loud] - sent < 0.5
+        # Once its next claim has come back empty it waits again (a full claim
+        # makes it look once more, and that look must not find the quiet job).
+        assert wait_for(lambda: worker.report.empty_claims > empty, 5)
         sent = time.monotonic()
         quiet = pgq.enqueue(conn, "send_receipt", {}, notify=False)
         assert wait_for(lambda: quiet in done_at, 5.0)
@@ -155,3 +159,21 @@ def test_cli_worker_stops_cleanly_on_sigterm(db, conn):
             proc.kill()
     assert proc.returncode == 0, err
     assert "done 1" in out
+
+
+def test_cli_worker_runs_processes_of_executors(db, conn):
+    """--processes 2 --concurrency 4: two processes drain the queue between
+    them, and each prints its own report."""
+    import re
+
+    label = db.name[len("pgq_"):]
+    env = dict(os.environ, PGQ_DSN=db.server.dsn, PGQ_BACKEND="dsn")
+    pgq.enqueue_many(conn, "send_receipt", [{}] * 40)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", "worker", "--db", label, "--processes", "2", "--concurrency", "4",
+         "--sleep-ms", "20", "--poll", "0.2", "--until-idle"],
+        capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    reports = [int(n) for n in re.findall(r", done (\d+),", proc.stdout)]
+    assert len(reports) == 2 and sum(reports) == 40
+    assert counts(conn) == {"done": 40}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -494,3 +495,130 @@ def token_after_requeue(db: Database, lease_s: float = 0.5) -> RequeueResult:
         else "C's completion matched no row: A's stale one had already completed the job",
         **server_fields(db),
     )
+
+
+# --- one producer with executors: a batch under one heartbeat --------------------------
+
+
+@dataclass(kw_only=True)
+class PoolBatchResult(Result):
+    """A batch of long jobs claimed at once by worker A (heartbeat on), with
+    worker B looking for work beside it. The guess is of how many runs in all."""
+
+    lease_s: float
+    work_s: float
+    runs: dict[int, list[str]]  # job id -> the workers that ran it, from the runs ledger
+    beats: int
+    leases_lost: int
+    handler_saw_lost: bool  # the fenced handler's job.lost was set while it ran
+    guide: GuideFigure = field(default_factory=lambda: figure(10))
+
+    @property
+    def total_runs(self) -> int:
+        return sum(len(workers) for workers in self.runs.values())
+
+    def summary(self) -> str:
+        per_job = ", ".join(f"job {job}: {'+'.join(w) or 'never'}" for job, w in self.runs.items())
+        return "\n".join(
+            [
+                f"a batch of {len(self.runs)} jobs of {self.work_s:g} s each, {self.lease_s:g} s lease, "
+                "one heartbeat for the batch, worker B beside" + self.stopped_note,
+                f"  runs in all: {self.total_runs} (your guess: {guess_text(self.guess)}); {per_job}",
+                f"  heartbeat statements: {self.beats}; leases lost: {self.leases_lost}",
+                "  a handler whose job was fenced mid-run saw job.lost: "
+                + ("yes" if self.handler_saw_lost else "no"),
+                *self.footer(),
+            ]
+        )
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            ("runs in all", self.guess_cell, self.total_runs, "each job once (at least once)"),
+            ("handler saw job.lost", None, "yes" if self.handler_saw_lost else "no", None),
+        ]
+
+
+def pool_batch(
+    db: Database,
+    *,
+    lease_s: float = 1.0,
+    work_s: float = 0.8,
+    batch: int = 3,
+    guess: float | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+) -> PoolBatchResult:
+    """Worker A claims `batch` jobs at once (each `work_s` long, under a
+    `lease_s` lease, heartbeat on); once they are all running, worker B starts
+    looking for work. Every run is written to a ledger on the server. Then one
+    more job, fenced by hand while its handler runs: does the handler see it?"""
+    lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS)
+    work_s = checks.seconds("work_s", work_s, 0.1, lease_s)
+    batch = checks.whole_number("batch", batch, 2, 5)
+    stop = stop or threading.Event()
+    with db.connection() as conn:
+        seeding.reset_and_seed(conn, KIND, batch)
+        run(conn, "lab/runs_create")
+        run(conn, "lab/runs_clear")
+    a = Worker(db, {KIND: _recording(db, "A", work_s)}, lease=lease_s, batch=batch, poll=0.1)
+    b = Worker(db, {KIND: _recording(db, "B", work_s)}, lease=lease_s, poll=0.05)
+    a_done = threading.Thread(target=a.run, kwargs={"until_idle": True}, daemon=True)
+    a_done.start()
+    with db.connection() as conn:
+        while queue.status_counts(conn).get("running", 0) < batch and a_done.is_alive():
+            time.sleep(0.01)
+    b_thread = threading.Thread(target=b.run, daemon=True)
+    b_thread.start()
+    while a_done.is_alive() and not stop.is_set():
+        a_done.join(0.1)
+        tell(progress, 1 if a_done.is_alive() else 2, 3)
+    b.stop()
+    b_thread.join(10)
+    a_done.join(10)
+    with db.connection() as conn:
+        runs = {job_id: list(workers) for job_id, _, workers in run(conn, "lab/runs_per_job")}
+    saw_lost = _fenced_mid_run(db, lease_s)
+    tell(progress, 3, 3)
+    return PoolBatchResult(
+        lease_s=lease_s,
+        work_s=work_s,
+        runs=runs,
+        beats=a.report.beats,
+        leases_lost=a.report.leases_lost,
+        handler_saw_lost=saw_lost,
+        guess=guess,
+        stopped=stop.is_set(),
+        **server_fields(db),
+    )
+
+
+def _recording(db: Database, worker: str, work_s: float) -> Callable[[queue.Job], None]:
+    """A handler whose first act writes its run to the ledger, then works."""
+
+    def handle(job: queue.Job) -> None:
+        with db.connection() as conn:
+            run(conn, "lab/run_record", {"job_id": job.id, "fence_token": job.fence_token, "worker": worker})
+        time.sleep(work_s)
+
+    return handle
+
+
+def _fenced_mid_run(db: Database, lease_s: float) -> bool:
+    """One job; once its handler runs, fence it by hand (a new token, as a reaper
+    and another claim would). True if the handler's job.lost was set within 5 s."""
+    started, seen = threading.Event(), threading.Event()
+
+    def handle(job: queue.Job) -> None:
+        started.set()
+        if job.lost.wait(5):
+            seen.set()
+
+    with db.connection() as conn:
+        [job_id] = queue.enqueue_many(conn, KIND, [{}])
+        worker = Worker(db, {KIND: handle}, lease=lease_s, poll=0.1)
+        thread = threading.Thread(target=worker.run, kwargs={"until_idle": True}, daemon=True)
+        thread.start()
+        if started.wait(10):
+            run(conn, "lab/fence_job", {"id": job_id, "lease": "1 minute"})
+        thread.join(15)
+    return seen.is_set()

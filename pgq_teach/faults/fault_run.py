@@ -33,13 +33,14 @@ _INVARIANTS = (
     ("stale_done_accepted", "stale completion(s) accepted: not fenced"),
     ("done_by_stale_claim", "job(s) marked done by a worker whose claim was not the latest"),
     ("fenced_own_completion", "completing claim(s) told they were fenced"),
+    ("run_twice_while_held", "job(s) run twice while the process held their lease"),
     *SHARED_INVARIANTS,
 )
 _FROM_VERDICT = (
     "done", "dead", "duplicate_effects", "done_without_effect", "effects_not_done", "effects_after_done",
     "fenced", "stale_done_accepted", "done_by_stale_claim", "fenced_own_completion", "overwrites",
     "jobs_done_twice", "calls", "absorbed", "calls_after_done", "claims_not_completing",
-    "outcomes_across_requeue",
+    "outcomes_across_requeue", "run_twice_while_held",
 )  # fmt: skip
 
 
@@ -54,6 +55,8 @@ class FaultReport(RunReport):
     pauses: int = 0
     terminations: int = 0
     sessions_ended: int = 0
+    heartbeats_ended: int = 0
+    run_twice_while_held: int = 0
     restarts: int = 0
     restart_note: str = ""
     requeue_rounds: int = 0
@@ -86,6 +89,9 @@ class FaultReport(RunReport):
             f"past the lease, {self.terminations} pg_terminate_backend rounds "
             f"({self.sessions_ended} sessions), "
             f"{self.restarts} server restart(s)" + (f" [{self.restart_note}]" if self.restart_note else ""),
+            f"  heartbeat pools: {s.concurrency} executors per process, batch {s.batch}, every "
+            f"{s.long_every}th job works 1.5 leases; {self.heartbeats_ended} heartbeat sessions ended; "
+            f"jobs run twice while the process held their lease {self.run_twice_while_held}",
             f"  requeues: {self.requeued} dead job(s) put back to ready in {self.requeue_rounds} round(s); "
             f"outcomes reported by a claim from before its job's requeue {self.outcomes_across_requeue}",
             f"  result: done {self.done:,}, dead {self.dead:,}, lost {self.lost}, "
@@ -138,7 +144,7 @@ def run_faults(
         # One more reaper pass, once every lease has run out: nothing may be left.
         time.sleep(0.1)
         report.reaped_at_end = _final_reap(fleet, s.lease)
-        _judge(fleet.verdict(), report)
+        _judge(fleet.verdict() | fleet.session.row("lab/fault_twice_held"), report)
     finally:
         fleet.session.close()
     return report
@@ -154,6 +160,7 @@ class _Faults:
         self.next_kill, self.next_term = began + s.kill_every, began + s.terminate_every / 2
         self.next_pause, self.next_requeue = began + s.pause_every, began + s.requeue_every
         self.next_look = began
+        self.next_beat_kill = began + s.beat_kill_every
         self.restart_at = began + 0.4 * s.seconds if s.restart else None
         self.chaos_end = began + s.seconds
         self.deadline = self.chaos_end + s.drain_timeout
@@ -167,6 +174,8 @@ class _Faults:
                 self.terminate(now)
             if now >= self.next_pause:
                 self.pause(now)
+            if now >= self.next_beat_kill:
+                self.end_heartbeat(now)
             if self.restart_at is not None and now >= self.restart_at:
                 self.restart()
         if now >= self.next_requeue:
@@ -192,6 +201,7 @@ class _Faults:
             return
         victim = self.rng.choice(mid or running or [None])
         if victim is not None:
+            self.fleet.strike(victim, "kill")
             self.fleet.pool.kill(victim)
             self.fleet.pool.start()
             self.report.kills += 1
@@ -199,14 +209,29 @@ class _Faults:
         self.next_kill = now + self.s.kill_every
 
     def terminate(self, now: float) -> None:
-        """End every session of one worker (LISTEN included) with pg_terminate_backend.
-        Frozen workers are left alone: they are there to come back late."""
+        """End every session of one worker (LISTEN and heartbeat included) with
+        pg_terminate_backend. Frozen workers are left alone: they are there to
+        come back late."""
         victim = self.rng.choice(self.fleet.pool.alive(paused=False) or [None])
         if victim is not None:
             ended = self.fleet.session.rows("lab/terminate_sessions_named", {"name": victim.name})
+            ended += self.fleet.session.rows(
+                "lab/terminate_sessions_named", {"name": f"{victim.name} heartbeat"}
+            )
             self.report.terminations += 1
             self.report.sessions_ended += len(ended)
         self.next_term = now + self.s.terminate_every
+
+    def end_heartbeat(self, now: float) -> None:
+        """End one worker's heartbeat session only, as a network cut or a
+        failover would: its next beat must be retried on a fresh connection."""
+        victim = self.rng.choice(self.fleet.pool.alive(paused=False) or [None])
+        if victim is not None:
+            ended = self.fleet.session.rows(
+                "lab/terminate_sessions_named", {"name": f"{victim.name} heartbeat"}
+            )
+            self.report.heartbeats_ended += len(ended)
+        self.next_beat_kill = now + self.s.beat_kill_every
 
     def pause(self, now: float) -> None:
         """SIGSTOP a worker inside a job for longer than its lease. Every other
@@ -217,6 +242,7 @@ class _Faults:
         mid = self.fleet.busy(running, fragile=fragile) or self.fleet.busy(running)
         if mid and len(running) > 1:
             victim = self.rng.choice(mid)
+            self.fleet.strike(victim, "pause", 2 * self.s.lease + 0.5)
             self.fleet.pool.pause(victim, 2 * self.s.lease + 0.5)
             # Frozen now: is it still inside that job? If not, let it go at
             # once and try again on the next round.

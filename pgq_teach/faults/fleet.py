@@ -64,8 +64,13 @@ class Session:
     def __init__(self, conninfo: str, pause: float = 0.1):
         self.conninfo, self.pause = conninfo, pause
         self.conn: psycopg.Connection | None = None
+        self._lock = threading.RLock()  # a pool's executors share it: one call at a time
 
     def call(self, fn: Callable[[psycopg.Connection], Any]) -> Any:
+        with self._lock:
+            return self._call(fn)
+
+    def _call(self, fn: Callable[[psycopg.Connection], Any]) -> Any:
         deadline = time.monotonic() + RETRY_SECONDS
         while True:
             try:
@@ -124,10 +129,17 @@ def _serve(spec: dict) -> None:
     rng = random.Random(spec["seed"])
     low, high = spec["sleep_ms"]
     load = spec["mode"] == "load"
+    long_every = spec.get("long_every", 0)
+
+    started: set[tuple[int, int]] = set()  # claims whose handler ran here
 
     def handle(job):
+        started.add((job.id, job.attempts))
         ledger.rows("lab/fault_call", {"job_id": job.id, "attempts": job.attempts, "worker": name})
-        time.sleep(rng.uniform(low, high) / 1000)
+        if long_every and job.payload["n"] % long_every == 0:
+            time.sleep(1.5 * spec["lease"])  # longer than the lease: only the heartbeat keeps it
+        else:
+            time.sleep(rng.uniform(low, high) / 1000)
         if load:
             n = job.payload["n"]
             if planned_failure(spec["plan_seed"], n, job.attempts, spec["fail_rate"]):
@@ -135,8 +147,17 @@ def _serve(spec: dict) -> None:
         ledger.rows("lab/fault_effect", {"job_id": job.id, "attempts": job.attempts, "worker": name})
 
     def on_event(event, job):
+        if job is not None and event == "lost":
+            params = {"job_id": job.id, "attempts": job.attempts, "worker": name, "at": time.time()}
+            try:
+                ledger.rows("lab/fault_lost", params)
+            except psycopg.Error:
+                pass
+            return
         if job is None or event not in OUTCOMES:
             return
+        if event == "fenced" and (job.id, job.attempts) not in started:
+            event = "not_started"  # no longer held when its turn came: the judge counts it apart
         try:
             ledger.rows(
                 "lab/fault_outcome",
@@ -152,6 +173,7 @@ def _serve(spec: dict) -> None:
         lease=spec["lease"],
         poll=spec["poll"],
         batch=spec.get("batch", 1),
+        concurrency=spec.get("concurrency", 1),
         on_event=on_event,
     )
     worker.stop_on_sigterm()
@@ -507,6 +529,11 @@ class Fleet:
         rows = self.session.rows("lab/fault_busy_workers", {"names": [c.name for c in children]})
         names = {name for name, max_attempts in rows if fragile is None or (max_attempts == 1) == fragile}
         return [c for c in children if c.name in names]
+
+    def strike(self, child: Child, kind: str, seconds: float | None = None) -> None:
+        """Note a fault that takes a worker's jobs from it by right (a kill, or
+        a pause of `seconds`), before it strikes: the judge excuses them."""
+        self.session.rows("lab/fault_strike", {"worker": child.name, "kind": kind, "seconds": seconds})
 
     def requeue_dead(self) -> int:
         """queue.requeue_dead on the orchestrator's session: the number of dead jobs put back to ready."""

@@ -82,7 +82,11 @@ class FaultSettings(RunSettings):
     on, each on its own clock; dead jobs are requeued every `requeue_every`
     seconds until the queue drains. Every `fragile_every`-th job (none if 0)
     gets one try only, so the faults kill some jobs for the requeues to bring
-    back. `restart`: restart the server once, 40% into the faults."""
+    back. `restart`: restart the server once, 40% into the faults. Each
+    worker process is a heartbeat pool: `concurrency` executors claiming
+    `batch` jobs each; every `long_every`-th job (none if 0) works one and a
+    half leases, so only its heartbeat keeps it; every `beat_kill_every`
+    seconds one worker's heartbeat session is ended."""
 
     jobs: int = 2_000
     workers: int = 4
@@ -97,6 +101,10 @@ class FaultSettings(RunSettings):
     requeue_every: float = 0.5
     fragile_every: int = 2
     restart: bool = True
+    concurrency: int = 4
+    batch: int = 10
+    long_every: int = 10
+    beat_kill_every: float = 0.7
     mode: ClassVar[str] = "faults"
     handler_ms: ClassVar[tuple[int, int]] = (2, 12)  # long enough that faults strike mid-job
 
@@ -107,6 +115,18 @@ class FaultSettings(RunSettings):
             self.keep(name, checks.seconds(name, getattr(self, name), 0.05, DAY))
         self.keep("fragile_every", checks.whole_number("fragile_every", self.fragile_every, 0, 1_000_000))
         checks.one_of("restart", self.restart, (True, False))
+        self.keep("concurrency", checks.whole_number("concurrency", self.concurrency, 1, 64))
+        self.keep("batch", checks.whole_number("batch", self.batch, 1, 1_000))
+        self.keep("long_every", checks.whole_number("long_every", self.long_every, 0, 1_000_000))
+        self.keep("beat_kill_every", checks.seconds("beat_kill_every", self.beat_kill_every, 0.05, DAY))
+
+    def worker_spec(self) -> dict[str, Any]:
+        """The shared spec, as heartbeat pools with long jobs among the short."""
+        return super().worker_spec() | {
+            "batch": self.batch,
+            "concurrency": self.concurrency,
+            "long_every": self.long_every,
+        }
 
     @property
     def due_over(self) -> float:

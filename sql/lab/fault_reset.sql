@@ -3,4 +3,5 @@
 -- Safe: NO outside a lab's own database: it deletes every ledger row.
 -- Parameters: none.
 
-TRUNCATE fault_calls, fault_effects, fault_outcomes, fault_transitions RESTART IDENTITY;
+TRUNCATE fault_calls, fault_effects, fault_outcomes, fault_transitions, fault_strikes, fault_lost
+  RESTART IDENTITY;

@@ -4,9 +4,11 @@
 -- begins, an 'effect' row when it tries its effect, saying whether it applied);
 -- fault_effects, the handlers' one effect per job (its primary key is the
 -- idempotency key); fault_outcomes, what workers were told (done, fenced,
--- retried, dead); and fault_transitions, every update of a jobs row, written by
--- a trigger in the same transaction as the update itself, with the session's
--- application_name (each worker process sets its own name) as its actor.
+-- retried, dead, or not_started: no longer held when its turn came);
+-- fault_strikes and fault_lost (below); and fault_transitions, every update
+-- of a jobs row, written by a trigger in the same transaction as the update
+-- itself, with the session's application_name (each worker process sets its
+-- own name; its heartbeat session adds " heartbeat") as its actor.
 -- Safe: only in a lab's own database: it adds a trigger to jobs, which slows
 --   every update of a job a little. Creates what is missing; run
 --   lab/fault_reset.sql to empty the ledgers.
@@ -37,6 +39,25 @@ CREATE TABLE IF NOT EXISTS fault_outcomes (
   worker   text        NOT NULL,
   outcome  text        NOT NULL,
   at       timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- fault_strikes: the faults that take a job from a worker by right (a SIGKILL,
+-- a SIGSTOP past the lease), written by the orchestrator as it strikes; a
+-- pause has an end, a kill none.
+CREATE TABLE IF NOT EXISTS fault_strikes (
+  worker text        NOT NULL,
+  kind   text        NOT NULL CHECK (kind IN ('kill', 'pause')),
+  at     timestamptz NOT NULL DEFAULT clock_timestamp(),
+  until  timestamptz
+);
+
+-- fault_lost: a worker learnt it no longer held a job (a beat found it fenced,
+-- or it gave the lease up after failed beats), at the worker's own clock.
+CREATE TABLE IF NOT EXISTS fault_lost (
+  job_id   bigint      NOT NULL,
+  attempts int         NOT NULL,
+  worker   text        NOT NULL,
+  at       timestamptz NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS fault_transitions (

@@ -1,0 +1,255 @@
+"""The Worker as one producer with N executors: one heartbeat for every job
+the process holds, a check before each job starts, a handler that learns it
+lost its job, one wake-up per notification, and leases that count from the
+claim. Runs are counted in the database (the job_runs ledger), and the
+second worker is a separate process where the story needs one."""
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+import pgq_teach as pgq
+from pgq_teach.statements import run
+
+from helpers import counts, job_row, recording_handler, runs_per_job, seed, wait_for
+
+TESTS = Path(__file__).resolve().parent
+SECOND = "import json, sys; from helpers import serve_recording_worker; serve_recording_worker(json.loads(sys.argv[1]))"
+
+
+class Running:
+    """A Worker on a thread; join() stops it and raises any error it hit."""
+
+    def __init__(self, worker, **kwargs):
+        self.worker, self.error = worker, None
+        self.thread = threading.Thread(target=self._go, kwargs=kwargs, daemon=True)
+        self.thread.start()
+
+    def _go(self, **kwargs):
+        try:
+            self.worker.run(**kwargs)
+        except BaseException as exc:
+            self.error = exc
+
+    def join(self, timeout=15):
+        self.worker.stop()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "worker did not stop"
+        if self.error:
+            raise self.error
+
+
+def second_process(db, *, running: int, seconds: float, work: float = 0.0,
+                   stop_after_run: bool = False) -> subprocess.Popen:
+    """Another worker process (lease 1 s, polling every 50 ms, reaping as it
+    claims) that starts working once `running` jobs are running."""
+    spec = {"dsn": db.dsn, "name": "second", "kind": "slow", "running": running, "seconds": seconds,
+            "work": work, "lease": 1.0, "stop_after_run": stop_after_run}
+    return subprocess.Popen([sys.executable, "-c", SECOND, json.dumps(spec)], cwd=TESTS,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_a_batch_of_long_jobs_with_heartbeats_runs_each_once_beside_a_second_process(db, conn):
+    """Three 0.8 s jobs claimed as one batch under a 1 s lease: the third waits
+    1.6 s, past its first lease, and the heartbeat keeps it."""
+    run(conn, "lab/runs_create")
+    seed(conn, 3, kind="slow")
+    second = second_process(db, running=3, seconds=60.0, stop_after_run=True)  # outlives the batch
+    worker = pgq.Worker(db, {"slow": recording_handler(db.dsn, "first", 0.8)}, lease=1.0, batch=3)
+    report = worker.run(until_idle=True)
+    # The second process is still working: a job enqueued now is its to run.
+    late = pgq.enqueue(conn, "slow", {})
+    assert wait_for(lambda: job_row(conn, late)["status"] == "done", 10)
+    theirs = finish(second)
+    runs = runs_per_job(conn)
+    assert runs.pop(late) == ["second"]
+    assert list(runs.values()) == [["first"]] * 3
+    assert counts(conn) == {"done": 4}
+    assert report.done == 3 and report.fenced == 0 and report.leases_lost == 0
+    assert report.beats >= 2 and theirs["reaped"] == 0
+
+
+def test_without_a_heartbeat_a_job_longer_than_its_lease_runs_twice_beside_a_second_process(db, conn):
+    """The harness can see a job run twice: 2 s of work under a 1 s lease and
+    no heartbeat. The second process reaps the passed lease and runs it too."""
+    run(conn, "lab/runs_create")
+    seed(conn, 1, kind="slow")
+    second = second_process(db, running=1, seconds=30.0, stop_after_run=True)
+    worker = pgq.Worker(db, {"slow": recording_handler(db.dsn, "first", 2.0)}, lease=1.0, heartbeat=False)
+    report = worker.run(until_idle=True)
+    finish(second)
+    assert list(runs_per_job(conn).values()) == [["first", "second"]]
+    assert report.fenced == 1  # the first worker's completion came too late
+
+
+def test_a_terminated_heartbeat_session_is_replaced_and_the_job_runs_once(db, conn):
+    """A 3.5 s job under a 1 s lease; its heartbeat session is ended from
+    another session mid-job. The next beat fails, is retried on a fresh
+    connection, and no other worker runs the job."""
+    run(conn, "lab/runs_create")
+    [job_id] = pgq.enqueue_many(conn, "slow", [{}])
+    second = second_process(db, running=1, seconds=5.0)
+    worker = pgq.Worker(db, {"slow": recording_handler(db.dsn, "first", 3.5)}, lease=1.0)
+    running = Running(worker)
+    try:
+        assert wait_for(lambda: worker.report.beats >= 2, 10)
+        pid = worker.leases.backend_pid()
+        assert pid is not None and run(conn, "lab/terminate_backend", {"pid": pid}).fetchone()[0]
+        assert wait_for(lambda: job_row(conn, job_id)["status"] == "done", 15)
+    finally:
+        running.join()
+    finish(second)
+    assert runs_per_job(conn) == {job_id: ["first"]}
+    assert job_row(conn, job_id)["attempts"] == 1
+    report = worker.report
+    assert report.beat_failures >= 1 and report.leases_lost == 0 and report.done == 1
+    assert worker.leases.backend_pid() != pid
+
+
+def test_a_handler_sees_that_its_job_was_fenced_while_it_ran(db, conn):
+    [job_id] = pgq.enqueue_many(conn, "slow", [{}])
+    started, seen = threading.Event(), {}
+
+    def handler(job):
+        started.set()
+        seen["lost"] = job.lost.wait(10)
+        seen["still_mine"] = job.still_mine()
+
+    worker = pgq.Worker(db, {"slow": handler}, lease=1.0)
+    running = Running(worker)
+    try:
+        assert started.wait(10)
+        assert run(conn, "lab/fence_job", {"id": job_id, "lease": "1 minute"}).fetchone()
+        assert wait_for(lambda: "still_mine" in seen, 10)
+    finally:
+        running.join()
+    assert seen == {"lost": True, "still_mine": False}
+    report = worker.report
+    assert report.leases_lost == 1 and report.fenced == 1 and report.done == 0
+    assert job_row(conn, job_id)["status"] == "running"  # the newer claim's, untouched
+
+
+@pytest.mark.parametrize("heartbeat", [True, False])
+def test_a_job_fenced_while_it_waits_in_a_batch_is_not_started(db, conn, heartbeat):
+    """The first job of a batch of two fences the second and works 0.6 s of
+    a 1 s lease. The heartbeat finds the second fenced; without one, the
+    check before it starts (half its lease gone) renews it and finds it fenced."""
+    run(conn, "lab/runs_create")
+    first, second = pgq.enqueue_many(conn, "slow", [{}, {}])
+    record = recording_handler(db.dsn, "first")
+
+    def handler(job):
+        record(job)
+        if job.id == first:
+            with db.connection() as other:
+                run(other, "lab/fence_job", {"id": second, "lease": "1 minute"})
+            time.sleep(0.6)
+
+    report = pgq.Worker(db, {"slow": handler}, lease=1.0, batch=2, heartbeat=heartbeat).run(until_idle=True)
+    assert runs_per_job(conn) == {first: ["first"], second: []}
+    assert report.done == 1 and report.fenced == 1 and report.leases_lost == 1
+
+
+def test_one_notification_wakes_one_claim_in_a_pool_and_every_worker_otherwise(db, conn):
+    """Four idle executors in one process: a notification wakes one claim.
+    Four idle Workers: it wakes all four, and three claims come back empty."""
+    done = []
+    pool = pgq.Worker(db, {"slow": lambda job: done.append(job.id)}, concurrency=4, poll=60)
+    loners = [pgq.Worker(db, {"slow": lambda job: done.append(job.id)}, poll=60) for _ in range(4)]
+    seen = {}
+    for name, workers in (("pool", [pool]), ("loners", loners)):
+        started = [Running(w) for w in workers]
+        try:
+            assert wait_for(lambda: all(w.report.empty_claims >= 1 for w in workers), 10)  # idle now
+            before = [(w.report.claims, w.report.empty_claims) for w in workers]
+            job_id = pgq.enqueue(conn, "slow", {})
+            assert wait_for(lambda: job_id in done, 10)
+            time.sleep(0.5)  # any straggling wake-up and claim lands
+        finally:
+            for r in started:
+                r.join()
+        seen[name] = (
+            sum(w.report.wakeups for w in workers),
+            sum(w.report.claims - c for w, (c, _) in zip(workers, before)),
+            sum(w.report.empty_claims - e for w, (_, e) in zip(workers, before)),
+        )
+    assert seen["pool"] == (1, 1, 0)  # wake-ups, claims, empty claims
+    wakeups, claims, empty = seen["loners"]
+    assert wakeups == 4 and empty >= 3 and claims >= 4
+
+
+def test_a_pool_runs_its_executors_at_once_on_three_connections(db, conn):
+    """Eight jobs that each wait for all eight: only eight executors at once
+    can finish them. The process holds three sessions: work, LISTEN and heartbeat."""
+    seed(conn, 8, kind="slow")
+    barrier = threading.Barrier(8, timeout=10)
+    sessions = []
+
+    def handler(job):
+        if barrier.wait() == 0:
+            with db.connection() as look:
+                sessions.append(run(look, "lab/other_sessions").fetchone()[0] - 1)  # less this look
+
+    report = pgq.Worker(db, {"slow": handler}, concurrency=8, lease=30).run(until_idle=True)
+    assert report.done == 8 and counts(conn) == {"done": 8}
+    assert sessions == [3]
+
+
+def test_a_claim_late_in_a_long_transaction_still_gets_a_whole_lease(db, conn):
+    """The transaction is older than the lease when the claim runs; the lease
+    counts from the claim (clock_timestamp()), not from the transaction's
+    start (now()), so it has not passed already. The heartbeat's statement
+    counts the same way."""
+    [job_id] = pgq.enqueue_many(conn, "slow", [{}])
+    with conn.transaction():
+        began = run(conn, "lab/open_transaction").fetchone()[0]
+        time.sleep(0.6)  # the transaction is now older than the 0.5 s lease
+        [job] = pgq.claim(conn, lease=0.5)
+        assert job.leased_until - began >= timedelta(seconds=1.1)
+        assert run(conn, "lab/lease_left", {"id": job_id}).fetchone()[2] > 0
+        time.sleep(0.6)
+        assert pgq.extend_leases(conn, [job], 0.5) == {(job_id, job.fence_token)}
+        leased_until = job_row(conn, job_id)["leased_until"]
+        assert leased_until - began >= timedelta(seconds=1.7)
+    # Outside a transaction the statement is its own transaction: the same count.
+    with db.connection() as fresh:
+        assert pgq.extend_leases(fresh, [job], 60) == {(job_id, job.fence_token)}
+        assert 50 < run(fresh, "lab/lease_left", {"id": job_id}).fetchone()[2] <= 60
+
+
+def test_a_stale_claim_and_a_newer_one_of_the_same_job_are_told_apart(db, conn):
+    """One process can hold a stale claim of a job (its lease passed while it
+    was frozen) and a newer claim of the same job. The leases are kept per
+    claim, a beat keeps only the newer, and a batch completion refuses to
+    name one job twice (its rows could not say which claim matched)."""
+    from pgq_teach.worker import Leases
+
+    [job_id] = pgq.enqueue_many(conn, "slow", [{}])
+    [stale] = pgq.claim(conn, lease=60)
+    [token] = run(conn, "lab/fence_job", {"id": job_id, "lease": "1 minute"}).fetchone()
+    fresh = pgq.Job(stale.id, stale.kind, stale.payload, stale.attempts + 1, fence_token=token)
+    told = []
+    leases = Leases(db.dsn, timedelta(seconds=60), lambda job, why: told.append((job.fence_token, why)),
+                    lambda *_: None)
+    try:
+        leases.hold([stale, fresh], time.monotonic())
+        assert leases.renew([stale, fresh]) == {(job_id, token)}
+    finally:
+        leases.close()
+    assert stale.lost.is_set() and not fresh.lost.is_set() and told == [(stale.fence_token, "fenced")]
+    assert leases.left(stale) == float("-inf") and leases.left(fresh) > 50
+    with pytest.raises(pgq.BadInput, match="twice"):
+        pgq.complete_many(conn, [stale, fresh])
+    assert pgq.complete_many(conn, [stale]) == [False] and pgq.complete_many(conn, [fresh]) == [True]

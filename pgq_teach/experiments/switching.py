@@ -660,7 +660,8 @@ class OutageResult(Result):
                 "(no try spent)",
                 f"duplicates: {self.published_uncompleted} published by a relay that died before marking "
                 f"them sent; the dedup window removed {self.deduplicated} duplicate publishes; "
-                f"the stream holds {self.stream_messages} messages; the consumer absorbed {self.duplicates_absorbed}",
+                f"the stream holds {self.stream_messages} messages; "
+                f"the consumer absorbed {self.duplicates_absorbed}",
             ]
             + self.footer()
         )

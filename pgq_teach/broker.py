@@ -273,6 +273,16 @@ def _answers(port: int) -> bool:
         return False
 
 
+def _sorted_error(exc: Exception) -> BrokerDown | Rejected:
+    """A publish error as the relay sees it: the broker refused this message (its own
+    fault), or the broker was not there to answer (nobody's fault but the outage's)."""
+    from nats.js.errors import APIError, ServiceUnavailableError
+
+    if isinstance(exc, APIError) and not isinstance(exc, ServiceUnavailableError):
+        return Rejected(f"the broker refused it: {exc.description or exc}")
+    return BrokerDown(f"no ack from the broker ({type(exc).__name__})")
+
+
 # --- the client, as plain calls ---------------------------------------------------
 
 
@@ -382,6 +392,16 @@ class Client:
 
         self.call(make())
 
+    def set_max_msg_size(self, name: str, size: int) -> None:
+        """Change a stream's largest accepted message, keeping its messages."""
+
+        async def update() -> None:
+            config = (await self.js.stream_info(name)).config
+            config.max_msg_size = size
+            await self.js.update_stream(config)
+
+        self.call(update())
+
     def stream_messages(self, name: str) -> int:
         """How many messages the stream holds now."""
         info = self.call(self.js.stream_info(name))
@@ -393,21 +413,30 @@ class Client:
         """Publish and wait for the broker's ack: (stream sequence, duplicate?). A duplicate is
         a message id the stream saw within its duplicate window: it is not stored again.
         Raises BrokerDown when no ack comes, Rejected when the broker refuses the message."""
-        from nats.errors import Error as NatsError
-        from nats.js.errors import APIError, ServiceUnavailableError
+        outcome = self.publish_batch([(subject, payload, msg_id)], timeout_s=timeout_s)[0]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
 
-        try:
-            ack = self.call(
-                self.js.publish(subject, payload, timeout=timeout_s, headers={MSG_ID: msg_id}),
-                timeout=timeout_s + 5,
-            )
-        except ServiceUnavailableError as exc:
-            raise BrokerDown(f"JetStream unavailable: {exc}") from None
-        except APIError as exc:
-            raise Rejected(f"the broker refused it: {exc.description or exc}") from None
-        except (NatsError, asyncio.TimeoutError, TimeoutError, OSError) as exc:
-            raise BrokerDown(f"no ack from the broker ({type(exc).__name__})") from None
-        return int(ack.seq), bool(ack.duplicate)
+    def publish_batch(
+        self, messages: list[tuple[str, bytes, str]], *, timeout_s: float = 1.0
+    ) -> list[tuple[int, bool] | BrokerDown | Rejected]:
+        """Publish (subject, payload, message id) messages all in flight at once and wait for
+        every ack: for each, (sequence, duplicate?) or the BrokerDown or Rejected it met.
+        Only messages whose relative order does not matter may share a batch: one may fail
+        while a later one is stored."""
+
+        async def one(subject: str, payload: bytes, msg_id: str) -> tuple[int, bool] | BrokerDown | Rejected:
+            try:
+                ack = await self.js.publish(subject, payload, timeout=timeout_s, headers={MSG_ID: msg_id})
+            except Exception as exc:  # sorted into the two kinds the relay acts on  # noqa: BLE001
+                return _sorted_error(exc)
+            return int(ack.seq), bool(ack.duplicate)
+
+        async def all_of() -> list[tuple[int, bool] | BrokerDown | Rejected]:
+            return list(await asyncio.gather(*(one(*m) for m in messages)))
+
+        return self.call(all_of(), timeout=timeout_s + 10)
 
     def read_all(
         self, stream: str, subject: str, consumer: str | None = None, *, crash_before_ack: int = 0

@@ -192,7 +192,7 @@ def drain_rate(
         raise errors[0]
     with db.connection() as conn:
         counts = dict(run(conn, "lab/status_counts").fetchall())
-    return DrainRate(
+    result = DrainRate(
         jobs=jobs,
         batch=batch,
         workers=workers,
@@ -203,6 +203,9 @@ def drain_rate(
         stopped=stop.is_set(),
         **server_fields(db),
     )
+    if not result.stopped:  # lesson 12's back-of-envelope step starts from it
+        measurements.record(measurements.DRAIN_JOBS_PER_S_11, round(result.jobs_per_s))
+    return result
 
 
 # --- the outbox relay and its stand-in broker ---------------------------------------
@@ -448,6 +451,8 @@ class RelayStats:
     pauses: int = 0
     handed_back: int = 0
     published_uncompleted: int = 0  # a crashed relay's: in the broker, never marked sent
+    claims: int = 0
+    claim_s: float = 0.0  # time spent in the claim statement
 
 
 class Relay:
@@ -464,8 +469,10 @@ class Relay:
         pause_s: float = 0.1,
         pause_cap_s: float = 2.0,
         ack_timeout_s: float = 1.0,
+        in_key_order: bool = True,
     ):
         self.db, self.client = db, client
+        self.in_key_order = in_key_order
         self.batch = checks.whole_number("batch", batch, 1, queue.MAX_BATCH)
         self.lease = checks.lease(lease)
         self.pause_cap_s = float(checks.seconds("pause_cap_s", pause_cap_s, 0.01, 3600))
@@ -476,37 +483,52 @@ class Relay:
         self.stop_event = threading.Event()
 
     def claim(self, conn: psycopg.Connection, *, lease: timedelta | None = None) -> list[queue.Job]:
-        """The head unsent event of up to `batch` orders."""
-        params = {"kind": OUTBOX_KIND, "batch": self.batch, "lease": lease or self.lease}
-        return [queue.Job(*row) for row in run(conn, "claim_in_key_order", params).fetchall()]
+        """The head unsent event of up to `batch` orders (in_key_order=False: the
+        course's plain claim, the oldest due events whatever their order)."""
+        began = time.perf_counter()
+        self.stats.claims += 1
+        try:
+            if not self.in_key_order:
+                return queue.claim(conn, batch=self.batch, lease=lease or self.lease)
+            params = {"kind": OUTBOX_KIND, "batch": self.batch, "lease": lease or self.lease}
+            return [queue.Job(*row) for row in run(conn, "claim_in_key_order", params).fetchall()]
+        finally:
+            self.stats.claim_s += time.perf_counter() - began
 
     def run_once(self, conn: psycopg.Connection, *, crash_after_publish: bool = False) -> tuple[int, bool]:
         """One round: (events claimed, whether the broker was down)."""
         queue.reap(conn)
         jobs = self.claim(conn, lease=timedelta(seconds=0.5) if crash_after_publish else None)
         sent: list[queue.Job] = []
-        down: str | None = None
-        for n, job in enumerate(jobs):
-            try:
-                _, duplicate = self.client.publish(
-                    subject(job), event_bytes(job), str(job.id), timeout_s=self.ack_timeout_s
-                )
-            except broker.BrokerDown as exc:
-                down = str(exc)
-                self.hand_back(conn, jobs[n:], down)
-                break
-            except broker.Rejected as exc:
-                queue.fail(conn, job, exc)  # its own fault: a try is spent, with the queue's backoff
-                self.stats.rejected += 1
+        unsent: list[queue.Job] = []
+        down = ""
+        # One event per order in a per-key claim: the whole batch can be in flight at once.
+        # The plain claim may hold two events of one order, so it publishes one at a time.
+        groups = [jobs] if self.in_key_order else [[j] for j in jobs]
+        for group in groups:
+            if down:  # after a refused connection, the rest of the batch goes back unsent, in order
+                unsent.extend(group)
                 continue
-            self.stats.deduplicated += duplicate
-            self.stats.sent += not duplicate
-            sent.append(job)
+            messages = [(subject(j), event_bytes(j), str(j.id)) for j in group]
+            outcomes = self.client.publish_batch(messages, timeout_s=self.ack_timeout_s)
+            for job, outcome in zip(group, outcomes, strict=True):
+                if isinstance(outcome, broker.BrokerDown):
+                    down = str(outcome)
+                    unsent.append(job)
+                elif isinstance(outcome, broker.Rejected):
+                    queue.fail(conn, job, outcome)  # its own fault: a try is spent, with the queue's backoff
+                    self.stats.rejected += 1
+                else:
+                    self.stats.deduplicated += outcome[1]
+                    self.stats.sent += not outcome[1]
+                    sent.append(job)
+        if unsent:
+            self.hand_back(conn, unsent, down)
         if crash_after_publish:
             self.stats.published_uncompleted += len(sent)  # dies here: the reaper hands them back
         elif sent:
             queue.complete_many(conn, sent)
-        return len(jobs), down is not None
+        return len(jobs), bool(down)
 
     def hand_back(self, conn: psycopg.Connection, jobs: list[queue.Job], error: str) -> None:
         """Back to ready unsent, attempts given back: the broker was down, not the event."""
@@ -623,6 +645,7 @@ class OutageResult(Result):
     final_lag_s: float
     lag: list[tuple[float, float, bool]] = field(default_factory=list)  # (t, lag s, broker up)
     killed_pid: int = 0
+    tries: dict[int, int] = field(default_factory=dict)  # attempts spent -> events
     guess: float | None = None  # the peak lag, seconds
     guide: GuideFigure = GUIDE_OUTBOX
 
@@ -686,6 +709,7 @@ def outage(
     drain_timeout_s: float = 60.0,
     guess: float | None = None,
     progress: Progress | None = None,
+    stop: threading.Event | None = None,
     the_broker: broker.Broker | None = None,
 ) -> OutageResult:
     """Orders keep coming while the broker is SIGKILLed for `outage_s`, then started
@@ -702,6 +726,7 @@ def outage(
     checks.seconds("duplicate_window_s", duplicate_window_s, 1, 3600)
     the_broker = the_broker or broker.Broker()
     the_broker.start()
+    stop = stop or threading.Event()
     total_s = before_s + outage_s + after_s
     with broker.Client(the_broker.status().url, name="relay") as client, db.connection() as conn:
         prepare_outbox(conn, client, duplicate_window_s=duplicate_window_s)
@@ -729,7 +754,7 @@ def outage(
         killed_pid = 0
         try:
             next_sample = 0.0
-            while (now := time.monotonic() - began) < total_s:
+            while (now := time.monotonic() - began) < total_s and not stop.is_set():
                 if up[0] and now >= before_s:
                     killed_pid = the_broker.kill()
                     up[0] = False
@@ -755,6 +780,7 @@ def outage(
         if errors:
             raise errors[0]
         counts = queue.status_counts(conn)
+        tries = dict(run(conn, "lab/attempts_spent", {"kind": OUTBOX_KIND}).fetchall())
         stored = client.stream_messages(STREAM)
         messages = client.read_all(
             STREAM, SUBJECTS[0], consumer="shipping", crash_before_ack=crashed_consumer
@@ -782,7 +808,9 @@ def outage(
         final_lag_s=lag[-1][1] if lag else 0.0,
         lag=lag,
         killed_pid=killed_pid,
+        tries=tries,
         guess=guess,
+        stopped=stop.is_set(),
         **server_fields(db),
     )
 
@@ -945,6 +973,8 @@ def drain_side_by_side(
     jobs: int = 2000,
     batches: tuple[int, ...] = (1, 100),
     guess: float | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
     the_broker: broker.Broker | None = None,
 ) -> SideBySide:
     """Drain `jobs` no-op jobs, all waiting at the start, with one consumer each way and
@@ -954,10 +984,15 @@ def drain_side_by_side(
     for b in batches:
         checks.whole_number("batch", b, 1, queue.MAX_BATCH)
     the_broker = the_broker or broker.Broker()
+    stop = stop or threading.Event()
     rows: list[DrainRow] = []
     with broker.Client(the_broker.start().url, name="drain") as client:
-        for b in batches:
+        for n, b in enumerate(batches):
+            if stop.is_set():
+                break
+            tell(progress, 2 * n, 2 * len(batches))
             rows.append(drain_table(db, jobs, b))
+            tell(progress, 2 * n + 1, 2 * len(batches))
             client.make_stream("DRAIN", ["drain.jobs"], work_queue=True)
             client.publish_many("drain.jobs", jobs)
             elapsed, pickups = client.drain_work_queue("DRAIN", "drain.jobs", jobs, b)
@@ -974,9 +1009,7 @@ def drain_side_by_side(
                 )
             )
     rows.sort(key=lambda r: (not r.system.startswith("table"), r.batch))
-    result = SideBySide(rows=rows, guess=guess, **server_fields(db))
-    measurements.record(measurements.DRAIN_JOBS_PER_S_11, round(result.row("table", max(batches)).jobs_per_s))
-    return result
+    return SideBySide(rows=rows, guess=guess, stopped=stop.is_set(), **server_fields(db))
 
 
 def drain_table(db: Database, jobs: int, batch: int) -> DrainRow:
@@ -1007,3 +1040,89 @@ def drain_table(db: Database, jobs: int, batch: int) -> DrainRow:
         percentile_ms(pickups, 99),
         left,
     )
+
+
+# --- what per-key order costs ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RelayDrain:
+    """One relay draining a backlog: claims made, time in the claim, time in all."""
+
+    claim: str
+    events: int
+    claims: int
+    claim_s: float
+    elapsed_s: float
+    out_of_order: int
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.elapsed_s if self.elapsed_s else 0.0
+
+
+@dataclass(kw_only=True)
+class KeyOrderCost(Result):
+    """The same backlog relayed with the per-key claim and with the plain claim."""
+
+    orders: int
+    rows: list[RelayDrain]
+    guide: GuideFigure = GUIDE_OUTBOX
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            (
+                f"{r.claim}: events/s, claims, ms per claim",
+                None,
+                f"{r.events_per_s:,.0f}, {r.claims}, {1000 * r.claim_s / max(r.claims, 1):.1f}",
+                None,
+            )
+            for r in self.rows
+        ]
+
+    def summary(self) -> str:
+        lines = [f"a backlog of {self.orders} orders x {len(EVENTS)} events, one relay, batch 100:"]
+        for r in self.rows:
+            lines.append(
+                f"  {r.claim}: {r.events} events in {r.elapsed_s:.2f} s ({r.events_per_s:,.0f}/s), "
+                f"{r.claims} claims, {1000 * r.claim_s / max(r.claims, 1):.1f} ms each, "
+                f"{r.out_of_order} out of order"
+            )
+        return "\n".join(lines + self.footer())
+
+
+def key_order_cost(
+    db: Database, *, orders: int = 500, the_broker: broker.Broker | None = None
+) -> KeyOrderCost:
+    """Write `orders` orders' three events each (all unsent, as after an outage), then
+    relay them once with claim_in_key_order.sql and once with the plain claim.sql."""
+    checks.whole_number("orders", orders, 1, 100_000)
+    the_broker = the_broker or broker.Broker()
+    rows = []
+    with broker.Client(the_broker.start().url, name="key-order") as client, db.connection() as conn:
+        for in_key_order in (True, False):
+            prepare_outbox(conn, client, duplicate_window_s=JETSTREAM_DUPLICATE_WINDOW_S)
+            desk = OrderDesk(db)
+            with conn.transaction():
+                while len(desk.written) < orders * len(EVENTS):
+                    desk.step(conn)
+            run(conn, "lab/analyze_jobs")
+            relay = Relay(db, client, in_key_order=in_key_order)
+            began = time.perf_counter()
+            while relay.run_once(conn)[0]:
+                pass
+            elapsed = time.perf_counter() - began
+            consumer = OrderConsumer()
+            for _, _, body in client.read_all(STREAM, SUBJECTS[0]):
+                consumer.take(body)
+            rows.append(
+                RelayDrain(
+                    "per-key claim" if in_key_order else "plain claim",
+                    relay.stats.sent,
+                    relay.stats.claims,
+                    relay.stats.claim_s,
+                    elapsed,
+                    consumer.out_of_order,
+                )
+            )
+    return KeyOrderCost(orders=orders, rows=rows, **server_fields(db))

@@ -41,6 +41,7 @@ T = TypeVar("T")
 HOST = "127.0.0.1"  # loopback only: the course's broker is for this machine
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
+PORT_WAIT_S = 5.0  # how long a restart waits for its old port, so clients find it again
 MAX_PAYLOAD = 1024 * 1024  # the server's limit on any message (NATS' default, said out loud)
 ACK_WAIT_S = 1.0  # a consumer's unacked message comes again after this (JetStream's default: 30 s)
 MSG_ID = "Nats-Msg-Id"  # the header JetStream de-duplicates publishes on, within the stream's window
@@ -166,7 +167,7 @@ class Broker:
             raise SetupError(f"No nats-server is installed: {EXTRA}.")
         self.store.mkdir(parents=True, exist_ok=True)
         port = self._state().get("port")
-        if not port or not _port_free(port):
+        if not port or not _port_free(port, wait_s=PORT_WAIT_S):
             port = _free_port()
         config = self.store / "nats.conf"
         config.write_text(_config(port, self.store / "jetstream"))
@@ -252,16 +253,20 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _port_free(port: int) -> bool:
-    """Free to listen on. SO_REUSEADDR as the server sets it: the killed server's old
-    connections linger in TIME_WAIT for a minute, and they do not stop a listener."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return False
-        return True
+def _port_free(port: int, *, wait_s: float = 0.0) -> bool:
+    """Free to listen on, within `wait_s`. SO_REUSEADDR as the server sets it: a killed
+    server's connections linger a moment after it, and a few of them still hold the port."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((HOST, port))
+                return True
+            except OSError:
+                if time.monotonic() >= deadline:
+                    return False
+        time.sleep(0.1)
 
 
 def _answers(port: int) -> bool:

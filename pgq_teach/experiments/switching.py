@@ -734,7 +734,7 @@ def outage(
         relay = Relay(db, client)
         began = time.monotonic()
         lag: list[tuple[float, float, bool]] = []
-        up = [True]
+        up = True
         errors: list[BaseException] = []
 
         def relay_thread() -> None:
@@ -755,15 +755,15 @@ def outage(
         try:
             next_sample = 0.0
             while (now := time.monotonic() - began) < total_s and not stop.is_set():
-                if up[0] and now >= before_s:
+                if not killed_pid and now >= before_s:
                     killed_pid = the_broker.kill()
-                    up[0] = False
-                if not up[0] and now >= before_s + outage_s:
+                    up = False
+                if not up and now >= before_s + outage_s:
                     the_broker.start()
-                    up[0] = True
+                    up = True
                 desk.step(conn)
                 if now >= next_sample:
-                    lag.append((round(now, 2), outbox_lag(conn)[1], up[0]))
+                    lag.append((round(now, 2), outbox_lag(conn)[1], up))
                     next_sample = now + 0.5
                     tell(progress, int(now), int(total_s))
                 time.sleep(order_every_s)
@@ -775,7 +775,7 @@ def outage(
         finally:
             relay.stop_event.set()
             worker.join(30)
-            if not up[0]:
+            if not up:
                 the_broker.start()
         if errors:
             raise errors[0]

@@ -101,3 +101,16 @@ def test_the_outbox_relay_refuses_bad_input(db, kwargs):
 def test_drain_rate_refuses_bad_input(db, kwargs):
     with pytest.raises(BadInput):
         switching.drain_rate(db, **kwargs)
+
+
+def test_the_relay_exercise_fails_a_completion_fenced_on_the_first_token_only(pg):
+    """Issue 20: a batch fenced on its first token passed while every row of a batch
+    held the same token. Relay D's batch holds tokens 2 and 1, as real claims give."""
+    from pgq_teach import exercises
+    from pgq_teach.statements import statement
+
+    verdict = exercises.check("11/relay_complete", statement("exercise/wrong/complete_batch_on_first_token").text)
+    assert not verdict.passed and not verdict.refused
+    assert any(e.what == "relay D's completion" for e in verdict.failures), verdict.summary()
+    model = exercises.check("11/relay_complete", exercises.exercise("11/relay_complete").answer_text())
+    assert model.passed, model.summary()

@@ -8,8 +8,9 @@ four relays against a stand-in broker in the scratch database:
 - B publishes 1-6 and completes them: the current claim.
 - C claimed 7-9 and crashed before publishing: nothing may mark them done,
   or the reaper never returns them and they are never published (lost).
-- D claims what the reaper returned and the jobs never claimed, publishes and
-  completes them.
+- D claims what the reaper returned (their second claim: token 2) and the
+  jobs never claimed (token 1), publishes and completes them: one batch with
+  different tokens, so a statement that fences every row on one token fails.
 
 At the end every job must be done and in the broker at least once, and the
 broker's duplicates must be exactly the batch A published before stalling,
@@ -77,11 +78,16 @@ def check_relay_completion(
         # those and the jobs never claimed, publishes them, and completes them.
         reaped = [i for i in C_BATCH if after_b[i] == "running"]
         stage(owner, reaped, "ready", 1, 1, None)
-        d_ids = reaped + [i for i in range(C_BATCH[-1] + 1, JOBS + 1)]
-        stage(owner, d_ids, "running", 1, 3)
+        # Each row's token is its own claim count: 2 for a reaped job's second claim,
+        # 1 for a job claimed the first time, so one batch holds different tokens.
+        fresh = list(range(C_BATCH[-1] + 1, JOBS + 1))
+        stage(owner, reaped, "running", 2, 2)
+        stage(owner, fresh, "running", 1, 1)
+        d_batch = [(i, 2, 2) for i in reaped] + [(i, 1, 1) for i in fresh]
+        d_ids = [b[0] for b in d_batch]
         for job_id in d_ids:
             broker.publish(job_id, {"n": job_id})
-        d_done = complete(conn, learner, [(i, 1, 3) for i in d_ids])
+        d_done = complete(conn, learner, d_batch)
         final = statuses(owner)
         if progress:
             progress(3, 4)

@@ -4,16 +4,20 @@
   turned into a recommendation with its reasons.
 - `drain_rate`: the learner's own drain rate (100,000 batched jobs), beside
   the guide's "about 4 s", and why neither is a benchmark.
-- `outbox_relay`: the transactional enqueue kept, and a relay that claims jobs
-  with the course's claim and forwards them to a broker. The broker here is a
-  `StandInBroker`, an in-memory list standing in for Kafka, RabbitMQ or SQS
-  (no real broker runs offline). Delivery into it is at least once; the
-  consumer de-duplicates by job id. When it is down, jobs wait and are not lost.
+- The outbox relay on a real broker (NATS JetStream, `pgq_teach.broker`):
+  `Relay` claims each order's oldest unsent event, publishes it with
+  Nats-Msg-Id = the job id and marks it sent after the broker's ack; while the
+  broker is down it hands the batch back without spending tries and pauses.
+  `outage` kills the broker while orders keep coming; `fan_out` and
+  `drain_side_by_side` show what the broker gives that the table does not;
+  `key_order_cost` what per-key order costs.
+- `outbox_relay`: the same idea on a `StandInBroker`, an in-memory list, for a
+  platform with no nats-server wheel (the lab says so in one line).
 
-The drain and the relay return `results.Result`s (the server, the learner's
-guess, the guide, the comparison rows the widgets draw). `Recommendation` is
-the checklist's answer, worked out from the learner's ticks without a server,
-so it stays a plain record; so does `RelayRound`, one round inside the relay.
+The labs return `results.Result`s (the server, the learner's guess, the guide,
+the comparison rows the widgets draw). `Recommendation` is the checklist's
+answer, worked out from the learner's ticks without a server, so it stays a
+plain record; so do `RelayRound`, `RelayStats`, `DrainRow` and `RelayDrain`.
 """
 
 from __future__ import annotations
@@ -344,7 +348,14 @@ class OutboxResult(Result):
 
 
 def outbox_relay(
-    db: Database, *, orders: int = 60, rolled_back: int = 10, crash_batch: int = 5, guess: float | None = None
+    db: Database,
+    *,
+    orders: int = 60,
+    rolled_back: int = 10,
+    crash_batch: int = 5,
+    guess: float | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
 ) -> OutboxResult:
     """Place orders with their jobs in one transaction (some rolled back);
     relay while the broker is up, then down, then through a relay crash."""
@@ -392,6 +403,7 @@ def outbox_relay(
         while relay_once(conn, broker).claimed:
             pass
         counts = dict(run(conn, "lab/status_counts").fetchall())
+    tell(progress, 1, 1)  # short and scripted: one step, not stoppable part-way
     consumer.consume(broker)
     delivered = [m for m, _ in broker.messages]
     return OutboxResult(

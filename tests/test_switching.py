@@ -114,3 +114,20 @@ def test_the_relay_exercise_fails_a_completion_fenced_on_the_first_token_only(pg
     assert any(e.what == "relay D's completion" for e in verdict.failures), verdict.summary()
     model = exercises.check("11/relay_complete", exercises.exercise("11/relay_complete").answer_text())
     assert model.passed, model.summary()
+
+
+def test_the_hand_back_exercise_passes_the_model_and_fails_a_hand_back_that_spends_tries(pg):
+    """Lesson 11's second Your turn grades the no-burn rule and per-key order."""
+    from pgq_teach import exercises
+    from pgq_teach.exercises import relay
+
+    exercise = exercises.exercise("11/relay_hand_back")
+    model = exercises.check("11/relay_hand_back", exercise.answer_text())
+    assert model.passed, model.summary()
+    burns = exercises.check("11/relay_hand_back", exercise.attempt_text())
+    assert not burns.passed and not burns.refused
+    assert burns.numbers["max_tries"] == relay.OUTAGE_ROUNDS and "spent a try" in burns.hint
+    unfenced = exercises.check(
+        "11/relay_hand_back", exercise.answer_text().replace("AND jobs.fence_token = claimed.fence_token", "")
+    )
+    assert not unfenced.passed and "relay S's claim" in unfenced.hint

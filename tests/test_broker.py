@@ -61,6 +61,16 @@ def test_the_cli_starts_reports_and_stops_the_broker(tmp_path, monkeypatch, caps
     assert not broker.Broker().status().running
 
 
+def test_server_stop_stops_the_broker_too(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PGQ_DATA_DIR", str(tmp_path / "pg"))  # an embedded server that is not running
+    monkeypatch.setenv("PGQ_BACKEND", "embedded")
+    assert broker.Broker().start().running
+    assert cli.main(["server", "stop"]) == 0
+    out = capsys.readouterr().out
+    assert "the embedded PostgreSQL was not running" in out and "stopped the NATS broker" in out
+    assert not broker.Broker().status().running
+
+
 def test_an_acked_message_survives_a_kill_9(nats, client):
     client.make_stream("KEEP", ["keep.>"])
     for n in range(50):

@@ -243,7 +243,8 @@ def _hand_back_hint(
     if any(t > 0 for t in tries.values()):
         return (
             "each round spent a try: the claim counted one, and the hand-back kept it. Give it back "
-            "(attempts - 1): with max_attempts 2, a few minutes of outage would leave the events dead."
+            "(attempts - 1): these events have used up their 2 tries, so their next failure of their own, "
+            "or a relay crash the reaper cleans up, makes them dead."
         )
     if statuses_now[ORDERS] != "running":
         return (

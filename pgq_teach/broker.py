@@ -408,8 +408,15 @@ class Client:
         self.call(update())
 
     def stream_messages(self, name: str) -> int:
-        """How many messages the stream holds now."""
-        info = self.call(self.js.stream_info(name))
+        """How many messages the stream holds now (a clear error if there is no such stream)."""
+        from nats.js.errors import NotFoundError
+
+        try:
+            info = self.call(self.js.stream_info(name))
+        except NotFoundError:
+            raise SetupError(
+                f"The broker has no stream {name} yet: run the lab that fills it first."
+            ) from None
         return int(info.state.messages)
 
     def publish(

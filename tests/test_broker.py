@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from pgq_teach import broker, cli, measurements, queue
+from pgq_teach.errors import SetupError
 from pgq_teach.experiments import switching
 from pgq_teach.statements import run
 
@@ -220,3 +221,12 @@ def test_lesson_11_drain_records_its_measurement(db):
 def test_the_outage_lab_refuses_bad_input_before_anything_runs(db, kwargs):
     with pytest.raises(switching.BadInput):
         switching.outage(db, **kwargs)
+
+
+def test_fan_out_before_any_relay_says_what_to_run_first(db, tmp_path):
+    fresh = broker.Broker(tmp_path / "fresh")
+    try:
+        with pytest.raises(SetupError, match="no stream ORDERS"):
+            switching.fan_out(db, the_broker=fresh)
+    finally:
+        fresh.stop()

@@ -131,3 +131,12 @@ def test_the_hand_back_exercise_passes_the_model_and_fails_a_hand_back_that_spen
         "11/relay_hand_back", exercise.answer_text().replace("AND jobs.fence_token = claimed.fence_token", "")
     )
     assert not unfenced.passed and "relay S's claim" in unfenced.hint
+
+
+def test_your_turn_knows_when_it_holds_the_first_attempt():
+    from pgq_teach.widgets.your_turn import YourTurn
+
+    turn = YourTurn("11/relay_hand_back", save=False)
+    assert turn.holds_first_attempt
+    turn.editor.value += "\n-- my own change"
+    assert not turn.holds_first_attempt

@@ -38,15 +38,18 @@ def client(nats):
 def test_start_status_kill_and_stop(tmp_path):
     b = broker.Broker(tmp_path / "store")
     assert not b.status().running and "stopped" in b.status().line()
-    st = b.start()
-    assert st.running and st.url.startswith("nats://127.0.0.1:")
-    assert "with JetStream: running" in st.line() and "2.15.1" in st.line()
-    assert b.start().pid == st.pid  # a second start finds it running
-    killed = b.kill()
-    assert killed == st.pid and not b.status().running
-    again = b.start()
-    assert again.running and again.pid != st.pid and again.port == st.port  # clients reconnect to it
-    assert b.stop() and not b.status().running and not b.stop()
+    try:
+        st = b.start()
+        assert st.running and st.url.startswith("nats://127.0.0.1:")
+        assert "with JetStream: running" in st.line() and "2.15.1" in st.line()
+        assert b.start().pid == st.pid  # a second start finds it running
+        killed = b.kill()
+        assert killed == st.pid and not b.status().running
+        again = b.start()
+        assert again.running and again.pid != st.pid and again.port == st.port  # clients reconnect to it
+        assert b.stop() and not b.status().running and not b.stop()
+    finally:
+        b.stop()  # never leave a server behind, even when a check above fails
 
 
 def test_the_cli_starts_reports_and_stops_the_broker(tmp_path, monkeypatch, capsys):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import checks, embedded, queue
+from . import broker, checks, embedded, queue
 from .databases import database_name, open_database
 from .errors import BadInput, PgqError, SetupError
 from .faults.settings import FaultSettings, LoadSettings, RunSettings, S
@@ -84,6 +84,8 @@ def _server_stop() -> None:
             if embedded.stop()
             else "the embedded PostgreSQL was not running"
         )
+    if broker.Broker().stop():
+        _say("stopped the NATS broker (lesson 11)")
 
 
 def _server_status() -> int:
@@ -134,6 +136,22 @@ def cmd_server(args: argparse.Namespace) -> int:
         return _server_restart()
     server = start_server() if args.action == "start" else get_server()
     _say(server.dsn if args.action == "url" else server.line())
+    return 0
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    """`pgq-teach broker start|status|stop`: lesson 11's NATS server with JetStream."""
+    the_broker = broker.Broker()
+    if args.action == "stop":
+        _say("stopped the NATS broker" if the_broker.stop() else "the NATS broker was not running")
+        return 0
+    if args.action == "status":
+        st = the_broker.status()
+        _say(st.line() if broker.binary() else broker.missing_line())
+        return 0 if st.running else 1
+    if not broker.available():
+        raise SetupError(broker.missing_line())
+    _say(the_broker.start().line())
     return 0
 
 
@@ -596,6 +614,15 @@ def parser() -> argparse.ArgumentParser:
         "string; restart: a fast restart of the embedded server or the container",
     )
     srv.set_defaults(func=cmd_server)
+
+    brk = sub.add_parser("broker", help="lesson 11's broker: a NATS server with JetStream on 127.0.0.1")
+    brk.add_argument(
+        "action",
+        choices=["start", "status", "stop"],
+        help="start: start it (or find it running) on a free port and print its line; status: its line "
+        "(exit 1 if it is not running); stop: stop it (server stop stops it too)",
+    )
+    brk.set_defaults(func=cmd_broker)
 
     psq = sub.add_parser("psql", help="psql on a lesson's database, to run the course's SQL by hand")
     psq.add_argument(

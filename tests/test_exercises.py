@@ -20,6 +20,7 @@ WRONG_FOR = {
     "09/holder": "no session that holds nothing back",
     "10/cleanup": "largest batch",
     "11/relay_complete": "stale relay A's completion",
+    "11/relay_hand_back": "no try spent on the outage",
     "12/envelope": "dead row versions a second",
 }
 

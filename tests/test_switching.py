@@ -101,3 +101,42 @@ def test_the_outbox_relay_refuses_bad_input(db, kwargs):
 def test_drain_rate_refuses_bad_input(db, kwargs):
     with pytest.raises(BadInput):
         switching.drain_rate(db, **kwargs)
+
+
+def test_the_relay_exercise_fails_a_completion_fenced_on_the_first_token_only(pg):
+    """Issue 20: a batch fenced on its first token passed while every row of a batch
+    held the same token. Relay D's batch holds tokens 2 and 1, as real claims give."""
+    from pgq_teach import exercises
+    from pgq_teach.statements import statement
+
+    verdict = exercises.check("11/relay_complete", statement("exercise/wrong/complete_batch_on_first_token").text)
+    assert not verdict.passed and not verdict.refused
+    assert any(e.what == "relay D's completion" for e in verdict.failures), verdict.summary()
+    model = exercises.check("11/relay_complete", exercises.exercise("11/relay_complete").answer_text())
+    assert model.passed, model.summary()
+
+
+def test_the_hand_back_exercise_passes_the_model_and_fails_a_hand_back_that_spends_tries(pg):
+    """Lesson 11's second Your turn grades the no-burn rule and per-key order."""
+    from pgq_teach import exercises
+    from pgq_teach.exercises import relay
+
+    exercise = exercises.exercise("11/relay_hand_back")
+    model = exercises.check("11/relay_hand_back", exercise.answer_text())
+    assert model.passed, model.summary()
+    burns = exercises.check("11/relay_hand_back", exercise.attempt_text())
+    assert not burns.passed and not burns.refused
+    assert burns.numbers["max_tries"] == relay.OUTAGE_ROUNDS and "spent a try" in burns.hint
+    unfenced = exercises.check(
+        "11/relay_hand_back", exercise.answer_text().replace("AND jobs.fence_token = claimed.fence_token", "")
+    )
+    assert not unfenced.passed and "relay S's claim" in unfenced.hint
+
+
+def test_your_turn_knows_when_it_holds_the_first_attempt():
+    from pgq_teach.widgets.your_turn import YourTurn
+
+    turn = YourTurn("11/relay_hand_back", save=False)
+    assert turn.holds_first_attempt
+    turn.editor.value += "\n-- my own change"
+    assert not turn.holds_first_attempt

@@ -169,6 +169,17 @@ EXERCISES = {
             "complete_many",
         ),
         Exercise(
+            "11/relay_hand_back",
+            "the relay's hand-back while the broker is down",
+            "The broker did not answer: put the claimed batch back unsent in one UPDATE, each row "
+            "fenced on its own token (:ids and :fence_tokens, paired in order; :error says why), "
+            "without spending a try, so it keeps its place ahead of its order's later events.",
+            ("ids", "fence_tokens", "error"),
+            relay.check_relay_hand_back,
+            "exercise/wrong/hand_back_spending_a_try",
+            "release_many",
+        ),
+        Exercise(
             "12/envelope",
             "the back of the envelope",
             "Fill in each number for the case in the form; the checker works them out with the rehearsal's "

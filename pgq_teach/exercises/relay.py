@@ -8,8 +8,9 @@ four relays against a stand-in broker in the scratch database:
 - B publishes 1-6 and completes them: the current claim.
 - C claimed 7-9 and crashed before publishing: nothing may mark them done,
   or the reaper never returns them and they are never published (lost).
-- D claims what the reaper returned and the jobs never claimed, publishes and
-  completes them.
+- D claims what the reaper returned (their second claim: token 2) and the
+  jobs never claimed (token 1), publishes and completes them: one batch with
+  different tokens, so a statement that fences every row on one token fails.
 
 At the end every job must be done and in the broker at least once, and the
 broker's duplicates must be exactly the batch A published before stalling,
@@ -77,11 +78,16 @@ def check_relay_completion(
         # those and the jobs never claimed, publishes them, and completes them.
         reaped = [i for i in C_BATCH if after_b[i] == "running"]
         stage(owner, reaped, "ready", 1, 1, None)
-        d_ids = reaped + [i for i in range(C_BATCH[-1] + 1, JOBS + 1)]
-        stage(owner, d_ids, "running", 1, 3)
+        # Each row's token is its own claim count: 2 for a reaped job's second claim,
+        # 1 for a job claimed the first time, so one batch holds different tokens.
+        fresh = list(range(C_BATCH[-1] + 1, JOBS + 1))
+        stage(owner, reaped, "running", 2, 2)
+        stage(owner, fresh, "running", 1, 1)
+        d_batch = [(i, 2, 2) for i in reaped] + [(i, 1, 1) for i in fresh]
+        d_ids = [b[0] for b in d_batch]
         for job_id in d_ids:
             broker.publish(job_id, {"n": job_id})
-        d_done = complete(conn, learner, [(i, 1, 3) for i in d_ids])
+        d_done = complete(conn, learner, d_batch)
         final = statuses(owner)
         if progress:
             progress(3, 4)
@@ -150,3 +156,109 @@ def _hint(stale_done: list[int], c_touched: list[int]) -> str:
     if stale_done:
         return "a stale relay finished someone else's claim: fence each job on its own fence_token."
     return "each job of the batch needs status 'running' and its own token: pair :ids with :fence_tokens."
+
+
+# --- the relay's hand-back while the broker is down (no-burn, per-key order) ------------
+
+ORDERS = 3  # jobs 1-3 are orders 1-3's first events, jobs 4-6 their second events
+OUTAGE_ROUNDS = 4  # claims the relay makes, and hands back, while the broker is down
+HAND_BACK_MAX_ATTEMPTS = 2  # so two spent tries are already one too many
+
+
+def check_relay_hand_back(
+    scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None
+) -> Verdict:
+    """The broker is down for `OUTAGE_ROUNDS` rounds: each round the relay claims the
+    head event of each order (claim_in_key_order) and hands the batch back with the
+    learner's statement. Meanwhile relay S holds order 3's head under a newer claim.
+    Then the broker is back: the next claim must take each order's first event."""
+    if learner.first_word not in ("UPDATE", "WITH"):
+        raise Refused("the hand-back is one UPDATE of the batch's rows")
+    with sessions(scratch, learner, "order_event", 2 * ORDERS) as (owner, conn):
+        for n in range(ORDERS):
+            run(owner, "exercise/stage_order_event", {"id": n + 1, "order_id": n + 1, "seq": 1})
+            run(owner, "exercise/stage_order_event", {"id": ORDERS + n + 1, "order_id": n + 1, "seq": 2})
+        stage(owner, range(1, 2 * ORDERS + 1), "ready", 0, 0, None, max_attempts=HAND_BACK_MAX_ATTEMPTS)
+        claim = {"kind": "order_event", "batch": 10, "lease": "30 seconds"}
+        s_token = 0
+        for n in range(OUTAGE_ROUNDS):
+            batch = run(owner, "claim_in_key_order", claim).fetchall()  # (id, ..., fence_token) rows
+            if n == 0:  # order 3's head: R's lease runs out, S claims it again and is publishing it
+                stage(owner, [ORDERS], "running", 1, 2)
+                s_token = 2
+            values = {
+                "ids": [r[0] for r in batch],
+                "fence_tokens": [r[6] for r in batch],
+                "error": "broker down",
+            }
+            execute(conn, learner, values)
+            if progress:
+                progress(n + 1, OUTAGE_ROUNDS + 1)
+        # lab/all_jobs: id, kind, payload, status, run_at, attempts, fence_token, ...
+        after = {row[0]: (row[3], row[5], row[6]) for row in run(owner, "lab/all_jobs").fetchall()}
+        back = run(owner, "claim_in_key_order", claim).fetchall()
+    heads = {1, 2}  # order 3's head is S's
+    got = {r[0] for r in back}
+    statuses_now = {i: after[i][0] for i in after}
+    tries = {i: after[i][1] for i in heads}
+    evidence = [
+        Evidence(
+            "no try spent on the outage (orders 1-2's first events)",
+            f"attempts after {OUTAGE_ROUNDS} refused rounds: {tries}",
+            all(t == 0 for t in tries.values()),
+        ),
+        Evidence(
+            "nothing dead",
+            f"dead: {[i for i, s in statuses_now.items() if s == 'dead'] or 'none'}",
+            "dead" not in statuses_now.values(),
+        ),
+        Evidence(
+            "relay S's claim of order 3's first event left alone",
+            f"status {statuses_now[ORDERS]}, fence token {after[ORDERS][2]}",
+            statuses_now[ORDERS] == "running" and after[ORDERS][2] == s_token,
+        ),
+        Evidence(
+            "broker back: the next claim takes each order's first event, and no second one",
+            f"claimed {sorted(got) or 'nothing'}",
+            got == heads,
+        ),
+    ]
+    if progress:
+        progress(OUTAGE_ROUNDS + 1, OUTAGE_ROUNDS + 1)
+    return Verdict.from_evidence(
+        exercise,
+        evidence,
+        _hand_back_hint(tries, statuses_now, got, heads),
+        numbers={"max_tries": max(tries.values()), "claimed_after": len(got)},
+        passed_headline="no try spent, nothing dead, S's claim untouched, and the order kept",
+        passed_hint="an outage is not the event's fault: the try goes back, and the event keeps its place.",
+        server_version=scratch.db.server.version,
+    )
+
+
+def _hand_back_hint(
+    tries: dict[int, int], statuses_now: dict[int, str], got: set[int], heads: set[int]
+) -> str:
+    """What to fix, from what the rounds left behind."""
+    if any(t > 0 for t in tries.values()):
+        return (
+            "each round spent a try: the claim counted one, and the hand-back kept it. Give it back "
+            "(attempts - 1): these events have used up their 2 tries, so their next failure of their own, "
+            "or a relay crash the reaper cleans up, makes them dead."
+        )
+    if statuses_now[ORDERS] != "running":
+        return (
+            "it handed back relay S's claim too: fence each row on its own token "
+            "(unnest :ids with :fence_tokens)."
+        )
+    if "dead" in statuses_now.values():
+        return "an outage is not the event's fault: put the batch back to 'ready', never 'dead'."
+    if got - heads:
+        return (
+            "an order's second event was claimed while its first was not sent: put the batch back to "
+            "'ready' (not done, not dead), so it stays ahead of its order's later events."
+        )
+    return (
+        "once the broker is back, the events must be claimable at once: keep their run_at (the relay's "
+        "own pause is the backoff), status 'ready', lease cleared."
+    )

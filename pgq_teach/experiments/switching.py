@@ -4,30 +4,39 @@
   turned into a recommendation with its reasons.
 - `drain_rate`: the learner's own drain rate (100,000 batched jobs), beside
   the guide's "about 4 s", and why neither is a benchmark.
-- `outbox_relay`: the transactional enqueue kept, and a relay that claims jobs
-  with the course's claim and forwards them to a broker. The broker here is a
-  `StandInBroker`, an in-memory list standing in for Kafka, RabbitMQ or SQS
-  (no real broker runs offline). Delivery into it is at least once; the
-  consumer de-duplicates by job id. When it is down, jobs wait and are not lost.
+- The outbox relay on a real broker (NATS JetStream, `pgq_teach.broker`):
+  `Relay` claims each order's oldest unsent event, publishes it with
+  Nats-Msg-Id = the job id and marks it sent after the broker's ack; while the
+  broker is down it hands the batch back without spending tries and pauses.
+  `outage` kills the broker while orders keep coming; `fan_out` and
+  `drain_side_by_side` show what the broker gives that the table does not;
+  `key_order_cost` what per-key order costs.
+- `outbox_relay`: the same idea on a `StandInBroker`, an in-memory list, for a
+  platform with no nats-server wheel (the lab says so in one line).
 
-The drain and the relay return `results.Result`s (the server, the learner's
-guess, the guide, the comparison rows the widgets draw). `Recommendation` is
-the checklist's answer, worked out from the learner's ticks without a server,
-so it stays a plain record; so does `RelayRound`, one round inside the relay.
+The labs return `results.Result`s (the server, the learner's guess, the guide,
+the comparison rows the widgets draw). `Recommendation` is the checklist's
+answer, worked out from the learner's ticks without a server, so it stays a
+plain record; so do `RelayRound`, `RelayStats`, `DrainRow` and `RelayDrain`.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
-from .. import checks, queue
+import psycopg
+
+from .. import broker, charts, checks, measurements, queue
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import run, run_one
+from ..worker import Worker
 from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
 
 GUIDE_OUTBOX = advice(
@@ -187,7 +196,7 @@ def drain_rate(
         raise errors[0]
     with db.connection() as conn:
         counts = dict(run(conn, "lab/status_counts").fetchall())
-    return DrainRate(
+    result = DrainRate(
         jobs=jobs,
         batch=batch,
         workers=workers,
@@ -198,6 +207,9 @@ def drain_rate(
         stopped=stop.is_set(),
         **server_fields(db),
     )
+    if not result.stopped:  # lesson 12's back-of-envelope step starts from it
+        measurements.record(measurements.DRAIN_JOBS_PER_S_11, round(result.jobs_per_s))
+    return result
 
 
 # --- the outbox relay and its stand-in broker ---------------------------------------
@@ -336,7 +348,14 @@ class OutboxResult(Result):
 
 
 def outbox_relay(
-    db: Database, *, orders: int = 60, rolled_back: int = 10, crash_batch: int = 5, guess: float | None = None
+    db: Database,
+    *,
+    orders: int = 60,
+    rolled_back: int = 10,
+    crash_batch: int = 5,
+    guess: float | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
 ) -> OutboxResult:
     """Place orders with their jobs in one transaction (some rolled back);
     relay while the broker is up, then down, then through a relay crash."""
@@ -384,6 +403,7 @@ def outbox_relay(
         while relay_once(conn, broker).claimed:
             pass
         counts = dict(run(conn, "lab/status_counts").fetchall())
+    tell(progress, 1, 1)  # short and scripted: one step, not stoppable part-way
     consumer.consume(broker)
     delivered = [m for m, _ in broker.messages]
     return OutboxResult(
@@ -402,3 +422,719 @@ def outbox_relay(
         guess=guess,
         **server_fields(db),
     )
+
+
+# --- the outbox relay on the real broker (NATS JetStream) ----------------------------
+#
+# The outbox is the jobs table: checkout writes the order and its event in one
+# transaction. The relay claims the oldest unsent event of each order
+# (claim_in_key_order.sql), publishes it with Nats-Msg-Id = the job id, waits for
+# the broker's ack and only then marks it sent. An outage is not an event's fault:
+# the relay hands the batch back with its attempts (release_many.sql) and pauses,
+# doubling the pause up to a cap. An event the broker refuses for its own sake
+# (larger than the stream's max_msg_size) spends a try, as a failed job does.
+
+OUTBOX_KIND = "order_event"
+STREAM = "ORDERS"
+SUBJECTS = ["orders.>"]
+EVENTS = ("created", "paid", "shipped")
+MAX_MSG_SIZE = 4096  # bytes: the stream refuses a larger event, and that refusal spends a try
+JETSTREAM_DUPLICATE_WINDOW_S = 120.0  # JetStream's default duplicate window: two minutes
+
+
+def event_bytes(job: queue.Job) -> bytes:
+    """The message body: the event as written in the outbox, with its job id."""
+    return json.dumps({"job_id": job.id, **job.payload}, separators=(",", ":")).encode()
+
+
+def subject(job: queue.Job) -> str:
+    return f"orders.{job.payload.get('event', 'event')}"
+
+
+@dataclass
+class RelayStats:
+    """What one relay did: events sent (acked as new), acks the dedup window marked
+    duplicate, events refused for their own sake, pauses for an outage, and how
+    many claimed events it handed back unsent."""
+
+    sent: int = 0
+    deduplicated: int = 0
+    rejected: int = 0
+    pauses: int = 0
+    handed_back: int = 0
+    published_uncompleted: int = 0  # a crashed relay's: in the broker, never marked sent
+    claims: int = 0
+    claim_s: float = 0.0  # time spent in the claim statement
+
+
+class Relay:
+    """The outbox relay: claim the head event of each order, publish, wait for the
+    ack, mark sent. `pause_s` doubles per failed round up to `pause_cap_s`."""
+
+    def __init__(
+        self,
+        db: Database,
+        client: broker.Client,
+        *,
+        batch: int = 100,
+        lease: float = 30.0,
+        pause_s: float = 0.1,
+        pause_cap_s: float = 2.0,
+        ack_timeout_s: float = 1.0,
+        in_key_order: bool = True,
+    ):
+        self.db, self.client = db, client
+        self.in_key_order = in_key_order
+        self.batch = checks.whole_number("batch", batch, 1, queue.MAX_BATCH)
+        self.lease = checks.lease(lease)
+        self.pause_cap_s = float(checks.seconds("pause_cap_s", pause_cap_s, 0.01, 3600))
+        self.first_pause_s = float(checks.seconds("pause_s", pause_s, 0.001, self.pause_cap_s))
+        self.ack_timeout_s = float(checks.seconds("ack_timeout_s", ack_timeout_s, 0.05, 60))
+        self.pause_s = self.first_pause_s
+        self.stats = RelayStats()
+        self.stop_event = threading.Event()
+
+    def claim(self, conn: psycopg.Connection, *, lease: timedelta | None = None) -> list[queue.Job]:
+        """The head unsent event of up to `batch` orders (in_key_order=False: the
+        course's plain claim, the oldest due events whatever their order)."""
+        began = time.perf_counter()
+        self.stats.claims += 1
+        try:
+            if not self.in_key_order:
+                return queue.claim(conn, batch=self.batch, lease=lease or self.lease)
+            params = {"kind": OUTBOX_KIND, "batch": self.batch, "lease": lease or self.lease}
+            return [queue.Job(*row) for row in run(conn, "claim_in_key_order", params).fetchall()]
+        finally:
+            self.stats.claim_s += time.perf_counter() - began
+
+    def run_once(self, conn: psycopg.Connection, *, crash_after_publish: bool = False) -> tuple[int, bool]:
+        """One round: (events claimed, whether the broker was down)."""
+        queue.reap(conn)
+        jobs = self.claim(conn, lease=timedelta(seconds=0.5) if crash_after_publish else None)
+        sent: list[queue.Job] = []
+        unsent: list[queue.Job] = []
+        down = ""
+        # One event per order in a per-key claim: the whole batch can be in flight at once.
+        # The plain claim may hold two events of one order, so it publishes one at a time.
+        groups = [jobs] if self.in_key_order else [[j] for j in jobs]
+        for group in groups:
+            if down:  # after a refused connection, the rest of the batch goes back unsent, in order
+                unsent.extend(group)
+                continue
+            messages = [(subject(j), event_bytes(j), str(j.id)) for j in group]
+            outcomes = self.client.publish_batch(messages, timeout_s=self.ack_timeout_s)
+            for job, outcome in zip(group, outcomes, strict=True):
+                if isinstance(outcome, broker.BrokerDown):
+                    down = str(outcome)
+                    unsent.append(job)
+                elif isinstance(outcome, broker.Rejected):
+                    queue.fail(conn, job, outcome)  # its own fault: a try is spent, with the queue's backoff
+                    self.stats.rejected += 1
+                else:
+                    self.stats.deduplicated += outcome[1]
+                    self.stats.sent += not outcome[1]
+                    sent.append(job)
+        if unsent:
+            self.hand_back(conn, unsent, down)
+        if crash_after_publish:
+            self.stats.published_uncompleted += len(sent)  # dies here: the reaper hands them back
+        elif sent:
+            queue.complete_many(conn, sent)
+        return len(jobs), bool(down)
+
+    def hand_back(self, conn: psycopg.Connection, jobs: list[queue.Job], error: str) -> None:
+        """Back to ready unsent, attempts given back: the broker was down, not the event."""
+        params = {"ids": [j.id for j in jobs], "fence_tokens": [j.fence_token for j in jobs], "error": error}
+        with queue.atomic(conn):
+            self.stats.handed_back += len(run(conn, "release_many", params).fetchall())
+
+    def run(self, *, idle_s: float = 0.02) -> RelayStats:
+        """Relay until stopped: pause (backing off) while the broker is down, rest briefly when idle."""
+        with self.db.connection() as conn:
+            while not self.stop_event.is_set():
+                claimed, down = self.run_once(conn)
+                if down:
+                    self.stats.pauses += 1
+                    self.stop_event.wait(self.pause_s)
+                    self.pause_s = min(self.pause_s * 2, self.pause_cap_s)
+                    continue
+                self.pause_s = self.first_pause_s
+                if not claimed:
+                    self.stop_event.wait(idle_s)
+        return self.stats
+
+
+class OrderConsumer:
+    """The consuming side (shipping): applies each order's events in sequence.
+    A job id seen before is a duplicate its idempotency absorbs; an event whose
+    sequence is not the next of its order is out of order (counted, never applied)."""
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self.last_seq: dict[int, int] = {}
+        self.applied = 0
+        self.duplicates_absorbed = 0
+        self.out_of_order = 0
+
+    def take(self, body: bytes) -> None:
+        event = json.loads(body)
+        if event["job_id"] in self.seen:
+            self.duplicates_absorbed += 1
+            return
+        self.seen.add(event["job_id"])
+        order, seq = event["order_id"], event["seq"]
+        if seq != self.last_seq.get(order, 0) + 1:
+            self.out_of_order += 1
+            return
+        self.last_seq[order] = seq
+        self.applied += 1
+
+
+class OrderDesk:
+    """Checkout's side: each step writes one order event in the outbox, in its own
+    transaction. A new order commits with its 'created' event; later steps add an
+    open order's next event. `written` lists every committed event's job id."""
+
+    def __init__(self, db: Database, *, max_attempts: int = 2):
+        self.db = db
+        self.max_attempts = max_attempts
+        self.open: list[tuple[int, int]] = []  # (order id, last seq written)
+        self.written: list[int] = []
+        self.steps = 0
+
+    def step(self, conn: psycopg.Connection) -> None:
+        self.steps += 1
+        if self.open and self.steps % 3:
+            order_id, seq = self.open.pop(0)
+            self.write(conn, order_id, seq + 1)
+            return
+        with conn.transaction():
+            order_id = run_one(conn, "lab/place_order", {"email": f"c{self.steps}@example.com", "total": 10})[
+                0
+            ]
+            self.write(conn, order_id, 1)
+
+    def write(self, conn: psycopg.Connection, order_id: int, seq: int) -> None:
+        payload = {"order_id": order_id, "seq": seq, "event": EVENTS[seq - 1]}
+        job_id = queue.enqueue(conn, OUTBOX_KIND, payload, max_attempts=self.max_attempts, notify=False)
+        self.written.append(job_id)
+        if seq < len(EVENTS):
+            self.open.append((order_id, seq))
+
+
+def outbox_lag(conn: psycopg.Connection) -> tuple[int, float]:
+    """(unsent events, age in seconds of the oldest): the relay's alarm."""
+    count, age = run_one(conn, "outbox_lag", {"kind": OUTBOX_KIND})
+    return int(count), float(age)
+
+
+def prepare_outbox(conn: psycopg.Connection, client: broker.Client, *, duplicate_window_s: float) -> None:
+    """An empty jobs table with the relay's index, and an empty ORDERS stream."""
+    run(conn, "lab/reset_jobs")
+    run(conn, "outbox_key_index")
+    client.make_stream(STREAM, SUBJECTS, duplicate_window_s=duplicate_window_s, max_msg_size=MAX_MSG_SIZE)
+
+
+@dataclass(kw_only=True)
+class OutageResult(Result):
+    """The outage lab's result: the lag over time, and the counts that must hold."""
+
+    outage_s: float
+    retry_schedule_s: float
+    max_attempts: int
+    events_written: int
+    in_broker: int  # distinct job ids in the stream
+    stream_messages: int
+    lost: int
+    dead: int
+    out_of_order: int
+    deduplicated: int
+    duplicates_absorbed: int
+    published_uncompleted: int
+    pauses: int
+    handed_back: int
+    peak_lag_s: float
+    final_lag_s: float
+    lag: list[tuple[float, float, bool]] = field(default_factory=list)  # (t, lag s, broker up)
+    killed_pid: int = 0
+    tries: dict[int, int] = field(default_factory=dict)  # attempts spent -> events
+    guess: float | None = None  # the peak lag, seconds
+    guide: GuideFigure = GUIDE_OUTBOX
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            (
+                "peak outbox lag, s",
+                self.guess_cell,
+                round(self.peak_lag_s, 1),
+                f"about the outage ({self.outage_s:g} s)",
+            ),
+            ("events dead", None, self.dead, 0),
+            ("events lost", None, self.lost, 0),
+            ("events out of order per order", None, self.out_of_order, 0),
+            ("duplicate publishes the dedup window removed", None, self.deduplicated, None),
+            ("duplicates the consumer's idempotency absorbed", None, self.duplicates_absorbed, None),
+        ]
+
+    def lag_chart(self) -> str:
+        """The lag over time, as an SVG line."""
+        points = [(t, lag) for t, lag, _ in self.lag]
+        return charts.line(points, title="outbox lag (s) over the run (s)") if points else ""
+
+    def summary(self) -> str:
+        return "\n".join(
+            [
+                f"broker killed (SIGKILL, pid {self.killed_pid}) for {self.outage_s:g} s while orders kept "
+                f"coming; the relay's whole retry schedule at max_attempts={self.max_attempts} is "
+                f"{self.retry_schedule_s:g} s",
+                f"outbox lag: peak {self.peak_lag_s:.1f} s, at the end {self.final_lag_s:.1f} s "
+                f"(your guess for the peak: {guess_text(self.guess, ' s')})",
+                f"events: {self.events_written} written, {self.in_broker} in the broker, {self.lost} lost, "
+                f"{self.dead} dead, {self.out_of_order} out of order per order",
+                f"relay: paused {self.pauses} times, handed back {self.handed_back} claimed events unsent "
+                "(no try spent)",
+                f"duplicates: {self.published_uncompleted} published by a relay that died before marking "
+                f"them sent; the dedup window removed {self.deduplicated} duplicate publishes; "
+                f"the stream holds {self.stream_messages} messages; "
+                f"the consumer absorbed {self.duplicates_absorbed}",
+            ]
+            + self.footer()
+        )
+
+
+def retry_schedule_s(max_attempts: int) -> float:
+    """The seconds a failed event waits in all before it is dead: fail.sql's 10 s x 2^attempts."""
+    return float(sum(min(10 * 2**a, 3600) for a in range(1, max_attempts)))
+
+
+def outage(
+    db: Database,
+    *,
+    outage_s: float = 25.0,
+    before_s: float = 3.0,
+    after_s: float = 3.0,
+    order_every_s: float = 0.02,
+    max_attempts: int = 2,
+    crashed_batch: int = 5,
+    crashed_consumer: int = 3,
+    duplicate_window_s: float = JETSTREAM_DUPLICATE_WINDOW_S,
+    drain_timeout_s: float = 60.0,
+    guess: float | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+    the_broker: broker.Broker | None = None,
+) -> OutageResult:
+    """Orders keep coming while the broker is SIGKILLed for `outage_s`, then started
+    again. A relay that dies after publishing `crashed_batch` events (before marking
+    them sent) adds duplicates for the dedup window to remove; a consumer that dies
+    before acking `crashed_consumer` events gets them again, for its idempotency to absorb."""
+    outage_s = float(checks.seconds("outage_s", outage_s, 1, 600))
+    checks.seconds("before_s", before_s, 0.5, 60)
+    checks.seconds("after_s", after_s, 0, 60)
+    checks.seconds("order_every_s", order_every_s, 0.001, 5)
+    checks.whole_number("max_attempts", max_attempts, 1, 20)
+    checks.whole_number("crashed_batch", crashed_batch, 0, 1000)
+    checks.whole_number("crashed_consumer", crashed_consumer, 0, 1000)
+    checks.seconds("duplicate_window_s", duplicate_window_s, 1, 3600)
+    the_broker = the_broker or broker.Broker()
+    the_broker.start()
+    stop = stop or threading.Event()
+    total_s = before_s + outage_s + after_s
+    with broker.Client(the_broker.status().url, name="relay") as client, db.connection() as conn:
+        prepare_outbox(conn, client, duplicate_window_s=duplicate_window_s)
+        desk = OrderDesk(db, max_attempts=max_attempts)
+        relay = Relay(db, client)
+        began = time.monotonic()
+        lag: list[tuple[float, float, bool]] = []
+        up = True
+        errors: list[BaseException] = []
+
+        def relay_thread() -> None:
+            try:
+                relay.run()
+            except BaseException as exc:  # raised again below  # noqa: BLE001
+                errors.append(exc)
+
+        if crashed_batch:  # a relay that publishes a batch and dies before marking it sent
+            for _ in range(crashed_batch):
+                desk.step(conn)
+            crashed = Relay(db, client, batch=crashed_batch)
+            crashed.run_once(conn, crash_after_publish=True)
+            relay.stats.published_uncompleted = crashed.stats.published_uncompleted
+        worker = threading.Thread(target=relay_thread, daemon=True)
+        worker.start()
+        killed_pid = 0
+        try:
+            next_sample = 0.0
+            while (now := time.monotonic() - began) < total_s and not stop.is_set():
+                if not killed_pid and now >= before_s:
+                    killed_pid = the_broker.kill()
+                    up = False
+                if not up and now >= before_s + outage_s:
+                    the_broker.start()
+                    up = True
+                desk.step(conn)
+                if now >= next_sample:
+                    lag.append((round(now, 2), outbox_lag(conn)[1], up))
+                    next_sample = now + 0.5
+                    tell(progress, int(now), int(total_s))
+                time.sleep(order_every_s)
+            deadline = time.monotonic() + drain_timeout_s
+            while outbox_lag(conn)[0] and time.monotonic() < deadline and not errors:
+                lag.append((round(time.monotonic() - began, 2), outbox_lag(conn)[1], True))
+                time.sleep(0.25)
+            lag.append((round(time.monotonic() - began, 2), outbox_lag(conn)[1], True))
+        finally:
+            relay.stop_event.set()
+            worker.join(30)
+            if not up:
+                the_broker.start()
+        if errors:
+            raise errors[0]
+        counts = queue.status_counts(conn)
+        tries = dict(run(conn, "lab/attempts_spent", {"kind": OUTBOX_KIND}).fetchall())
+        stored = client.stream_messages(STREAM)
+        messages = client.read_all(
+            STREAM, SUBJECTS[0], consumer="shipping", crash_before_ack=crashed_consumer
+        )
+    consumer = OrderConsumer()
+    for _, _, body in messages:
+        consumer.take(body)
+    in_broker = {int(msg_id) for _, msg_id, _ in messages}
+    return OutageResult(
+        outage_s=outage_s,
+        retry_schedule_s=retry_schedule_s(max_attempts),
+        max_attempts=max_attempts,
+        events_written=len(desk.written),
+        in_broker=len(in_broker),
+        stream_messages=stored,
+        lost=len(set(desk.written) - in_broker),
+        dead=counts.get("dead", 0),
+        out_of_order=consumer.out_of_order,
+        deduplicated=relay.stats.deduplicated,
+        duplicates_absorbed=consumer.duplicates_absorbed,
+        published_uncompleted=relay.stats.published_uncompleted,
+        pauses=relay.stats.pauses,
+        handed_back=relay.stats.handed_back,
+        peak_lag_s=max((x for _, x, _ in lag), default=0.0),
+        final_lag_s=lag[-1][1] if lag else 0.0,
+        lag=lag,
+        killed_pid=killed_pid,
+        tries=tries,
+        guess=guess,
+        stopped=stop.is_set(),
+        **server_fields(db),
+    )
+
+
+# --- what the broker gives that the table does not -----------------------------------
+
+
+@dataclass(kw_only=True)
+class FanOutResult(Result):
+    """Two consumer groups on the stream, a replay from its start, and two workers on the table."""
+
+    events: int
+    billing: int
+    analytics: int
+    replayed: int
+    replay_in_order: bool
+    table_jobs: int
+    table_worker_a: int
+    table_worker_b: int
+    table_both: int  # jobs both table workers got: 0, a table hands each job to one worker
+    guide: GuideFigure = GUIDE_OUTBOX
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            ("events in the stream", None, self.events, None),
+            ("read by the billing group", None, self.billing, "every event"),
+            ("read by the analytics group", None, self.analytics, "every event"),
+            ("read again by a new consumer from the start", None, self.replayed, "every event"),
+            (
+                "table jobs taken by worker A / worker B",
+                None,
+                f"{self.table_worker_a} / {self.table_worker_b}",
+                None,
+            ),
+        ]
+
+    def summary(self) -> str:
+        return "\n".join(
+            [
+                f"fan-out: billing read {self.billing} and analytics read {self.analytics} of the stream's "
+                f"{self.events} events: each group gets every one",
+                f"replay: a new consumer read {self.replayed} from the start, "
+                f"in order: {self.replay_in_order}",
+                f"the table: {self.table_jobs} jobs, worker A took {self.table_worker_a}, worker B "
+                f"{self.table_worker_b}, both {self.table_both}: each job goes to one worker",
+            ]
+            + self.footer()
+        )
+
+
+def fan_out(db: Database, *, table_jobs: int = 1000, the_broker: broker.Broker | None = None) -> FanOutResult:
+    """Read the ORDERS stream (left by the outage lab) as two consumer groups and a
+    replay; claim `table_jobs` jobs with two workers on the table."""
+    checks.whole_number("table_jobs", table_jobs, 2, 100_000)
+    the_broker = the_broker or broker.Broker()
+    with broker.Client(the_broker.start().url, name="fan-out") as client:
+        events = client.stream_messages(STREAM)
+        billing = client.read_all(STREAM, SUBJECTS[0], consumer="billing")
+        analytics = client.read_all(STREAM, SUBJECTS[0], consumer="analytics")
+        replay = client.read_all(STREAM, SUBJECTS[0])
+    with db.connection() as conn:
+        run(conn, "lab/reset_jobs")
+        run(conn, "lab/seed_jobs", {"kind": "send_receipt", "count": table_jobs})
+    taken: list[list[int]] = [[], []]
+
+    def take(n: int) -> None:
+        with db.connection() as conn:
+            while held := queue.claim(conn, batch=10):
+                taken[n].extend(j.id for j in held)
+                queue.complete_many(conn, held)
+
+    threads = [threading.Thread(target=take, args=(n,), daemon=True) for n in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return FanOutResult(
+        events=events,
+        billing=len(billing),
+        analytics=len(analytics),
+        replayed=len(replay),
+        replay_in_order=[s for s, _, _ in replay] == sorted(s for s, _, _ in replay),
+        table_jobs=table_jobs,
+        table_worker_a=len(taken[0]),
+        table_worker_b=len(taken[1]),
+        table_both=len(set(taken[0]) & set(taken[1])),
+        **server_fields(db),
+    )
+
+
+@dataclass(frozen=True)
+class DrainRow:
+    """One drain: who, at what batch, how fast, and when jobs were picked up."""
+
+    system: str
+    batch: int
+    jobs: int
+    elapsed_s: float
+    pickup_p50_ms: float
+    pickup_p99_ms: float
+    left: int  # jobs (or messages) still there after the drain: 0
+
+    @property
+    def jobs_per_s(self) -> float:
+        return self.jobs / self.elapsed_s if self.elapsed_s else 0.0
+
+
+@dataclass(kw_only=True)
+class SideBySide(Result):
+    """The same drain of N no-op jobs through the course's Worker and a JetStream work queue."""
+
+    rows: list[DrainRow]
+    guess: float | None = None  # the table's jobs/s at batch 100
+    guide: GuideFigure = field(default_factory=lambda: figure(19))
+
+    def row(self, system: str, batch: int) -> DrainRow:
+        return next(r for r in self.rows if r.system.startswith(system) and r.batch == batch)
+
+    def comparison(self) -> list[Comparison]:
+        out: list[Comparison] = []
+        for r in self.rows:
+            guess = self.guess_cell if r.system.startswith("table") and r.batch == 100 else None
+            out.append((f"{r.system}, batch {r.batch}: jobs/s", guess, round(r.jobs_per_s), None))
+        return out
+
+    def table_markdown(self) -> str:
+        """The side-by-side table, as docs/broker-comparison.md shows it."""
+        lines = [
+            "| drain of N no-op jobs | batch | jobs | jobs/s | pickup p50 (ms) | pickup p99 (ms) | left |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in self.rows:
+            lines.append(
+                f"| {r.system} | {r.batch} | {r.jobs:,} | {r.jobs_per_s:,.0f} | {r.pickup_p50_ms:,.0f} | "
+                f"{r.pickup_p99_ms:,.0f} | {r.left} |"
+            )
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        return "\n".join(
+            [
+                self.table_markdown(),
+                f"your guess for the table at batch 100: {guess_text(self.guess, ' jobs/s')}",
+            ]
+            + self.footer()
+        )
+
+
+def percentile_ms(values: list[float], p: float) -> float:
+    """The p-th percentile (nearest rank) of seconds, in milliseconds."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return 1000 * ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
+
+
+def drain_side_by_side(
+    db: Database,
+    *,
+    jobs: int = 2000,
+    batches: tuple[int, ...] = (1, 100),
+    guess: float | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+    the_broker: broker.Broker | None = None,
+) -> SideBySide:
+    """Drain `jobs` no-op jobs, all waiting at the start, with one consumer each way and
+    each batch size: the Worker on the table, and a pull consumer with explicit acks on a
+    JetStream work-queue stream. Pickup: seconds from the drain's start to a job's handler."""
+    checks.whole_number("jobs", jobs, 10, 200_000)
+    for b in batches:
+        checks.whole_number("batch", b, 1, queue.MAX_BATCH)
+    the_broker = the_broker or broker.Broker()
+    stop = stop or threading.Event()
+    rows: list[DrainRow] = []
+    with broker.Client(the_broker.start().url, name="drain") as client:
+        for n, b in enumerate(batches):
+            if stop.is_set():
+                break
+            tell(progress, 2 * n, 2 * len(batches))
+            rows.append(drain_table(db, jobs, b))
+            tell(progress, 2 * n + 1, 2 * len(batches))
+            client.make_stream("DRAIN", ["drain.jobs"], work_queue=True)
+            client.publish_many("drain.jobs", jobs)
+            elapsed, pickups = client.drain_work_queue("DRAIN", "drain.jobs", jobs, b)
+            left = client.stream_messages("DRAIN")
+            rows.append(
+                DrainRow(
+                    "JetStream work queue",
+                    b,
+                    len(pickups),
+                    elapsed,
+                    percentile_ms(pickups, 50),
+                    percentile_ms(pickups, 99),
+                    left,
+                )
+            )
+    rows.sort(key=lambda r: (not r.system.startswith("table"), r.batch))
+    return SideBySide(rows=rows, guess=guess, stopped=stop.is_set(), **server_fields(db))
+
+
+def drain_table(db: Database, jobs: int, batch: int) -> DrainRow:
+    """The course's Worker drains `jobs` waiting no-op jobs, claiming `batch` at a time."""
+    with db.connection() as conn:
+        run(conn, "lab/reset_jobs")
+        run(conn, "lab/seed_jobs", {"kind": "send_receipt", "count": jobs})
+        run(conn, "lab/vacuum_jobs")
+        run(conn, "lab/analyze_jobs")
+    pickups: list[float] = []
+    began = 0.0
+
+    def handle(job: queue.Job) -> None:
+        pickups.append(time.perf_counter() - began)
+
+    worker = Worker(db.dsn, {"send_receipt": handle}, batch=batch, poll=0.05)
+    began = time.perf_counter()
+    worker.run(until_idle=True)
+    elapsed = time.perf_counter() - began
+    with db.connection() as conn:
+        left = queue.status_counts(conn).get("ready", 0)
+    return DrainRow(
+        "table (course's Worker)",
+        batch,
+        worker.report.done,
+        elapsed,
+        percentile_ms(pickups, 50),
+        percentile_ms(pickups, 99),
+        left,
+    )
+
+
+# --- what per-key order costs ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RelayDrain:
+    """One relay draining a backlog: claims made, time in the claim, time in all."""
+
+    claim: str
+    events: int
+    claims: int
+    claim_s: float
+    elapsed_s: float
+    out_of_order: int
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.elapsed_s if self.elapsed_s else 0.0
+
+
+@dataclass(kw_only=True)
+class KeyOrderCost(Result):
+    """The same backlog relayed with the per-key claim and with the plain claim."""
+
+    orders: int
+    rows: list[RelayDrain]
+    guide: GuideFigure = GUIDE_OUTBOX
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            (
+                f"{r.claim}: events/s, claims, ms per claim",
+                None,
+                f"{r.events_per_s:,.0f}, {r.claims}, {1000 * r.claim_s / max(r.claims, 1):.1f}",
+                None,
+            )
+            for r in self.rows
+        ]
+
+    def summary(self) -> str:
+        lines = [f"a backlog of {self.orders} orders x {len(EVENTS)} events, one relay, batch 100:"]
+        for r in self.rows:
+            lines.append(
+                f"  {r.claim}: {r.events} events in {r.elapsed_s:.2f} s ({r.events_per_s:,.0f}/s), "
+                f"{r.claims} claims, {1000 * r.claim_s / max(r.claims, 1):.1f} ms each, "
+                f"{r.out_of_order} out of order"
+            )
+        return "\n".join(lines + self.footer())
+
+
+def key_order_cost(
+    db: Database, *, orders: int = 500, the_broker: broker.Broker | None = None
+) -> KeyOrderCost:
+    """Write `orders` orders' three events each (all unsent, as after an outage), then
+    relay them once with claim_in_key_order.sql and once with the plain claim.sql."""
+    checks.whole_number("orders", orders, 1, 100_000)
+    the_broker = the_broker or broker.Broker()
+    rows = []
+    with broker.Client(the_broker.start().url, name="key-order") as client, db.connection() as conn:
+        for in_key_order in (True, False):
+            prepare_outbox(conn, client, duplicate_window_s=JETSTREAM_DUPLICATE_WINDOW_S)
+            desk = OrderDesk(db)
+            with conn.transaction():
+                while len(desk.written) < orders * len(EVENTS):
+                    desk.step(conn)
+            run(conn, "lab/analyze_jobs")
+            relay = Relay(db, client, in_key_order=in_key_order)
+            began = time.perf_counter()
+            while relay.run_once(conn)[0]:
+                pass
+            elapsed = time.perf_counter() - began
+            consumer = OrderConsumer()
+            for _, _, body in client.read_all(STREAM, SUBJECTS[0]):
+                consumer.take(body)
+            rows.append(
+                RelayDrain(
+                    "per-key claim" if in_key_order else "plain claim",
+                    relay.stats.sent,
+                    relay.stats.claims,
+                    relay.stats.claim_s,
+                    elapsed,
+                    consumer.out_of_order,
+                )
+            )
+    return KeyOrderCost(orders=orders, rows=rows, **server_fields(db))

@@ -65,6 +65,12 @@ class YourTurn(W.VBox):
     def result(self) -> exercises.Verdict | None:
         return self.runner.result
 
+    @property
+    def holds_first_attempt(self) -> bool:
+        """True while the editor holds the seeded first attempt, unchanged: a lesson's
+        check cell asserts how that attempt fails, and stays quiet about the learner's own."""
+        return self.editor.value == self.exercise.attempt_text()
+
     def start(self) -> bool:
         if self.runner.busy:
             return False

@@ -1,0 +1,65 @@
+"""Lesson 11's labs, each one line in the notebook: the drain of 100,000 jobs,
+the broker outage, and the side-by-side drain through the table and JetStream.
+
+Each is an `ExperimentPanel` (a guess, Run and Stop, progress, the result);
+headless, `lab.run_and_wait()` returns the result. Where no nats-server wheel
+exists for the platform, the outage lab says so in one line and runs the
+stand-in broker's relay instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from html import escape
+from typing import Any
+
+from .. import broker
+from ..databases import Database
+from ..experiments import switching
+from .common import ExperimentPanel, result_html
+
+OUTAGE_S = 25.0  # the lab's outage; longer than the relay's whole retry schedule (20 s at max_attempts=2)
+
+
+class DrainRateLab(ExperimentPanel):
+    """Seed 100,000 empty jobs and drain them with four threads in batches of 100."""
+
+    def __init__(self, db: Database, *, jobs: int = 100_000):
+        super().__init__(
+            partial(switching.drain_rate, db, jobs=jobs, batch=100, workers=4),
+            guess_label=f"How many seconds to drain {jobs:,} jobs?",
+        )
+
+
+def outage_html(result: Any) -> str:
+    """The comparison table, then the lag over the run."""
+    chart = result.lag_chart() if isinstance(result, switching.OutageResult) else ""
+    return result_html(result) + chart
+
+
+class OutageLab(ExperimentPanel):
+    """SIGKILL the broker for `outage_s` while orders keep coming, then start it again."""
+
+    def __init__(self, db: Database, *, outage_s: float = OUTAGE_S):
+        self.real = broker.available()
+        experiment: Callable[..., Any]
+        if self.real:
+            experiment = partial(switching.outage, db, outage_s=outage_s)
+        else:
+            experiment = partial(switching.outbox_relay, db)
+        super().__init__(
+            experiment, outage_html, guess_label="Peak outbox lag (age of the oldest unsent event), seconds:"
+        )
+        if not self.real:
+            self.status.value = escape(broker.missing_line())
+
+
+class SideBySideLab(ExperimentPanel):
+    """The same drain of N no-op jobs through the course's Worker and a JetStream work queue."""
+
+    def __init__(self, db: Database, *, jobs: int = 2000):
+        super().__init__(
+            partial(switching.drain_side_by_side, db, jobs=jobs, batches=(1, 100)),
+            guess_label="The table's jobs/s at batch 100:",
+        )

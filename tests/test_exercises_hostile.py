@@ -7,6 +7,7 @@ session of the learner's or checker's role left behind.
 (This file is exempt from the no-SQL-in-tests rule: its SQL is what a learner
 types into "Your turn", the input under test.)"""
 
+import re
 import threading
 import time
 
@@ -52,6 +53,9 @@ def fingerprint(s, wait_s: float = 15) -> tuple:
 def state(s):
     with s.db.connection() as owner:
         return run(owner, "exercise/scratch_state").fetchone()
+
+
+GROWTH = ("grows past", "WITH RECURSIVE", "ARRAY(SELECT")
 
 
 def chain(link: str, links: int = 26) -> str:
@@ -304,6 +308,12 @@ REFUSED = [
         "grows past",
     ),
     (
+        "a long literal used again and again",
+        "09/holder",
+        "WITH t AS (SELECT '" + "x" * 19_000 + "' AS k) SELECT length(k || k || k) AS pid FROM t",
+        "grows past",
+    ),
+    (
         "nested FROM subqueries doubling a text",
         "09/holder",
         "SELECT length(k) AS pid FROM "
@@ -333,6 +343,20 @@ REFUSED = [
         "DefElem",  # refused by node, before the index check names it
     ),
     ("a hash index", "08/index", "CREATE INDEX ON jobs USING hash (run_at)", "B-tree"),
+    ("lpad to a billion", "09/holder", "SELECT length(lpad('x', 1000000000)) AS pid", "lpad() is not a"),
+    ("repeat", "09/holder", "SELECT length(repeat('x', 1000000000)) AS pid", "repeat() is not a"),
+    (
+        "array_fill",
+        "09/holder",
+        "SELECT cardinality(array_fill(1, ARRAY[100000000])) AS pid",
+        "array_fill() is not a",
+    ),
+    (
+        "jsonb_agg",
+        "09/holder",
+        "SELECT length(jsonb_agg(a)::text) AS pid FROM jobs a, jobs b, jobs c",
+        "jsonb_agg() is not a",
+    ),
     # SQL that runs SQL, reached as a function, a table, a cast or a clause.
     (
         "query_to_xml",
@@ -414,6 +438,12 @@ REFUSED = [
 @pytest.mark.parametrize("what, key, sql, says", REFUSED, ids=[r[0] for r in REFUSED])
 def test_hostile_sql_is_refused_and_leaves_the_cluster_as_it_was(scratch, tmp_path, what, key, sql, says):
     marker = tmp_path / "written_by_the_server"
+    if (
+        says in GROWTH
+    ):  # never handed to a server should the reader let it through: it could take the cluster down
+        ex = exercises.exercise(key)
+        with pytest.raises(Refused, match=re.escape(says)):
+            read(sql, ex.params, ex.words, exercise=key)
     before_cluster, before_table = fingerprint(scratch), state(scratch)
     verdict = exercises.judge(exercises.exercise(key), sql.format(marker=marker), scratch=scratch)
     assert not verdict.passed, verdict.summary()
@@ -472,6 +502,36 @@ CONTAINED = [
         "",
     ),
     ("a cast naming a dangerous function", "09/holder", "SELECT 'pg_sleep'::regproc::oid::int AS pid", ""),
+    (
+        "a regular expression that explodes when compiled",
+        "09/holder",
+        "SELECT 1 AS pid WHERE 'a' ~ '((((a{1,200}){1,200}){1,200}){1,200})'",
+        "too complex",
+    ),
+    (
+        "a 300-table join for the planner",
+        "09/holder",
+        "SELECT count(*)::int AS pid FROM "
+        + ", ".join(f"jobs a{i}" for i in range(300))
+        + " WHERE "
+        + " AND ".join(f"a{i}.id = a{i + 1}.id" for i in range(299)),
+        "",
+    ),
+    ("psql's variable syntax inside a string", "09/holder", "SELECT ':pid' AS pid", ""),
+    (
+        "a placeholder inside a dollar quote",
+        "05/complete",
+        "UPDATE jobs SET status = $$:id$$ WHERE id = :id",
+        "",
+    ),
+    ("a 120,000-digit numeric", "09/holder", "SELECT length((2::numeric ^ 400000)::text) AS pid", ""),
+    (
+        "MERGE ... RETURNING a cross join's rows",
+        "01/claim",
+        "MERGE INTO jobs USING (SELECT a.kind, a.payload FROM jobs a, jobs b, jobs c, jobs d, jobs e, jobs f) AS s "
+        "ON false WHEN NOT MATCHED THEN INSERT (kind, payload) VALUES (s.kind, s.payload) RETURNING jobs.id",
+        "",
+    ),
     (
         "FOR UPDATE on pg_stat_activity",
         "09/holder",

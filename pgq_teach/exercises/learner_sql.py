@@ -18,7 +18,8 @@ Threat model (the sandbox's other half, the roles, is in `sandbox`):
   table the exercise names (pg_stat_activity for lesson 09).
 - No value grows without bound: a WITH RECURSIVE is refused, and so is a
   statement whose expressions, once the planner inlines its WITH queries and
-  FROM subqueries, would pass MAX_EXPANSION nodes (`expansion`). A chain of
+  FROM subqueries, would pass MAX_EXPANSION nodes and characters of text
+  (`expansion`). A chain of
   WITH queries that each use the last one's column twice (`k || k`,
   `concat(k, k)`, `jsonb_build_array(k, k)`) calls no forbidden function, yet
   doubles per link, and the planner builds that tree where no cancel reaches.
@@ -47,11 +48,15 @@ from ..errors import BadInput
 
 MAX_CHARS = 20_000
 MAX_DEPTH = 120  # nodes deep; the course's own claim is about 15
-# Expression nodes a statement may grow to once PostgreSQL's planner inlines its
-# WITH queries and FROM subqueries (the model answers reach about 100): a chain
-# of WITH queries that each use the last one's column twice doubles per link,
-# and the planner builds that tree in memory before anything can cancel it.
-MAX_EXPANSION = 5_000
+# What a statement may grow to once PostgreSQL's planner inlines its WITH
+# queries and FROM subqueries, counting a node as 1 and a name or literal as its
+# characters (the model answers reach about 500): a chain of WITH queries that
+# each use the last one's column twice doubles per link, and the planner builds
+# that tree in memory before anything can cancel it. Counting characters also
+# bounds the text a statement can build from its literals (one 19,000-character
+# literal used three times is refused), so no row it writes or returns can be
+# more than about this many times a column's own size.
+MAX_EXPANSION = 50_000
 SHOWN = 80  # characters of learner text quoted back in a refusal
 # The statements an exercise can ask for, by the word the parse tree gives them
 # (a statement with a WITH clause is "WITH"); CREATE is lesson 08's CREATE INDEX.
@@ -305,11 +310,13 @@ def _outputs(query: Any) -> list[list[Any]]:
 
 
 def _cost(expr: Any) -> tuple[int, Counter]:
-    """An expression's own nodes, and the names of the columns (or whole rows,
-    "*" for all) it reads, each as often as it reads it."""
+    """An expression's own size (a node 1, a name or literal its characters),
+    and the names of the columns (or whole rows, "*" for all) it reads, each as
+    often as it reads it."""
     own, reads = 0, Counter[str]()
     for node, _ in walk(expr):
-        own += 1
+        text = getattr(node, "sval", None) or getattr(node, "fval", None) or getattr(node, "bsval", None)
+        own += max(1, len(text)) if isinstance(text, str) else 1
         if isinstance(node, ast.ColumnRef):
             fields: Any = node.fields
             last = fields[-1]
@@ -324,16 +331,19 @@ def _cost(expr: Any) -> tuple[int, Counter]:
 
 
 def expansion(stmt: Any) -> int:
-    """An upper bound on the expression nodes of the statement's largest column
-    once every WITH query and FROM subquery is inlined: each column name costs
+    """An upper bound on the size (nodes, and characters of its names and
+    literals) of the statement's largest column once every WITH query and FROM
+    subquery is inlined: each column name costs
     the most any definition of that name can cost, each whole row the sum of
     its columns. Conservative: names are matched, not resolved."""
     # A column's definitions are kept once each (it costs the largest); a whole
     # row's are all kept (it costs their sum, a column named twice counts twice).
     defs: dict[str, set[tuple[int, tuple]]] = {}
     rows: dict[str, list[tuple[int, tuple]]] = {}
+    links = [0]  # definitions made: no chain of them is longer
 
     def define(name: str, expr: Any) -> None:
+        links[0] += 1
         own, reads = _cost(expr)
         shape = (own, tuple(sorted(reads.items())))
         if name.startswith("row:"):
@@ -362,7 +372,7 @@ def expansion(stmt: Any) -> int:
         own, reads = shape
         return own + sum(n * (everything if r == "*" else cost.get(r, 1)) for r, n in reads)
 
-    for _ in range(len(cost) + 2):
+    for _ in range(links[0] + 2):  # one round per link of the longest possible chain
         everything = min(limit, sum(v for k, v in cost.items() if not k.startswith("row:")))
         new = {name: min(limit, max(of(s, everything) for s in shapes)) for name, shapes in defs.items()}
         new |= {name: min(limit, sum(of(s, everything) for s in shapes)) for name, shapes in rows.items()}
@@ -395,7 +405,8 @@ def _check_growth(stmt: Any) -> None:
     """Refuse a recursive WITH (no exercise needs one, and each round can
     double a value), an ARRAY(SELECT ...) (it gathers every row it reads into
     one value: the aggregates that do the same are off the allow-list), and a
-    statement that grows past MAX_EXPANSION nodes when the planner inlines it."""
+    statement that grows past MAX_EXPANSION (nodes and characters) when the
+    planner inlines it."""
     every = [n for n, _ in walk(stmt)]
     if any(isinstance(n, ast.WithClause) and n.recursive for n in every):
         raise Refused("this exercise has no use for WITH RECURSIVE, so nothing was run")
@@ -406,8 +417,8 @@ def _check_growth(stmt: Any) -> None:
         )
     if expansion(stmt) > MAX_EXPANSION:
         raise Refused(
-            f"once PostgreSQL inlines its WITH queries it grows past {MAX_EXPANSION:,} expressions "
-            "(a column used twice in each link of a chain doubles per link), so nothing was run"
+            f"once PostgreSQL inlines its WITH queries it grows past {MAX_EXPANSION:,} nodes and characters "
+            "(a column or text used over and over multiplies its size), so nothing was run"
         )
 
 

@@ -40,14 +40,13 @@ MAX_ROWS rows or MAX_BYTES characters is stopped and refused; Stop
 `one_check`, which `exercises.check` holds, lets one check of an exercise run
 at a time in a process.
 
-What bounds memory: a value's growth is refused from the parse tree
-(`learner_sql.expansion`: no WITH RECURSIVE, and no statement whose inlined
-expressions pass MAX_EXPANSION nodes), because the watchdog cannot end a
-backend that is not listening: one that builds a huge expression tree in the
+What bounds memory: a value's growth is refused from the parse tree (no WITH
+RECURSIVE, no ARRAY(SELECT ...), and no statement whose inlined expressions
+pass MAX_EXPANSION nodes and characters, `learner_sql.expansion`), because the
+watchdog cannot end a backend that is not listening: one that builds a huge expression tree in the
 planner checks for no cancel, outlives its closed session, and can grow until
 the kernel's OOM killer ends it, which restarts the whole cluster. A value the
-reader lets through is at most a few thousand times the largest text the
-statement holds (MAX_CHARS).
+reader lets through is at most about MAX_EXPANSION times a column's own size.
 
 Not bounded yet: learners on one shared server share one role and one scratch
 database per exercise, so they see each other's sessions (and their SQL) in

@@ -7,13 +7,14 @@ session of the learner's or checker's role left behind.
 (This file is exempt from the no-SQL-in-tests rule: its SQL is what a learner
 types into "Your turn", the input under test.)"""
 
+import re
+import threading
 import time
 
 import psycopg
 import pytest
-
-from pgq_teach import databases, exercises
-from pgq_teach.exercises import sandbox
+from pgq_teach import databases, exercises, learner
+from pgq_teach.exercises import learner_sql, sandbox
 from pgq_teach.exercises.learner_sql import Refused, read
 from pgq_teach.exercises.verdict import MAX_TEXT
 from pgq_teach.statements import run
@@ -54,6 +55,15 @@ def state(s):
         return run(owner, "exercise/scratch_state").fetchone()
 
 
+GROWTH = ("grows past", "WITH RECURSIVE", "ARRAY(SELECT")
+
+
+def chain(link: str, links: int = 26) -> str:
+    """A chain of WITH queries, each link computing k from the last one's k."""
+    parts = [f"a{i + 1} AS (SELECT {link} AS k FROM a{i})" for i in range(links)]
+    return f"WITH a0 AS (SELECT kind AS k FROM jobs LIMIT 1), {', '.join(parts)} SELECT length(k::text) AS pid FROM a{links}"
+
+
 # (what, exercise, the learner's text, what the refusal says). {marker}: a file the
 # attack would write if it ran; it must never appear.
 REFUSED = [
@@ -64,8 +74,18 @@ REFUSED = [
         "--\rALTER ROLE pgq_learner SET search_path = pg_catalog /*\nSELECT */",
         "ALTER ROLE is not one",
     ),
-    ("a \\r-ended comment hiding SET", "01/claim", "--\rSET statement_timeout = 0 /*\nSELECT */", "SET is not one"),
-    ("a \\r-ended comment hiding DO", "01/claim", "--\rDO $$ BEGIN NULL; END $$ /*\nSELECT */", "DO is not one"),
+    (
+        "a \\r-ended comment hiding SET",
+        "01/claim",
+        "--\rSET statement_timeout = 0 /*\nSELECT */",
+        "SET is not one",
+    ),
+    (
+        "a \\r-ended comment hiding DO",
+        "01/claim",
+        "--\rDO $$ BEGIN NULL; END $$ /*\nSELECT */",
+        "DO is not one",
+    ),
     (
         "an IMMUTABLE function that writes a file as the superuser",
         "08/index",
@@ -73,14 +93,24 @@ REFUSED = [
         "$$ COPY (SELECT 1) TO PROGRAM 'touch {marker}'; SELECT $1 $$",
         "CREATE FUNCTION is not one",
     ),
-    ("CREATE STATISTICS on that function", "08/index", "CREATE STATISTICS st ON (ix(id)) FROM jobs", "is not one"),
+    (
+        "CREATE STATISTICS on that function",
+        "08/index",
+        "CREATE STATISTICS st ON (ix(id)) FROM jobs",
+        "is not one",
+    ),
     (
         "a trigger on the table",
         "08/index",
         "CREATE TRIGGER t BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION ix()",
         "CREATE TRIGGER is not one",
     ),
-    ("an index expression calling a function", "08/index", "CREATE INDEX ON jobs ((ix(id)))", "ix() is not a"),
+    (
+        "an index expression calling a function",
+        "08/index",
+        "CREATE INDEX ON jobs ((ix(id)))",
+        "ix() is not a",
+    ),
     (
         "a predicate calling a function",
         "08/index",
@@ -112,7 +142,12 @@ REFUSED = [
         "set_config() is not a",
     ),
     ("a sleep", "01/claim", "SELECT 1 AS id FROM pg_sleep(600)", "pg_sleep() is not a"),
-    ("ALTER ROLE", "09/holder", "ALTER ROLE pgq_learner SET search_path = pg_catalog", "ALTER ROLE is not one"),
+    (
+        "ALTER ROLE",
+        "09/holder",
+        "ALTER ROLE pgq_learner SET search_path = pg_catalog",
+        "ALTER ROLE is not one",
+    ),
     (
         "pg_terminate_backend on sibling sessions",
         "09/holder",
@@ -176,7 +211,12 @@ REFUSED = [
         "SELECT string_agg(a.kind, '') AS pid FROM jobs a, jobs b, jobs c",
         "string_agg() is not a",
     ),
-    ("deep nesting", "01/claim", "SELECT " + "(SELECT " * 300 + "1" + ")" * 300 + " AS id", "nested too deeply"),
+    (
+        "deep nesting",
+        "01/claim",
+        "SELECT " + "(SELECT " * 300 + "1" + ")" * 300 + " AS id",
+        "nested too deeply",
+    ),
     (
         "a unicode-escaped function name",
         "01/claim",
@@ -197,7 +237,12 @@ REFUSED = [
     ("BEGIN", "01/claim", "BEGIN", "BEGIN is not one"),
     ("DISCARD ALL", "01/claim", "DISCARD ALL", "DISCARD is not one"),
     ("a large object", "01/claim", "SELECT lo_import('/etc/hostname')::bigint AS id", "lo_import() is not a"),
-    ("dblink", "01/claim", "SELECT id FROM dblink('dbname=postgres', 'SELECT 1') AS t(id int)", "dblink() is"),
+    (
+        "dblink",
+        "01/claim",
+        "SELECT id FROM dblink('dbname=postgres', 'SELECT 1') AS t(id int)",
+        "dblink() is",
+    ),
     (
         "a schema-qualified file read",
         "01/claim",
@@ -212,16 +257,193 @@ REFUSED = [
     ("EXPLAIN ANALYZE", "01/claim", "EXPLAIN ANALYZE SELECT id FROM jobs", "EXPLAIN is not one"),
     ("CALL", "01/claim", "CALL evil()", "CALL is not one"),
     ("an index on a catalog", "08/index", "CREATE INDEX ON pg_catalog.pg_authid (rolname)", "is not one"),
-    ("an index in another tablespace", "08/index", "CREATE INDEX ON jobs (run_at) TABLESPACE pg_global", "TABLESPACE"),
-    ("an index with an operator class", "08/index", "CREATE INDEX ON jobs (kind text_pattern_ops)", "operator class"),
-    ("an unknown placeholder", "01/claim", "SELECT id FROM jobs WHERE id = :victim", ":victim is not a value"),
-    ("a placeholder behind a \\r comment", "01/claim", "SELECT id FROM jobs --\r WHERE id = :victim", ":victim"),
+    (
+        "an index in another tablespace",
+        "08/index",
+        "CREATE INDEX ON jobs (run_at) TABLESPACE pg_global",
+        "TABLESPACE",
+    ),
+    (
+        "an index with an operator class",
+        "08/index",
+        "CREATE INDEX ON jobs (kind text_pattern_ops)",
+        "operator class",
+    ),
+    (
+        "an unknown placeholder",
+        "01/claim",
+        "SELECT id FROM jobs WHERE id = :victim",
+        ":victim is not a value",
+    ),
+    # Values grown without a forbidden function: each link of a chain of WITH
+    # queries uses the last one's column twice. The planner inlines the chain into
+    # one expression of 2^26 nodes before anything can cancel it: before this was
+    # refused, one such statement grew a backend past 15 GB and the OOM killer's
+    # SIGKILL restarted the whole cluster, every learner's sessions with it.
+    ("a chain of WITH queries doubling a text", "09/holder", chain("k || k"), "grows past"),
+    (
+        "a chain of WITH queries multiplying by concat",
+        "09/holder",
+        chain("concat(k, k, k, k, k, k, k, k, k, k)", 8),
+        "grows past",
+    ),
+    ("a chain of WITH queries doubling a jsonb", "09/holder", chain("jsonb_build_array(k, k)"), "grows past"),
+    ("a chain of WITH queries doubling an array", "09/holder", chain("ARRAY[k] || ARRAY[k]"), "grows past"),
+    (
+        "a chain named by column aliases",
+        "09/holder",
+        "WITH a0(k) AS (SELECT kind FROM jobs LIMIT 1), "
+        + ", ".join(f"a{i + 1}(k) AS (SELECT k || k FROM a{i})" for i in range(26))
+        + " SELECT length(k) AS pid FROM a26",
+        "grows past",
+    ),
+    (
+        "a chain of whole rows",
+        "09/holder",
+        "WITH a0 AS (SELECT kind FROM jobs LIMIT 1), "
+        + ", ".join(
+            f"a{i + 1} AS (SELECT to_jsonb(a{i}) AS j, to_jsonb(a{i}) AS k FROM a{i})" for i in range(26)
+        )
+        + " SELECT length(j::text) AS pid FROM a26",
+        "grows past",
+    ),
+    (
+        "a long literal used again and again",
+        "09/holder",
+        "WITH t AS (SELECT '" + "x" * 19_000 + "' AS k) SELECT length(k || k || k) AS pid FROM t",
+        "grows past",
+    ),
+    (
+        "nested FROM subqueries doubling a text",
+        "09/holder",
+        "SELECT length(k) AS pid FROM "
+        + "(SELECT k || k AS k FROM " * 26
+        + "(SELECT kind AS k FROM jobs) AS s"
+        + ") AS s" * 26,
+        "grows past",
+    ),
+    (
+        "a recursive WITH doubling a text",
+        "09/holder",
+        "WITH RECURSIVE r(s, n) AS (SELECT 'x'::text, 0 UNION ALL SELECT s || s, n + 1 FROM r WHERE n < 29) "
+        "SELECT length(s) AS pid FROM r ORDER BY n DESC LIMIT 1",
+        "WITH RECURSIVE",
+    ),
+    (
+        "ARRAY(SELECT ...) gathering a cross join into one value",
+        "09/holder",
+        "SELECT ARRAY(SELECT a.kind || b.kind FROM jobs a, jobs b, jobs c, jobs d, jobs e, jobs f) AS pid",
+        "ARRAY(SELECT",
+    ),
+    ("a 9,000-deep chain of +", "01/claim", "SELECT " + "1+" * 9_000 + "1 AS id", "nested too deeply"),
+    (
+        "an index with storage options",
+        "08/index",
+        "CREATE INDEX ON jobs (run_at) WITH (fillfactor = 10)",
+        "DefElem",  # refused by node, before the index check names it
+    ),
+    ("a hash index", "08/index", "CREATE INDEX ON jobs USING hash (run_at)", "B-tree"),
+    ("lpad to a billion", "09/holder", "SELECT length(lpad('x', 1000000000)) AS pid", "lpad() is not a"),
+    ("repeat", "09/holder", "SELECT length(repeat('x', 1000000000)) AS pid", "repeat() is not a"),
+    (
+        "array_fill",
+        "09/holder",
+        "SELECT cardinality(array_fill(1, ARRAY[100000000])) AS pid",
+        "array_fill() is not a",
+    ),
+    (
+        "jsonb_agg",
+        "09/holder",
+        "SELECT length(jsonb_agg(a)::text) AS pid FROM jobs a, jobs b, jobs c",
+        "jsonb_agg() is not a",
+    ),
+    # SQL that runs SQL, reached as a function, a table, a cast or a clause.
+    (
+        "query_to_xml",
+        "09/holder",
+        "SELECT length(query_to_xml('SELECT 1', true, true, '')::text) AS pid",
+        "query_to_xml() is",
+    ),
+    (
+        "query_to_xml_and_xmlschema",
+        "09/holder",
+        "SELECT length(query_to_xml_and_xmlschema('SELECT 1', true, true, '')::text) AS pid",
+        "query_to_xml_and_xmlschema() is",
+    ),
+    (
+        "cursor_to_xml",
+        "09/holder",
+        "SELECT length(cursor_to_xml('c', 1, true, true, '')::text) AS pid",
+        "cursor_to_xml() is",
+    ),
+    ("an XML constructor", "09/holder", "SELECT length(xmlelement(name a)::text) AS pid", "XmlExpr"),
+    (
+        "a function in ROWS FROM",
+        "09/holder",
+        "SELECT a::int AS pid FROM ROWS FROM (unnest(ARRAY[1]), pg_sleep(600)) AS t(a, b)",
+        "pg_sleep() is not a",
+    ),
+    (
+        "TABLESAMPLE",
+        "09/holder",
+        "SELECT id::int AS pid FROM jobs TABLESAMPLE SYSTEM (100)",
+        "RangeTableSample",
+    ),
+    ("pg_settings", "09/holder", "SELECT 1 AS pid FROM pg_settings", "pg_settings is not one"),
+    ("pg_file_settings", "09/holder", "SELECT 1 AS pid FROM pg_file_settings", "pg_file_settings is not one"),
+    (
+        "pg_hba_file_rules",
+        "09/holder",
+        "SELECT 1 AS pid FROM pg_hba_file_rules",
+        "pg_hba_file_rules is not one",
+    ),
+    (
+        "pg_shadow",
+        "09/holder",
+        "SELECT 1 AS pid FROM pg_catalog.pg_shadow",
+        "pg_catalog.pg_shadow is not one",
+    ),
+    (
+        "pg_authid in a subquery",
+        "09/holder",
+        "SELECT (SELECT count(*) FROM pg_authid)::int AS pid",
+        "pg_authid is not one",
+    ),
+    ("the course's sequence", "01/claim", "SELECT nextval('jobs_id_seq') AS id", "nextval() is not a"),
+    (
+        "a transaction advisory lock",
+        "01/claim",
+        "SELECT id FROM jobs WHERE pg_advisory_xact_lock(1) IS NULL",
+        "pg_advisory_xact_lock() is",
+    ),
+    # Where pglast and the server could read the text differently.
+    (
+        "U& with UESCAPE naming pg_sleep",
+        "09/holder",
+        "SELECT 1 AS pid WHERE U&\"!0070g_sleep\" UESCAPE '!' (600) IS NULL",
+        "pg_sleep() is not a",
+    ),
+    ("psql's \\;", "01/claim", "SELECT id FROM jobs \\; DROP TABLE jobs", "could not read it"),
+    ("a placeholder as a table", "01/claim", "SELECT id FROM :batch", "could not read it"),
+    ('psql\'s :"name" identifier', "01/claim", 'SELECT id FROM jobs AS :"batch"', "could not read it"),
+    (
+        "a placeholder behind a \\r comment",
+        "01/claim",
+        "SELECT id FROM jobs --\r WHERE id = :victim",
+        ":victim",
+    ),
 ]
 
 
 @pytest.mark.parametrize("what, key, sql, says", REFUSED, ids=[r[0] for r in REFUSED])
 def test_hostile_sql_is_refused_and_leaves_the_cluster_as_it_was(scratch, tmp_path, what, key, sql, says):
     marker = tmp_path / "written_by_the_server"
+    if (
+        says in GROWTH
+    ):  # never handed to a server should the reader let it through: it could take the cluster down
+        ex = exercises.exercise(key)
+        with pytest.raises(Refused, match=re.escape(says)):
+            read(sql, ex.params, ex.words, exercise=key)
     before_cluster, before_table = fingerprint(scratch), state(scratch)
     verdict = exercises.judge(exercises.exercise(key), sql.format(marker=marker), scratch=scratch)
     assert not verdict.passed, verdict.summary()
@@ -255,8 +477,73 @@ CONTAINED = [
         "INSERT INTO jobs (kind, payload) SELECT a.kind, a.payload FROM jobs a, jobs b, jobs c RETURNING id",
         "statement timeout",  # a change with RETURNING runs to its end before the first row comes back
     ),
-    ("a 19,000-character error message", "01/claim", "SELECT '" + "x" * 19_000 + "'::int AS id", "invalid input"),
-    ("an index on an operator that is not there", "08/index", "CREATE INDEX ON jobs (run_at) WHERE id === 1", "==="),
+    (
+        "a 19,000-character error message",
+        "01/claim",
+        "SELECT '" + "x" * 19_000 + "'::int AS id",
+        "invalid input",
+    ),
+    (
+        "an index on an operator that is not there",
+        "08/index",
+        "CREATE INDEX ON jobs (run_at) WHERE id === 1",
+        "===",
+    ),
+    (
+        "1,000 rows of a 19,000-character text",
+        "09/holder",
+        "SELECT '" + "x" * 19_000 + "' || a.id AS pid FROM jobs a, jobs b, jobs c, jobs d",
+        "characters",
+    ),
+    (
+        "a nested comment hiding a statement",
+        "01/claim",
+        "SELECT id FROM jobs /* /* */ ; DROP TABLE jobs; /* */ */ LIMIT 0",
+        "",
+    ),
+    ("a cast naming a dangerous function", "09/holder", "SELECT 'pg_sleep'::regproc::oid::int AS pid", ""),
+    (
+        "a regular expression that explodes when compiled",
+        "09/holder",
+        "SELECT 1 AS pid WHERE 'a' ~ '((((a{1,200}){1,200}){1,200}){1,200})'",
+        "too complex",
+    ),
+    (
+        "a 300-table join for the planner",
+        "09/holder",
+        "SELECT count(*)::int AS pid FROM "
+        + ", ".join(f"jobs a{i}" for i in range(300))
+        + " WHERE "
+        + " AND ".join(f"a{i}.id = a{i + 1}.id" for i in range(299)),
+        "",
+    ),
+    ("psql's variable syntax inside a string", "09/holder", "SELECT ':pid' AS pid", ""),
+    (
+        "a placeholder inside a dollar quote",
+        "05/complete",
+        "UPDATE jobs SET status = $$:id$$ WHERE id = :id",
+        "",
+    ),
+    ("a 120,000-digit numeric", "09/holder", "SELECT length((2::numeric ^ 400000)::text) AS pid", ""),
+    (
+        "MERGE ... RETURNING a cross join's rows",
+        "01/claim",
+        "MERGE INTO jobs USING (SELECT a.kind, a.payload FROM jobs a, jobs b, jobs c, jobs d, jobs e, jobs f) AS s "
+        "ON false WHEN NOT MATCHED THEN INSERT (kind, payload) VALUES (s.kind, s.payload) RETURNING jobs.id",
+        "",
+    ),
+    (
+        "FOR UPDATE on pg_stat_activity",
+        "09/holder",
+        "SELECT pid FROM pg_stat_activity FOR UPDATE",
+        "permission denied",  # the server refuses it: the view is not the role's to lock
+    ),
+    (
+        "an E'' string escaping its own quote",
+        "01/claim",
+        "SELECT id FROM jobs WHERE kind = E'\\' ; DROP TABLE jobs; --'",
+        "",  # one string to pglast and to the server alike: no DROP runs
+    ),
 ]
 
 
@@ -264,14 +551,18 @@ CONTAINED = [
 def test_hostile_sql_that_runs_is_contained(scratch, what, key, sql, says):
     before = fingerprint(scratch)
     verdict = exercises.judge(exercises.exercise(key), sql, scratch=scratch)
-    assert not verdict.passed and says in verdict.headline, verdict.headline
+    assert not verdict.passed, verdict.headline
+    assert says in verdict.headline, verdict.headline
     assert len(verdict.headline) <= MAX_TEXT and all(len(e.found) <= MAX_TEXT for e in verdict.evidence)
     assert len(verdict.html()) < 20 * MAX_TEXT
     assert fingerprint(scratch) == before
+    state(scratch)  # the jobs table is still there
 
 
 def test_a_slow_statement_after_a_timeout_attack_still_meets_the_timeout(scratch):
-    lift = "UPDATE jobs SET status = 'done' WHERE id = :id AND set_config('statement_timeout', '0', false) <> ''"
+    lift = (
+        "UPDATE jobs SET status = 'done' WHERE id = :id AND set_config('statement_timeout', '0', false) <> ''"
+    )
     assert exercises.judge(exercises.exercise("05/complete"), lift, scratch=scratch).refused
     slow = "SELECT count(*)::int AS pid FROM jobs a, jobs b, jobs c, jobs d"
     verdict = exercises.judge(exercises.exercise("09/holder"), slow, scratch=scratch)
@@ -297,7 +588,9 @@ def test_the_role_defaults_are_reset_on_every_check(scratch):
     assert fingerprint(scratch) != before
     fresh = sandbox.open_scratch(LABEL)
     assert fingerprint(fresh) == before
-    verdict = exercises.judge(exercises.exercise("05/complete"), exercises.exercise("05/complete").answer_text(), scratch=fresh)
+    verdict = exercises.judge(
+        exercises.exercise("05/complete"), exercises.exercise("05/complete").answer_text(), scratch=fresh
+    )
     assert verdict.passed, verdict.summary()
 
 
@@ -310,7 +603,9 @@ def test_a_learner_session_cannot_end_or_cancel_a_sibling(scratch):
 
 
 def test_the_roles_own_nothing_and_create_nothing(scratch):
-    verdict = exercises.judge(exercises.exercise("08/index"), exercises.exercise("08/index").answer_text(), scratch=scratch)
+    verdict = exercises.judge(
+        exercises.exercise("08/index"), exercises.exercise("08/index").answer_text(), scratch=scratch
+    )
     assert verdict.passed, verdict.summary()
     with scratch.db.connection() as owner:
         for role in ROLES:
@@ -367,9 +662,82 @@ def test_one_check_per_exercise_at_a_time(pg):
     first.start()
     time.sleep(0.5)
     second.start()
-    with pytest.raises(Refused, match="already running"):
-        second.wait(30)
+    busy = second.wait(30)
+    assert busy.refused and "already running" in busy.headline, busy.headline
     first.stop()
     first.wait(60)
     with sandbox.one_check("01/claim"):  # free again once the first check ended
         pass
+
+
+def test_exercises_check_holds_the_one_check_too(pg):
+    """Not only the widget: two calls of exercises.check in one process (two
+    notebooks' threads, say) never run one exercise's check at once, and the
+    refused one is not saved as a try."""
+    runs = {}
+    first = threading.Thread(
+        target=lambda: runs.setdefault("first", exercises.check("01/claim", ENDLESS_CLAIM))
+    )
+    first.start()
+    time.sleep(1)
+    second = exercises.check("01/claim", exercises.exercise("01/claim").answer_text())
+    assert second.refused and "already running" in second.headline, second.headline
+    sandbox.stop_checks("01/claim")
+    first.join(60)
+    assert runs["first"].stopped and runs["first"].headline == sandbox.STOPPED, runs["first"].headline
+    assert "01/claim" not in learner.load("progress")  # neither the stopped nor the refused check is a try
+
+
+def test_stop_that_lands_on_the_checkers_own_statement_is_still_a_stop(pg):
+    """Stop cancels whatever the learner's sessions run, the checker's own
+    statements included; the cancel then surfaces as a timeout or an error, and
+    the verdict must still say Stop, and not be saved as a failed try."""
+    runs = {}
+    answer = exercises.exercise("03/batch_claim").answer_text()
+    worker = threading.Thread(target=lambda: runs.setdefault("v", exercises.check("03/batch_claim", answer)))
+    worker.start()
+    deadline = time.monotonic() + 30
+    while not sandbox.LIVE.get("03_batch_claim") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sandbox.stop_checks("03/batch_claim")
+    worker.join(60)
+    assert runs["v"].stopped and not runs["v"].passed, runs["v"].summary()
+    assert "03/batch_claim" not in learner.load("progress")
+
+
+def test_a_stop_pressed_with_no_check_running_does_not_stop_the_next(pg):
+    sandbox.stop_checks("05/complete")
+    verdict = exercises.check("05/complete", exercises.exercise("05/complete").answer_text())
+    assert verdict.passed and not verdict.stopped, verdict.summary()
+
+
+def test_the_learner_reads_strings_as_pglast_does_whatever_the_database_says(scratch):
+    """pglast reads strings with standard_conforming_strings on. A server whose
+    default is off would read `'x\\'` as an open string, so text that pglast
+    reads as two strings would be, to the server, a string, then code it never
+    checked (here a pg_notify). The learner's sessions pin it on."""
+    with scratch.db.connection() as owner:
+        run(owner, "exercise/old_string_syntax", idents={"database": scratch.db.name})
+    hidden = "SELECT 'x\\', ' AS a, pg_notify($$leak$$, $$x$$)::text AS pid --' AS pid"
+    with scratch.db.connection() as listener:
+        run(listener, "lab/listen_channel", idents={"channel": "leak"})
+        verdict = exercises.judge(exercises.exercise("09/holder"), hidden, scratch=scratch)
+        assert not verdict.passed, verdict.summary()
+        assert list(listener.notifies(timeout=1, stop_after=1)) == []
+
+
+def test_the_roles_cannot_lift_their_disk_limit(scratch):
+    with scratch.connect() as conn:
+        assert conn.execute("SHOW temp_file_limit").fetchone() == (sandbox.TEMP_FILE_LIMIT,)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SET temp_file_limit = -1")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("ALTER ROLE pgq_learner SET temp_file_limit = -1")
+
+
+@pytest.mark.parametrize("key", [k for k, e in exercises.EXERCISES.items() if not e.form])
+def test_every_model_answer_and_seeded_attempt_stays_far_below_the_growth_limit(key):
+    ex = exercises.exercise(key)
+    for text in (ex.answer_text(), ex.attempt_text()):
+        grown = learner_sql.expansion(read(text, ex.params, ex.words, exercise=key).tree)
+        assert grown * 10 < learner_sql.MAX_EXPANSION, (key, grown)

@@ -22,7 +22,15 @@ from ..statements import statement
 from . import backoff, claim, cleanup, envelope, fence, index, reaper, relay, vacuum, wakeup
 from . import progress as progress_file
 from .learner_sql import STATEMENT_WORDS, Refused, read
-from .sandbox import LOCK_TIMEOUT_S, STATEMENT_TIMEOUT_S, Scratch, open_scratch
+from .sandbox import (
+    LOCK_TIMEOUT_S,
+    STATEMENT_TIMEOUT_S,
+    STOPPED,
+    Scratch,
+    one_check,
+    open_scratch,
+    was_stopped,
+)
 from .verdict import Verdict, refused
 
 
@@ -234,10 +242,18 @@ def judge(ex: Exercise, sql: str, *, scratch: Scratch | None = None, progress=No
 
 def check(key: str, sql: str, *, save: bool = True, progress=None, stop=None) -> Verdict:
     """Run the learner's `sql` for exercise `key` and return the verdict
-    (saved, with the SQL, in the learner's progress unless `save` is False)."""
+    (saved, with the SQL, in the learner's progress unless `save` is False).
+    One check of an exercise runs at a time in this process; a check that
+    another check or Stop ended judged nothing, so it is not saved as a try."""
     ex = exercise(key)
-    verdict = judge(ex, sql, progress=progress, stop=stop)
-    if save:
+    try:
+        with one_check(key):
+            verdict = judge(ex, sql, progress=progress, stop=stop)
+            if was_stopped(key):  # whatever the cancel made of the check, it is a Stop
+                verdict = Verdict(key, False, STOPPED, hint="Check again when you are ready.", stopped=True)
+    except Refused as busy:
+        return refused(key, str(busy))
+    if save and not verdict.stopped:
         try:
             record(verdict, sql)
         except (OSError, PgqError):

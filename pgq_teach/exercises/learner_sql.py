@@ -16,6 +16,13 @@ Threat model (the sandbox's other half, the roles, is in `sandbox`):
   set_config, pg_sleep, pg_terminate_backend, dblink, lo_*, pg_read_*...);
   every table named either `jobs`, a WITH query of the statement itself, or a
   table the exercise names (pg_stat_activity for lesson 09).
+- No value grows without bound: a WITH RECURSIVE is refused, and so is a
+  statement whose expressions, once the planner inlines its WITH queries and
+  FROM subqueries, would pass MAX_EXPANSION nodes and characters of text
+  (`expansion`). A chain of
+  WITH queries that each use the last one's column twice (`k || k`,
+  `concat(k, k)`, `jsonb_build_array(k, k)`) calls no forbidden function, yet
+  doubles per link, and the planner builds that tree where no cancel reaches.
 - This reader is the first line, not the boundary: the server's own prepare
   reads the statement again (`sandbox.parse`), and what the statement could do
   if it got through anyway is bounded by the role it runs as (`sandbox`).
@@ -28,17 +35,28 @@ form for parsing and the server's prepare.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import pglast
 from pglast import ast
+from pglast.enums import SubLinkType
 from pglast.parser import ParseError, scan
 
 from ..errors import BadInput
 
 MAX_CHARS = 20_000
 MAX_DEPTH = 120  # nodes deep; the course's own claim is about 15
+# What a statement may grow to once PostgreSQL's planner inlines its WITH
+# queries and FROM subqueries, counting a node as 1 and a name or literal as its
+# characters (the model answers reach about 500): a chain of WITH queries that
+# each use the last one's column twice doubles per link, and the planner builds
+# that tree in memory before anything can cancel it. Counting characters also
+# bounds the text a statement can build from its literals (one 19,000-character
+# literal used three times is refused), so no row it writes or returns can be
+# more than about this many times a column's own size.
+MAX_EXPANSION = 50_000
 SHOWN = 80  # characters of learner text quoted back in a refusal
 # The statements an exercise can ask for, by the word the parse tree gives them
 # (a statement with a WITH clause is "WITH"); CREATE is lesson 08's CREATE INDEX.
@@ -261,6 +279,109 @@ def _check_tree(stmt: Any, nodes: frozenset[str], allowance: Allowance) -> None:
             _check_table(node, ctes, allowance)
 
 
+def _output_name(target: Any) -> str:
+    """The column name PostgreSQL gives a target: its alias, else the column,
+    function or type it reads."""
+    if target.name:
+        return str(target.name)
+    val: Any = target.val
+    last: Any = None
+    if isinstance(val, ast.ColumnRef):
+        last = (val.fields or (None,))[-1]
+    elif isinstance(val, ast.FuncCall):
+        return function_name(val)[1]
+    elif isinstance(val, ast.TypeCast) and val.typeName is not None:
+        last = (val.typeName.names or (None,))[-1]
+    return str(last.sval) if isinstance(last, ast.String) else "?column?"
+
+
+def _outputs(query: Any) -> list[list[Any]]:
+    """The output expressions of a WITH query or FROM subquery, one list per
+    branch of a UNION (a VALUES list counts as a branch)."""
+    if isinstance(query, ast.SelectStmt) and query.larg is not None:
+        return _outputs(query.larg) + _outputs(query.rarg)
+    if isinstance(query, ast.SelectStmt) and query.valuesLists:
+        return [list(getattr(row, "items", None) or row) for row in query.valuesLists]
+    if isinstance(query, ast.SelectStmt):
+        targets = query.targetList
+    else:
+        targets = getattr(getattr(query, "returningClause", None), "exprs", None)
+    return [[t.val for t in targets or () if isinstance(t, ast.ResTarget)]]
+
+
+def _cost(expr: Any) -> tuple[int, Counter]:
+    """An expression's own size (a node 1, a name or literal its characters),
+    and the names of the columns (or whole rows, "*" for all) it reads, each as
+    often as it reads it."""
+    own, reads = 0, Counter[str]()
+    for node, _ in walk(expr):
+        text = getattr(node, "sval", None) or getattr(node, "fval", None) or getattr(node, "bsval", None)
+        own += max(1, len(text)) if isinstance(text, str) else 1
+        if isinstance(node, ast.ColumnRef):
+            fields: Any = node.fields
+            last = fields[-1]
+            if isinstance(last, ast.A_Star):
+                reads["*"] += 1
+            elif len(fields) == 1:
+                reads[last.sval] += 1
+                reads["row:" + last.sval] += 1  # a bare name may be a whole row of a WITH query
+            else:
+                reads[last.sval] += 1
+    return own, reads
+
+
+def expansion(stmt: Any) -> int:
+    """An upper bound on the size (nodes, and characters of its names and
+    literals) of the statement's largest column once every WITH query and FROM
+    subquery is inlined: each column name costs
+    the most any definition of that name can cost, each whole row the sum of
+    its columns. Conservative: names are matched, not resolved."""
+    # A column's definitions are kept once each (it costs the largest); a whole
+    # row's are all kept (it costs their sum, a column named twice counts twice).
+    defs: dict[str, set[tuple[int, tuple]]] = {}
+    rows: dict[str, list[tuple[int, tuple]]] = {}
+    links = [0]  # definitions made: no chain of them is longer
+
+    def define(name: str, expr: Any) -> None:
+        links[0] += 1
+        own, reads = _cost(expr)
+        shape = (own, tuple(sorted(reads.items())))
+        if name.startswith("row:"):
+            rows.setdefault(name, []).append(shape)
+        else:
+            defs.setdefault(name, set()).add(shape)
+
+    for node, _ in walk(stmt):
+        if isinstance(node, ast.ResTarget) and node.val is not None:
+            define(_output_name(node), node.val)
+        if isinstance(node, ast.CommonTableExpr):
+            rel, query, aliases = str(node.ctename), node.ctequery, node.aliascolnames
+        elif isinstance(node, ast.RangeSubselect) and node.alias is not None:
+            rel, query, aliases = str(node.alias.aliasname), node.subquery, node.alias.colnames
+        else:
+            continue
+        for branch in _outputs(query):
+            for column, expr in zip(aliases or (), branch, strict=False):
+                define(column.sval, expr)
+            for expr in branch:
+                define("row:" + rel, expr)
+    limit = MAX_EXPANSION + 1
+    cost: dict[str, int] = dict.fromkeys([*defs, *rows], 1)
+
+    def of(shape: tuple[int, tuple], everything: int) -> int:
+        own, reads = shape
+        return own + sum(n * (everything if r == "*" else cost.get(r, 1)) for r, n in reads)
+
+    for _ in range(links[0] + 2):  # one round per link of the longest possible chain
+        everything = min(limit, sum(v for k, v in cost.items() if not k.startswith("row:")))
+        new = {name: min(limit, max(of(s, everything) for s in shapes)) for name, shapes in defs.items()}
+        new |= {name: min(limit, sum(of(s, everything) for s in shapes)) for name, shapes in rows.items()}
+        if new == cost:
+            break
+        cost = new
+    return max(cost.values(), default=0)
+
+
 def _order(node: Any) -> int:
     if isinstance(node, ast.IntoClause):
         return 0
@@ -278,6 +399,27 @@ def _check_table(node: Any, ctes: set[str], allowance: Allowance) -> None:
         whole = ".".join(p for p in (node.catalogname, schema, table) if p)
         reach = ", ".join(sorted(TABLES | allowance.tables))
         raise Refused(f"this exercise reads only {reach}; {shown(whole, 60)} is not one, so nothing was run")
+
+
+def _check_growth(stmt: Any) -> None:
+    """Refuse a recursive WITH (no exercise needs one, and each round can
+    double a value), an ARRAY(SELECT ...) (it gathers every row it reads into
+    one value: the aggregates that do the same are off the allow-list), and a
+    statement that grows past MAX_EXPANSION (nodes and characters) when the
+    planner inlines it."""
+    every = [n for n, _ in walk(stmt)]
+    if any(isinstance(n, ast.WithClause) and n.recursive for n in every):
+        raise Refused("this exercise has no use for WITH RECURSIVE, so nothing was run")
+    if any(isinstance(n, ast.SubLink) and n.subLinkType == SubLinkType.ARRAY_SUBLINK for n in every):
+        raise Refused(
+            "this exercise has no use for ARRAY(SELECT ...), which gathers every row into one value "
+            "(use = ANY or IN (SELECT ...)), so nothing was run"
+        )
+    if expansion(stmt) > MAX_EXPANSION:
+        raise Refused(
+            f"once PostgreSQL inlines its WITH queries it grows past {MAX_EXPANSION:,} nodes and characters "
+            "(a column or text used over and over multiplies its size), so nothing was run"
+        )
 
 
 def _check_index(stmt: Any) -> None:
@@ -337,6 +479,7 @@ def read(
         raise Refused(f"this exercise runs {kinds}; {said} is not one, so nothing was run")
     nodes = INDEX_NODES if first == "CREATE" else QUERY_NODES
     _check_tree(stmt, nodes, ALLOWANCES.get(exercise or "", Allowance()))
+    _check_growth(stmt)
     if first == "CREATE":
         _check_index(stmt)
     return LearnerSQL(text, first, tuple(scanned[:3]), names, for_psycopg, for_server, stmt)

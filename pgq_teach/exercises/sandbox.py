@@ -29,18 +29,31 @@ Who is trusted, and what each role can do:
   the claim's EXPLAIN and the size reads.
 
 Limits the learner cannot lift, whatever the session's settings say: every
-check opens fresh sessions; a client-side watchdog cancels any learner
-statement at STATEMENT_TIMEOUT_S plus WATCHDOG_GRACE_S and closes its session;
-a statement returning more than MAX_ROWS rows is stopped and refused; Stop
+check opens fresh sessions, which pin the timeouts, standard_conforming_strings
+(so the server reads strings as `learner_sql` did) and search_path above any
+database default; the roles' temp_file_limit (TEMP_FILE_LIMIT) bounds the disk
+a statement's sorts may fill, and only a superuser may change it; a
+client-side watchdog cancels any learner statement at STATEMENT_TIMEOUT_S plus
+WATCHDOG_GRACE_S and closes its session; a statement returning more than
+MAX_ROWS rows or MAX_BYTES characters is stopped and refused; Stop
 (`stop_checks`) cancels every learner session of an exercise at once; and
-`one_check` lets one check of an exercise run at a time.
+`one_check`, which `exercises.check` holds, lets one check of an exercise run
+at a time in a process.
 
-Not bounded yet: the bytes of one row (PostgreSQL builds a value of up to
-1 GB; the functions that multiply a value's size are refused, but a chain of
-WITH queries concatenating a column with itself is not), and learners on one
-shared server share one role and one scratch database per exercise, so they
-see each other's sessions in pg_stat_activity and a check resets the scratch
-database under another learner's check of the same exercise.
+What bounds memory: a value's growth is refused from the parse tree (no WITH
+RECURSIVE, no ARRAY(SELECT ...), and no statement whose inlined expressions
+pass MAX_EXPANSION nodes and characters, `learner_sql.expansion`), because the
+watchdog cannot end a backend that is not listening: one that builds a huge expression tree in the
+planner checks for no cancel, outlives its closed session, and can grow until
+the kernel's OOM killer ends it, which restarts the whole cluster. A value the
+reader lets through is at most about MAX_EXPANSION times a column's own size.
+
+Not bounded yet: learners on one shared server share one role and one scratch
+database per exercise, so they see each other's sessions (and their SQL) in
+pg_stat_activity; and a check drops (WITH FORCE, so ending its sessions) and
+makes again the scratch database under another learner's running check of the
+same exercise, whose verdict is then an error, or judged on the other check's
+data. `one_check` holds within one process only.
 
 The server has the last word on the text as well: `parse` hands it to
 PostgreSQL as an unnamed prepared statement (nothing runs), which refuses more
@@ -73,6 +86,8 @@ LOCK_TIMEOUT_S = 2
 CHECKER_TIMEOUT_S = 30  # ANALYZE and a CREATE INDEX on the index exercise's 100,100 rows
 WATCHDOG_GRACE_S = 1.0  # the client's deadline: the server's timeout plus this
 MAX_ROWS = 1_000
+MAX_BYTES = 1_000_000  # of the rows one learner statement returns, as the client reads them
+TEMP_FILE_LIMIT = "64MB"  # per session, for sorts and hashes that spill: the disk a statement may fill
 STOPPED = "stopped: you pressed Stop, so the check ended there"
 
 # One password per role for this process, so two checks in one kernel never
@@ -115,7 +130,13 @@ class Scratch:
         return self._open(self.checker_dsn, True, CHECKER_TIMEOUT_S)
 
     def _open(self, dsn: str, autocommit: bool, timeout_s: int) -> psycopg.Connection:
-        options = f"-c statement_timeout={timeout_s}s -c lock_timeout={LOCK_TIMEOUT_S}s"
+        # Pinned for the session, above any database default: the timeouts, the
+        # string syntax pglast reads by (standard_conforming_strings on), and
+        # where unqualified names resolve.
+        options = (
+            f"-c statement_timeout={timeout_s}s -c lock_timeout={LOCK_TIMEOUT_S}s "
+            "-c standard_conforming_strings=on -c search_path=public"
+        )
         conn = LearnerConnection.connect(dsn, autocommit=autocommit, connect_timeout=5, options=options)
         conn.label = self.label
         with REGISTRY_LOCK:
@@ -127,8 +148,6 @@ def open_scratch(exercise: str) -> Scratch:
     """A fresh scratch database for one exercise, with the course's tables
     (and the fencing token column), the learner role's grants and the checker
     role. `exercise` is its label (the key with `_` for `/`)."""
-    with REGISTRY_LOCK:
-        STOPPED_LABELS.discard(exercise)
     db = open_database(f"scratch_{exercise}", reset=True)
     db.apply("exercise/add_fence_token")
     with db.connection() as conn:
@@ -138,6 +157,7 @@ def open_scratch(exercise: str) -> Scratch:
             "statement_timeout": f"{STATEMENT_TIMEOUT_S}s",
             "lock_timeout": f"{LOCK_TIMEOUT_S}s",
             "checker_timeout": f"{CHECKER_TIMEOUT_S}s",
+            "temp_file_limit": TEMP_FILE_LIMIT,
         }
         roles = {"role": ROLE, "checker": CHECKER_ROLE, "database": db.name}
         run(conn, "exercise/learner_role", params, idents=roles)
@@ -175,16 +195,25 @@ RUNNING: set[str] = set()
 
 @contextmanager
 def one_check(key: str) -> Iterator[None]:
-    """Hold exercise `key` for one check; Refused if one is running already."""
+    """Hold exercise `key` for one check; Refused if one is running already.
+    A Stop pressed before this check began is forgotten here, so it ends only
+    a check that was running."""
     with REGISTRY_LOCK:
         if key in RUNNING:
             raise Refused("a check of this exercise is already running: wait for it, or press Stop")
         RUNNING.add(key)
+        STOPPED_LABELS.discard(label_of(key))
     try:
         yield
     finally:
         with REGISTRY_LOCK:
             RUNNING.discard(key)
+
+
+def was_stopped(key: str) -> bool:
+    """Whether Stop was pressed on exercise `key` since its check began (`one_check`)."""
+    with REGISTRY_LOCK:
+        return label_of(key) in STOPPED_LABELS
 
 
 def _stopped(conn: psycopg.Connection) -> bool:
@@ -314,13 +343,15 @@ def execute(
         if not returns_rows(learner):
             return Fetched([], conn.execute(query, params).rowcount)
         rows: list[tuple] = []
+        size = 0
         stream = conn.cursor().stream(query, params)
         try:
             for row in stream:
-                if len(rows) == MAX_ROWS:
+                size += sum(len(str(value)) for value in row)
+                if len(rows) == MAX_ROWS or size > MAX_BYTES:
                     raise Refused(
-                        f"it returned over {MAX_ROWS:,} rows, so the check stopped it there: "
-                        "a queue statement returns one job or one batch"
+                        f"it returned over {MAX_ROWS:,} rows or {MAX_BYTES:,} characters, so the check "
+                        "stopped it there: a queue statement returns one job or one batch"
                     )
                 rows.append(row)
         finally:

@@ -1,6 +1,7 @@
 """Your turn: an editor pre-filled with a plausible wrong first attempt, a
 Check button, a Stop button, and the verdict (evidence and hint) as visible
-text. One check of an exercise runs at a time (`sandbox.one_check`); Stop
+text. One check of an exercise runs at a time (`exercises.check` holds
+`sandbox.one_check`); Stop
 cancels every learner session the check has open (`sandbox.stop_checks`), and
 the verdict then says it was stopped.
 
@@ -95,7 +96,7 @@ class YourTurn(W.VBox):
         self.editor.value = self.exercise.attempt_text()
 
     def _check(self, sql: str, stop) -> exercises.Verdict:
-        with sandbox.one_check(self.exercise.key), ProgressRelay(self._progress) as relay:
+        with ProgressRelay(self._progress) as relay:  # exercises.check holds the one check of this exercise
             return exercises.check(self.exercise.key, sql, save=self.save, progress=relay.update, stop=stop)
 
     def _progress(self, done: int, total: int) -> None:

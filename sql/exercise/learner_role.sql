@@ -5,7 +5,9 @@
 -- CREATEROLE, no membership in any role (so no pg_read_server_files or
 -- pg_execute_server_program), no CREATE on the schema, no temporary tables, no
 -- right to signal another session (pg_cancel_backend, pg_terminate_backend),
--- and a statement and lock timeout on every session.
+-- a statement and lock timeout on every session, and a temp_file_limit (a
+-- setting only a superuser may change, so the role cannot lift it) on the disk
+-- its sorts and hashes may spill to.
 -- The checker's role (checker) owns the jobs table in the index exercise only
 -- (exercise/give_jobs_to_checker): no superuser, no membership, nothing granted
 -- here. Whatever defaults either role was given before (ALTER ROLE ... SET, by
@@ -16,7 +18,8 @@
 --   created once if missing; passwords, limits and defaults are set on every run.
 -- Parameters: role (identifier), checker (identifier), password (text),
 --   checker_password (text), database (identifier), statement_timeout (text,
---   for example '3s'), lock_timeout (text), checker_timeout (text).
+--   for example '3s'), lock_timeout (text), checker_timeout (text),
+--   temp_file_limit (text, for example '64MB').
 
 SET pgq.learner_role TO :"role";
 SET pgq.checker_role TO :"checker";
@@ -44,12 +47,14 @@ ALTER ROLE :"role" IN DATABASE :"database" RESET ALL;
 ALTER ROLE :"role" SET statement_timeout = :'statement_timeout';
 ALTER ROLE :"role" SET lock_timeout = :'lock_timeout';
 ALTER ROLE :"role" SET idle_in_transaction_session_timeout = '30s';
+ALTER ROLE :"role" SET temp_file_limit = :'temp_file_limit';
 
 ALTER ROLE :"checker" LOGIN PASSWORD :'checker_password' NOSUPERUSER NOCREATEDB NOCREATEROLE
   NOREPLICATION NOBYPASSRLS NOINHERIT CONNECTION LIMIT 10;
 ALTER ROLE :"checker" RESET ALL;
 ALTER ROLE :"checker" IN DATABASE :"database" RESET ALL;
 ALTER ROLE :"checker" SET statement_timeout = :'checker_timeout';
+ALTER ROLE :"checker" SET temp_file_limit = :'temp_file_limit';
 
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 REVOKE TEMPORARY ON DATABASE :"database" FROM PUBLIC;

@@ -1,10 +1,12 @@
 """Concurrency through the library's claim, and the naive claim's real bug."""
 
 import threading
+import time
 
+import psycopg
 import pytest
 
-from pgq_teach import BadInput
+from pgq_teach import BadInput, run
 from pgq_teach.experiments import race
 from pgq_teach.experiments.race import run_race
 
@@ -101,3 +103,54 @@ def test_race_refuses_bad_input_before_touching_the_table(db, bad):
     from helpers import counts
     with db.connection() as conn:
         assert counts(conn) == {"done": 5}
+
+
+@pytest.mark.parametrize("level", [r"read\ committed", r"repeatable\ read", "serializable"])
+def test_the_naive_mark_goes_through_at_every_level_when_nothing_overlaps(db, level):
+    """Lesson 01 and sql/teaching/naive_mark.sql: A reads, B reads, A marks,
+    B marks, each statement its own transaction at `level` (asked of the
+    server): both marks change the row."""
+    race.prepare(db, 2)
+    options = f"-c default_transaction_isolation={level}"
+    with db.connection(options=options) as a, db.connection(options=options) as b:
+        assert run(b, "lab/isolation_level").fetchone()[0] == level.replace("\\", "")
+        a_read = run(a, "teaching/naive_read").fetchone()[0]
+        b_read = run(b, "teaching/naive_read").fetchone()[0]
+        marked = (run(a, "teaching/naive_mark", {"id": a_read}).rowcount,
+                  run(b, "teaching/naive_mark", {"id": b_read}).rowcount)
+    assert a_read == b_read == 1 and marked == (1, 1)
+
+
+@pytest.mark.parametrize("level, b_gets", [(r"read\ committed", 1), (r"repeatable\ read", "40001"),
+                                           ("serializable", "40001")])
+def test_a_stricter_level_refuses_the_naive_mark_only_when_it_waited(db, level, b_gets):
+    """naive_mark.sql's header: when B's standalone mark has to wait for A's
+    uncommitted one, REPEATABLE READ and SERIALIZABLE refuse it with 40001;
+    READ COMMITTED marks the job again."""
+    race.prepare(db, 2)
+    a = db.connect(autocommit=False)
+    b = db.connect(options=f"-c default_transaction_isolation={level}", application_name="pgq-test B")
+    got: list = []
+
+    def b_marks() -> None:
+        try:
+            got.append(run(b, "teaching/naive_mark", {"id": 1}).rowcount)
+        except psycopg.errors.SerializationFailure as exc:
+            got.append(exc.sqlstate)
+
+    try:
+        run(a, "teaching/naive_mark", {"id": 1})
+        thread = threading.Thread(target=b_marks)
+        thread.start()
+        with db.connection() as watcher:
+            deadline = time.monotonic() + 5
+            while not any(row[-1] == [a.info.backend_pid]
+                          for row in run(watcher, "lab/lock_lab_sessions", {"prefix": "pgq-test B"})):
+                assert time.monotonic() < deadline, "B was never seen waiting for A"
+                time.sleep(0.02)
+        a.commit()
+        thread.join(10)
+    finally:
+        a.close()
+        b.close()
+    assert got == [b_gets]

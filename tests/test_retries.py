@@ -126,3 +126,14 @@ def test_the_herd_lab_records_the_jittered_spread(db, tmp_path, monkeypatch):
     result = lab.run_and_wait(60)
     assert result.spread_s > 5 and "<svg" in lab.output.value
     assert measurements.read(measurements.JITTER_SPREAD_S)["value"] == round(result.spread_s, 2)
+
+
+def test_a_herd_reaches_the_partner_only_as_wide_as_the_worker_pool(db):
+    result = retries.metered_herd(db, 60, workers=3, work_s=0.02)
+    assert result.done == 60
+    assert result.max_in_flight == 3  # every worker busy at once, never more than the pool
+
+
+def test_metered_herd_refuses_bad_input_before_touching_the_table(db):
+    with pytest.raises(BadInput, match="workers"):
+        retries.metered_herd(db, 10, workers=0)

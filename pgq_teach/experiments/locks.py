@@ -432,9 +432,10 @@ def line_of_waiters(db: Database, *, waiters: int = 3, settle_s: float = 15.0) -
             rows = wait_seen(db, s, settle_s)
         seen = {s.name: row_of(rows, s) for s in line}
         a.commit()
-        # Who is served first is not fixed: when A's lock goes, a later waiter
-        # can lock the new row version first. So finish them in the order
-        # their claims return, each committing (ending its transaction) at once.
+        # Who is served first is not promised: the first waiter re-reads job 1
+        # first, but A changed it, so all of them move on and race for the next
+        # ready row, which has no queue. So finish them in the order their
+        # claims return, each committing (ending its transaction) at once.
         got: dict[str, int | None] = {}
         order: list[str] = []
         deadline = time.monotonic() + settle_s

@@ -25,6 +25,7 @@ from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
 from ..statements import records, run, run_one, statement
+from ..worker import Worker
 from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
 from .sessions import ClosesOnExit
 
@@ -409,6 +410,89 @@ def herd(
         failing_s=failing_s,
         guess=guess,
         stopped=stop.is_set(),
+        **server_fields(db),
+    )
+
+
+GUIDE_BACKOFF = advice(
+    "retries",
+    "backoff matters because the usual cause of failure, a partner API being down, needs time to clear",
+)
+
+
+# --- a herd meets the workers: how many calls at once ------------------------------------
+
+
+@dataclass(kw_only=True)
+class MeteredResult(Result):
+    """A backlog of due jobs drained by a few library Workers: the most
+    handlers that ran at the same moment, which is what the partner sees."""
+
+    jobs: int
+    workers: int
+    work_s: float
+    done: int
+    max_in_flight: int  # the most handler calls running at one moment
+    elapsed_s: float
+    guide: GuideFigure = field(default_factory=lambda: GUIDE_BACKOFF)
+
+    def summary(self) -> str:
+        lines = [
+            f"{self.jobs:,} due jobs, {self.workers} library Workers, {self.work_s * 1000:g} ms per call: "
+            f"{self.done:,} done in {self.elapsed_s:.1f} s" + self.stopped_note,
+            f"  at most {self.max_in_flight} calls to the partner at the same moment",
+        ]
+        return "\n".join(lines + self.footer())
+
+
+def metered_herd(db: Database, jobs: int = 200, *, workers: int = 4, work_s: float = 0.02) -> MeteredResult:
+    """Seed `jobs` due jobs (a herd that has just come due) and drain them with
+    `workers` library Workers until the queue is idle; each handler call is
+    one call to the partner, and we record how many were running at once."""
+    jobs = checks.whole_number("jobs", jobs, *HERD_LIMITS)
+    workers = checks.whole_number("workers", workers, 1, 16)
+    work_s = checks.seconds("work_s", work_s, 0.0, 1.0)
+    in_flight = 0
+    most = 0
+    counting = threading.Lock()
+
+    def call_partner(job: queue.Job) -> None:
+        nonlocal in_flight, most
+        with counting:
+            in_flight += 1
+            most = max(most, in_flight)
+        time.sleep(work_s)
+        with counting:
+            in_flight -= 1
+
+    with db.connection() as conn:
+        seeding.reset_and_seed(conn, KIND, jobs)
+    errors: list[BaseException] = []
+
+    def drain() -> None:
+        try:
+            Worker(db.dsn, {KIND: call_partner}).run(until_idle=True)
+        except BaseException as exc:  # raised again below, on the caller's thread
+            errors.append(exc)
+
+    began = time.monotonic()
+    threads = [threading.Thread(target=drain, name=f"pgq-06 worker {n}") for n in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.monotonic() - began
+    if errors:
+        raise errors[0]
+    with db.connection() as conn:
+        done = queue.status_counts(conn).get("done", 0)
+    return MeteredResult(
+        jobs=jobs,
+        workers=workers,
+        work_s=work_s,
+        done=done,
+        max_in_flight=most,
+        elapsed_s=elapsed,
         **server_fields(db),
     )
 

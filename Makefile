@@ -11,8 +11,8 @@ lab: $(STAMP)
 
 # Lint and types first: they take seconds, and a failure there needs no server.
 lint: $(STAMP)
-	$(BIN)/ruff check pgq_teach tools
-	$(BIN)/ruff format --check pgq_teach tools
+	$(BIN)/ruff check pgq_teach tools tests conftest.py
+	$(BIN)/ruff format --check pgq_teach tools tests conftest.py
 	$(BIN)/mypy
 	$(BIN)/python tools/clean_notebooks.py --verify
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import nbval.plugin as _nbval
 import pytest
+
 from pgq_teach.databases import TAG_VARIABLE
 
 ROOT = Path(__file__).resolve().parent

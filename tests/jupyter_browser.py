@@ -32,8 +32,13 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 START_TIMEOUT = 90
 STEP_MS = 30_000  # the default wait for any one step in the page
 CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -82,9 +87,19 @@ class LabServer:
         for name in ("JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR", "JUPYTER_RUNTIME_DIR"):
             env[name] = str(self.workdir / name.lower())
         self._settings(Path(env["JUPYTERLAB_SETTINGS_DIR"]))
-        argv = [sys.executable, "-m", "pgq_teach.cli", "lab", "--no-browser", f"--port={self.port}",
-                f"--dir={folder}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={self.token}",
-                "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False"]
+        argv = [
+            sys.executable,
+            "-m",
+            "pgq_teach.cli",
+            "lab",
+            "--no-browser",
+            f"--port={self.port}",
+            f"--dir={folder}",
+            "--ServerApp.ip=127.0.0.1",
+            f"--IdentityProvider.token={self.token}",
+            "--LabApp.expose_app_in_browser=True",
+            "--ServerApp.open_browser=False",
+        ]
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             argv, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir

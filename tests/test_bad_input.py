@@ -9,9 +9,8 @@ from datetime import datetime, timedelta
 import pytest
 
 import pgq_teach as pgq
-from pgq_teach.statements import run
-
 from helpers import seed
+from pgq_teach.statements import run
 
 NOT_JSON = object()
 
@@ -21,6 +20,7 @@ def nested(depth):
     for _ in range(depth):
         value = [value]
     return value
+
 
 CALLS = {
     "payload not JSON-serialisable": lambda c: pgq.enqueue(c, "send_receipt", {"when": NOT_JSON}),
@@ -79,7 +79,9 @@ def test_refused_before_sql_and_nothing_changes(db, case):
 def test_the_payload_limit_is_documented_and_notify_carries_only_the_kind(db):
     """Payloads up to the limit are accepted; NOTIFY sends the kind, never the data."""
     assert pgq.checks.MAX_PAYLOAD_BYTES == 1_000_000
-    assert "1,000,000-byte limit" in str(pytest.raises(pgq.BadInput, pgq.enqueue, None, "k", {"b": "x" * 10**6}).value)
+    assert "1,000,000-byte limit" in str(
+        pytest.raises(pgq.BadInput, pgq.enqueue, None, "k", {"b": "x" * 10**6}).value
+    )
     with db.connection() as listener, db.connection() as conn:
         run(listener, "listen")
         job_id = pgq.enqueue(conn, "build_invoice", {"blob": "x" * 900_000})
@@ -106,16 +108,40 @@ def test_completing_twice_and_failing_unclaimed_leave_rows_alone(db):
 # before any database is made or any long run starts. (args, what the line says)
 DEEP_JSON = "[" * 5000 + "]" * 5000
 CLI_CASES = {
-    "--delay nan": (["enqueue", "send_receipt", "{}", "--delay", "nan"], "--delay must be a number of seconds"),
-    "--delay inf": (["enqueue", "send_receipt", "{}", "--delay", "inf"], "--delay must be a number of seconds"),
-    "--delay 1e308": (["enqueue", "send_receipt", "{}", "--delay", "1e308"], "--delay must be a number of seconds"),
-    "--delay 1e12": (["enqueue", "send_receipt", "{}", "--delay", "1e12"], "--delay must be a number of seconds"),
-    "--delay -1e12": (["enqueue", "send_receipt", "{}", "--delay", "-1e12"], "--delay must be a number of seconds"),
+    "--delay nan": (
+        ["enqueue", "send_receipt", "{}", "--delay", "nan"],
+        "--delay must be a number of seconds",
+    ),
+    "--delay inf": (
+        ["enqueue", "send_receipt", "{}", "--delay", "inf"],
+        "--delay must be a number of seconds",
+    ),
+    "--delay 1e308": (
+        ["enqueue", "send_receipt", "{}", "--delay", "1e308"],
+        "--delay must be a number of seconds",
+    ),
+    "--delay 1e12": (
+        ["enqueue", "send_receipt", "{}", "--delay", "1e12"],
+        "--delay must be a number of seconds",
+    ),
+    "--delay -1e12": (
+        ["enqueue", "send_receipt", "{}", "--delay", "-1e12"],
+        "--delay must be a number of seconds",
+    ),
     "a payload 5,000 deep": (["enqueue", "send_receipt", DEEP_JSON], "PAYLOAD is nested too deeply"),
     "a payload that is not JSON": (["enqueue", "send_receipt", "{oops"], "PAYLOAD is not valid JSON"),
-    "interview --html in no folder": (["interview", "--html", "/nonexistent/x.html"], "--html: /nonexistent does not exist"),
-    "bench --json in no folder": (["bench", "--json", "/nonexistent/dir/x.json"], "--json: /nonexistent/dir does not exist"),
-    "reproduce --out in /proc": (["reproduce", "--out", "/proc/self/nope"], "--out: cannot write in /proc/self"),
+    "interview --html in no folder": (
+        ["interview", "--html", "/nonexistent/x.html"],
+        "--html: /nonexistent does not exist",
+    ),
+    "bench --json in no folder": (
+        ["bench", "--json", "/nonexistent/dir/x.json"],
+        "--json: /nonexistent/dir does not exist",
+    ),
+    "reproduce --out in /proc": (
+        ["reproduce", "--out", "/proc/self/nope"],
+        "--out: cannot write in /proc/self",
+    ),
     "psql abc": (["psql", "abc"], "LESSON must be a lesson's number"),
     "psql ../../etc": (["psql", "../../etc"], "LESSON must be a lesson's number"),
     "worker --kind ''": (["worker", "--kind", "", "--until-idle"], "kind must be a non-empty string"),
@@ -148,8 +174,14 @@ def timed_cli(args, **kwargs):
     import time
 
     before, began = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pgq_teach.cli", *args], capture_output=True, text=True,
-                          timeout=60, stdin=subprocess.DEVNULL, **kwargs)
+    done = subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        **kwargs,
+    )
     wall, after = time.monotonic() - began, resource.getrusage(resource.RUSAGE_CHILDREN)
     return done, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -160,7 +192,9 @@ def test_the_command_line_refuses_in_one_line_before_anything_runs(pg, tmp_path,
     before = databases_on(pg)
     done, wall, cpu = timed_cli(args, cwd=tmp_path)
     assert done.returncode == 2, (done.stdout, done.stderr)
-    assert done.stderr.count("\n") == 1 and says in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and says in done.stderr and "Traceback" not in done.stderr, (
+        done.stderr
+    )
     assert done.stdout == ""  # nothing ran: not even the server line
     # "Within a second": the work the command did, its CPU time, is what a loaded machine
     # cannot stretch (about 0.3 s here); its wall time is bounded wide (measured under load: 0.5-1.6 s).
@@ -170,9 +204,9 @@ def test_the_command_line_refuses_in_one_line_before_anything_runs(pg, tmp_path,
 
 def test_psql_passes_its_options_on_and_opens_the_shop_database_for_dash_c(pg):
     from pgq_teach import databases
+    from pgq_teach.errors import SetupError
     from pgq_teach.psql import psql_binary
     from pgq_teach.server import get_server
-    from pgq_teach.errors import SetupError
 
     try:
         psql_binary(get_server())
@@ -196,7 +230,12 @@ def test_every_subcommand_help_shows_its_defaults():
         text = command.format_help().split("options:", 1)[1]  # past the usage lines
         for action in command._actions:
             default = action.default
-            if not action.option_strings or default is None or default is False or default == argparse.SUPPRESS:
+            if (
+                not action.option_strings
+                or default is None
+                or default is False
+                or default == argparse.SUPPRESS
+            ):
                 continue
             block = text.split(f"  {action.option_strings[-1]}", 1)[1].split("\n  -", 1)[0]
             assert "default" in block, f"{name} {action.option_strings[-1]}: {block!r}"

@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import psycopg
 import pytest
-from helpers import counts, expire_leases, job_row, seed
 
 import pgq_teach as pgq
+from helpers import counts, expire_leases, job_row, seed
 from pgq_teach.statements import run
 
 

@@ -5,6 +5,7 @@ interview records it in the measurement store."""
 from __future__ import annotations
 
 import pytest
+
 from pgq_teach import interview, measurements, queue
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import capacity

@@ -5,12 +5,11 @@ import threading
 
 import pytest
 
+from helpers import counts, seed
 from pgq_teach import BadInput
 from pgq_teach.experiments import claims
 from pgq_teach.experiments.race import lease_claim
 from pgq_teach.widgets import claims_lab
-
-from helpers import counts, seed
 
 
 class Recorder:
@@ -77,8 +76,12 @@ def test_five_way_runs_every_mode_and_only_naive_runs_jobs_twice(db):
 
 def test_zero_work_runs_every_job_once_in_both_lease_modes(db):
     result = claims.zero_work(db, jobs=300, workers=4, rounds=2)
-    assert [r.mode for r in result.races] == ["lease_skip_locked", "lease_for_update",
-                                              "lease_for_update", "lease_skip_locked"]
+    assert [r.mode for r in result.races] == [
+        "lease_skip_locked",
+        "lease_for_update",
+        "lease_for_update",
+        "lease_skip_locked",
+    ]
     assert result.every_job_once
     assert all(len(times) == 2 for times in result.elapsed_s.values())
     assert result.skip_locked_saving is not None and result.verdict()
@@ -102,11 +105,20 @@ def test_the_in_subquery_claim_claims_a_batch_on_a_quiet_table(conn):
     assert counts(conn) == {"ready": 20, "running": 10}
 
 
-@pytest.mark.parametrize("experiment, stop_at", [
-    (lambda db, p, s: claims.batch_drain(db, jobs=5_000, batch=100, progress=p, stop=s), 100),
-    (lambda db, p, s: claims.five_way(db, rounds=1, workers=4, jobs=100, work_ms=2, progress=p, stop=s), 150),
-    (lambda db, p, s: claims.zero_work(db, jobs=500, workers=4, rounds=2, progress=p, stop=s), 600),
-], ids=["batch_drain", "five_way", "zero_work"])
+@pytest.mark.parametrize(
+    "experiment, stop_at",
+    [
+        (lambda db, p, s: claims.batch_drain(db, jobs=5_000, batch=100, progress=p, stop=s), 100),
+        (
+            lambda db, p, s: claims.five_way(
+                db, rounds=1, workers=4, jobs=100, work_ms=2, progress=p, stop=s
+            ),
+            150,
+        ),
+        (lambda db, p, s: claims.zero_work(db, jobs=500, workers=4, rounds=2, progress=p, stop=s), 600),
+    ],
+    ids=["batch_drain", "five_way", "zero_work"],
+)
 def test_stop_ends_a_run_early_and_says_so(db, experiment, stop_at):
     progress = Recorder(stop_at=stop_at)
     result = experiment(db, progress, progress.stop)

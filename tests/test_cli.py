@@ -11,8 +11,13 @@ COMMANDS = [[], ["lab"], ["server"], ["enqueue"], ["worker"], ["stats"], ["fault
 
 
 def cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "pgq_teach.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+    )
 
 
 @pytest.mark.parametrize("words", COMMANDS)
@@ -22,7 +27,7 @@ def test_help_on_each_command(words):
 
 
 def test_enqueue_work_and_stats_round_trip(db):
-    label = db.name[len("pgq_"):]
+    label = db.name[len("pgq_") :]
     assert cli("enqueue", "send_receipt", '{"order_id": 101}', "--db", label).returncode == 0
     assert "ready 1" in cli("stats", "--db", label).stdout
     out = cli("worker", "--db", label, "--until-idle", "--sleep-ms", "0")
@@ -35,14 +40,17 @@ def test_server_start_prints_the_backend_line(pg):
     assert out.returncode == 0 and f"PostgreSQL {pg.version}" in out.stdout
 
 
-@pytest.mark.parametrize("args, env, says", [
-    (["enqueue", "send_receipt", "{not json"], {}, "PAYLOAD is not valid JSON"),
-    (["enqueue", "", "{}"], {}, "kind must be a non-empty string"),
-    (["stats"], {"PGQ_BACKEND": "kafka"}, "auto, dsn, docker, embedded"),
-    (["stats"], {"PGQ_BACKEND": "dsn", "PGQ_DSN": "postgresql://x:pw@127.0.0.1:9/db"}, "127.0.0.1:9"),
-    (["worker", "--fail-rate", "2"], {}, "--fail-rate must be a number from 0 to 1, got 2"),
-    (["worker", "--sleep-ms", "-5"], {}, "--sleep-ms must be from 0 to 3,600,000, got -5"),
-])
+@pytest.mark.parametrize(
+    "args, env, says",
+    [
+        (["enqueue", "send_receipt", "{not json"], {}, "PAYLOAD is not valid JSON"),
+        (["enqueue", "", "{}"], {}, "kind must be a non-empty string"),
+        (["stats"], {"PGQ_BACKEND": "kafka"}, "auto, dsn, docker, embedded"),
+        (["stats"], {"PGQ_BACKEND": "dsn", "PGQ_DSN": "postgresql://x:pw@127.0.0.1:9/db"}, "127.0.0.1:9"),
+        (["worker", "--fail-rate", "2"], {}, "--fail-rate must be a number from 0 to 1, got 2"),
+        (["worker", "--sleep-ms", "-5"], {}, "--sleep-ms must be from 0 to 3,600,000, got -5"),
+    ],
+)
 def test_bad_input_is_one_clear_line_not_a_traceback(args, env, says):
     out = cli(*args, env=env)
     assert out.returncode == 2
@@ -58,7 +66,9 @@ def test_the_fault_run_is_named_fault_run_and_torture_is_its_alias():
 
 
 def test_the_worker_counts_a_retry_as_retried(db):
-    label = db.name[len("pgq_"):]
-    assert cli("enqueue", "send_receipt", '{"fail": true}', "--db", label, "--max-attempts", "2").returncode == 0
+    label = db.name[len("pgq_") :]
+    assert (
+        cli("enqueue", "send_receipt", '{"fail": true}', "--db", label, "--max-attempts", "2").returncode == 0
+    )
     out = cli("worker", "--db", label, "--until-idle", "--sleep-ms", "0")
     assert out.returncode == 0 and "retried 1," in out.stdout and "dead 0" in out.stdout

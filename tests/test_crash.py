@@ -5,8 +5,8 @@ plan uses the partial index."""
 
 import pytest
 
-from pgq_teach.databases import drop_database, open_database
 from pgq_teach import measurements
+from pgq_teach.databases import drop_database, open_database
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import crash
 from pgq_teach.widgets.crash_lab import CleanupLab, CrashLab
@@ -96,15 +96,18 @@ def test_a_worker_reaps_about_once_a_second_not_before_every_claim(db):
     assert result.reaper_passes >= result.elapsed_s / result.reap_every_s - 1  # and it does keep reaping
 
 
-@pytest.mark.parametrize("call", [
-    lambda db: crash.crash_both(db, lease_s=0),
-    lambda db: crash.crash_both(db, lease_s="2"),
-    lambda db: crash.cleanup_held_back(db, others=0),
-    lambda db: crash.cleanup_held_back(db, elsewhere=db),
-    lambda db: crash.reaper_plan(db, running=True),
-    lambda db: crash.reaper_plan(db, running=5, expired=6),
-    lambda db: crash.reaper_cadence(db, work_s=-1),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda db: crash.crash_both(db, lease_s=0),
+        lambda db: crash.crash_both(db, lease_s="2"),
+        lambda db: crash.cleanup_held_back(db, others=0),
+        lambda db: crash.cleanup_held_back(db, elsewhere=db),
+        lambda db: crash.reaper_plan(db, running=True),
+        lambda db: crash.reaper_plan(db, running=5, expired=6),
+        lambda db: crash.reaper_cadence(db, work_s=-1),
+    ],
+)
 def test_bad_input_is_refused_before_anything_runs(db, call):
     with pytest.raises(BadInput):
         call(db)

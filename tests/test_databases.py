@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 
-import pgq_teach as pgq
 import pytest
+
+import pgq_teach as pgq
+from helpers import counts
 from pgq_teach import databases
 from pgq_teach.statements import run, run_one
-
-from helpers import counts
 
 
 def test_a_workers_tag_ends_every_name_once_within_postgres_limit(monkeypatch):

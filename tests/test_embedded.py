@@ -4,12 +4,12 @@ its own data directory, so the course's own server is never disturbed."""
 
 import os
 import shutil
-import tempfile
-from pathlib import Path
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -31,8 +31,13 @@ def private(monkeypatch):
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "pgq_teach.cli", *args], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PGQ_BACKEND": "embedded"})
+    return subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PGQ_BACKEND": "embedded"},
+    )
 
 
 def test_server_start_status_stop_through_the_cli(private):

@@ -3,10 +3,9 @@ commit or vanish together, and so does the wake-up notification."""
 
 import pytest
 
+from helpers import counts, job_row
 from pgq_teach import BadInput
 from pgq_teach.experiments.enqueue import KIND, transactional_enqueue
-
-from helpers import counts, job_row
 
 
 def test_a_rolled_back_order_leaves_no_job_and_no_notification(db, conn):
@@ -47,9 +46,19 @@ def test_it_runs_again_in_the_same_database(db):
     assert second.notifications_heard == 1
 
 
-@pytest.mark.parametrize("bad", [dict(quiet_s=0), dict(quiet_s=-1), dict(quiet_s=float("nan")),
-                                 dict(quiet_s=True), dict(quiet_s="1"), dict(quiet_s=11),
-                                 dict(guess=-1), dict(guess=1.5)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(quiet_s=0),
+        dict(quiet_s=-1),
+        dict(quiet_s=float("nan")),
+        dict(quiet_s=True),
+        dict(quiet_s="1"),
+        dict(quiet_s=11),
+        dict(guess=-1),
+        dict(guess=1.5),
+    ],
+)
 def test_bad_input_is_refused_before_anything_runs(db, conn, bad):
     with pytest.raises(BadInput):
         transactional_enqueue(db, **{"quiet_s": 0.1, **bad})

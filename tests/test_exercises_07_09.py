@@ -58,7 +58,7 @@ def test_a_query_that_finds_nothing_fails_and_vacuum_stays_held_back():
     text = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle'"
     verdict = exercises.check("09/holder", text, save=False)
     assert not verdict.passed and verdict.numbers["culprit"] not in verdict.numbers["found"]
-    assert verdict.numbers["held_before"] == verdict.numbers["held_after"] > 0   # the snapshot still held
+    assert verdict.numbers["held_before"] == verdict.numbers["held_after"] > 0  # the snapshot still held
     assert all(sc["held_after"] == sc["held_before"] > 0 for sc in verdict.numbers["scenes"])  # and the xid
     assert "backend_xmin" in verdict.hint
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from pgq_teach import exercises
 
 from jupyter_browser import ARTIFACTS, BROWSER_TESTS, run_and_find
+from pgq_teach import exercises
 
 pytestmark = BROWSER_TESTS
 

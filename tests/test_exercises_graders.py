@@ -15,12 +15,37 @@ pytestmark = pytest.mark.usefixtures("pg")
 WRONG = [
     ("03/claim", "exercise/wrong/claim_without_lease", "writes the lease it is given", "leased_until"),
     ("03/claim", "exercise/wrong/claim_without_lease", "jobs not due yet left alone", "run_at BETWEEN"),
-    ("03/claim", "exercise/wrong/claim_without_lease", "the first claim takes the oldest due", "ORDER BY run_at"),
+    (
+        "03/claim",
+        "exercise/wrong/claim_without_lease",
+        "the first claim takes the oldest due",
+        "ORDER BY run_at",
+    ),
     ("04/reap", "exercise/wrong/reap_fixed_attempts", "dead once the job's own max_attempts", "max_attempts"),
-    ("05/complete", "exercise/wrong/complete_fixed_token", "current worker B's call", "fence_token = :fence_token"),
-    ("09/holder", "exercise/wrong/oldest_idle_in_transaction", "names the session holding VACUUM back", "backend_xmin"),
-    ("09/holder", "exercise/wrong/oldest_idle_in_transaction", "no session that holds nothing back", "backend_xmin"),
-    ("10/cleanup", "exercise/wrong/cleanup_fixed_limit", "full batches of :batch while done rows remain", "LIMIT :batch"),
+    (
+        "05/complete",
+        "exercise/wrong/complete_fixed_token",
+        "current worker B's call",
+        "fence_token = :fence_token",
+    ),
+    (
+        "09/holder",
+        "exercise/wrong/oldest_idle_in_transaction",
+        "names the session holding VACUUM back",
+        "backend_xmin",
+    ),
+    (
+        "09/holder",
+        "exercise/wrong/oldest_idle_in_transaction",
+        "no session that holds nothing back",
+        "backend_xmin",
+    ),
+    (
+        "10/cleanup",
+        "exercise/wrong/cleanup_fixed_limit",
+        "full batches of :batch while done rows remain",
+        "LIMIT :batch",
+    ),
 ]
 
 
@@ -79,14 +104,18 @@ def test_a_claim_without_its_lease_still_runs_each_job_once(verdicts):
 def test_scenes_differ_from_check_to_check():
     """Two checks of the same answer draw different values (a fixed story could be learned)."""
     key = "05/complete"
-    first, second = (exercises.check(key, exercises.exercise(key).answer_text(), save=False) for _ in range(2))
+    first, second = (
+        exercises.check(key, exercises.exercise(key).answer_text(), save=False) for _ in range(2)
+    )
     assert first.passed and second.passed
     assert [e.found for e in first.evidence] != [e.found for e in second.evidence]
 
 
 def test_the_newest_idle_session_is_a_decoy_too():
     """ORDER BY ... DESC instead: the second scene opens its decoy after the culprit."""
-    text = statement("exercise/wrong/oldest_idle_in_transaction").text.replace("backend_start", "backend_start DESC")
+    text = statement("exercise/wrong/oldest_idle_in_transaction").text.replace(
+        "backend_start", "backend_start DESC"
+    )
     verdict = exercises.check("09/holder", text, save=False)
     assert not verdict.passed and any("holding VACUUM back" in e.what for e in verdict.failures)
     first, second = verdict.numbers["scenes"]

@@ -13,6 +13,7 @@ import time
 
 import psycopg
 import pytest
+
 from pgq_teach import databases, exercises, learner
 from pgq_teach.exercises import learner_sql, sandbox
 from pgq_teach.exercises.learner_sql import Refused, read
@@ -61,7 +62,7 @@ GROWTH = ("grows past", "WITH RECURSIVE", "ARRAY(SELECT")
 def chain(link: str, links: int = 26) -> str:
     """A chain of WITH queries, each link computing k from the last one's k."""
     parts = [f"a{i + 1} AS (SELECT {link} AS k FROM a{i})" for i in range(links)]
-    return f"WITH a0 AS (SELECT kind AS k FROM jobs LIMIT 1), {', '.join(parts)} SELECT length(k::text) AS pid FROM a{links}"
+    return f"WITH a0 AS (SELECT kind AS k FROM jobs LIMIT 1), {', '.join(parts)} SELECT length(k::text) AS pid FROM a{links}"  # noqa: E501 (the input under test, kept on one line)
 
 
 # (what, exercise, the learner's text, what the refusal says). {marker}: a file the
@@ -132,7 +133,7 @@ REFUSED = [
     (
         "set_config on statement_timeout inside an UPDATE",
         "05/complete",
-        "UPDATE jobs SET status = 'done' WHERE id = :id AND set_config('statement_timeout', '0', false) <> ''",
+        "UPDATE jobs SET status = 'done' WHERE id = :id AND set_config('statement_timeout', '0', false) <> ''",  # noqa: E501 (the input under test, kept on one line)
         "set_config() is not a",
     ),
     (
@@ -528,7 +529,7 @@ CONTAINED = [
     (
         "MERGE ... RETURNING a cross join's rows",
         "01/claim",
-        "MERGE INTO jobs USING (SELECT a.kind, a.payload FROM jobs a, jobs b, jobs c, jobs d, jobs e, jobs f) AS s "
+        "MERGE INTO jobs USING (SELECT a.kind, a.payload FROM jobs a, jobs b, jobs c, jobs d, jobs e, jobs f) AS s "  # noqa: E501 (the input under test, kept on one line)
         "ON false WHEN NOT MATCHED THEN INSERT (kind, payload) VALUES (s.kind, s.payload) RETURNING jobs.id",
         "",
     ),

@@ -104,7 +104,11 @@ def test_a_hostile_progress_file_is_set_aside_with_one_line(home, case):
     plant(home, case)
     out = subprocess.run(
         [sys.executable, "-m", "pgq_teach.cli", "progress"],
-        capture_output=True, text=True, check=False, env={**os.environ, "PGQ_HOME": str(home)}, timeout=60,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PGQ_HOME": str(home)},
+        timeout=60,
     )
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     assert f"0 of {len(exercises.EXERCISES)} exercises passed" in out.stdout
@@ -135,7 +139,10 @@ def test_a_home_that_is_a_file_reads_empty_and_check_still_gives_its_verdict(tmp
     monkeypatch.setenv("PGQ_HOME", str(not_a_folder))
     out = subprocess.run(
         [sys.executable, "-m", "pgq_teach.cli", "progress"],
-        capture_output=True, text=True, check=False, env={**os.environ, "PGQ_HOME": str(not_a_folder)},
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PGQ_HOME": str(not_a_folder)},
         timeout=60,
     )
     assert out.returncode == 0 and "Traceback" not in out.stderr

@@ -9,7 +9,7 @@ from pgq_teach.exercises.learner_sql import Refused, read
 
 def test_placeholders_become_parameters_and_casts_survive():
     sql = read(
-        "UPDATE jobs SET leased_until = now() + :'lease'::interval WHERE id = :id AND run_at < :'lease'::interval",
+        "UPDATE jobs SET leased_until = now() + :'lease'::interval WHERE id = :id AND run_at < :'lease'::interval",  # noqa: E501 (the input under test, kept on one line)
         ("id", "lease"),
     )
     assert sql.placeholders == ("lease", "id")
@@ -18,7 +18,7 @@ def test_placeholders_become_parameters_and_casts_survive():
 
 
 def test_colons_in_strings_comments_and_dollar_quotes_are_not_placeholders():
-    text = "SELECT id FROM jobs -- :nope\nWHERE kind <> ':nope' AND kind <> $q$:nope$q$ /* :nope */ AND payload ? 'a%'"
+    text = "SELECT id FROM jobs -- :nope\nWHERE kind <> ':nope' AND kind <> $q$:nope$q$ /* :nope */ AND payload ? 'a%'"  # noqa: E501 (the input under test, kept on one line)
     sql = read(text, ())
     assert sql.placeholders == () and sql.for_server == text
     assert "'a%%'" in sql.for_psycopg

@@ -3,6 +3,7 @@ verdict from its evidence, and `sandbox.sessions` / `sandbox.stage` set up the
 scratch database the same way for each check."""
 
 import pytest
+
 from pgq_teach import databases
 from pgq_teach.exercises.learner_sql import Refused, read
 from pgq_teach.exercises.sandbox import open_scratch, sessions, stage

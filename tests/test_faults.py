@@ -12,10 +12,10 @@ from datetime import timedelta
 
 import psutil
 import pytest
-from helpers import expire_leases
 from psycopg.rows import dict_row
 
 import pgq_teach as pgq
+from helpers import expire_leases
 from pgq_teach import faults
 from pgq_teach.statements import run
 
@@ -249,7 +249,7 @@ def test_the_command_line_refuses_a_bad_run_option_in_one_line_before_touching_t
     import subprocess
     import sys
 
-    label = db.name[len("pgq_"):]
+    label = db.name[len("pgq_") :]
     with db.connection() as conn:
         pgq.enqueue(conn, "send_receipt", {})
         before = run(conn, "lab/all_jobs").fetchall()

@@ -54,13 +54,16 @@ def test_the_token_after_a_requeue(db):
     assert not result.token_repeated and (result.a_rows, result.c_rows) == (0, 1)
 
 
-@pytest.mark.parametrize("call", [
-    lambda db: fencing.stale_worker(db, lease_s=0),
-    lambda db: fencing.stale_worker(db, handler="careful"),
-    lambda db: fencing.long_job(db, heartbeat="yes"),
-    lambda db: fencing.long_job(db, heartbeat=True, work_s=600),
-    lambda db: fencing.long_job(db, heartbeat=False, workers=0),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda db: fencing.stale_worker(db, lease_s=0),
+        lambda db: fencing.stale_worker(db, handler="careful"),
+        lambda db: fencing.long_job(db, heartbeat="yes"),
+        lambda db: fencing.long_job(db, heartbeat=True, work_s=600),
+        lambda db: fencing.long_job(db, heartbeat=False, workers=0),
+    ],
+)
 def test_bad_input_is_refused(db, call):
     with pytest.raises(BadInput):
         call(db)

@@ -37,7 +37,8 @@ def free_port() -> int:
 
 def as_script(commands: list[str], port: int) -> str:
     """The commands as one bash script. The lab runs until stopped, so it runs in the
-    background until it serves, then is stopped (SIGTERM: a background job in a script ignores Ctrl-C's SIGINT)."""
+    background until it serves, then is stopped (SIGTERM: a background job in a script ignores
+    Ctrl-C's SIGINT)."""
     lines = ["set -e"]
     for command in commands:
         if command.startswith("pgq-teach lab"):

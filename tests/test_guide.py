@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from pgq_teach.guide import FIGURES, GuideFigure
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pgq_teach"

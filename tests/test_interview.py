@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+
 from pgq_teach import cli, interview, interview_content, learner, measurements
 from pgq_teach.errors import BadInput
 from pgq_teach.interview import Rehearsal
@@ -415,8 +416,14 @@ def test_text_at_the_red_flag_prompt_ticks_nothing_and_is_kept_in_the_answer():
 
 
 def test_the_cli_refuses_bad_input_in_one_line():
-    for args in (["--minutes", "1"], ["--minutes", "0"], ["--minutes", "-5"], ["--minutes", "nan"], ["--minutes", "abc"],
-                 ["--scenario", "huge"]):
+    for args in (
+        ["--minutes", "1"],
+        ["--minutes", "0"],
+        ["--minutes", "-5"],
+        ["--minutes", "nan"],
+        ["--minutes", "abc"],
+        ["--scenario", "huge"],
+    ):
         done = subprocess.run(
             [sys.executable, "-m", "pgq_teach.cli", "interview", *args],
             capture_output=True,

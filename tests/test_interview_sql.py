@@ -7,6 +7,7 @@ content files: it is learner-facing prose, checked by running it."""
 from __future__ import annotations
 
 import pytest
+
 from pgq_teach import interview, queue, statements
 from pgq_teach.errors import BadInput
 

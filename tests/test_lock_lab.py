@@ -27,8 +27,14 @@ def waiting_seconds(status_html):
 def test_the_lab_has_two_sessions_with_readable_buttons(lab):
     assert "pgq-session-a" in lab.a._dom_classes and "pgq-session-b" in lab.b._dom_classes
     assert "pgq-status" in lab.b.status._dom_classes and "pgq-activity" in lab.activity._dom_classes
-    assert [b.description for b in lab.a.buttons] == ["BEGIN", "FOR UPDATE", "NOWAIT", "SKIP LOCKED",
-                                                       "COMMIT", "ROLLBACK"]
+    assert [b.description for b in lab.a.buttons] == [
+        "BEGIN",
+        "FOR UPDATE",
+        "NOWAIT",
+        "SKIP LOCKED",
+        "COMMIT",
+        "ROLLBACK",
+    ]
     assert lab.a.session.pid != lab.b.session.pid
     assert {r.session for r in lab.refresh_activity()} == {"A", "B"}
 

@@ -4,8 +4,8 @@ scripted replay (figures #2, #3 and #4)."""
 import threading
 
 import pytest
-from helpers import job_row, seed
 
+from helpers import job_row, seed
 from pgq_teach import BadInput
 from pgq_teach.experiments import locks
 from pgq_teach.experiments.locks import LockSession as Session
@@ -91,8 +91,16 @@ def test_replay_closes_everything_when_it_fails_midway(db, monkeypatch):
     assert lab_threads() == []
 
 
-@pytest.mark.parametrize("bad", [dict(clause="yolo"), dict(hold_seconds=0), dict(hold_seconds=100),
-                                 dict(hold_seconds="2"), dict(hold_seconds=True)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(clause="yolo"),
+        dict(hold_seconds=0),
+        dict(hold_seconds=100),
+        dict(hold_seconds="2"),
+        dict(hold_seconds=True),
+    ],
+)
 def test_replay_refuses_bad_input_before_touching_the_table(db, bad):
     with db.connection() as conn:
         seed(conn, 3)
@@ -296,6 +304,7 @@ def test_the_monitor_surfaces_its_errors(db, monkeypatch):
     from pgq_teach.experiments import sessions
 
     monitor = sessions.ActivityMonitor(db)
+
     def broken(*args, **kwargs):
         raise RuntimeError("monitor broke")
 

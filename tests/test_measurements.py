@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from pgq_teach import measurements
 
 PACKAGE = Path(measurements.__file__).resolve().parent

@@ -18,8 +18,7 @@ PLUMBING = re.compile(r"\blambda\b|os\.environ|PGQ_HOME|record_measurement|attem
 # it out (issue 22 and the lesson 11 and 12 issues). The lead empties this set
 # as those branches land; a lesson listed here that is already clean fails,
 # so the set can only shrink.
-NOT_YET_CLEAN = {
-}
+NOT_YET_CLEAN = {}
 
 
 def plumbing_in(path: Path) -> list[str]:

@@ -4,8 +4,6 @@ against deleted, and the idle-in-transaction timeout's 25P03."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from pgq_teach.errors import BadInput

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-from helpers import job_row, seed
 
+from helpers import job_row, seed
 from pgq_teach import databases
 from pgq_teach.errors import BadInput, SetupError
 from pgq_teach.psql import lesson_label, psql_binary, psql_command
@@ -28,8 +28,13 @@ def lesson_db(pg):
 
 
 def pgq_psql(*args: str, script: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pgq_teach.cli", "psql", *args],
-                          input=script, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", "psql", *args],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_it_opens_on_the_lesson_database_and_runs_claim_sql_after_set(lesson_db):

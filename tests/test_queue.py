@@ -3,13 +3,11 @@
 import dataclasses
 from datetime import datetime, timedelta, timezone
 
-import psycopg
 import pytest
 
 import pgq_teach as pgq
-from pgq_teach.statements import run
-
 from helpers import counts, expire_leases, job_row, seed
+from pgq_teach.statements import run
 
 
 def test_enqueue_writes_a_ready_job(conn):
@@ -133,7 +131,7 @@ def test_five_failures_back_off_then_die(conn):
             assert outcome == "ready" and row["status"] == "ready"
             waits.append((row["run_at"] - before).total_seconds())
     assert [round(w) for w in waits] == [20, 40, 80, 160]
-    for got, want in zip(waits, [20, 40, 80, 160]):
+    for got, want in zip(waits, [20, 40, 80, 160], strict=True):
         assert abs(got - want) < 1
     assert outcome == "dead"
     row = job_row(conn, job_id)

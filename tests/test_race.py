@@ -94,13 +94,15 @@ def test_the_sweep_runs_the_naive_race_once_per_worker_count(db):
     assert 'class="series"' in result.chart_svg()
 
 
-@pytest.mark.parametrize("bad", [dict(workers=0), dict(jobs=0), dict(work_ms=-1), dict(mode="yolo"),
-                                 dict(workers=2.5)])
+@pytest.mark.parametrize(
+    "bad", [dict(workers=0), dict(jobs=0), dict(work_ms=-1), dict(mode="yolo"), dict(workers=2.5)]
+)
 def test_race_refuses_bad_input_before_touching_the_table(db, bad):
     run_race(db, workers=2, jobs=5, work_ms=0, mode="lease_skip_locked")
     with pytest.raises(BadInput):
         run_race(db, **{**dict(workers=2, jobs=5, work_ms=0, mode="naive"), **bad})
     from helpers import counts
+
     with db.connection() as conn:
         assert counts(conn) == {"done": 5}
 
@@ -116,13 +118,16 @@ def test_the_naive_mark_goes_through_at_every_level_when_nothing_overlaps(db, le
         assert run(b, "lab/isolation_level").fetchone()[0] == level.replace("\\", "")
         a_read = run(a, "teaching/naive_read").fetchone()[0]
         b_read = run(b, "teaching/naive_read").fetchone()[0]
-        marked = (run(a, "teaching/naive_mark", {"id": a_read}).rowcount,
-                  run(b, "teaching/naive_mark", {"id": b_read}).rowcount)
+        marked = (
+            run(a, "teaching/naive_mark", {"id": a_read}).rowcount,
+            run(b, "teaching/naive_mark", {"id": b_read}).rowcount,
+        )
     assert a_read == b_read == 1 and marked == (1, 1)
 
 
-@pytest.mark.parametrize("level, b_gets", [(r"read\ committed", 1), (r"repeatable\ read", "40001"),
-                                           ("serializable", "40001")])
+@pytest.mark.parametrize(
+    "level, b_gets", [(r"read\ committed", 1), (r"repeatable\ read", "40001"), ("serializable", "40001")]
+)
 def test_a_stricter_level_refuses_the_naive_mark_only_when_it_waited(db, level, b_gets):
     """naive_mark.sql's header: when B's standalone mark has to wait for A's
     uncommitted one, REPEATABLE READ and SERIALIZABLE refuse it with 40001;
@@ -144,8 +149,10 @@ def test_a_stricter_level_refuses_the_naive_mark_only_when_it_waited(db, level, 
         thread.start()
         with db.connection() as watcher:
             deadline = time.monotonic() + 5
-            while not any(row[-1] == [a.info.backend_pid]
-                          for row in run(watcher, "lab/lock_lab_sessions", {"prefix": "pgq-test B"})):
+            while not any(
+                row[-1] == [a.info.backend_pid]
+                for row in run(watcher, "lab/lock_lab_sessions", {"prefix": "pgq-test B"})
+            ):
                 assert time.monotonic() < deadline, "B was never seen waiting for A"
                 time.sleep(0.02)
         a.commit()

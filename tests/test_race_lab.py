@@ -15,8 +15,14 @@ from pgq_teach.widgets.race_lab import RaceLab
 def test_defaults_are_the_guides_settings(db):
     lab = RaceLab(db)
     assert (lab.workers.value, lab.jobs.value, lab.work_ms.value) == (8, 400, 10)
-    assert (lab.workers.min, lab.workers.max, lab.jobs.min, lab.jobs.max, lab.work_ms.min, lab.work_ms.max) \
-        == (1, 16, 10, 2_000, 0, 50)
+    assert (
+        lab.workers.min,
+        lab.workers.max,
+        lab.jobs.min,
+        lab.jobs.max,
+        lab.work_ms.min,
+        lab.work_ms.max,
+    ) == (1, 16, 10, 2_000, 0, 50)
     assert [key for _, key in lab.mode.options] == list(STYLES)
     assert lab.settings() == {"mode": "naive", "workers": 8, "jobs": 400, "work_ms": 10}
     assert lab.guess.value is None  # no guess until one is typed, never 0
@@ -144,8 +150,9 @@ def test_the_panel_still_runs_an_experiment_and_render_written_the_old_way():
     experiments and render(result, guess); the panel hands them the guess read at Run."""
     from pgq_teach.widgets.common import ExperimentPanel
 
-    panel = ExperimentPanel(lambda progress, stop: "ran", lambda result, guess: f"{result} {guess}",
-                            guess_label="guess?")
+    panel = ExperimentPanel(
+        lambda progress, stop: "ran", lambda result, guess: f"{result} {guess}", guess_label="guess?"
+    )
     panel.guess.value = 3
     assert panel.run_and_wait(10) == "ran"
     assert panel.output.value == "ran 3"

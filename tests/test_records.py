@@ -8,8 +8,9 @@ import shutil
 from dataclasses import dataclass
 from datetime import timedelta
 
-import pgq_teach as pgq
 import pytest
+
+import pgq_teach as pgq
 from pgq_teach import statements
 from pgq_teach.experiments import crash, race
 from pgq_teach.experiments.sessions import Session

@@ -4,16 +4,14 @@ and the fault and load commands' options."""
 
 import subprocess
 import sys
-from datetime import timedelta
 
 import psycopg
 import pytest
 
 import pgq_teach as pgq
+from helpers import job_row
 from pgq_teach.databases import database_name
 from pgq_teach.statements import run
-
-from helpers import job_row, seed
 
 
 def snapshot(conn):
@@ -45,18 +43,34 @@ def test_a_handler_that_is_not_callable_is_refused(db):
         pgq.Worker(db.dsn, {"send_receipt": "send it"})
 
 
-@pytest.mark.parametrize("args, says", [
-    (["fault-run", "--jobs", "0"], "--jobs must be from 1 to 1,000,000, got 0"),
-    (["fault-run", "--seconds", "nan"], "--seconds must be a number of seconds from 1 to 86400, got nan"),
-    (["fault-run", "--requeue-every", "0"], "--requeue-every must be a number of seconds from 0.05 to 86400, got 0"),
-    (["torture", "--workers", "two"], "argument --workers: invalid int value: 'two'"),  # the old name, an alias
-    (["load", "--fail-rate", "1"], "--fail-rate must be a fraction from 0 up to (not including) 1, got 1.0"),
-    (["load", "--max-attempts", "-3"], "--max-attempts must be from 1 to 20, got -3"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["fault-run", "--jobs", "0"], "--jobs must be from 1 to 1,000,000, got 0"),
+        (["fault-run", "--seconds", "nan"], "--seconds must be a number of seconds from 1 to 86400, got nan"),
+        (
+            ["fault-run", "--requeue-every", "0"],
+            "--requeue-every must be a number of seconds from 0.05 to 86400, got 0",
+        ),
+        (
+            ["torture", "--workers", "two"],
+            "argument --workers: invalid int value: 'two'",
+        ),  # the old name, an alias
+        (
+            ["load", "--fail-rate", "1"],
+            "--fail-rate must be a fraction from 0 up to (not including) 1, got 1.0",
+        ),
+        (["load", "--max-attempts", "-3"], "--max-attempts must be from 1 to 20, got -3"),
+    ],
+)
 def test_the_fault_and_load_commands_refuse_bad_options_before_any_database(pg, args, says):
     label = "refused_before_any_database"
-    out = subprocess.run([sys.executable, "-m", "pgq_teach.cli", *args, "--db", label],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", *args, "--db", label],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2 and says in out.stderr and "Traceback" not in out.stderr
     with psycopg.connect(pg.dsn, autocommit=True) as admin:
         assert run(admin, "admin/database_exists", {"name": database_name(label)}).fetchone() is None

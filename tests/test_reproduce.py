@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from pgq_teach import cli, embedded
 from pgq_teach.errors import BadInput, SetupError
 from pgq_teach.reproduce import ENTRIES, MISSING, Comparison, Report, Row, compare, parse_only, reproduce

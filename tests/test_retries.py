@@ -15,7 +15,11 @@ def test_waits_double_and_the_fifth_failure_is_dead(db):
     assert result.waits_s == [20, 40, 80, 160]
     assert [s.status for s in result.steps] == ["ready"] * 4 + ["dead"]
     assert result.final.last_error == retries.ERROR and result.final.attempt == 5
-    assert result.comparison()[2][1:] == ("no guess", 160, 160)  # the longest wait beside the guide's longest, not the cap
+    assert result.comparison()[2][1:] == (
+        "no guess",
+        160,
+        160,
+    )  # the longest wait beside the guide's longest, not the cap
     assert "(your guess: no guess)" in result.summary()
 
 
@@ -35,7 +39,9 @@ def test_greatest_makes_a_lowered_job_dead_and_the_variant_retries_on(db):
 
 def test_requeue_dead_by_kind_leaves_other_kinds_dead(db):
     dead = retries.make_dead(db, {"call_webhook": (3, "HTTP 503"), "send_receipt": (1, "mail down")})
-    assert [(d.kind, d.last_error) for d in dead] == [("call_webhook", "HTTP 503")] * 3 + [("send_receipt", "mail down")]
+    assert [(d.kind, d.last_error) for d in dead] == [("call_webhook", "HTTP 503")] * 3 + [
+        ("send_receipt", "mail down")
+    ]
     with db.connection() as conn:
         assert queue.requeue_dead(conn, "call_webhook") == 3
         assert [d.kind for d in retries.dead_jobs(conn)] == ["send_receipt"]
@@ -54,21 +60,26 @@ def test_without_jitter_the_herd_comes_due_as_close_together_as_it_failed(db):
 def test_with_jitter_it_spreads_over_the_window(db):
     result = retries.herd(db, 500, jitter=True, guess=10)
     assert result.comparison()[2][1] == 10 and "your guess: 10 s" in result.summary()
-    assert 15 <= result.first_s and result.last_s <= 25 + result.failing_s  # 20 s x 0.75 to 1.25, from each failure
+    assert (
+        15 <= result.first_s and result.last_s <= 25 + result.failing_s
+    )  # 20 s x 0.75 to 1.25, from each failure
     assert result.spread_s > 8  # 500 draws over a 10 s window
     assert result.spread_s > result.failing_s + 5  # the spread is jitter's, not the failures' own
     assert result.instants > 450
     assert len(result.seconds) >= 10
 
 
-@pytest.mark.parametrize("call", [
-    lambda db: retries.schedule(db, 0),
-    lambda db: retries.schedule(db, 5, statement="teaching/naive_mark"),
-    lambda db: retries.lowered_max_attempts(db, "teaching/naive_mark"),
-    lambda db: retries.herd(db, 0, jitter=True),
-    lambda db: retries.herd(db, 10, jitter="yes"),
-    lambda db: retries.uncapped_failure(db, attempts=10),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda db: retries.schedule(db, 0),
+        lambda db: retries.schedule(db, 5, statement="teaching/naive_mark"),
+        lambda db: retries.lowered_max_attempts(db, "teaching/naive_mark"),
+        lambda db: retries.herd(db, 0, jitter=True),
+        lambda db: retries.herd(db, 10, jitter="yes"),
+        lambda db: retries.uncapped_failure(db, attempts=10),
+    ],
+)
 def test_bad_input_is_refused(db, call):
     with pytest.raises(BadInput):
         call(db)

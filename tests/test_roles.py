@@ -18,10 +18,9 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 import pgq_teach as pgq
+from helpers import job_row, wait_for
 from pgq_teach import databases, embedded
 from pgq_teach.statements import run
-
-from helpers import job_row, wait_for
 
 ROLE = "pgq_test_queue_worker"  # not queue_worker: never touch a real one on a shared server
 PASSWORD = secrets.token_hex(12)
@@ -55,8 +54,7 @@ def worker_dsn(pg, db):
 
 def settings(conn) -> dict:
     cur = run(conn, "lab/session_settings")
-    return dict(zip([c.name for c in cur.description], cur.fetchone()))
-
+    return dict(zip([c.name for c in cur.description], cur.fetchone(), strict=True))
 
 
 def test_the_worker_role_runs_the_whole_queue(db, worker_dsn):
@@ -87,13 +85,16 @@ def test_the_worker_role_runs_the_whole_queue(db, worker_dsn):
         assert "ready" in str(pgq.stats(conn))
 
 
-@pytest.mark.parametrize("name,attempt", [
-    ("ALTER TABLE jobs", lambda c, job_id: run(c, "lab/try_alter_jobs")),
-    ("DROP TABLE jobs", lambda c, job_id: run(c, "lab/try_drop_jobs")),
-    ("TRUNCATE jobs", lambda c, job_id: run(c, "lab/reset_jobs")),
-    ("delete done jobs (cleanup is the owner's)", lambda c, job_id: pgq.cleanup(c)),
-    ("rewrite a job's payload", lambda c, job_id: run(c, "lab/try_rewrite_payload", {"id": job_id})),
-])
+@pytest.mark.parametrize(
+    "name,attempt",
+    [
+        ("ALTER TABLE jobs", lambda c, job_id: run(c, "lab/try_alter_jobs")),
+        ("DROP TABLE jobs", lambda c, job_id: run(c, "lab/try_drop_jobs")),
+        ("TRUNCATE jobs", lambda c, job_id: run(c, "lab/reset_jobs")),
+        ("delete done jobs (cleanup is the owner's)", lambda c, job_id: pgq.cleanup(c)),
+        ("rewrite a job's payload", lambda c, job_id: run(c, "lab/try_rewrite_payload", {"id": job_id})),
+    ],
+)
 def test_the_worker_role_cannot_change_or_destroy_the_table(db, worker_dsn, name, attempt):
     with db.connection() as admin:
         job_id = pgq.enqueue(admin, "send_receipt", {"order_id": 7})
@@ -129,8 +130,9 @@ def test_an_idle_in_transaction_worker_session_is_ended_and_its_locks_freed(db, 
         assert held.id == job_id
         with db.connection() as admin:
             assert pgq.claim(admin) == []  # locked and running, as far as anyone can see
-            assert wait_for(lambda: not run(admin, "lab/session_alive", {"pid": pid}).fetchone()[0], 15), \
+            assert wait_for(lambda: not run(admin, "lab/session_alive", {"pid": pid}).fetchone()[0], 15), (
                 "the idle-in-transaction session was not ended"
+            )
             row = job_row(admin, job_id)
             assert row["status"] == "ready" and row["attempts"] == 0  # the claim was rolled back
             [taken] = pgq.claim(admin)
@@ -167,9 +169,11 @@ def test_roles_sql_is_idempotent_and_grants_per_database(pg, db, worker_dsn):
 
 def test_the_embedded_server_is_reachable_only_through_a_private_socket_directory(pg, conn):
     if pg.backend != "embedded":
-        pytest.skip(f"the backend is {pg.backend}, not embedded: how that server listens is its operator's choice")
+        pytest.skip(
+            f"the backend is {pg.backend}, not embedded: how that server listens is its operator's choice"
+        )
     cur = run(conn, "lab/server_listening")
-    where = dict(zip([c.name for c in cur.description], cur.fetchone()))
+    where = dict(zip([c.name for c in cur.description], cur.fetchone(), strict=True))
     assert where["listen_addresses"] == "", "the embedded server must not listen on TCP"
     assert settings(conn)["client_addr"] is None  # this very session came through the Unix socket
     [socket_dir] = [Path(d) for d in where["unix_socket_directories"].split(",")]
@@ -187,6 +191,10 @@ def test_the_embedded_server_is_reachable_only_through_a_private_socket_director
 
     if os.geteuid() == 0 and shutil.which("runuser"):
         # Root can enter anything; an ordinary account cannot even see the socket.
-        seen = subprocess.run(["runuser", "-u", "nobody", "--", "test", "-e", str(socket_dir / ".s.PGSQL.5432")])
+        seen = subprocess.run(
+            ["runuser", "-u", "nobody", "--", "test", "-e", str(socket_dir / ".s.PGSQL.5432")]
+        )
         assert seen.returncode == 1
-        assert subprocess.run(["runuser", "-u", "nobody", "--", "test", "-x", str(socket_dir)]).returncode == 1
+        assert (
+            subprocess.run(["runuser", "-u", "nobody", "--", "test", "-x", str(socket_dir)]).returncode == 1
+        )

@@ -95,8 +95,14 @@ def test_a_socket_server_is_described_as_a_folder_not_a_port():
 
 
 def cli(*args, **env):
-    return subprocess.run([sys.executable, "-m", "pgq_teach.cli", *args], capture_output=True, text=True,
-                          timeout=180, env={**os.environ, **env}, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, **env},
+        check=False,
+    )
 
 
 def test_status_and_start_speak_about_an_unreachable_dsn_not_the_embedded_server():
@@ -241,10 +247,13 @@ def test_auto_remembers_the_failed_pull_and_falls_back_with_the_same_line(privat
 
 
 @pytest.mark.docker
-@pytest.mark.skipif(not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried")
+@pytest.mark.skipif(
+    not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried"
+)
 @pytest.mark.parametrize("ryuk_disabled", ["true", "false"])
-def test_the_container_outlives_each_process_is_reused_and_server_stop_leaves_none(private_container,
-                                                                                 ryuk_disabled):
+def test_the_container_outlives_each_process_is_reused_and_server_stop_leaves_none(
+    private_container, ryuk_disabled
+):
     private_container.setenv("PGQ_BACKEND", "docker")
     private_container.setenv("TESTCONTAINERS_RYUK_DISABLED", ryuk_disabled)
     client = container.client()
@@ -265,12 +274,21 @@ def test_the_container_outlives_each_process_is_reused_and_server_stop_leaves_no
 
 
 @pytest.mark.docker
-@pytest.mark.skipif(not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried")
+@pytest.mark.skipif(
+    not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried"
+)
 def test_processes_starting_at_once_share_one_container(private_container):
     # Kernels of a Run All, or CLI calls in a script, ask at the same moment.
     private_container.setenv("PGQ_BACKEND", "docker")
-    calls = [subprocess.Popen([sys.executable, "-m", "pgq_teach.cli", "server", "url"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    calls = [
+        subprocess.Popen(
+            [sys.executable, "-m", "pgq_teach.cli", "server", "url"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     answers = [call.communicate(timeout=180) for call in calls]
     assert [err for _, err in answers] == [""] * 4
     assert len({out for out, _ in answers}) == 1
@@ -278,7 +296,9 @@ def test_processes_starting_at_once_share_one_container(private_container):
 
 
 @pytest.mark.docker
-@pytest.mark.skipif(not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried")
+@pytest.mark.skipif(
+    not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried"
+)
 def test_a_restart_or_a_stopped_container_keeps_the_connection_string_and_the_data(private_container):
     import psycopg
 
@@ -300,7 +320,9 @@ def test_a_restart_or_a_stopped_container_keeps_the_connection_string_and_the_da
 
 
 @pytest.mark.docker
-@pytest.mark.skipif(not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried")
+@pytest.mark.skipif(
+    not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried"
+)
 def test_the_image_serves_testcontainers_own_postgres_container(monkeypatch):
     # testcontainers' readiness check runs sh and psql inside the container, and passes its own
     # user, password and database: the stand-in image must honour all of them.
@@ -310,7 +332,9 @@ def test_the_image_serves_testcontainers_own_postgres_container(monkeypatch):
 
     from pgq_teach.statements import run
 
-    monkeypatch.setattr(testcontainers_config, "ryuk_disabled", True)  # its reaper image cannot be pulled offline
+    monkeypatch.setattr(
+        testcontainers_config, "ryuk_disabled", True
+    )  # its reaper image cannot be pulled offline
     with PostgresContainer(container.image()) as box:
         with psycopg.connect(box.get_connection_url(driver=None)) as conn:
             assert run(conn, "lab/server_session").fetchone()[1:] == ("test", "test")
@@ -341,7 +365,12 @@ def test_embedded_server_survives_its_starting_process_and_is_reused(pg):
     if pg.backend != "embedded":
         pytest.skip("the embedded server is not the one in use")
     code = "from pgq_teach import server; print(server.get_server().dsn)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={k: v for k, v in os.environ.items() if k != "PGQ_DSN"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "PGQ_DSN"},
+    )
     assert out.stdout.strip() == pg.dsn
     assert out.stderr == ""

@@ -17,8 +17,13 @@ def test_every_file_has_the_three_part_header():
 
 
 # The only files that hold more than one statement, as CONTRIBUTING.md names them.
-MULTI_STATEMENT = {"schema", "roles", "lab/fault_setup", "exercise/learner_role",
-                   "exercise/give_jobs_to_checker"}
+MULTI_STATEMENT = {
+    "schema",
+    "roles",
+    "lab/fault_setup",
+    "exercise/learner_role",
+    "exercise/give_jobs_to_checker",
+}
 
 
 def statement_count(text: str) -> int:
@@ -35,8 +40,13 @@ def test_only_the_named_files_hold_more_than_one_statement():
 
 def test_teaching_variants_say_so():
     teaching = [n for n in statements.names() if n.startswith("teaching/")]
-    assert {"teaching/naive_read", "teaching/naive_mark", "teaching/hold_for_update",
-            "teaching/hold_nowait", "teaching/hold_skip_locked"} <= set(teaching)
+    assert {
+        "teaching/naive_read",
+        "teaching/naive_mark",
+        "teaching/hold_for_update",
+        "teaching/hold_nowait",
+        "teaching/hold_skip_locked",
+    } <= set(teaching)
     for name in teaching:
         assert "TEACHING ONLY" in statement(name).header, name
 
@@ -128,7 +138,7 @@ def test_the_sql_check_would_catch_inline_sql():
     assert SQL_TEXT.search('conn.execute("UPDATE jobs SET status = %s")')
     assert SQL_TEXT.search("cur.execute('SELECT id FROM jobs')")
     assert not SQL_TEXT.search('run(conn, "claim", {"batch": 1})')
-    quoted = 'def f():\n    """UPDATE ... WHERE id = :id re-checks"""\n    conn.execute("DELETE FROM jobs WHERE id = 1")'
+    quoted = 'def f():\n    """UPDATE ... WHERE id = :id re-checks"""\n    conn.execute("DELETE FROM jobs WHERE id = 1")'  # noqa: E501 (the input under test, kept on one line)
     assert SQL_TEXT.search(without_docstrings(quoted)) and "UPDATE" not in without_docstrings(quoted)
 
 
@@ -138,8 +148,11 @@ def test_wheel_ships_the_sql(tmp_path):
     import zipfile
 
     root = __import__("pathlib").Path(__file__).resolve().parent.parent
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-                    "-w", str(tmp_path), str(root)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(root)],
+        check=True,
+        capture_output=True,
+    )
     wheel = next(tmp_path.glob("pgq_teach-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "pgq_teach/sql/claim.sql" in names

@@ -109,7 +109,9 @@ def test_the_relay_exercise_fails_a_completion_fenced_on_the_first_token_only(pg
     from pgq_teach import exercises
     from pgq_teach.statements import statement
 
-    verdict = exercises.check("11/relay_complete", statement("exercise/wrong/complete_batch_on_first_token").text)
+    verdict = exercises.check(
+        "11/relay_complete", statement("exercise/wrong/complete_batch_on_first_token").text
+    )
     assert not verdict.passed and not verdict.refused
     assert any(e.what == "relay D's completion" for e in verdict.failures), verdict.summary()
     model = exercises.check("11/relay_complete", exercises.exercise("11/relay_complete").answer_text())

@@ -12,9 +12,8 @@ from datetime import timedelta
 import pytest
 
 import pgq_teach as pgq
-from pgq_teach.statements import run
-
 from helpers import counts, job_row, wait_for
+from pgq_teach.statements import run
 
 
 class Running:
@@ -40,7 +39,6 @@ class Running:
             raise self.error
 
 
-
 def test_worker_runs_handlers_and_records_failures(db, conn):
     seen = []
 
@@ -54,8 +52,12 @@ def test_worker_runs_handlers_and_records_failures(db, conn):
     bad = pgq.enqueue(conn, "build_invoice", {})
     orphan = pgq.enqueue(conn, "unknown_kind", {})
     events = []
-    worker = pgq.Worker(db.dsn, {"send_receipt": ok, "build_invoice": broken}, poll=0.2,
-                        on_event=lambda name, job: events.append(name))
+    worker = pgq.Worker(
+        db.dsn,
+        {"send_receipt": ok, "build_invoice": broken},
+        poll=0.2,
+        on_event=lambda name, job: events.append(name),
+    )
     report = worker.run(until_idle=True)
     assert sorted(seen) == [0, 1, 2]
     assert report.done == 3 and report.retried == 2 and sorted(report.done_ids) == ids
@@ -82,8 +84,9 @@ def test_notify_wakes_a_waiting_worker_quickly_and_plain_insert_waits_for_the_po
     """Guide #13: with NOTIFY, picked up at once (the guide saw 10 ms; we allow
     0.5 s); without it, only at the fallback poll."""
     done_at = {}
-    worker = pgq.Worker(db.dsn, {"send_receipt": lambda job: done_at.setdefault(job.id, time.monotonic())},
-                        poll=3.0)
+    worker = pgq.Worker(
+        db.dsn, {"send_receipt": lambda job: done_at.setdefault(job.id, time.monotonic())}, poll=3.0
+    )
     running = Running(worker)
     try:
         time.sleep(0.5)  # let it go idle on LISTEN
@@ -145,10 +148,15 @@ def test_worker_refuses_bad_settings(db):
 
 
 def test_cli_worker_stops_cleanly_on_sigterm(db, conn):
-    label = db.name[len("pgq_"):]
+    label = db.name[len("pgq_") :]
     env = dict(os.environ, PGQ_DSN=db.server.dsn, PGQ_BACKEND="dsn")
-    proc = subprocess.Popen([sys.executable, "-m", "pgq_teach.cli", "worker", "--db", label, "--poll", "0.2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgq_teach.cli", "worker", "--db", label, "--poll", "0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         job_id = pgq.enqueue(conn, "send_receipt", {})
         assert wait_for(lambda: job_row(conn, job_id)["status"] == "done", 15, step=0.1)
@@ -166,13 +174,32 @@ def test_cli_worker_runs_processes_of_executors(db, conn):
     them, and each prints its own report."""
     import re
 
-    label = db.name[len("pgq_"):]
+    label = db.name[len("pgq_") :]
     env = dict(os.environ, PGQ_DSN=db.server.dsn, PGQ_BACKEND="dsn")
     pgq.enqueue_many(conn, "send_receipt", [{}] * 40)
     proc = subprocess.run(
-        [sys.executable, "-m", "pgq_teach.cli", "worker", "--db", label, "--processes", "2", "--concurrency", "4",
-         "--sleep-ms", "20", "--poll", "0.2", "--until-idle"],
-        capture_output=True, text=True, env=env, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "pgq_teach.cli",
+            "worker",
+            "--db",
+            label,
+            "--processes",
+            "2",
+            "--concurrency",
+            "4",
+            "--sleep-ms",
+            "20",
+            "--poll",
+            "0.2",
+            "--until-idle",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     reports = [int(n) for n in re.findall(r", done (\d+),", proc.stdout)]
     assert len(reports) == 2 and sum(reports) == 40

@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 
 import pgq_teach as pgq
+from helpers import counts, job_row, recording_handler, runs_per_job, seed, wait_for
 from pgq_teach.statements import run
 
-from helpers import counts, job_row, recording_handler, runs_per_job, seed, wait_for
-
 TESTS = Path(__file__).resolve().parent
-SECOND = "import json, sys; from helpers import serve_recording_worker; serve_recording_worker(json.loads(sys.argv[1]))"
+SECOND = "import json, sys; from helpers import serve_recording_worker; serve_recording_worker(json.loads(sys.argv[1]))"  # noqa: E501 (the input under test, kept on one line)
 
 
 class Running:
@@ -45,14 +44,28 @@ class Running:
             raise self.error
 
 
-def second_process(db, *, running: int, seconds: float, work: float = 0.0,
-                   stop_after_run: bool = False) -> subprocess.Popen:
+def second_process(
+    db, *, running: int, seconds: float, work: float = 0.0, stop_after_run: bool = False
+) -> subprocess.Popen:
     """Another worker process (lease 1 s, polling every 50 ms, reaping as it
     claims) that starts working once `running` jobs are running."""
-    spec = {"dsn": db.dsn, "name": "second", "kind": "slow", "running": running, "seconds": seconds,
-            "work": work, "lease": 1.0, "stop_after_run": stop_after_run}
-    return subprocess.Popen([sys.executable, "-c", SECOND, json.dumps(spec)], cwd=TESTS,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    spec = {
+        "dsn": db.dsn,
+        "name": "second",
+        "kind": "slow",
+        "running": running,
+        "seconds": seconds,
+        "work": work,
+        "lease": 1.0,
+        "stop_after_run": stop_after_run,
+    }
+    return subprocess.Popen(
+        [sys.executable, "-c", SECOND, json.dumps(spec)],
+        cwd=TESTS,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def finish(proc: subprocess.Popen) -> dict:
@@ -172,18 +185,18 @@ def test_one_notification_wakes_one_claim_in_a_pool_and_every_worker_otherwise(d
     for name, workers in (("pool", [pool]), ("loners", loners)):
         started = [Running(w) for w in workers]
         try:
-            assert wait_for(lambda: all(w.report.empty_claims >= 1 for w in workers), 10)  # idle now
+            assert wait_for(lambda ws=workers: all(w.report.empty_claims >= 1 for w in ws), 10)  # idle now
             before = [(w.report.claims, w.report.empty_claims) for w in workers]
             job_id = pgq.enqueue(conn, "slow", {})
-            assert wait_for(lambda: job_id in done, 10)
+            assert wait_for(lambda wanted=job_id: wanted in done, 10)
             time.sleep(0.5)  # any straggling wake-up and claim lands
         finally:
             for r in started:
                 r.join()
         seen[name] = (
             sum(w.report.wakeups for w in workers),
-            sum(w.report.claims - c for w, (c, _) in zip(workers, before)),
-            sum(w.report.empty_claims - e for w, (_, e) in zip(workers, before)),
+            sum(w.report.claims - c for w, (c, _) in zip(workers, before, strict=True)),
+            sum(w.report.empty_claims - e for w, (_, e) in zip(workers, before, strict=True)),
         )
     assert seen["pool"] == (1, 1, 0)  # wake-ups, claims, empty claims
     wakeups, claims, empty = seen["loners"]
@@ -241,8 +254,9 @@ def test_a_stale_claim_and_a_newer_one_of_the_same_job_are_told_apart(db, conn):
     [token] = run(conn, "lab/fence_job", {"id": job_id, "lease": "1 minute"}).fetchone()
     fresh = pgq.Job(stale.id, stale.kind, stale.payload, stale.attempts + 1, fence_token=token)
     told = []
-    leases = Leases(db.dsn, timedelta(seconds=60), lambda job, why: told.append((job.fence_token, why)),
-                    lambda *_: None)
+    leases = Leases(
+        db.dsn, timedelta(seconds=60), lambda job, why: told.append((job.fence_token, why)), lambda *_: None
+    )
     try:
         leases.hold([stale, fresh], time.monotonic())
         assert leases.renew([stale, fresh]) == {(job_id, token)}

@@ -25,6 +25,7 @@ import psycopg
 from . import queue
 from .databases import Database, open_database
 from .errors import BadInput
+from .experiments.results import Progress
 from .experiments.sessions import together
 from .guide import figure
 from .statements import run, run_one
@@ -39,11 +40,9 @@ PGQUEUER_BATCHES = (10, 100)
 POOL_SIZES = (1, 4, 16)  # executors in one Worker
 PICKUP_POOL = 16
 
-Progress = Callable[[int, int], None]
-
 
 @dataclass
-class Outcome:
+class DrainOutcome:
     """One run of one setup: what it measured and whether its end state held."""
 
     value: float
@@ -58,14 +57,14 @@ class Outcome:
 class Setup:
     name: str
     unit: str  # "jobs/s" or "ms"
-    go: Callable[[Database, int], Outcome]
+    go: Callable[[Database, int], DrainOutcome]
     batch: int | None = None
     workers: int | None = None
     family: str = ""
 
 
 @dataclass
-class Row:
+class BenchRow:
     name: str
     unit: str
     family: str
@@ -95,7 +94,7 @@ class BenchResult:
     cpus: int
     jobs: int
     repeats: int
-    rows: list[Row]
+    rows: list[BenchRow]
     pgqueuer: str  # "installed 1.6.0" or why its rows are missing
     stopped: bool = False
     guess: Any = None
@@ -107,7 +106,7 @@ class BenchResult:
         """Every run's end state held (all done, none claimed twice)."""
         return all(row.ok for row in self.rows)
 
-    def row(self, name: str) -> Row | None:
+    def row(self, name: str) -> BenchRow | None:
         return next((r for r in self.rows if r.name == name), None)
 
     def table(self) -> str:
@@ -187,7 +186,7 @@ def _end_state(db: Database, jobs: int, *, claimed: bool = True) -> tuple[bool, 
     )
 
 
-def ceiling(db: Database, jobs: int) -> Outcome:
+def ceiling(db: Database, jobs: int) -> DrainOutcome:
     """Two set-based UPDATEs: every job claimed at once, then every job done."""
     _seed(db, jobs)
     with db.connection() as conn:
@@ -196,15 +195,15 @@ def ceiling(db: Database, jobs: int) -> Outcome:
         run(conn, "lab/bench_complete_all")
         took = time.perf_counter() - began
     ok, note = _end_state(db, jobs)
-    return Outcome(jobs / took, ok, note)
+    return DrainOutcome(jobs / took, ok, note)
 
 
-def raw_loop(connections: int) -> Callable[[Database, int], Outcome]:
+def raw_loop(connections: int) -> Callable[[Database, int], DrainOutcome]:
     """The guide's loop on `connections` connections: claim 100 (claim.sql),
     then one fenced set-based completion (complete_many.sql), each statement
     committed on its own, durably."""
 
-    def go(db: Database, jobs: int) -> Outcome:
+    def go(db: Database, jobs: int) -> DrainOutcome:
         _seed(db, jobs)
         conns = [db.connect() for _ in range(connections)]
         completed: list[list[int]] = [[] for _ in conns]
@@ -225,19 +224,19 @@ def raw_loop(connections: int) -> Callable[[Database, int], Outcome]:
         ids = [i for part in completed for i in part]
         if len(ids) != len(set(ids)) or len(ids) != jobs:
             ok, note = False, f"{len(ids):,} completions reported for {jobs:,} jobs"
-        return Outcome(jobs / took, ok, note)
+        return DrainOutcome(jobs / took, ok, note)
 
     return go
 
 
 def worker_drain(
     batch: int, workers: int, durable: bool = False, concurrency: int = 1
-) -> Callable[[Database, int], Outcome]:
+) -> Callable[[Database, int], DrainOutcome]:
     """The library's Worker, `workers` of them on threads (in one process, as
     the raw loop's connections are), each with `concurrency` executors, at
     `batch`; with `durable`, every completion waits for its WAL flush."""
 
-    def go(db: Database, jobs: int) -> Outcome:
+    def go(db: Database, jobs: int) -> DrainOutcome:
         _seed(db, jobs)
         fleet = [
             Worker(
@@ -255,12 +254,12 @@ def worker_drain(
         trouble = sum(w.report.fenced + w.report.reconnects + w.report.retried for w in fleet)
         if len(ids) != len(set(ids)) or len(ids) != jobs or trouble:
             ok, note = False, f"{len(ids):,} done for {jobs:,} jobs; {trouble} fenced, reconnects or retries"
-        return Outcome(jobs / took, ok, note)
+        return DrainOutcome(jobs / took, ok, note)
 
     return go
 
 
-def bulk_enqueue(db: Database, jobs: int) -> Outcome:
+def bulk_enqueue(db: Database, jobs: int) -> DrainOutcome:
     """enqueue_many of `jobs` payloads in one transaction, committed."""
     payloads = [{"n": n} for n in range(jobs)]
     with db.connection() as conn:
@@ -271,19 +270,19 @@ def bulk_enqueue(db: Database, jobs: int) -> Outcome:
     ok, note = _end_state(db, jobs, claimed=False)
     if len(set(ids)) != jobs:
         ok, note = False, f"{len(set(ids)):,} distinct ids for {jobs:,} payloads"
-    return Outcome(jobs / took, ok, note)
+    return DrainOutcome(jobs / took, ok, note)
 
 
 def pickup_latency(
     samples: int, *, workers: int = 1, concurrency: int = 1
-) -> Callable[[Database, int], Outcome]:
+) -> Callable[[Database, int], DrainOutcome]:
     """`workers` idle Workers, each with `concurrency` executors, waiting on
     LISTEN (fallback poll 5 s, so only the notification can wake them in
     time): from just before enqueue() to the handler starting, `samples`
     times; with the wake-ups per job (notifications that ended a wait) and
     the sessions they hold."""
 
-    def go(db: Database, jobs: int) -> Outcome:
+    def go(db: Database, jobs: int) -> DrainOutcome:
         started: dict[int, float] = {}
         arrived = threading.Event()
 
@@ -310,7 +309,7 @@ def pickup_latency(
         if len(waits) != samples:
             ok, note = False, f"{len(waits)} of {samples} jobs picked up within 10 s"
         cuts = statistics.quantiles(waits, n=100, method="inclusive") if len(waits) > 1 else waits * 99
-        return Outcome(
+        return DrainOutcome(
             cuts[49], ok, note, p99_ms=cuts[98], wakeups_per_job=woken / samples, sessions=sessions
         )
 
@@ -328,8 +327,8 @@ def pgqueuer_version() -> str | None:
         return None
 
 
-def pgqueuer_drain(batch: int) -> Callable[[Database, int], Outcome]:
-    def go(db: Database, jobs: int) -> Outcome:
+def pgqueuer_drain(batch: int) -> Callable[[Database, int], DrainOutcome]:
+    def go(db: Database, jobs: int) -> DrainOutcome:
         from .peers import pgqueuer_run
 
         took, seen, left = pgqueuer_run(db, jobs, batch)
@@ -337,7 +336,7 @@ def pgqueuer_drain(batch: int) -> Callable[[Database, int], Outcome]:
         note = (
             "" if ok else f"{len(seen):,} handler calls ({len(set(seen)):,} jobs) for {jobs:,}; {left:,} left"
         )
-        return Outcome(jobs / took, ok, note)
+        return DrainOutcome(jobs / took, ok, note)
 
     return go
 
@@ -426,7 +425,7 @@ def run_bench(
     stop = stop or threading.Event()
     peer = pgqueuer_version()
     chosen = [s for s in setups(samples, peer is not None) if only is None or only(s)]
-    rows = [Row(s.name, s.unit, s.family, s.batch, s.workers) for s in chosen]
+    rows = [BenchRow(s.name, s.unit, s.family, s.batch, s.workers) for s in chosen]
     db = open_database(label)
     result = BenchResult(
         db.server.line(),
@@ -482,11 +481,13 @@ def _compare(result: BenchResult) -> None:
     result.targets = _targets(result)
 
 
-def _ratio(a: Row | None, b: Row | None) -> float | None:
+def _ratio(a: BenchRow | None, b: BenchRow | None) -> float | None:
     return a.median / b.median if a and b and a.median and b.median else None
 
 
-def _ratio_target(text: str, a: Row | None, b: Row | None, at_least: float) -> tuple[str, str, bool | None]:
+def _ratio_target(
+    text: str, a: BenchRow | None, b: BenchRow | None, at_least: float
+) -> tuple[str, str, bool | None]:
     """A target on the ratio of two rows' medians: its text, the ratio, and whether it was met."""
     got = _ratio(a, b)
     return (text, f"{got:.2f}" if got else "not measured", got >= at_least if got else None)

@@ -67,7 +67,7 @@ WITH_SQL = tuple(key for key, f in FOLLOW_UPS.items() if f.sql)  # the model ans
 DEFAULT_MINUTES = sum(s.minutes for s in STEPS) + 8  # and about eight minutes of follow-ups
 
 
-def step(key: str) -> content.Step:
+def step(key: str) -> content.InterviewStep:
     for s in STEPS:
         if s.key == key:
             return s

@@ -92,7 +92,7 @@ class Rubric:
 
 
 @dataclass(frozen=True)
-class Step:
+class InterviewStep:
     """A step of the rehearsal, scored on one interviewer dimension."""
 
     key: str
@@ -181,11 +181,11 @@ def scenarios() -> dict[str, Scenario]:
 
 
 @cache
-def steps_and_communication() -> tuple[tuple[Step, ...], Rubric]:
+def steps_and_communication() -> tuple[tuple[InterviewStep, ...], Rubric]:
     data = load_file("steps")
     communication = rubric_of("steps.yaml communication", data.pop("communication")["rubric"])
     steps = tuple(
-        Step(
+        InterviewStep(
             key,
             s["title"],
             float(s["minutes"]),

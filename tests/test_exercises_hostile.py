@@ -56,7 +56,7 @@ def state(s):
         return run(owner, "exercise/scratch_state").fetchone()
 
 
-GROWTH = ("grows past", "WITH RECURSIVE", "ARRAY(SELECT")
+GROWTH = ("grows past", "WITH RECURSIVE", "ARRAY(SELECT", "needs a LIMIT")
 
 
 def chain(link: str, links: int = 26) -> str:
@@ -335,6 +335,18 @@ REFUSED = [
         "09/holder",
         "SELECT ARRAY(SELECT a.kind || b.kind FROM jobs a, jobs b, jobs c, jobs d, jobs e, jobs f) AS pid",
         "ARRAY(SELECT",
+    ),
+    (
+        "ARRAY(SELECT ...) with no LIMIT where the cleanup may use one",
+        "10/cleanup",
+        "DELETE FROM jobs WHERE id = ANY(ARRAY(SELECT a.id FROM jobs a, jobs b, jobs c, jobs d, jobs e))",
+        "needs a LIMIT",
+    ),
+    (
+        "ARRAY(SELECT ...) with a LIMIT far past a batch",
+        "10/cleanup",
+        "DELETE FROM jobs WHERE id = ANY(ARRAY(SELECT a.id FROM jobs a, jobs b, jobs c LIMIT 100000000))",
+        "needs a LIMIT",
     ),
     ("a 9,000-deep chain of +", "01/claim", "SELECT " + "1+" * 9_000 + "1 AS id", "nested too deeply"),
     (

@@ -50,7 +50,7 @@ def test_a_generic_plan_on_status_cannot_use_the_partial_index(db):
 
 def test_the_reaper_uses_its_own_partial_index(db):
     indexes.seed_history(db, DONE, 10)
-    assert "jobs_running_idx" in indexes.reaper_plan(db)
+    assert "jobs_running_idx" in indexes.reap_index_plan(db)
 
 
 def test_a_generic_plan_can_use_a_full_index_which_is_then_dropped(db):

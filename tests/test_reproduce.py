@@ -19,11 +19,20 @@ import pytest
 
 from pgq_teach import cli, embedded
 from pgq_teach.errors import BadInput, SetupError
-from pgq_teach.reproduce import ENTRIES, MISSING, Comparison, Report, Row, compare, parse_only, reproduce
+from pgq_teach.reproduce import (
+    ENTRIES,
+    MISSING,
+    MajorsComparison,
+    Report,
+    ReportRow,
+    compare,
+    parse_only,
+    reproduce,
+)
 from pgq_teach.reproduce import claiming as c
 from pgq_teach.reproduce import notify as n
 from pgq_teach.reproduce import storage as st
-from pgq_teach.reproduce.verdicts import DIFFERS, EXPLAINED, NOT_MEASURED, REPRODUCED, STOPPED, Verdict
+from pgq_teach.reproduce.verdicts import DIFFERS, EXPLAINED, NOT_MEASURED, REPRODUCED, STOPPED, FigureVerdict
 
 MUST = {2, 3, 9, 10, 14, 17, 18}  # the figures with a claim every server must show, here so far
 
@@ -207,10 +216,10 @@ def test_bloat_verdicts_and_their_must_claims():
 # --- what fails the run ---------------------------------------------------------------
 
 
-def row(number: int, verdict: Verdict, **kw) -> Row:
+def row(number: int, verdict: FigureVerdict, **kw) -> ReportRow:
     e = ENTRIES[number]
     kw.setdefault("held", verdict.kind == REPRODUCED if e.must else None)
-    return Row(
+    return ReportRow(
         number,
         e.experiment,
         e.guide,
@@ -237,17 +246,24 @@ def report(rows, **kw) -> Report:
 
 
 def test_only_a_must_claim_that_did_not_hold_fails_the_run():
-    assert report([row(3, Verdict(REPRODUCED)), row(6, Verdict(DIFFERS, "slow"))]).ok  # timing: reported only
-    assert report([row(3, Verdict(STOPPED))]).ok  # stopped by the learner, not a failure
-    assert report([row(14, Verdict(EXPLAINED, "btree"), held=True)]).ok  # sizes differ, still far smaller
-    for bad in (Verdict(DIFFERS, "no error"), Verdict(NOT_MEASURED, "no server")):
+    assert report(
+        [row(3, FigureVerdict(REPRODUCED)), row(6, FigureVerdict(DIFFERS, "slow"))]
+    ).ok  # timing: reported only
+    assert report([row(3, FigureVerdict(STOPPED))]).ok  # stopped by the learner, not a failure
+    assert report(
+        [row(14, FigureVerdict(EXPLAINED, "btree"), held=True)]
+    ).ok  # sizes differ, still far smaller
+    for bad in (FigureVerdict(DIFFERS, "no error"), FigureVerdict(NOT_MEASURED, "no server")):
         failed = report([row(3, bad, held=False)])
         assert not failed.ok and "FAILED #3: every server must show error 55P03 at once" in failed.text()
-    assert "DID NOT HOLD" in report([row(17, Verdict(DIFFERS, "2 buffers"), held=False)]).markdown()
+    assert "DID NOT HOLD" in report([row(17, FigureVerdict(DIFFERS, "2 buffers"), held=False)]).markdown()
 
 
 def test_the_report_carries_server_cpus_date_and_quick_notes(tmp_path):
-    rows = [row(5, Verdict(REPRODUCED), shrunk=ENTRIES[5].shrunk), row(1, Verdict(EXPLAINED, "scheduling"))]
+    rows = [
+        row(5, FigureVerdict(REPRODUCED), shrunk=ENTRIES[5].shrunk),
+        row(1, FigureVerdict(EXPLAINED, "scheduling")),
+    ]
     found = report(rows, quick=True)
     paths = found.write(tmp_path)
     md = (tmp_path / "reproduce.md").read_text()
@@ -264,10 +280,12 @@ def test_the_report_carries_server_cpus_date_and_quick_notes(tmp_path):
 
 def test_comparison_sets_both_majors_beside_the_guides_two_columns(tmp_path):
     on16 = report(
-        [row(1, Verdict(REPRODUCED)), row(3, Verdict(REPRODUCED))], server_version="16.14", major=16
+        [row(1, FigureVerdict(REPRODUCED)), row(3, FigureVerdict(REPRODUCED))],
+        server_version="16.14",
+        major=16,
     )
-    on18 = report([row(1, Verdict(EXPLAINED, "scheduling"))])
-    both = Comparison([on16, on18])
+    on18 = report([row(1, FigureVerdict(EXPLAINED, "scheduling"))])
+    both = MajorsComparison([on16, on18])
     head, rows, reasons = both.grid()
     assert head[2:6] == ("guide PG 16.15", "guide PG 18.4", "PG 16.14", "PG 18.6")
     assert rows[0][2:4] == (ENTRIES[1].guide[16], ENTRIES[1].guide[18])

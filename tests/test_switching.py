@@ -8,7 +8,7 @@ import pytest
 from pgq_teach import learner
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import switching
-from pgq_teach.experiments.switching import BrokerDown, Consumer, StandInBroker, recommend
+from pgq_teach.experiments.switching import Consumer, StandInBroker, StandInDown, recommend
 
 
 @pytest.fixture(autouse=True)
@@ -69,7 +69,7 @@ def test_the_stand_in_broker_refuses_while_down_and_the_consumer_deduplicates():
     broker, consumer = StandInBroker(), Consumer()
     broker.publish(1, {})
     broker.up = False
-    with pytest.raises(BrokerDown):
+    with pytest.raises(StandInDown):
         broker.publish(2, {})
     broker.up = True
     broker.publish(1, {})

@@ -279,7 +279,7 @@ def record(verdict: Verdict, sql: str) -> None:
     learner.change(progress_file.NAME, edit, progress_file.check)
 
 
-def entries() -> dict[str, progress_file.Entry]:
+def entries() -> dict[str, progress_file.ProgressEntry]:
     """The learner's progress, checked: a file that fails the check is moved aside (learner.load)."""
     return progress_file.entries(learner.load(progress_file.NAME, progress_file.check))
 

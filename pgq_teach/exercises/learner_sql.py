@@ -112,12 +112,16 @@ class Allowance:
 
     functions: frozenset[str] = frozenset()
     tables: frozenset[str] = frozenset()  # read from pg_catalog, by name
+    array_subquery: bool = False  # ARRAY(SELECT ...): bounded here by the scratch table's few rows
 
 
 # Per exercise, by its key: only what its model answer needs.
 ALLOWANCES = {
     "07/notify": Allowance(functions=frozenset({"pg_notify"})),
     "09/holder": Allowance(functions=frozenset({"pg_backend_pid"}), tables=frozenset({"pg_stat_activity"})),
+    # The library's cleanup, sql/cleanup_done.sql, is `id = ANY(ARRAY(SELECT id ... LIMIT :batch))`:
+    # the planner then reads the LIMIT's ids first and fetches each by the primary key (lesson 10).
+    "10/cleanup": Allowance(array_subquery=True),
 }
 
 
@@ -401,7 +405,20 @@ def _check_table(node: Any, ctes: set[str], allowance: Allowance) -> None:
         raise Refused(f"this exercise reads only {reach}; {shown(whole, 60)} is not one, so nothing was run")
 
 
-def _check_growth(stmt: Any) -> None:
+MAX_ARRAY_ROWS = 10_000
+
+
+def bounded(select: Any) -> bool:
+    """Whether a SELECT's rows are capped by a LIMIT that is a placeholder (the checker
+    passes a batch size) or a number no larger than MAX_ARRAY_ROWS."""
+    limit = getattr(select, "limitCount", None)
+    if isinstance(limit, ast.ParamRef):
+        return True
+    value = getattr(getattr(limit, "val", None), "ival", None)
+    return isinstance(value, int) and 0 <= value <= MAX_ARRAY_ROWS
+
+
+def _check_growth(stmt: Any, allowance: Allowance) -> None:
     """Refuse a recursive WITH (no exercise needs one, and each round can
     double a value), an ARRAY(SELECT ...) (it gathers every row it reads into
     one value: the aggregates that do the same are off the allow-list), and a
@@ -410,7 +427,13 @@ def _check_growth(stmt: Any) -> None:
     every = [n for n, _ in walk(stmt)]
     if any(isinstance(n, ast.WithClause) and n.recursive for n in every):
         raise Refused("this exercise has no use for WITH RECURSIVE, so nothing was run")
-    if any(isinstance(n, ast.SubLink) and n.subLinkType == SubLinkType.ARRAY_SUBLINK for n in every):
+    arrays = [n for n in every if isinstance(n, ast.SubLink) and n.subLinkType == SubLinkType.ARRAY_SUBLINK]
+    if arrays and allowance.array_subquery and not all(bounded(a.subselect) for a in arrays):
+        raise Refused(
+            f"an ARRAY(SELECT ...) here needs a LIMIT (a placeholder, or at most {MAX_ARRAY_ROWS:,}): "
+            "it gathers every row it reads into one value, so nothing was run"
+        )
+    if arrays and not allowance.array_subquery:
         raise Refused(
             "this exercise has no use for ARRAY(SELECT ...), which gathers every row into one value "
             "(use = ANY or IN (SELECT ...)), so nothing was run"
@@ -478,8 +501,9 @@ def read(
         )
         raise Refused(f"this exercise runs {kinds}; {said} is not one, so nothing was run")
     nodes = INDEX_NODES if first == "CREATE" else QUERY_NODES
-    _check_tree(stmt, nodes, ALLOWANCES.get(exercise or "", Allowance()))
-    _check_growth(stmt)
+    allowance = ALLOWANCES.get(exercise or "", Allowance())
+    _check_tree(stmt, nodes, allowance)
+    _check_growth(stmt, allowance)
     if first == "CREATE":
         _check_index(stmt)
     return LearnerSQL(text, first, tuple(scanned[:3]), names, for_psycopg, for_server, stmt)

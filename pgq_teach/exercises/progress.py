@@ -33,7 +33,7 @@ class Try:
 
 
 @dataclass(frozen=True)
-class Entry:
+class ProgressEntry:
     """An exercise's entry: the latest try, and the pass if there was one."""
 
     latest: Try | None = None
@@ -64,10 +64,10 @@ def read_try(where: str, raw: Any) -> Try:
     return Try(**values)
 
 
-def read_entry(key: str, raw: Any) -> Entry:
+def read_entry(key: str, raw: Any) -> ProgressEntry:
     """The entry for `key`, or ValueError naming what is wrong."""
     _typed(key, raw, dict)
-    unknown = set(raw) - {f.name for f in fields(Entry)}
+    unknown = set(raw) - {f.name for f in fields(ProgressEntry)}
     if unknown:
         raise ValueError(f"{key} holds {', '.join(sorted(unknown))}")
     latest = read_try(f"{key}.latest", raw["latest"]) if "latest" in raw else None
@@ -76,7 +76,7 @@ def read_entry(key: str, raw: Any) -> Entry:
     verdict = read_try(f"{key}.passed_verdict", raw["passed_verdict"]) if "passed_verdict" in raw else None
     if verdict is not None and not verdict.passed:
         raise ValueError(f"{key}.passed_verdict is not a pass")
-    return Entry(latest, passed, passed_sql, verdict)
+    return ProgressEntry(latest, passed, passed_sql, verdict)
 
 
 def check(data: dict[str, Any]) -> None:
@@ -85,6 +85,6 @@ def check(data: dict[str, Any]) -> None:
         read_entry(key, raw)
 
 
-def entries(data: dict[str, Any]) -> dict[str, Entry]:
+def entries(data: dict[str, Any]) -> dict[str, ProgressEntry]:
     """Every entry, read (data already passed `check`)."""
     return {key: read_entry(key, raw) for key, raw in data.items()}

@@ -519,7 +519,7 @@ def exact_counts(db: Database) -> ExactCounts:
 
 
 @dataclass(frozen=True)
-class Step:
+class DrainStep:
     action: str  # "drain" or "vacuum"
     transaction_open: bool
     claim: ClaimCost
@@ -537,10 +537,10 @@ class HeldBack(Result):
     """What the lab's steps measured so far, beside guide #18; the guess is
     the buffers an empty claim reads after VACUUM with the transaction open."""
 
-    steps: list[Step]
+    steps: list[DrainStep]
     guide: GuideFigure = field(default_factory=lambda: figure(18))
 
-    def last(self, action: str, transaction_open: bool) -> Step | None:
+    def last(self, action: str, transaction_open: bool) -> DrainStep | None:
         """The latest step of this kind, or None."""
         return next(
             (s for s in reversed(self.steps) if (s.action, s.transaction_open) == (action, transaction_open)),
@@ -583,7 +583,7 @@ class BloatLab:
 
     db: Database
     jobs: int = 100_000
-    steps: list[Step] = field(default_factory=list)
+    steps: list[DrainStep] = field(default_factory=list)
     idle: IdleTransaction = field(init=False)
     guide: GuideFigure = field(default_factory=lambda: figure(18))
 
@@ -605,17 +605,17 @@ class BloatLab:
     def end_transaction(self) -> None:
         self.idle.close()
 
-    def drain(self, *, progress: Progress | None = None, stop: threading.Event | None = None) -> Step:
+    def drain(self, *, progress: Progress | None = None, stop: threading.Event | None = None) -> DrainStep:
         """Drain `jobs` fresh jobs, then measure an empty claim."""
         result = drain(self.db, jobs=self.jobs, progress=progress, stop=stop)
-        step = Step("drain", self.transaction_open, empty_claim(self.db), drain=result)
+        step = DrainStep("drain", self.transaction_open, empty_claim(self.db), drain=result)
         self.steps.append(step)
         return step
 
-    def vacuum(self) -> Step:
+    def vacuum(self) -> DrainStep:
         """VACUUM (VERBOSE) again, then measure an empty claim."""
         report = vacuum(self.db)
-        step = Step("vacuum", self.transaction_open, empty_claim(self.db), vacuum=report)
+        step = DrainStep("vacuum", self.transaction_open, empty_claim(self.db), vacuum=report)
         self.steps.append(step)
         if step.transaction_open:  # lesson 12 quotes what the held snapshot costs a claim
             measurements.record(measurements.IDLE_SNAPSHOT_BUFFERS, step.claim.buffers)

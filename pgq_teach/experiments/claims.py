@@ -15,7 +15,6 @@ import statistics
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
@@ -25,9 +24,7 @@ from ..guide import GuideFigure, figure
 from ..statements import explain, run
 from . import race
 from .race import RaceResult
-from .results import Comparison, Result, guess_text, server_fields
-
-Progress = Callable[[int, int], None]
+from .results import Comparison, Progress, Result, guess_text, server_fields
 
 LIMITS = {"jobs": (1, 200_000), "batch": (1, queue.MAX_BATCH), "rounds": (1, 10), "workers": (1, 64)}
 

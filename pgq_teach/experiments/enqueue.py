@@ -33,7 +33,7 @@ DELIVERY_WAIT = 5.0  # seconds to wait for one that should; it normally takes mi
 
 
 @dataclass(frozen=True)
-class Outcome:
+class EnqueueOutcome:
     """One transaction that placed an order and enqueued its receipt job."""
 
     ending: str  # "rollback" or "commit"
@@ -52,13 +52,13 @@ class Outcome:
 
 @dataclass(kw_only=True)
 class EnqueueResult(Result):
-    rolled_back: Outcome
-    committed: Outcome
+    rolled_back: EnqueueOutcome
+    committed: EnqueueOutcome
     quiet_s: float
     guide: GuideFigure = field(default_factory=lambda: figure(12))
 
     @property
-    def outcomes(self) -> tuple[Outcome, Outcome]:
+    def outcomes(self) -> tuple[EnqueueOutcome, EnqueueOutcome]:
         return self.rolled_back, self.committed
 
     @property
@@ -99,7 +99,7 @@ def _listen_for(listener: psycopg.Connection, seconds: float) -> list[str]:
 
 def _place_order_and_enqueue(
     db: Database, listener: psycopg.Connection, ending: str, quiet_s: float
-) -> Outcome:
+) -> EnqueueOutcome:
     with db.connection() as conn:  # autocommit: the transaction below is the only one
         with conn.transaction():
             order_id = run_one(conn, "lab/place_order", {"email": EMAIL, "total": TOTAL})[0]
@@ -118,7 +118,7 @@ def _place_order_and_enqueue(
         heard_after = first + _listen_for(listener, quiet_s) if first else []
         order_kept = run(conn, "lab/order_row", {"id": order_id}).fetchone() is not None
         jobs = run(conn, "lab/jobs_for_order", {"order_id": order_id}).fetchall()
-    return Outcome(
+    return EnqueueOutcome(
         ending,
         order_id,
         job_id,

@@ -237,7 +237,7 @@ def stale_worker(
 
 
 @dataclass(frozen=True)
-class Run:
+class FencingRun:
     """One run of the job's handler by one worker, in seconds from the start."""
 
     worker: str
@@ -264,7 +264,7 @@ class LongJobResult(Result):
     heartbeat: bool
     lease_s: float
     work_s: float
-    runs: list[Run]
+    runs: list[FencingRun]
     final_status: str
     last_error: str | None
     lease_samples: list[tuple[float, int, float]]  # (seconds from start, attempts, seconds left on the lease)
@@ -337,7 +337,7 @@ def long_job(
     stop = stop or threading.Event()
     job_id = prepare(db)
     started = time.monotonic()
-    runs: list[Run] = []
+    runs: list[FencingRun] = []
     claims: list[str] = []
     lock = threading.Lock()
 
@@ -355,7 +355,7 @@ def long_job(
             elif event in ("done", "fenced"):
                 token = job.fence_token
                 with lock:
-                    runs.append(Run(name, token, begun[token], time.monotonic() - started, event))
+                    runs.append(FencingRun(name, token, begun[token], time.monotonic() - started, event))
 
         return Worker(db.dsn, {KIND: handle}, lease=lease_s, poll=0.2, heartbeat=heartbeat, on_event=on_event)
 

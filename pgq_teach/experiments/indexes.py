@@ -7,7 +7,7 @@
   VACUUM, and after REINDEX INDEX CONCURRENTLY (guide #15);
 - read_plans: the claim's locking read with the literal 'ready' against
   status = $1 under a generic plan: plans and buffers (guide #16);
-- reaper_plan: the reaper's statement uses its own partial index.
+- reap_index_plan: the reaper's statement uses its own partial index.
 """
 
 from __future__ import annotations
@@ -459,7 +459,7 @@ def generic_plan_with_full_index(db: Database) -> PlanCost:
             run(conn, "lab/drop_full_index")
 
 
-def reaper_plan(db: Database) -> str:
+def reap_index_plan(db: Database) -> str:
     """The reaper's plan on the table as it is (EXPLAIN only: nothing is reaped)."""
     with db.connection() as conn:
         return "\n".join(explain(conn, "reap"))

@@ -47,7 +47,7 @@ def style_name(style: str) -> str:
 
 
 @dataclass(frozen=True)
-class Run:
+class RaceRun:
     """One worker running one job, in seconds from the start of the race."""
 
     worker: int
@@ -98,7 +98,7 @@ class RaceResult(Result, Ideals):
     jobs: int
     work_ms: float
     elapsed_s: float
-    runs: list[Run]
+    runs: list[RaceRun]
     done: int
     wasted_claims: int = 0  # claims that matched 0 rows (guarded update) and had to read again
     guide: GuideFigure = field(default_factory=lambda: figure(1))
@@ -284,10 +284,10 @@ def drain(
     work_ms: float,
     progress: Callable[[int, int], None] | None,
     stop: threading.Event,
-) -> tuple[list[Run], float]:
+) -> tuple[list[RaceRun], float]:
     """One thread per connection claims and runs jobs until none is left.
     Returns the runs and the seconds it took; a worker's error is raised here."""
-    runs: list[Run] = []
+    runs: list[RaceRun] = []
     errors: list[BaseException] = []
     lock = threading.Lock()
     gate = threading.Barrier(len(conns) + 1)
@@ -310,7 +310,7 @@ def drain(
                     time.sleep(work_ms / 1000)
                 finish()
                 with lock:
-                    runs.append(Run(index, job_id, start, time.perf_counter() - t0))
+                    runs.append(RaceRun(index, job_id, start, time.perf_counter() - t0))
                     n = len(runs)
                 if progress and (n % step == 0 or n == jobs):
                     progress(n, jobs)

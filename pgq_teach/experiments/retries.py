@@ -327,7 +327,7 @@ def make_dead(db: Database, jobs: dict[str, tuple[int, str]]) -> list[DeadJob]:
 
 
 @dataclass(kw_only=True)
-class HerdResult(Result):
+class JitterHerdResult(Result):
     """The guess is of the spread, in seconds."""
 
     jitter: bool
@@ -373,7 +373,7 @@ def herd(
     guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
-) -> HerdResult:
+) -> JitterHerdResult:
     """Claim `jobs` jobs and fail every one, each in its own transaction, as
     many workers would in an outage, with fail.sql or with its jittered
     teaching variant. Times are read on the server's clock, from just before
@@ -400,7 +400,7 @@ def herd(
         first, last, instants = run_one(conn, "lab/due_range", {"since": moment})
     if not rows:
         raise PgqError("no failed job is ready again")
-    return HerdResult(
+    return JitterHerdResult(
         jitter=jitter,
         jobs=jobs,
         seconds=[(s, n) for s, n in rows],

@@ -215,7 +215,7 @@ def drain_rate(
 # --- the outbox relay and its stand-in broker ---------------------------------------
 
 
-class BrokerDown(Exception):
+class StandInDown(Exception):
     """The stand-in broker refused a message, as a real one does when unreachable."""
 
 
@@ -234,7 +234,7 @@ class StandInBroker:
         with self.lock:
             if not self.up:
                 self.refused += 1
-                raise BrokerDown("stand-in broker is down: connection refused")
+                raise StandInDown("stand-in broker is down: connection refused")
             self.messages.append((message_id, payload))
 
 
@@ -276,7 +276,7 @@ def relay_once(
         r.claimed += 1
         try:
             broker.publish(job.id, job.payload)
-        except BrokerDown as exc:
+        except StandInDown as exc:
             queue.fail(conn, job, exc)
             r.failed += 1
             continue

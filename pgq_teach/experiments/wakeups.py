@@ -781,7 +781,7 @@ class HerdSide:
 
 
 @dataclass(kw_only=True)
-class HerdResult(Result):
+class WakeupHerdResult(Result):
     """`workers` idle Workers, then one Worker with as many executors, each
     woken by `jobs` notifications in turn. The guess is of the wake-ups per
     job with separate Workers."""
@@ -817,7 +817,7 @@ def herd(
     guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
-) -> HerdResult:
+) -> WakeupHerdResult:
     """First `workers` separate idle Workers, then one Worker with `workers`
     executors (each with a 60 s poll, so only notifications wake them); enqueue
     `jobs` jobs one at a time, each with its NOTIFY, and count the wake-ups
@@ -836,7 +836,7 @@ def herd(
     ):
         sides.append(_herd_side(db, label, fleet_of, jobs, stop))
         tell(progress, n + 1, 2)
-    return HerdResult(
+    return WakeupHerdResult(
         workers=workers,
         jobs=jobs,
         separate=sides[0],

@@ -14,10 +14,10 @@ from typing import Any
 
 from .. import queue
 from ..databases import Database
+from ..experiments.results import Progress
 from .fleet import (
     SHARED_INVARIANTS,
     Fleet,
-    Progress,
     RunReport,
     broken,
     copy_verdict,

@@ -43,7 +43,6 @@ OUTCOMES = ("done", "fenced", "retried", "dead")  # the Worker's events that end
 ORCHESTRATOR = "pgq-faults-orchestrator"  # the application_name of the run's own session
 MAX_CRASHES = 3  # workers that exit on their own before a run gives up
 RETRY_SECONDS = 30.0  # how long a worker's ledger writes and our own queries ride out an outage
-Progress = Callable[[int, int], None]
 
 
 class WorkersCrashed(PgqError, RuntimeError):
@@ -55,7 +54,7 @@ class WorkersCrashed(PgqError, RuntimeError):
 # --- inside a worker process ---------------------------------------------------
 
 
-class Session:
+class WorkerSession:
     """One autocommit connection that rides out a terminated session or a
     server restart by reconnecting, for up to RETRY_SECONDS. A statement that
     may have landed just before the break is sent again, so use it only for
@@ -125,7 +124,7 @@ def worker_process() -> None:
 def _serve(spec: dict) -> None:
     name = spec["name"]
     conninfo = make_conninfo(spec["dsn"], application_name=name)
-    ledger = Session(conninfo)
+    ledger = WorkerSession(conninfo)
     rng = random.Random(spec["seed"])
     low, high = spec["sleep_ms"]
     load = spec["mode"] == "load"
@@ -374,9 +373,9 @@ def restart_server(db: Database, folder: Path) -> tuple[bool, str]:
     return True, "PGQ_RESTART_CMD"
 
 
-def orchestrator_session(db: Database) -> Session:
+def orchestrator_session(db: Database) -> WorkerSession:
     """The run's own session, which reconnects across the restart we cause."""
-    return Session(make_conninfo(db.dsn, application_name=ORCHESTRATOR), pause=0.2)
+    return WorkerSession(make_conninfo(db.dsn, application_name=ORCHESTRATOR), pause=0.2)
 
 
 # The invariants both runs hold, as (report field, what a non-zero count of it means).

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..databases import Database
-from .fleet import SHARED_INVARIANTS, Fleet, Progress, RunReport, broken, copy_verdict
+from ..experiments.results import Progress
+from .fleet import SHARED_INVARIANTS, Fleet, RunReport, broken, copy_verdict
 from .plan import planned_error, planned_result
 from .settings import LoadSettings
 

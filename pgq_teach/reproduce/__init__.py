@@ -2,17 +2,17 @@
 one run, each with a verdict, through the experiments API (no notebooks)."""
 
 from .registry import ENTRIES, MISSING, Entry
-from .report import Comparison, Report, Row
+from .report import MajorsComparison, Report, ReportRow
 from .runner import compare, parse_only, reproduce, reproduce_here
-from .verdicts import DIFFERS, EXPLAINED, REPRODUCED, Verdict
+from .verdicts import DIFFERS, EXPLAINED, REPRODUCED, FigureVerdict
 
 __all__ = [
     "ENTRIES",
     "MISSING",
     "Entry",
-    "Comparison",
+    "MajorsComparison",
     "Report",
-    "Row",
+    "ReportRow",
     "compare",
     "parse_only",
     "reproduce",
@@ -20,5 +20,5 @@ __all__ = [
     "DIFFERS",
     "EXPLAINED",
     "REPRODUCED",
-    "Verdict",
+    "FigureVerdict",
 ]

@@ -9,7 +9,7 @@ from typing import Any
 from ..experiments import claims, locks, race, switching
 from ..guide import figure
 from .entry import Describe, Entry, Judge, Sizes, Values, calls, reads, says, seconds
-from .verdicts import Verdict, differs, explained, reproduced
+from .verdicts import FigureVerdict, differs, explained, reproduced
 
 # --- 1: the naive claim runs jobs twice ------------------------------------------
 
@@ -19,7 +19,7 @@ NAIVE_HIGH = max(figure(1).values["pg16"] + figure(1).values["pg18"])
 NAIVE_SLACK = 0.25  # a run within a quarter of the guide's range counts as its figure
 
 
-def judge_naive(v: Values, major: int) -> Verdict:
+def judge_naive(v: Values, major: int) -> FigureVerdict:
     twice, scale = v["run_more_than_once"], v["jobs"] / figure(1).values["jobs"]
     if twice == 0:
         return differs("no job ran twice: the race never hit the window between read and update")
@@ -99,7 +99,7 @@ def describe_for_update(v: Values) -> str:
     return f"B waited on {event}, got job {v['b_job']} after {seconds(v['b_s'])} (A held {v['hold_s']:g} s)"
 
 
-def judge_for_update(v: Values, major: int) -> Verdict:
+def judge_for_update(v: Values, major: int) -> FigureVerdict:
     if not waited_on_a(v):
         return differs(f"B was not seen waiting on Lock / transactionid behind A (saw {v['wait_event']})")
     if v["b_job"] != 2:
@@ -126,7 +126,7 @@ def describe_nowait(v: Values) -> str:
     return f"B: error {v['sqlstate'] or 'none'} after {seconds(v['b_s'])}"
 
 
-def judge_nowait(v: Values, major: int) -> Verdict:
+def judge_nowait(v: Values, major: int) -> FigureVerdict:
     if v["sqlstate"] != "55P03":
         return differs(f"B got {v['sqlstate'] or 'no error'} (job {v['b_job']}), not 55P03")
     if v["b_s"] >= v["hold_s"] / 2:  # waiting for A would take the whole hold
@@ -147,7 +147,7 @@ NOWAIT = replay_figure(
 SKIP_LOCKED_UNDER_S = figure(4).values["under_s"]
 
 
-def judge_skip_locked(v: Values, major: int) -> Verdict:
+def judge_skip_locked(v: Values, major: int) -> FigureVerdict:
     if v["b_job"] != 2 or v["sqlstate"]:
         return differs(f"B got job {v['b_job']} ({v['sqlstate'] or 'no error'}), not job 2")
     if v["b_s"] < SKIP_LOCKED_UNDER_S:
@@ -180,7 +180,7 @@ def describe_batches(v: Values) -> str:
     )
 
 
-def judge_batches(v: Values, major: int) -> Verdict:
+def judge_batches(v: Values, major: int) -> FigureVerdict:
     expected = -(-v["jobs"] // v["batch"])
     if v["largest"] > v["batch"]:
         return differs(f"a batch of {v['largest']:,} rows, over its LIMIT {v['batch']:,}")
@@ -227,7 +227,7 @@ def measure_five_ways(result, sizes) -> Values:
     }
 
 
-def judge_five_ways(v: Values, major: int) -> Verdict:
+def judge_five_ways(v: Values, major: int) -> FigureVerdict:
     held = v["median_s"]["hold_for_update"]
     if held > v["serial_ideal_s"]:
         return reproduced()
@@ -266,7 +266,7 @@ def measure_zero_work(result, sizes) -> Values:
     }
 
 
-def judge_zero_work(v: Values, major: int) -> Verdict:
+def judge_zero_work(v: Values, major: int) -> FigureVerdict:
     saving = v["saving"]
     if saving >= claims.TOO_CLOSE_TO_CALL:
         # One run's saving is not the gain to expect: the guide's ranges nearly touch (lesson 03).
@@ -306,7 +306,7 @@ def describe_plans(v: Values) -> str:
     return "jobs_ready_idx " + ("used, but not under LockRows" if v["uses_ready_index"] else "not used")
 
 
-def judge_plans(v: Values, major: int) -> Verdict:
+def judge_plans(v: Values, major: int) -> FigureVerdict:
     if v["uses_ready_index"] and v["lockrows_above"]:
         return reproduced()
     return differs("the locking read does not scan jobs_ready_idx under LockRows")
@@ -328,7 +328,7 @@ PLANS = Entry(
 GUIDE_JOBS_PER_S = figure(19).values["jobs"] / figure(19).values["seconds"]
 
 
-def judge_throughput(v: Values, major: int) -> Verdict:
+def judge_throughput(v: Values, major: int) -> FigureVerdict:
     if v["completed"] != v["jobs"]:
         return differs(f"{v['completed']:,} of {v['jobs']:,} jobs completed")
     if v["jobs_per_s"] >= GUIDE_JOBS_PER_S * 0.75:

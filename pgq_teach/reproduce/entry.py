@@ -25,14 +25,14 @@ from operator import attrgetter
 from typing import Any, TypedDict
 
 from ..databases import Database
-from .verdicts import Verdict
+from ..experiments.results import Progress
+from .verdicts import FigureVerdict
 
-Progress = Callable[[int, int], None]
 Values = dict[str, Any]
 Run = Callable[[Database, Values, Progress | None, threading.Event], Any]
 Measure = Callable[[Any, Values], Values]
 Describe = Callable[[Values], str]
-Judge = Callable[[Values, int], Verdict]
+Judge = Callable[[Values, int], FigureVerdict]
 GUIDE_VERSIONS = {16: "16.15", 18: "18.4"}  # the guide measured on these two
 
 
@@ -71,7 +71,9 @@ class Entry:
     def shrinks(self, quick: bool) -> bool:
         return quick and self.quick is not None
 
-    def verdict(self, result: Any, sizes: Values, major: int) -> tuple[Values, str, Verdict, bool | None]:
+    def verdict(
+        self, result: Any, sizes: Values, major: int
+    ) -> tuple[Values, str, FigureVerdict, bool | None]:
         """The values, their line, the verdict, and whether the must claim held (None: no such claim)."""
         values = self.measure(result, sizes)
         held = self.must(values) if self.must else None

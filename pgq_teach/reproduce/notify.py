@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..experiments import enqueue, wakeups
 from ..guide import figure
 from .entry import Entry, Values, calls, says
-from .verdicts import Verdict, differs, explained, reproduced
+from .verdicts import FigureVerdict, differs, explained, reproduced
 
 # --- 12: NOTIFY's rules -------------------------------------------------------------
 
@@ -40,7 +40,7 @@ def describe_rules(v: Values) -> str:
     )
 
 
-def judge_rules(v: Values, major: int) -> Verdict:
+def judge_rules(v: Values, major: int) -> FigureVerdict:
     broken = [name for name, holds in v["rules"].items() if not holds]
     if v["rolled_back_heard"]:
         broken.insert(0, "rolled back")
@@ -77,7 +77,7 @@ def measure_latency(result, sizes) -> Values:
     }
 
 
-def judge_latency(v: Values, major: int) -> Verdict:
+def judge_latency(v: Values, major: int) -> FigureVerdict:
     notify, poll, poll_max = v["notify_ms"], v["poll_ms"], v["poll_max_ms"]
     if poll_max > v["poll_s"] * 1000 + 500:
         return differs(f"a job waited {poll_max:,.0f} ms without NOTIFY, longer than the poll")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..experiments import crash, fencing, retries
 from ..guide import figure
 from .entry import Entry, Values, calls, reads, says, seconds
-from .verdicts import Verdict, differs, reproduced
+from .verdicts import FigureVerdict, differs, reproduced
 
 # --- 8: crashed workers ---------------------------------------------------------------
 
@@ -37,7 +37,7 @@ def describe_crash(v: Values) -> str:
     )
 
 
-def judge_crash(v: Values, major: int) -> Verdict:
+def judge_crash(v: Values, major: int) -> FigureVerdict:
     if not v["held_job_free"]:
         return differs("the hold worker's job was not free once its session ended")
     if v["leased_status"] != "running" or v["reaped_at_once"]:
@@ -65,7 +65,7 @@ def none_removed_while_held(v: Values) -> bool:
     return v["removed_while_held"] == 0
 
 
-def judge_cleanup(v: Values, major: int) -> Verdict:
+def judge_cleanup(v: Values, major: int) -> FigureVerdict:
     if not none_removed_while_held(v):
         return differs(
             f"VACUUM removed {v['removed_while_held']:,} rows while the worker held its transaction"
@@ -105,7 +105,7 @@ def stale_updates_nothing(v: Values) -> bool:
     return v["a_rows"] == 0
 
 
-def judge_fencing(v: Values, major: int) -> Verdict:
+def judge_fencing(v: Values, major: int) -> FigureVerdict:
     if not stale_updates_nothing(v):
         return differs(f"the stale worker's completion updated {v['a_rows']} row(s)")
     if v["b_rows"] != 1:
@@ -140,7 +140,7 @@ def describe_schedule(v: Values) -> str:
     return f"waits {waits} s; failure {len(v['statuses'])} leaves it {v['statuses'][-1]}"
 
 
-def judge_schedule(v: Values, major: int) -> Verdict:
+def judge_schedule(v: Values, major: int) -> FigureVerdict:
     if v["waits_s"][:4] != GUIDE_WAITS_S:
         return differs(f"waits {v['waits_s'][:4]}, not {GUIDE_WAITS_S}")
     if len(v["statuses"]) < 5 or v["statuses"][4] != "dead":

@@ -10,16 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from .entry import GUIDE_VERSIONS, guide_major
-from .verdicts import STOPPED, Verdict
+from .verdicts import STOPPED, FigureVerdict
 
 
 @dataclass
-class Row:
+class ReportRow:
     figure: int
     experiment: str
     guide: dict[int, str]  # the guide's figure on 16 and on 18
     measured: str
-    verdict: Verdict
+    verdict: FigureVerdict
     shrunk: str = ""  # what --quick changed for this row, if anything
     must: bool = False  # a figure with a claim every server must show
     must_claim: str = ""
@@ -50,13 +50,13 @@ class Report:
     machine: str
     date: str
     quick: bool
-    rows: list[Row] = field(default_factory=list)
+    rows: list[ReportRow] = field(default_factory=list)
     load: float | None = None  # the 1-minute load average at the start: timings on a busy machine stretch
     stopped: bool = False
     not_run: list[int] = field(default_factory=list)  # figures asked for but not reached before a stop
 
     @property
-    def failures(self) -> list[Row]:
+    def failures(self) -> list[ReportRow]:
         return [r for r in self.rows if r.failed]
 
     @property
@@ -142,13 +142,13 @@ class Report:
         return write_pair(folder, stem, self.markdown(), self.as_json())
 
 
-def must_note(row: Row) -> str:
+def must_note(row: ReportRow) -> str:
     if not row.must or row.held is None:
         return ""
     return f" (must show {row.must_claim}: {'held' if row.held else 'DID NOT HOLD'})"
 
 
-def verdict_cell(row: Row | None, with_reason: bool) -> str:
+def verdict_cell(row: ReportRow | None, with_reason: bool) -> str:
     if row is None:
         return ""
     return str(row.verdict) if with_reason else row.verdict.kind
@@ -170,7 +170,7 @@ def write_pair(folder: Path, stem: str, markdown: str, data: dict[str, Any]) -> 
 
 
 @dataclass
-class Comparison:
+class MajorsComparison:
     reports: list[Report]  # oldest major first
 
     @property

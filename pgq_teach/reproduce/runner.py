@@ -22,14 +22,14 @@ from ..errors import BadInput, PgqError, SetupError
 from ..guide import FIGURES
 from .entry import Entry
 from .registry import ENTRIES, MISSING
-from .report import Comparison, Report, Row
-from .verdicts import NOT_MEASURED, STOPPED, Verdict
+from .report import MajorsComparison, Report, ReportRow
+from .verdicts import NOT_MEASURED, STOPPED, FigureVerdict
 
 DATABASE = "reproduce"  # the command's own database, reset at each run
 COMPARE_MAJORS = (16, 18)
 # progress(figure, index, count, done, total): figure `figure` is the index-th
 # of `count`, and `done` of its `total` steps are done.
-Progress = Callable[[int, int, int, int, int], None]
+RunProgress = Callable[[int, int, int, int, int], None]
 
 
 def parse_only(text: str | None) -> list[int]:
@@ -70,17 +70,17 @@ def measure_one(
     major: int,
     progress: Callable[[int, int], None] | None,
     stop: threading.Event,
-) -> Row:
+) -> ReportRow:
     """Run one figure's experiment and judge it. A server that cannot run it
     (a missing extension, say) gives a row that says so; other errors propagate."""
     sizes = entry.sizes(quick)
     shrunk = entry.shrunk if entry.shrinks(quick) else ""
-    row = Row(
+    row = ReportRow(
         entry.number,
         entry.experiment,
         entry.guide,
         "",
-        Verdict(NOT_MEASURED),
+        FigureVerdict(NOT_MEASURED),
         shrunk,
         must=entry.must is not None,
         must_claim=entry.must_claim,
@@ -91,12 +91,12 @@ def measure_one(
         result = entry.run(db, sizes, progress, stop)
     except PgqError as exc:
         if stop.is_set():  # a step cut short can refuse the next one; that is the stop, not the server
-            row.measured, row.verdict = "stopped before it finished", Verdict(STOPPED)
+            row.measured, row.verdict = "stopped before it finished", FigureVerdict(STOPPED)
         else:
-            row.measured, row.verdict, row.held = "not measured", Verdict(NOT_MEASURED, str(exc)), False
+            row.measured, row.verdict, row.held = "not measured", FigureVerdict(NOT_MEASURED, str(exc)), False
     else:
         if getattr(result, "stopped", False) or stop.is_set():
-            row.measured, row.verdict = "stopped before it finished", Verdict(STOPPED)
+            row.measured, row.verdict = "stopped before it finished", FigureVerdict(STOPPED)
         else:
             row.values, row.measured, row.verdict, row.held = entry.verdict(result, sizes, major)
     row.took_s = time.monotonic() - began
@@ -115,7 +115,7 @@ def reproduce(
     figures: list[int],
     *,
     quick: bool = False,
-    progress: Progress | None = None,
+    progress: RunProgress | None = None,
     stop: threading.Event | None = None,
 ) -> Report:
     """Measure `figures` (checked numbers, see parse_only) on `db`'s server."""
@@ -180,10 +180,10 @@ def compare(
     figures: list[int],
     *,
     quick: bool = False,
-    progress: Progress | None = None,
+    progress: RunProgress | None = None,
     stop: threading.Event | None = None,
     on_server: Callable[[str], None] | None = None,
-) -> Comparison:
+) -> MajorsComparison:
     """The same figures on the embedded PostgreSQL 16, then 18."""
     stop = stop or threading.Event()
     reports = []
@@ -195,4 +195,4 @@ def compare(
             if on_server:
                 on_server(db.server.line())
             reports.append(reproduce(db, figures, quick=quick, progress=progress, stop=stop))
-    return Comparison(reports)
+    return MajorsComparison(reports)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..experiments import bloat, indexes
 from ..guide import figure
 from .entry import GUIDE_VERSIONS, Entry, Sizes, Values, calls, guide_major, near, reads, says, scaled
-from .verdicts import Verdict, differs, explained, reproduced
+from .verdicts import FigureVerdict, differs, explained, reproduced
 
 GUIDE_JOBS = 100_000  # the guide's runs below all use 100,000 jobs
 # Figures 15, 17 and 18 drain the guide's 100,000 jobs; --quick drains 10,000.
@@ -37,7 +37,7 @@ def far_smaller(v: Values) -> bool:
     return v["ratio"] >= FAR_SMALLER
 
 
-def judge_index_sizes(v: Values, major: int) -> Verdict:
+def judge_index_sizes(v: Values, major: int) -> FigureVerdict:
     if not far_smaller(v):
         return differs(f"the full index is only {v['ratio']:.1f}x the partial one")
     guide = figure(14).values
@@ -70,7 +70,7 @@ INDEX_SIZES = Entry(
 # --- 15: the drained index ----------------------------------------------------------
 
 
-def judge_drained_index(v: Values, major: int) -> Verdict:
+def judge_drained_index(v: Values, major: int) -> FigureVerdict:
     stays = v["after_vacuum_kb"] >= 0.9 * v["after_drain_kb"]
     rebuilt_small = v["after_reindex_kb"] <= v["after_drain_kb"] / 4
     if not (stays and rebuilt_small):
@@ -130,7 +130,7 @@ def one_buffer_after_vacuum(v: Values) -> bool:
 GUIDE_BUFFERS = {major: figure(17).values[f"buffers_pg{major}"] for major in GUIDE_VERSIONS}
 
 
-def judge_drain(v: Values, major: int) -> Verdict:
+def judge_drain(v: Values, major: int) -> FigureVerdict:
     if not one_buffer_after_vacuum(v):
         return differs(f"an empty claim read {v['buffers_after_vacuum']} buffers after VACUUM, not 1")
     shown = guide_major(major)
@@ -175,9 +175,9 @@ DRAIN = Entry(
 
 
 @dataclass
-class HeldBack:
-    open_vacuum: bloat.Step
-    closed_vacuum: bloat.Step | None = None
+class HeldBackReading:
+    open_vacuum: bloat.DrainStep
+    closed_vacuum: bloat.DrainStep | None = None
     stopped: bool = False
 
 
@@ -187,8 +187,8 @@ def run_held_back(db, sizes, progress, stop):
         lab.open_transaction()
         drained = lab.drain(progress=progress, stop=stop)
         if drained.drain is not None and drained.drain.stopped:
-            return HeldBack(drained, stopped=True)
-        held = HeldBack(lab.vacuum())
+            return HeldBackReading(drained, stopped=True)
+        held = HeldBackReading(lab.vacuum())
         lab.end_transaction()
         held.closed_vacuum = lab.vacuum()
         return held
@@ -200,7 +200,7 @@ def held_back_then_clean(v: Values) -> bool:
     return v["removed_while_open"] == 0 and v["buffers_after"] == 1
 
 
-def judge_held_back(v: Values, major: int) -> Verdict:
+def judge_held_back(v: Values, major: int) -> FigureVerdict:
     if v["removed_while_open"]:
         return differs(f"VACUUM removed {v['removed_while_open']:,} rows while the transaction was open")
     if v["buffers_after"] != 1:

@@ -23,7 +23,7 @@ KINDS = (REPRODUCED, EXPLAINED, DIFFERS, NOT_MEASURED, STOPPED)
 
 
 @dataclass(frozen=True)
-class Verdict:
+class FigureVerdict:
     kind: str
     reason: str = ""
 
@@ -39,13 +39,13 @@ class Verdict:
         return f"{self.kind}: {self.reason}" if self.reason else self.kind
 
 
-def reproduced(reason: str = "") -> Verdict:
-    return Verdict(REPRODUCED, reason)
+def reproduced(reason: str = "") -> FigureVerdict:
+    return FigureVerdict(REPRODUCED, reason)
 
 
-def explained(reason: str) -> Verdict:
-    return Verdict(EXPLAINED, reason)
+def explained(reason: str) -> FigureVerdict:
+    return FigureVerdict(EXPLAINED, reason)
 
 
-def differs(reason: str) -> Verdict:
-    return Verdict(DIFFERS, reason)
+def differs(reason: str) -> FigureVerdict:
+    return FigureVerdict(DIFFERS, reason)

@@ -148,7 +148,7 @@ class IdleLab(W.VBox):
         self._show_holders()
 
     @property
-    def steps(self) -> list[bloat.Step]:
+    def steps(self) -> list[bloat.DrainStep]:
         return self.lab.steps
 
     def report(self) -> bloat.HeldBack:
@@ -183,18 +183,18 @@ class IdleLab(W.VBox):
         self.run_guess = self.guess.value  # read now, on the caller's thread
         self.runner.start(fn)
 
-    def _drain(self, stop: threading.Event) -> bloat.Step:
+    def _drain(self, stop: threading.Event) -> bloat.DrainStep:
         with ProgressRelay(self._progress) as relay:
             return self.lab.drain(progress=relay.update, stop=stop)
 
-    def _vacuum(self, stop: threading.Event) -> bloat.Step:
+    def _vacuum(self, stop: threading.Event) -> bloat.DrainStep:
         return self.lab.vacuum()  # one statement: nothing to stop halfway
 
     def _progress(self, done: int, total: int) -> None:
         self.progress.max = max(total, 1)
         self.progress.value = min(done, total)
 
-    def _done(self, step: bloat.Step) -> None:
+    def _done(self, step: bloat.DrainStep) -> None:
         self.output.value = steps_html(self.lab, self.run_guess)
         self.status.value = f"done: {escape(step.label)}"
         self.drain_button.disabled = self.vacuum_button.disabled = False

@@ -22,7 +22,7 @@ import ipywidgets as W
 from .. import measurements
 from ..databases import Database
 from ..experiments.results import server_fields
-from ..experiments.retries import FailureStep, FailureStepper, HerdResult, ScheduleResult, herd
+from ..experiments.retries import FailureStep, FailureStepper, JitterHerdResult, ScheduleResult, herd
 from .common import ExperimentPanel, error_html, guess_field, result_html, styled
 
 
@@ -40,7 +40,7 @@ def steps_html(steps: list[FailureStep]) -> str:
     )
 
 
-def chart_html(result: ScheduleResult | HerdResult) -> str:
+def chart_html(result: ScheduleResult | JitterHerdResult) -> str:
     """For an ExperimentPanel or a notebook: the result's bars, then its
     comparison and summary."""
     return result.chart_svg() + result_html(result)
@@ -147,7 +147,7 @@ class HerdLab(ExperimentPanel):
             guess_label=f"Your guess: over how many seconds will the {jobs:,} first retries spread?",
         )
 
-    def _done(self, result: HerdResult) -> None:
+    def _done(self, result: JitterHerdResult) -> None:
         if result.jitter:
             measurements.record(measurements.JITTER_SPREAD_S, round(result.spread_s, 2))
         super()._done(result)

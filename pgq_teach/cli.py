@@ -584,7 +584,9 @@ class DefaultsShown(argparse.HelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
-        unset = action.default is None or isinstance(action.default, bool) or action.default == argparse.SUPPRESS
+        unset = (
+            action.default is None or isinstance(action.default, bool) or action.default == argparse.SUPPRESS
+        )
         # a flag (store_true, or --no-restart storing False) says what it does; "default True" would mislead
         if "default" in text or unset or not action.option_strings:
             return action.help

@@ -13,14 +13,8 @@ from pgq_teach.guide import FIGURES, GuideFigure
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pgq_teach"
 
-# Files that still spell a figure's numbers, and why; each should read guide.figure(n) instead.
-STILL_COPIED = {
-    "interview.py": "its prompts quote figures 1, 14, 17 and 18 (the interview's owner moves them)",
-    "experiments/claims.py": "the five-ways table's guide cell for the naive claim",
-    "exercises/index.py": "the index exercise's threshold comment and feedback",
-    "experiments/sessions.py": "a docstring's example status line, 'job 2 after 2.01 s'",
-    "widgets/lock_lab.py": "the same example status line",
-}
+# Files that still spell a figure's numbers, and why (none now): each reads guide.figure(n).
+STILL_COPIED: dict[str, str] = {}
 
 
 def distinctive(value: object) -> list[str]:

@@ -110,7 +110,7 @@ class SessionState:
         return (time.monotonic() if now is None else now) - self.since
 
     def describe(self, now: float | None = None) -> str:
-        """One line for a person: 'waiting… 1.2 s', 'job 2 after 2.01 s', ..."""
+        """One line for a person: 'waiting… 1.2 s', 'job 2 after 2.00 s', ..."""
         if self.phase == WAITING:
             return f"waiting… {self.elapsed(now):.1f} s ({self.label})"
         if self.phase == GOT_JOB:

@@ -101,7 +101,7 @@ def line_of_waiters(db: Database) -> ReplayView:
 
 
 def status_html(state: SessionState, queued: int = 0) -> str:
-    """A session's status line: 'waiting… 1.2 s', 'job 2 after 2.01 s', ..."""
+    """A session's status line: 'waiting… 1.2 s', 'job 2 after 2.00 s', ..."""
     color = {"waiting": "#b26a00", "error": "#b00020", "got job": "#1b5e20"}.get(state.phase, "inherit")
     more = f" <i>({queued} more clicked, queued behind it)</i>" if queued else ""
     return (

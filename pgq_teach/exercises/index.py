@@ -30,8 +30,6 @@ from .verdict import Evidence, Verdict
 READY, DONE = 100, 100_000
 GUIDE_SIZES = figure(14).values  # the guide's partial and full index sizes
 SMALL_BYTES = 64 * 1024  # the guide's partial index is 16 kB here, a full one about 200 times that
-    64 * 1024
-)  # the guide's partial index is 16 kB here, a full one two hundred times that (guide #14)
 COURSE_INDEXES = {"jobs_pkey", "jobs_running_idx"}
 KEY = "run_at"
 

@@ -175,3 +175,31 @@ def test_the_status_query_estimates_done_on_a_big_table_and_counts_exactly_on_a_
         assert abs(big.counts["done"] - 250_000) < 250_000 * 0.02  # the planner's estimate, within 2%
         assert "done ~" in str(big)
         assert queue.status_counts(conn) == {"done": 250_000, "ready": 10}  # the exact count
+
+
+def test_the_cleanup_subquery_reads_past_dead_rows_unless_its_scan_is_synchronized(conn):
+    """cleanup_done.sql's LIMIT subquery is a Seq Scan of jobs. Started at the table's
+    first page (a table under a quarter of shared_buffers, or synchronize_seqscans off)
+    it reads past every row the earlier batches deleted, until VACUUM clears them;
+    synchronized (the default, on a bigger table) it starts where the last batch's scan
+    reached, and stays about one batch's pages. Lesson 10 and the statement's header
+    say both, so each half of this fails on a world where only the other held."""
+    from pgq_teach.statements import run, run_one
+
+    run(conn, "lab/jobs_autovacuum", {"enabled": False, "scale_factor": 0.2, "threshold": 50})
+    run(conn, "lab/seed_done_jobs", {"count": 320_000, "distinct": True})
+    run(conn, "lab/vacuum_jobs")
+    run(conn, "lab/analyze_jobs")
+    pages, synchronized_above, synchronizing = run_one(conn, "lab/seqscan_sync_cutoff")
+    if pages <= synchronized_above or not synchronizing:
+        pytest.skip(f"jobs has {pages} pages; this server synchronizes scans above {synchronized_above}")
+    first = operations.limit_scan_buffers(conn, 5_000)
+    for _ in range(32):  # 160,000 of the 320,000 rows: half the table's pages now hold only dead rows
+        with conn.transaction():
+            run(conn, "cleanup_done", {"batch": 5_000})
+    synchronized = operations.limit_scan_buffers(conn, 5_000)
+    run(conn, "lab/set_synchronize_seqscans", {"enabled": False})
+    from_first_page = operations.limit_scan_buffers(conn, 5_000)
+    assert first < 200  # one batch's pages, about 80
+    assert synchronized < 3 * first, (first, synchronized)
+    assert from_first_page > pages // 3, (pages, from_first_page)  # past the deleted half

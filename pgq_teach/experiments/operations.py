@@ -302,6 +302,27 @@ PLAN_FORMS = {
 }
 
 
+def seq_scan_buffers(node: dict) -> int:
+    """Buffers read by every Seq Scan in a plan node and its children."""
+    own = (
+        node.get("Shared Hit Blocks", 0) + node.get("Shared Read Blocks", 0)
+        if node["Node Type"] == "Seq Scan"
+        else 0
+    )
+    return int(own + sum(seq_scan_buffers(child) for child in node.get("Plans", [])))
+
+
+def limit_scan_buffers(conn, batch: int) -> int:
+    """Buffers the next cleanup batch's LIMIT subquery reads (its Seq Scan of jobs),
+    under EXPLAIN (ANALYZE, BUFFERS), rolled back. It grows batch by batch while
+    the scan starts at the table's first page, past the rows earlier batches left
+    dead; a synchronized scan (a table over a quarter of shared_buffers) starts
+    where the last one reached instead."""
+    with conn.transaction(force_rollback=True):
+        explained = run_one(conn, "lab/explain_cleanup_done", {"batch": batch})[0]
+    return seq_scan_buffers(explained[0]["Plan"])
+
+
 def batch_plans(conn, batch: int) -> dict[str, BatchPlan]:
     """Each form's next batch under EXPLAIN (ANALYZE, BUFFERS), each rolled back."""
     plans = {}

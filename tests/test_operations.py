@@ -175,6 +175,14 @@ def test_the_status_query_estimates_done_on_a_big_table_and_counts_exactly_on_a_
         assert abs(big.counts["done"] - 250_000) < 250_000 * 0.02  # the planner's estimate, within 2%
         assert "done ~" in str(big)
         assert queue.status_counts(conn) == {"done": 250_000, "ready": 10}  # the exact count
+        # a cleanup of most done rows shows at once, not at the next ANALYZE: reltuples still
+        # says 250,010 rows until then, the statistics' live count 50,010 (so counted exactly)
+        run(conn, "lab/jobs_autovacuum", {"enabled": False, "scale_factor": 0.2, "threshold": 50})
+        queue.cleanup(conn, batch=5_000)
+        run(conn, "lab/seed_done_jobs", {"count": 50_000, "distinct": True})
+        run(conn, "lab/flush_stats")
+        after = queue.stats(conn)
+        assert after.counts == {"done": 50_000, "ready": 10} and after.estimated == [], after
 
 
 def test_the_cleanup_subquery_reads_past_dead_rows_unless_its_scan_is_synchronized(conn):

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -758,8 +758,16 @@ class AutovacuumComparison(Result):
     # the server-wide knobs behind the result, as the server had them during the run
     # (autovacuum_naptime, max_workers, the cost limit and delay; lab/autovacuum_knobs.sql)
     knobs: dict[str, str] = field(default_factory=dict)
+    recorded_on: str = ""  # a stored run's UTC date; empty for a run made just now
     guess: float | None = None  # peak n_dead_tup with the defaults
     guide: GuideFigure = GUIDE_AUTOVACUUM
+
+    def footer(self) -> list[str]:
+        """A stored run names the server and the day it was measured, not this server."""
+        if not self.recorded_on:
+            return super().footer()
+        recorded = f"recorded {self.recorded_on} on PostgreSQL {self.server_version}"
+        return [f"  {self.guide}", f"  stored run: {recorded}, not this server"]
 
     def run(self, settings: str) -> ChurnRun:
         return next(r for r in self.runs if r.settings == settings)
@@ -984,6 +992,7 @@ def store_autovacuum_run(result: AutovacuumComparison, path: Path = STORED_DEFAU
     fields = asdict(result)
     fields.pop("guide")
     fields.pop("guess")
+    fields["recorded_on"] = fields["recorded_on"] or datetime.now(timezone.utc).date().isoformat()
     for run_fields in fields["runs"]:  # a sample's time to the hundredth of a second is plenty
         run_fields["samples"] = [[round(t, 2), dead] for t, dead in run_fields["samples"]]
         run_fields["waited_for_workers_s"] = round(run_fields["waited_for_workers_s"], 2)

@@ -7,7 +7,8 @@
 -- statistics (the status column's most common values, times the table's row
 -- estimate), and `exact` is false. A status too rare to be among the most
 -- common values is then left out. The table's rows are the statistics
--- system's live count, which every write updates (within seconds), and
+-- system's live count (itself an estimate, reset at each VACUUM and ANALYZE),
+-- which every write updates within seconds, and
 -- reltuples only when there is none: reltuples changes only at VACUUM or
 -- ANALYZE, so after a cleanup it would keep counting the deleted rows as done
 -- until autoanalyze came. The status shares are as of the last ANALYZE.

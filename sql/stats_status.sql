@@ -6,12 +6,17 @@
 -- (under 200,000 rows); above that they are estimated from the planner's
 -- statistics (the status column's most common values, times the table's row
 -- estimate), and `exact` is false. A status too rare to be among the most
--- common values is then left out.
+-- common values is then left out. The table's rows are the statistics
+-- system's live count (itself an estimate, reset at each VACUUM and ANALYZE),
+-- which every write updates within seconds, and
+-- reltuples only when there is none: reltuples changes only at VACUUM or
+-- ANALYZE, so after a cleanup it would keep counting the deleted rows as done
+-- until autoanalyze came. The status shares are as of the last ANALYZE.
 -- Safe: yes, read-only.
 -- Parameters: none.
 
 WITH table_rows AS (
-  SELECT greatest(c.reltuples, coalesce(s.n_live_tup, 0)) AS n
+  SELECT coalesce(nullif(s.n_live_tup, 0), greatest(c.reltuples, 0)) AS n
   FROM pg_class c LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
   WHERE c.oid = 'jobs'::regclass
 ),

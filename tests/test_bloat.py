@@ -74,6 +74,24 @@ def test_an_idle_repeatable_read_transaction_stops_vacuum(db):
     assert not any(row["pid"] == pid for row in bloat.holders(db))
 
 
+def test_an_idle_snapshot_in_another_database_is_not_listed_and_holds_nothing_back(db, template):
+    """stats_sessions.sql lists this database's sessions only: since PostgreSQL 14 a
+    snapshot held in another database does not hold back VACUUM of this one's tables."""
+    from pgq_teach import databases
+
+    other = databases.clone_database("holder-elsewhere", template)
+    idle = bloat.IdleTransaction(other)
+    try:
+        pid = idle.open()
+        assert not any(row["pid"] == pid for row in bloat.holders(db))
+        bloat.drain(db, jobs=JOBS)
+        report = bloat.vacuum(db)
+    finally:
+        idle.close()
+        databases.drop_database("holder-elsewhere")
+    assert report.not_removable == 0  # beside a holder in this database: 2 * JOBS (the test above)
+
+
 def test_idle_in_transaction_session_timeout_ends_the_session(db):
     idle = bloat.IdleTransaction(db, timeout="300ms")
     idle.open()

@@ -136,3 +136,16 @@ def test_the_rules_lab_runs_one_rule_then_all_headless(db):
     assert lab.wait(60).all_hold and len(lab.result.rules) == len(wakeups.RULES)
     assert lab.output.value.count("class='pgq-rule'") == len(wakeups.RULES)
     assert "every rule held" in lab.output.value
+
+
+def test_every_listener_hears_every_notification(db):
+    """Lesson 07's Check yourself Q1: a worker's count of notifications can exceed the
+    jobs it will get, because every listening worker hears the same ones."""
+    first, second = wakeups.listen(db), wakeups.listen(db)
+    try:
+        wakeups.notify_in_one_transaction(db, ["job 1", "job 2"])
+        assert wakeups.heard(first, 2.0) == ["job 1", "job 2"]
+        assert wakeups.heard(second, 2.0) == ["job 1", "job 2"]
+    finally:
+        first.close()
+        second.close()

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -300,6 +300,27 @@ PLAN_FORMS = {
     "any": ("id = ANY(ARRAY(SELECT ... LIMIT))", "cleanup_done", "lab/explain_cleanup_done"),
     "in": ("id IN (SELECT ... LIMIT)", "teaching/cleanup_in_subquery", "lab/explain_cleanup_in_subquery"),
 }
+
+
+def seq_scan_buffers(node: dict) -> int:
+    """Buffers read by every Seq Scan in a plan node and its children."""
+    own = (
+        node.get("Shared Hit Blocks", 0) + node.get("Shared Read Blocks", 0)
+        if node["Node Type"] == "Seq Scan"
+        else 0
+    )
+    return int(own + sum(seq_scan_buffers(child) for child in node.get("Plans", [])))
+
+
+def limit_scan_buffers(conn, batch: int) -> int:
+    """Buffers the next cleanup batch's LIMIT subquery reads (its Seq Scan of jobs),
+    under EXPLAIN (ANALYZE, BUFFERS), rolled back. It grows batch by batch while
+    the scan starts at the table's first page, past the rows earlier batches left
+    dead; a synchronized scan (a table over a quarter of shared_buffers) starts
+    where the last one reached instead."""
+    with conn.transaction(force_rollback=True):
+        explained = run_one(conn, "lab/explain_cleanup_done", {"batch": batch})[0]
+    return seq_scan_buffers(explained[0]["Plan"])
 
 
 def batch_plans(conn, batch: int) -> dict[str, BatchPlan]:
@@ -737,8 +758,16 @@ class AutovacuumComparison(Result):
     # the server-wide knobs behind the result, as the server had them during the run
     # (autovacuum_naptime, max_workers, the cost limit and delay; lab/autovacuum_knobs.sql)
     knobs: dict[str, str] = field(default_factory=dict)
+    recorded_on: str = ""  # a stored run's UTC date; empty for a run made just now
     guess: float | None = None  # peak n_dead_tup with the defaults
     guide: GuideFigure = GUIDE_AUTOVACUUM
+
+    def footer(self) -> list[str]:
+        """A stored run names the server and the day it was measured, not this server."""
+        if not self.recorded_on:
+            return super().footer()
+        recorded = f"recorded {self.recorded_on} on PostgreSQL {self.server_version}"
+        return [f"  {self.guide}", f"  stored run: {recorded}, not this server"]
 
     def run(self, settings: str) -> ChurnRun:
         return next(r for r in self.runs if r.settings == settings)
@@ -963,6 +992,7 @@ def store_autovacuum_run(result: AutovacuumComparison, path: Path = STORED_DEFAU
     fields = asdict(result)
     fields.pop("guide")
     fields.pop("guess")
+    fields["recorded_on"] = fields["recorded_on"] or datetime.now(timezone.utc).date().isoformat()
     for run_fields in fields["runs"]:  # a sample's time to the hundredth of a second is plenty
         run_fields["samples"] = [[round(t, 2), dead] for t, dead in run_fields["samples"]]
         run_fields["waited_for_workers_s"] = round(run_fields["waited_for_workers_s"], 2)

@@ -886,6 +886,36 @@ def fresh_attempt(now: float) -> dict[str, Any]:
     }
 
 
+# What each part of an attempt holds, as Rehearsal reads and writes it.
+ATTEMPT_PARTS: dict[str, type] = {
+    "answers": dict,
+    "ticks": dict,
+    "spent_s": dict,
+    "hints": dict,
+    "revealed": list,
+    "follow_ups": dict,
+}
+
+
+def rehearsal_check(data: dict[str, Any]) -> None:
+    """The schema of the rehearsal file, for `learner.load`: ValueError naming
+    the first part that is not what Rehearsal writes ({"current": attempt,
+    "past": [attempt, ...]}), so a hand-edited file is set aside, not crashed on."""
+    attempts = [("current", data.get("current") or {})]
+    past = data.get("past") or []
+    if not isinstance(past, list):
+        raise ValueError(f"past is {type(past).__name__}, not a list")
+    attempts += [(f"past[{i}]", a) for i, a in enumerate(past)]
+    for where, attempt in attempts:
+        if not isinstance(attempt, dict):
+            raise ValueError(f"{where} is {type(attempt).__name__}, not an object")
+        for part, kind in ATTEMPT_PARTS.items():
+            if part in attempt and not isinstance(attempt[part], kind):
+                raise ValueError(f"{where}.{part} is {type(attempt[part]).__name__}, not {kind.__name__}")
+        if not isinstance(attempt.get("scores", {}), dict):
+            raise ValueError(f"{where}.scores is not an object")
+
+
 class Rehearsal:
     """One rehearsal in progress, and the ones finished before it.
 
@@ -897,8 +927,10 @@ class Rehearsal:
     def __init__(self, name: str = FILE, *, clock: Callable[[], float] = time.time):
         learner.path_of(name)  # refuses a bad name before anything else
         self.name, self.clock = name, clock
-        data = learner.load(name)
+        data = learner.load(name, rehearsal_check)
         self.current: dict[str, Any] = data.get("current") or fresh_attempt(clock())
+        for part, empty in fresh_attempt(clock()).items():  # a file from before a part existed
+            self.current.setdefault(part, empty)
         self.past: list[dict[str, Any]] = list(data.get("past") or [])
         self.active: str | None = None
         self.active_since: float | None = None

@@ -122,6 +122,19 @@ CLI_CASES = {
     "--db '!!!'": (["stats", "--db", "!!!"], "a database label is letters a-z"),
     "reproduce --only ٣": (["reproduce", "--only", "٣"], "'٣' is not a number"),
     "an argparse refusal": (["bench", "--jobs", "many"], "argument --jobs: 'many' is not a whole number"),
+    # Found by attacking the command line: each once ran, or refused only after a database was made.
+    "--max-attempts ３ (a full-width digit)": (
+        ["enqueue", "send_receipt", "{}", "--max-attempts", "３"], "'３' is not a whole number in plain digits"),
+    "--delay ٣ (an Arabic-Indic digit)": (["enqueue", "send_receipt", "{}", "--delay", "٣"], "in plain digits"),
+    "--delay 1_0": (["enqueue", "send_receipt", "{}", "--delay", "1_0"], "'1_0' is not a number in plain digits"),
+    "fault-run --jobs ３": (["fault-run", "--jobs", "３"], "argument --jobs: '３' is not a whole number"),
+    "worker --lease nan": (["worker", "--lease", "nan", "--until-idle"], "lease must be a finite number"),
+    "worker --batch 0": (["worker", "--batch", "0", "--until-idle"], "--batch must be from 1 to 10,000"),
+    "worker --poll -1": (["worker", "--poll", "-1", "--until-idle"], "--poll must be a number of seconds"),
+    "interview --html ''": (["interview", "--html", ""], "--html must be a file name"),
+    "bench --json ''": (["bench", "--json", ""], "--json must be a file name"),
+    "bench --jobs 3": (["bench", "--jobs", "3"], "jobs must be a whole number from 100"),
+    "bench --repeats 10**14": (["bench", "--repeats", "99999999999999"], "repeats must be a whole number"),
 }
 
 

@@ -423,7 +423,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _say("interrupted")
         return 130
     _say(result.summary())
-    out.write_text(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    try:
+        out.write_text(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as exc:  # a full disk, or a device: the summary above keeps the figures
+        raise SetupError(
+            f"--json: could not write {out} ({exc.strerror}); the summary above has the figures"
+        ) from None
     _say(f"JSON: {out}")
     return 0 if result.ok else 1
 

@@ -205,3 +205,12 @@ def test_every_subcommand_help_shows_its_defaults():
                 continue
             block = text.split(f"  {action.option_strings[-1]}", 1)[1].split("\n  -", 1)[0]
             assert "default" in block, f"{name} {action.option_strings[-1]}: {block!r}"
+
+
+def test_a_garbage_pgq_dsn_is_one_line_not_a_traceback(tmp_path):
+    import os
+
+    env = {**os.environ, "PGQ_DSN": "!!!", "PGQ_BACKEND": "dsn"}
+    done, _, _ = timed_cli(["stats"], cwd=tmp_path, env=env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and "PGQ_DSN is not a connection string" in done.stderr

@@ -157,6 +157,17 @@ def delay(name: str, value: Any) -> timedelta | None:
     return timedelta(seconds=value)
 
 
+def number_text(text: str, kind: type[int] | type[float]) -> int | float:
+    """A number typed on a command line, in ASCII digits only. Python's int()
+    and float() also take "３" (a full-width digit), "٣" and "1_0"; a command
+    line that took those would run with a number the learner never saw typed.
+    ValueError names what is wrong."""
+    plain = text.strip()
+    if not plain.isascii() or "_" in plain:
+        raise ValueError(f"{text!r} is not a number in plain digits 0-9")
+    return kind(plain)
+
+
 def json_argument(name: str, text: str) -> Any:
     """JSON typed on a command line, parsed; refused if it is not JSON or is nested too deeply."""
     try:

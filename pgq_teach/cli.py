@@ -212,6 +212,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     checks.whole_number("--sleep-ms", args.sleep_ms, 0, 3_600_000)
     for kind in args.kind or []:
         checks.job_kind(kind)
+    checks.lease(args.lease)  # the Worker checks these too, but only after the database is made
+    checks.whole_number("--batch", args.batch, 1, queue.MAX_BATCH)
+    checks.seconds("--poll", args.poll, 0.001, 86_400)
     checks.whole_number("--concurrency", args.concurrency, 1, 1_000)
     if checks.whole_number("--processes", args.processes, 1, 64) > 1:
         return _worker_processes(args)
@@ -266,12 +269,27 @@ def cmd_progress(args: argparse.Namespace) -> int:
     return 0
 
 
+def _typed(kind):
+    """An argparse type: a number in plain ASCII digits (checks.number_text), so
+    "３" or "1_0" is refused, not read as 3 or 10. Other text argparse refuses
+    as it always does ("invalid int value: 'two'")."""
+
+    def parse(text: str):
+        if not text.isascii() or "_" in text:
+            what = "whole number" if kind is int else "number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {what} in plain digits 0-9")
+        return checks.number_text(text, kind)
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
 def _positive(kind):
     """An argparse type: a number above zero, refused before any database is touched."""
 
     def parse(text: str):
         try:
-            value = kind(text)
+            value = checks.number_text(text, kind)
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"{text!r} is not a {'whole ' if kind is int else ''}number"
@@ -408,7 +426,7 @@ def _run_options(sp: argparse.ArgumentParser, settings: type[RunSettings], label
             continue
         shown = f"{default:,}" if isinstance(default, int) else f"{default:g}"
         flag, text = f"--{name.replace('_', '-')}", f"{RUN_OPTIONS[name]} (default {shown})"
-        sp.add_argument(flag, type=type(default), default=argparse.SUPPRESS, help=text)
+        sp.add_argument(flag, type=_typed(type(default)), default=argparse.SUPPRESS, help=text)
     sp.add_argument("--db", default=label, help=f"database label (default pgq_{label}; reset first)")
 
 
@@ -458,7 +476,7 @@ def cmd_interview(args: argparse.Namespace) -> int:
     if args.summary:
         _say(interview.summary_markdown())
         return 0
-    if args.html:
+    if args.html is not None:  # an empty name is refused, not taken for "no --html"
         path = checks.output_file("--html", args.html)
         page = "<!doctype html><meta charset='utf-8'><title>The job queue on one page</title>"
         try:
@@ -500,11 +518,13 @@ def _bar(width: int = 30):
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import run_bench
+    from .bench import check_inputs, run_bench
 
     jobs, repeats, samples = (300, 2, 10) if args.quick else (args.jobs, args.repeats, args.samples)
+    check_inputs(jobs=jobs, repeats=repeats, samples=samples)  # before the first line, not inside the run
     # Checked before the run, so a bad path cannot throw the whole run away at the end.
-    out = checks.output_file("--json", args.json or time.strftime("bench-%Y%m%d-%H%M%S.json"))
+    default = time.strftime("bench-%Y%m%d-%H%M%S.json")
+    out = checks.output_file("--json", default if args.json is None else args.json)
     _say(
         f"bench: every setup {repeats} times, interleaved, {jobs:,} no-op jobs per run, each on a fresh "
         f"database; Ctrl-C stops it"
@@ -515,7 +535,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _say("interrupted")
         return 130
     _say(result.summary())
-    out.write_text(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    try:
+        out.write_text(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as exc:  # a full disk, or a device: the summary above keeps the figures
+        raise SetupError(
+            f"--json: could not write {out} ({exc.strerror}); the summary above has the figures"
+        ) from None
     _say(f"JSON: {out}")
     return 0 if result.ok else 1
 
@@ -599,7 +624,9 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     lab = sub.add_parser("lab", help="open the course in JupyterLab on a live PostgreSQL")
-    lab.add_argument("--port", type=int, help="JupyterLab's port (default 8888, or the next free one)")
+    lab.add_argument(
+        "--port", type=_typed(int), help="JupyterLab's port (default 8888, or the next free one)"
+    )
     lab.add_argument(
         "--no-browser", action="store_true", help="do not open a browser; open the printed URL yourself"
     )
@@ -648,9 +675,11 @@ def parser() -> argparse.ArgumentParser:
     enq.add_argument("kind", help="the job's kind, for example send_receipt")
     enq.add_argument("payload", help="the job's JSON payload, for example '{\"order_id\": 101}'")
     enq.add_argument(
-        "--delay", type=float, help="seconds from now before it may run, up to a year (default 0: now)"
+        "--delay",
+        type=_typed(float),
+        help="seconds from now before it may run, up to a year (default 0: now)",
     )
-    enq.add_argument("--max-attempts", type=int, default=5, help="tries before the job goes dead")
+    enq.add_argument("--max-attempts", type=_typed(int), default=5, help="tries before the job goes dead")
     db_option(enq)
     enq.set_defaults(func=cmd_enqueue)
 
@@ -658,17 +687,25 @@ def parser() -> argparse.ArgumentParser:
     wrk.add_argument(
         "--kind", action="append", help="a kind to handle (repeatable; default: the store's three)"
     )
-    wrk.add_argument("--sleep-ms", type=int, default=10, help="work per job in milliseconds")
-    wrk.add_argument("--fail-rate", type=float, default=0.0, help="fraction of calls that raise (0..1)")
-    wrk.add_argument("--lease", type=float, default=300.0, help="lease in seconds")
-    wrk.add_argument("--batch", type=int, default=1, help="jobs per claim")
+    wrk.add_argument("--sleep-ms", type=_typed(int), default=10, help="work per job in milliseconds")
     wrk.add_argument(
-        "--concurrency", type=int, default=1, help="executor threads in each process (handlers that wait)"
+        "--fail-rate", type=_typed(float), default=0.0, help="fraction of calls that raise (0..1)"
+    )
+    wrk.add_argument("--lease", type=_typed(float), default=300.0, help="lease in seconds")
+    wrk.add_argument("--batch", type=_typed(int), default=1, help="jobs per claim")
+    wrk.add_argument(
+        "--concurrency",
+        type=_typed(int),
+        default=1,
+        help="executor threads in each process (handlers that wait)",
     )
     wrk.add_argument(
-        "--processes", type=int, default=1, help="worker processes (for handlers that keep a CPU busy)"
+        "--processes",
+        type=_typed(int),
+        default=1,
+        help="worker processes (for handlers that keep a CPU busy)",
     )
-    wrk.add_argument("--poll", type=float, default=5.0, help="fallback poll in seconds")
+    wrk.add_argument("--poll", type=_typed(float), default=5.0, help="fallback poll in seconds")
     wrk.add_argument("--until-idle", action="store_true", help="exit when nothing is due")
     db_option(wrk)
     wrk.set_defaults(func=cmd_worker)

@@ -402,6 +402,40 @@ def fresh_attempt(
     }
 
 
+# What each part of an attempt holds, as Rehearsal reads and writes it.
+ATTEMPT_PARTS: dict[str, type] = {  # what fresh_attempt writes, part by part
+    "scenario": str,
+    "follow_ups": list,
+    "questions": str,
+    "answers": dict,
+    "ended": list,
+    "scores": dict,
+    "flags": dict,
+    "hints": dict,
+    "spent_s": dict,
+    "follow_up_answers": dict,
+}
+
+
+def rehearsal_check(data: dict[str, Any]) -> None:
+    """The schema of the rehearsal file, for `learner.load`: ValueError naming
+    the first part that is not what Rehearsal writes ({"current": attempt,
+    "past": [attempt, ...]}), so a hand-edited file is set aside, not crashed on."""
+    attempts = [("current", data.get("current") or {})]
+    past = data.get("past") or []
+    if not isinstance(past, list):
+        raise ValueError(f"past is {type(past).__name__}, not a list")
+    attempts += [(f"past[{i}]", a) for i, a in enumerate(past)]
+    for where, attempt in attempts:
+        if not isinstance(attempt, dict):
+            raise ValueError(f"{where} is {type(attempt).__name__}, not an object")
+        for part, kind in ATTEMPT_PARTS.items():
+            if part in attempt and not isinstance(attempt[part], kind):
+                raise ValueError(f"{where}.{part} is {type(attempt[part]).__name__}, not {kind.__name__}")
+        if not isinstance(attempt.get("scores", {}), dict):
+            raise ValueError(f"{where}.scores is not an object")
+
+
 class Rehearsal:
     """One rehearsal in progress, and the ones finished before it.
 
@@ -431,14 +465,14 @@ class Rehearsal:
         self.rng = random.Random(seed)
         self.active: str | None = None
         self.active_since: float | None = None
-        data = learner.load(name)
+        data = learner.load(name, rehearsal_check)
         if not data.get("current") or not self.has_progress(data["current"]) and scenario:
             self.begin(data, scenario=scenario, minutes=minutes)
 
     # the file
 
     def data(self) -> dict[str, Any]:
-        data = learner.load(self.name)
+        data = learner.load(self.name, rehearsal_check)
         data.setdefault("past", [])
         return data
 

@@ -140,6 +140,13 @@ def get_server() -> Server:
         dsn = os.environ.get("PGQ_DSN")
         if not dsn:
             raise SetupError(f"PGQ_BACKEND=dsn, but PGQ_DSN is not set. {ways('none')}")
+        try:
+            conninfo_to_dict(dsn)  # garbage gets one line here, not psycopg's traceback later
+        except psycopg.ProgrammingError as exc:
+            raise SetupError(
+                f"PGQ_DSN is not a connection string ({str(exc).strip()}); use postgresql://USER@HOST/DB "
+                "or 'host=... dbname=...'"
+            ) from None
         return _probe("dsn", dsn, os.environ.get("PGQ_ORIGIN", ""))
     if wanted == "docker":
         container.forget_failed_pull()  # asked for Docker by name: try the pull again

@@ -148,6 +148,27 @@ CLI_CASES = {
     "--db '!!!'": (["stats", "--db", "!!!"], "a database label is letters a-z"),
     "reproduce --only ٣": (["reproduce", "--only", "٣"], "'٣' is not a number"),
     "an argparse refusal": (["bench", "--jobs", "many"], "argument --jobs: 'many' is not a whole number"),
+    # Found by attacking the command line: each once ran, or refused only after a database was made.
+    "--max-attempts ３ (a full-width digit)": (
+        ["enqueue", "send_receipt", "{}", "--max-attempts", "３"],
+        "'３' is not a whole number in plain digits",
+    ),
+    "--delay ٣ (an Arabic-Indic digit)": (
+        ["enqueue", "send_receipt", "{}", "--delay", "٣"],
+        "in plain digits",
+    ),
+    "--delay 1_0": (
+        ["enqueue", "send_receipt", "{}", "--delay", "1_0"],
+        "'1_0' is not a number in plain digits",
+    ),
+    "fault-run --jobs ３": (["fault-run", "--jobs", "３"], "argument --jobs: '３' is not a whole number"),
+    "worker --lease nan": (["worker", "--lease", "nan", "--until-idle"], "lease must be a finite number"),
+    "worker --batch 0": (["worker", "--batch", "0", "--until-idle"], "--batch must be from 1 to 10,000"),
+    "worker --poll -1": (["worker", "--poll", "-1", "--until-idle"], "--poll must be a number of seconds"),
+    "interview --html ''": (["interview", "--html", ""], "--html must be a file name"),
+    "bench --json ''": (["bench", "--json", ""], "--json must be a file name"),
+    "bench --jobs 3": (["bench", "--jobs", "3"], "jobs must be a whole number from 100"),
+    "bench --repeats 10**14": (["bench", "--repeats", "99999999999999"], "repeats must be a whole number"),
 }
 
 
@@ -239,3 +260,12 @@ def test_every_subcommand_help_shows_its_defaults():
                 continue
             block = text.split(f"  {action.option_strings[-1]}", 1)[1].split("\n  -", 1)[0]
             assert "default" in block, f"{name} {action.option_strings[-1]}: {block!r}"
+
+
+def test_a_garbage_pgq_dsn_is_one_line_not_a_traceback(tmp_path):
+    import os
+
+    env = {**os.environ, "PGQ_DSN": "!!!", "PGQ_BACKEND": "dsn"}
+    done, _, _ = timed_cli(["stats"], cwd=tmp_path, env=env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and "PGQ_DSN is not a connection string" in done.stderr

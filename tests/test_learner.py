@@ -84,3 +84,115 @@ def test_a_home_that_is_a_file_reads_empty_and_refuses_to_save(tmp_path, monkeyp
     with pytest.raises(SetupError, match="set PGQ_HOME to a folder"):
         learner.save("progress", {})
     assert home_file.read_text() == "x"
+
+
+# Attacks on the files themselves: each once gave a hang, a traceback or a lost update.
+
+
+def _record_many(home, lesson, count):
+    import os
+
+    os.environ["PGQ_HOME"] = str(home)
+    for i in range(count):
+        learner.record_measurement(lesson, f"k{i}", i)
+
+
+def test_two_processes_writing_at_once_lose_no_update(own_home):
+    """Four processes each record 40 measurements into one file at the same
+    time; without the lock between processes, most were lost (60 of 200 kept)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_record_many, args=(own_home, f"l{n}", 40)) for n in range(4)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(timeout=120)
+        assert w.exitcode == 0
+    kept = learner.load("measurements")
+    assert sorted(kept) == ["l0", "l1", "l2", "l3"] and all(len(v) == 40 for v in kept.values())
+
+
+def test_a_fifo_in_the_files_place_is_set_aside_without_hanging(own_home):
+    import os
+
+    os.mkfifo(own_home / "progress.json")  # reading it used to block forever
+    assert learner.load("progress") == {}
+    [aside] = own_home.glob("progress.unreadable-*.json")
+    assert aside.is_fifo()
+
+
+def test_a_file_bigger_than_pgq_teach_writes_is_set_aside_unread(own_home, monkeypatch):
+    monkeypatch.setattr(learner, "MAX_FILE_BYTES", 1_000)
+    big = '{"a": "' + "x" * 2_000 + '"}'
+    (own_home / "progress.json").write_text(big)
+    assert learner.load("progress") == {}
+    [aside] = own_home.glob("progress.unreadable-*.json")
+    assert aside.read_text() == big
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", '"text"', "42", "null"])
+def test_json_that_is_not_an_object_is_set_aside_not_written_over(own_home, text):
+    (own_home / "rehearsal.json").write_text(text)
+    learner.update("rehearsal", "current", {})  # used to wrap it as {"value": ...} and write over it
+    [aside] = own_home.glob("rehearsal.unreadable-*.json")
+    assert aside.read_text() == text and learner.load("rehearsal") == {"current": {}}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"09": "x"}',
+        '{"09": {"k": 5}}',
+        '{"09": {"k": {"unit": "s"}}}',
+        '{"09": {"k": {"value": 1, "unit": 3}}}',
+    ],
+)
+def test_measurements_of_the_wrong_shape_are_set_aside_not_crashed_on(own_home, text):
+    (own_home / "measurements.json").write_text(text)
+    assert learner.measurement("09", "k") is None  # AttributeError before
+    learner.record_measurement("09", "k", 1, "s")  # TypeError before
+    assert learner.measurement("09", "k")["value"] == 1
+    [aside] = own_home.glob("measurements.unreadable-*.json")
+    assert aside.read_text() == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"past": 5}',
+        '{"current": "x"}',
+        '{"current": {"answers": 5}}',
+        '{"past": [3]}',
+        '{"current": {"revealed": {}}}',
+    ],
+)
+def test_a_rehearsal_file_of_the_wrong_shape_is_set_aside(own_home, text):
+    from pgq_teach.interview import Rehearsal
+
+    (own_home / "rehearsal.json").write_text(text)
+    rehearsal = Rehearsal()  # TypeError or AttributeError before
+    rehearsal.answer("need", "a queue")
+    assert rehearsal.answer_of("need") == "a queue"
+    [aside] = own_home.glob("rehearsal.unreadable-*.json")
+    assert aside.read_text() == text
+
+
+def test_a_rehearsal_file_missing_a_part_keeps_its_answers(own_home):
+    from pgq_teach.interview import Rehearsal
+
+    (own_home / "rehearsal.json").write_text('{"current": {"answers": {"need": "kept"}}}')
+    rehearsal = Rehearsal()
+    assert rehearsal.answer_of("need") == "kept" and not list(own_home.glob("*.unreadable-*"))
+
+
+def test_a_file_that_can_be_neither_read_nor_moved_is_never_written_over(own_home, monkeypatch):
+    from pgq_teach.errors import SetupError
+
+    (own_home / "progress.json").write_text("{not json")
+    monkeypatch.setattr(
+        learner.Path, "rename", lambda *a: (_ for _ in ()).throw(PermissionError(13, "Permission denied"))
+    )
+    with pytest.raises(SetupError, match="will not write over it"):
+        learner.update("progress", "05/complete", {})
+    assert (own_home / "progress.json").read_text() == "{not json"

@@ -164,7 +164,7 @@ def test_measurements_of_the_wrong_shape_are_set_aside_not_crashed_on(own_home, 
         '{"current": "x"}',
         '{"current": {"answers": 5}}',
         '{"past": [3]}',
-        '{"current": {"revealed": {}}}',
+        '{"current": {"follow_ups": {}}}',
     ],
 )
 def test_a_rehearsal_file_of_the_wrong_shape_is_set_aside(own_home, text):
@@ -172,8 +172,8 @@ def test_a_rehearsal_file_of_the_wrong_shape_is_set_aside(own_home, text):
 
     (own_home / "rehearsal.json").write_text(text)
     rehearsal = Rehearsal()  # TypeError or AttributeError before
-    rehearsal.answer("need", "a queue")
-    assert rehearsal.answer_of("need") == "a queue"
+    rehearsal.answer("requirements", "a queue")
+    assert rehearsal.answer_of("requirements") == "a queue"
     [aside] = own_home.glob("rehearsal.unreadable-*.json")
     assert aside.read_text() == text
 
@@ -181,9 +181,9 @@ def test_a_rehearsal_file_of_the_wrong_shape_is_set_aside(own_home, text):
 def test_a_rehearsal_file_missing_a_part_keeps_its_answers(own_home):
     from pgq_teach.interview import Rehearsal
 
-    (own_home / "rehearsal.json").write_text('{"current": {"answers": {"need": "kept"}}}')
+    (own_home / "rehearsal.json").write_text('{"current": {"answers": {"requirements": "kept"}}}')
     rehearsal = Rehearsal()
-    assert rehearsal.answer_of("need") == "kept" and not list(own_home.glob("*.unreadable-*"))
+    assert rehearsal.answer_of("requirements") == "kept" and not list(own_home.glob("*.unreadable-*"))
 
 
 def test_a_file_that_can_be_neither_read_nor_moved_is_never_written_over(own_home, monkeypatch):

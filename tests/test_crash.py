@@ -5,7 +5,7 @@ plan uses the partial index."""
 
 import pytest
 
-from pgq_teach import measurements
+from pgq_teach import measurements, seeding
 from pgq_teach.databases import drop_database, open_database
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import crash
@@ -157,3 +157,12 @@ def test_the_cleanup_lab_runs_in_one_line_and_records_what_vacuum_kept(db, tmp_p
     assert result.during.not_removable == 200 and result.elsewhere.removed == 200
     assert lab.elsewhere.name != db.name and lab.elsewhere.name.startswith("pgq_elsewhere_")
     assert measurements.read(measurements.DEAD_NOT_REMOVABLE)["value"] == 200
+
+
+def test_two_reapers_at_once_never_wait_and_never_reap_a_job_twice(db):
+    with db.connection() as conn:
+        seeding.reset_and_seed(conn, "send_receipt", 30)
+    reapers = crash.two_reapers(db, expired=10)
+    assert (reapers.first, reapers.second, reapers.after_both) == (10, 0, 0)
+    with pytest.raises(BadInput):
+        crash.two_reapers(db, expired=0)

@@ -124,6 +124,12 @@ def test_the_autovacuum_lab_runs_defaults_and_the_guide_settings_under_the_same_
     # within a naptime (1 s, about 4,000 dead rows here). The lab waited until no worker
     # was busy in another database; if all of them still were before the first
     # autovacuum, the timing is not the settings' to keep, so say so rather than guess.
+    if not r.visits_in_time:
+        pytest.skip(
+            f"the launcher visits {r.databases} databases in turn, so this one only every "
+            f"{r.visit_every_s:.1f} s, while the churn adds {r.dead_per_visit:,.0f} dead rows: too seldom "
+            "for the guide's settings to show"
+        )
     if guide.starved_before_first_autovacuum:
         pytest.skip(
             f"all {guide.max_workers} autovacuum workers were busy in other databases before the "

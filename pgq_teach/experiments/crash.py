@@ -494,6 +494,34 @@ def reaper_plan(db: Database, running: int = 50, ready: int = 4_950, expired: in
     )
 
 
+@dataclass(frozen=True)
+class TwoReapers:
+    """Two reapers at once over the same passed leases: what each handed back."""
+
+    first: int  # the first reaper, its transaction still open
+    second: int  # the second, meanwhile (SKIP LOCKED steps over the first's rows)
+    after_both: int  # the second again, once the first has committed
+
+    def __str__(self) -> str:
+        return f"first reaper: {self.first}; second, meanwhile: {self.second}; after both: {self.after_both}"
+
+
+def two_reapers(db: Database, expired: int = 10) -> TwoReapers:
+    """`expired` more workers claim a job each and die (their leases moved into the
+    past); then one reaper runs in an open transaction while a second, whose
+    lock_timeout is 1 s, runs beside it; then the second runs again."""
+    expired = checks.whole_number("expired", expired, 1, 1_000)
+    with db.connection() as conn:
+        died = queue.claim(conn, batch=expired, lease=timedelta(minutes=5))
+        run(conn, "lab/expire_leases", {"ids": [job.id for job in died]})
+    with db.connection() as first, db.connection(options="-c lock_timeout=1000") as second:
+        with first.transaction():  # the first reaper has not committed yet
+            first_reaped = queue.reap(first)
+            second_reaped = queue.reap(second)  # a wait here would end in 55P03 after 1 s
+        after_both = queue.reap(second)
+    return TwoReapers(first_reaped, second_reaped, after_both)
+
+
 # --- how often a Worker reaps -------------------------------------------------------------
 
 

@@ -701,6 +701,16 @@ NAPTIMES = (LAB_NAPTIME, DEFAULT_NAPTIME)
 STORED_DEFAULT_NAPTIME_RUN = Path(__file__).resolve().parent.parent / "data" / "autovacuum_naptime_1min.json"
 TICK_S = 0.1
 FREE_WORKER_WAIT_S = 20.0  # how long a run waits for autovacuum workers busy in other databases
+# The launcher starts at most one worker every 100 ms (MIN_AUTOVAC_SLEEPTIME in autovacuum.c), visiting
+# the databases in turn: with N of them it comes back to any one only every max(naptime, N x 0.1 s).
+LAUNCHER_MIN_SLEEP_S = 0.1
+NAPTIME_UNITS_S = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0}
+
+
+def naptime_seconds(text: str) -> float:
+    """autovacuum_naptime as the server shows it ("1s", "1min") in seconds."""
+    number = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    return float(number) * NAPTIME_UNITS_S.get(text[len(number) :], 1.0)
 
 
 @dataclass
@@ -758,6 +768,7 @@ class AutovacuumComparison(Result):
     # the server-wide knobs behind the result, as the server had them during the run
     # (autovacuum_naptime, max_workers, the cost limit and delay; lab/autovacuum_knobs.sql)
     knobs: dict[str, str] = field(default_factory=dict)
+    databases: int = 0  # databases the launcher visits in turn (lab/database_count.sql)
     recorded_on: str = ""  # a stored run's UTC date; empty for a run made just now
     guess: float | None = None  # peak n_dead_tup with the defaults
     guide: GuideFigure = GUIDE_AUTOVACUUM
@@ -771,6 +782,26 @@ class AutovacuumComparison(Result):
 
     def run(self, settings: str) -> ChurnRun:
         return next(r for r in self.runs if r.settings == settings)
+
+    @property
+    def visit_every_s(self) -> float:
+        """How often the launcher comes back to this database: every naptime, or
+        every 0.1 s per database when there are more databases than that allows."""
+        return max(naptime_seconds(self.naptime or "60s"), LAUNCHER_MIN_SLEEP_S * self.databases)
+
+    @property
+    def dead_per_visit(self) -> float:
+        """Dead rows the churn adds between two visits (a claim and a completion per job)."""
+        return 2 * self.jobs_per_tick / TICK_S * self.visit_every_s
+
+    @property
+    def visits_in_time(self) -> bool:
+        """Whether the guide's settings can show here: a visit comes before the dead rows
+        one visit adds carry the table from the guide's start past the defaults' start."""
+        if len(self.runs) < 2:
+            return False
+        defaults, guide = self.run("defaults"), self.run("guide")
+        return guide.starts_at(self.base_rows) + self.dead_per_visit < defaults.starts_at(self.base_rows)
 
     def comparison(self) -> list[Comparison]:
         if self.skipped or len(self.runs) < 2:
@@ -825,6 +856,13 @@ class AutovacuumComparison(Result):
                     f"    (all {r.max_workers} autovacuum workers were busy in other databases "
                     "before its first autovacuum)"
                 )
+        if self.databases:
+            lines.append(
+                f"  the launcher visits this server's {self.databases} databases in turn, at most one every "
+                f"0.1 s, so this one about every {self.visit_every_s:.1f} s ({self.dead_per_visit:,.0f} dead "
+                "rows of churn)"
+                + ("" if self.visits_in_time else ": too seldom for the guide's settings to show")
+            )
         lines.append(f"  your guess for the defaults' peak: {guess_text(self.guess)}")
         if self.knobs:
             lines.append(
@@ -962,6 +1000,7 @@ def autovacuum_per_table(
             time.sleep(0.2)  # the launcher picks up the reload
             naptime_seen = run_one(conn, "lab/show_naptime")[0]
             knobs = dict(run(conn, "lab/autovacuum_knobs").fetchall())
+            databases = int(run_one(conn, "lab/database_count")[0])
             for n, (name, settings) in enumerate((("defaults", DEFAULTS), ("guide", GUIDE_SETTINGS))):
                 if stop is not None and stop.is_set():
                     break
@@ -983,7 +1022,7 @@ def autovacuum_per_table(
             run(conn, "lab/reload_conf")
             run(conn, "lab/jobs_autovacuum", {"enabled": True, **DEFAULTS})
     return AutovacuumComparison(
-        runs=runs, naptime=naptime_seen, knobs=knobs, stopped=len(runs) < 2, **comparison
+        runs=runs, naptime=naptime_seen, knobs=knobs, databases=databases, stopped=len(runs) < 2, **comparison
     )
 
 

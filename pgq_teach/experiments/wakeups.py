@@ -847,6 +847,21 @@ def herd(
     )
 
 
+def settled_sessions(conn: psycopg.Connection, within_s: float = 5.0) -> int:
+    """Other sessions on this database once none is still ending: a closed client's
+    backend can linger a moment in pg_stat_activity. Waits until the count is 0, or
+    has held still for half a second, or `within_s` passed."""
+    deadline = time.monotonic() + within_s
+    last = run_one(conn, "lab/other_sessions")[0]
+    while last and time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = run_one(conn, "lab/other_sessions")[0]
+        if now == last:
+            break
+        last = now
+    return last
+
+
 def _herd_side(
     db: Database,
     label: str,
@@ -855,8 +870,10 @@ def _herd_side(
     stop: threading.Event,
 ) -> HerdSide:
     ran = threading.Event()
+    with db.connection() as conn:
+        before = settled_sessions(conn)  # the last side's sessions may take a moment to end
     with running_idle(fleet_of({KIND: lambda job: ran.set()})) as fleet, db.connection() as conn:
-        sessions = run_one(conn, "lab/other_sessions")[0]
+        sessions = run_one(conn, "lab/other_sessions")[0] - before
         woken = sum(w.report.wakeups for w in fleet)
         empty = sum(w.report.empty_claims for w in fleet)
         sent = 0

@@ -29,7 +29,9 @@ def test_the_cleanup_batch_finds_its_rows_by_primary_key_and_the_in_form_scans_t
     assert r.plans["any"].seq_scan_rows == 2_000  # only the LIMIT's scan
     assert "Index Scan using jobs_pkey" in r.plans["any"].shape
     assert any("Index Scan using jobs_pkey" in line for line in r.library_plan), r.library_plan
-    assert r.plans["any"].buffers < r.plans["in"].buffers
+    # No buffer comparison at this size: 2,000 primary-key lookups read about three pages each,
+    # more than a Seq Scan of this small table (PostgreSQL 15 counts 6,096 against 2,339); the
+    # scan's rows, asserted above, are what grow with the table (lesson 10 measures 1M rows).
     assert "rows read by Seq Scans" in r.summary()
 
 

@@ -18,7 +18,8 @@ def home(tmp_path, monkeypatch):
     return tmp_path
 
 
-def progress_cli(home):
+def run_progress(home):
+    """`pgq-teach progress` with its learner files in `home`: it must succeed, never with a traceback."""
     out = subprocess.run(
         [sys.executable, "-m", "pgq_teach.cli", "progress"],
         capture_output=True,
@@ -28,7 +29,11 @@ def progress_cli(home):
         timeout=60,
     )
     assert out.returncode == 0 and "Traceback" not in out.stderr
-    return out.stdout
+    return out
+
+
+def progress_cli(home):
+    return run_progress(home).stdout
 
 
 def test_progress_starts_empty_and_lists_every_exercise(home):
@@ -137,15 +142,7 @@ def test_a_home_that_is_a_file_reads_empty_and_check_still_gives_its_verdict(tmp
     not_a_folder = tmp_path / "home-file"
     not_a_folder.write_text("not a folder")
     monkeypatch.setenv("PGQ_HOME", str(not_a_folder))
-    out = subprocess.run(
-        [sys.executable, "-m", "pgq_teach.cli", "progress"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PGQ_HOME": str(not_a_folder)},
-        timeout=60,
-    )
-    assert out.returncode == 0 and "Traceback" not in out.stderr
+    out = run_progress(not_a_folder)
     assert "is not a folder" in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert YourTurn("05/complete").editor.value == exercises.exercise("05/complete").attempt_text()
     from pgq_teach.exercises import envelope

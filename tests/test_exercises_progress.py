@@ -28,7 +28,7 @@ def run_progress(home):
         env={**os.environ, "PGQ_HOME": str(home)},
         timeout=60,
     )
-    assert out.returncode == 0 and "Traceback" not in out.stderr
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     return out
 
 
@@ -107,15 +107,7 @@ def plant(home, case):
 @pytest.mark.parametrize("case", list(HOSTILE))
 def test_a_hostile_progress_file_is_set_aside_with_one_line(home, case):
     plant(home, case)
-    out = subprocess.run(
-        [sys.executable, "-m", "pgq_teach.cli", "progress"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PGQ_HOME": str(home)},
-        timeout=60,
-    )
-    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    out = run_progress(home)
     assert f"0 of {len(exercises.EXERCISES)} exercises passed" in out.stdout
     warning = out.stderr.strip().splitlines()
     assert len(warning) == 1 and "moved it to progress.unreadable-" in warning[0], out.stderr

@@ -206,3 +206,22 @@ def explain(conn: psycopg.Connection, name: str, params: Mapping[str, Any] | Non
         raise ValueError(f"{name}.sql is not a query PostgreSQL can EXPLAIN")
     cur = conn.execute("EXPLAIN (COSTS OFF) " + query, params if st.params else None)
     return [row[0] for row in cur.fetchall()]
+
+
+def explain_analyze(conn: psycopg.Connection, name: str, params: Mapping[str, Any] | None = None) -> Any:
+    """EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of a named statement: its top plan node as
+    a dict. ANALYZE runs the statement, so it runs inside a transaction that is rolled
+    back: an UPDATE's rows are left as they were (its sequence and buffer reads are not)."""
+    st = statement(name)
+    query = st.query()
+    if st.utility or st.idents or not isinstance(query, str):
+        raise ValueError(f"{name}.sql is not a query PostgreSQL can EXPLAIN")
+    params = dict(params or {})
+    if set(params) != set(st.params):
+        raise ValueError(f"{name}.sql takes {list(st.params)}; got {sorted(params)}")
+    with conn.transaction(force_rollback=True):
+        cur = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + query, params if st.params else None)
+        row = cur.fetchone()
+    if row is None:
+        raise LookupError(f"EXPLAIN of {name}.sql returned no plan")
+    return row[0][0]["Plan"]

@@ -6,8 +6,11 @@ extra `broker`, which `make install` installs), in a store folder of its own."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
+from helpers import wait_for
 from pgq_teach import broker, cli, measurements, queue
 from pgq_teach.errors import SetupError
 from pgq_teach.experiments import switching
@@ -138,6 +141,76 @@ def test_per_key_order_across_a_publish_error(db, client, in_key_order):
     assert consumer.out_of_order == (0 if in_key_order else 3)
 
 
+def test_a_dead_head_holds_its_orders_later_events_until_a_person_requeues_it(db, client):
+    """Refused once at max_attempts=1, each order's first event is dead. Its second
+    event stays unsent (a claim that counted dead as gone sent all three ahead, out of
+    order); after requeue_dead the first goes, then the second, in order."""
+    with db.connection() as conn:
+        switching.prepare_outbox(conn, client, duplicate_window_s=60)
+        desk = switching.OrderDesk(db, max_attempts=1)
+        for seq in (1, 2):
+            for n in range(3):
+                desk.write(conn, n + 1, seq)
+        client.set_max_msg_size(switching.STREAM, 10)
+        relay = switching.Relay(db, client, batch=10)
+        assert relay.run_once(conn)[0] == 3 and relay.stats.rejected == 3
+        client.set_max_msg_size(switching.STREAM, 4096)
+        assert relay.run_once(conn)[0] == 0  # the second events wait behind their dead heads
+        assert queue.status_counts(conn) == {"dead": 3, "ready": 3}
+        assert switching.outbox_lag(conn)[0] == 3  # the stuck orders show in the alarm
+        assert client.stream_messages(switching.STREAM) == 0
+        assert queue.requeue_dead(conn, switching.OUTBOX_KIND) == 3
+        while relay.run_once(conn)[0]:
+            pass
+        assert queue.status_counts(conn) == {"done": 6}
+    consumer = switching.OrderConsumer()
+    for _, _, body in client.read_all(switching.STREAM, "orders.>"):
+        consumer.take(body)
+    assert consumer.applied == 6 and consumer.out_of_order == 0
+
+
+def test_two_relays_at_once_keep_each_orders_order_and_send_each_event_once(db, client):
+    """Two relays, each on its own session and thread, drain one backlog together."""
+    with db.connection() as conn:
+        switching.prepare_outbox(conn, client, duplicate_window_s=60)
+        run(conn, "lab/seed_order_events", {"kind": switching.OUTBOX_KIND, "orders": 400})
+    relays = [switching.Relay(db, client, batch=25) for _ in range(2)]
+    threads = [threading.Thread(target=r.run, daemon=True) for r in relays]
+    for t in threads:
+        t.start()
+    try:
+        with db.connection() as conn:
+            assert wait_for(lambda: switching.outbox_lag(conn)[0] == 0, timeout=120)
+    finally:
+        for r in relays:
+            r.stop_event.set()
+        for t in threads:
+            t.join(30)
+    assert all(r.stats.sent > 0 for r in relays)  # both relays took part
+    assert sum(r.stats.sent for r in relays) == 1200 and client.stream_messages(switching.STREAM) == 1200
+    consumer = switching.OrderConsumer()
+    for _, _, body in client.read_all(switching.STREAM, "orders.>"):
+        consumer.take(body)
+    assert consumer.applied == 1200 and consumer.out_of_order == 0 and consumer.duplicates_absorbed == 0
+
+
+def test_a_republish_after_the_duplicate_window_is_stored_twice(nats):
+    r = switching.republish_after_window(window_s=0.5, the_broker=nats)
+    assert not r.first_duplicate and r.within_duplicate  # within the window: acked as a duplicate
+    assert not r.after_duplicate and r.stored == 2  # after it: stored again, so never "exactly once"
+
+
+def test_the_per_key_claim_walks_the_same_at_ten_times_the_backlog(db):
+    small = switching.key_claim_plan(db, orders=500)
+    large = switching.key_claim_plan(db, orders=5_000)
+    with db.connection() as conn:
+        assert queue.status_counts(conn) == {"ready": 15_000}  # the analyzed claim was rolled back
+    for plan in (small, large):
+        assert plan.claimed == 100 and plan.probes == plan.walked  # one key-index probe per candidate
+        assert plan.walked <= 3 * plan.batch  # an order's three events: at most three candidates a head
+    assert large.walked == small.walked  # the walk does not grow with the backlog
+
+
 def test_a_broker_outage_hands_the_batch_back_without_spending_tries(db, nats, client):
     relay_setup(db, client, orders=4)
     client.set_max_msg_size(switching.STREAM, 4096)
@@ -170,6 +243,8 @@ def test_an_outage_longer_than_the_whole_retry_schedule_leaves_nothing_dead_or_l
     assert r.lost == 0 and r.dead == 0 and r.out_of_order == 0
     assert r.pauses > 0 and r.handed_back > 0  # the relay met the outage, and paused
     assert r.peak_lag_s > schedule and r.final_lag_s == 0  # the lag rose past the schedule, and fell
+    assert r.peak_lag_s > r.outage_s - 1  # a second a second for the whole outage (samples 0.5 s apart)
+    assert r.caught_up_s is not None and r.caught_up_s < 10  # back under a second soon after the restart
     # no try was spent on the outage: one each, two for the crashed relay's (reaped, then sent)
     assert r.tries == {1: r.events_written - r.published_uncompleted, 2: r.published_uncompleted}
     assert r.published_uncompleted > 0 and r.deduplicated >= r.published_uncompleted

@@ -35,7 +35,7 @@ from .. import broker, charts, checks, measurements, queue
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
-from ..statements import run, run_one
+from ..statements import explain_analyze, records, run, run_one
 from ..worker import Worker
 from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
 
@@ -440,6 +440,9 @@ SUBJECTS = ["orders.>"]
 EVENTS = ("created", "paid", "shipped")
 MAX_MSG_SIZE = 4096  # bytes: the stream refuses a larger event, and that refusal spends a try
 JETSTREAM_DUPLICATE_WINDOW_S = 120.0  # JetStream's default duplicate window: two minutes
+OUTBOX_KEY_INDEX = "jobs_unsent_key_idx"  # outbox_key_index.sql's index
+RELAY_LEASE_S = 30.0  # a relay's claim: a killed relay's events wait this long for the reaper
+CRASHED_RELAY_LEASE_S = 0.5  # the outage lab's crashed relay, so the lab need not wait 30 s
 
 
 def event_bytes(job: queue.Job) -> bytes:
@@ -477,7 +480,7 @@ class Relay:
         client: broker.Client,
         *,
         batch: int = 100,
-        lease: float = 30.0,
+        lease: float = RELAY_LEASE_S,
         pause_s: float = 0.1,
         pause_cap_s: float = 2.0,
         ack_timeout_s: float = 1.0,
@@ -503,14 +506,16 @@ class Relay:
             if not self.in_key_order:
                 return queue.claim(conn, batch=self.batch, lease=lease or self.lease)
             params = {"kind": OUTBOX_KIND, "batch": self.batch, "lease": lease or self.lease}
-            return [queue.Job(*row) for row in run(conn, "claim_in_key_order", params).fetchall()]
+            return run(conn, "claim_in_key_order", params, row_factory=records(queue.Job)).fetchall()
         finally:
             self.stats.claim_s += time.perf_counter() - began
 
     def run_once(self, conn: psycopg.Connection, *, crash_after_publish: bool = False) -> tuple[int, bool]:
         """One round: (events claimed, whether the broker was down)."""
         queue.reap(conn)
-        jobs = self.claim(conn, lease=timedelta(seconds=0.5) if crash_after_publish else None)
+        jobs = self.claim(
+            conn, lease=timedelta(seconds=CRASHED_RELAY_LEASE_S) if crash_after_publish else None
+        )
         sent: list[queue.Job] = []
         unsent: list[queue.Job] = []
         down = ""
@@ -629,8 +634,10 @@ def outbox_lag(conn: psycopg.Connection) -> tuple[int, float]:
 
 
 def prepare_outbox(conn: psycopg.Connection, client: broker.Client, *, duplicate_window_s: float) -> None:
-    """An empty jobs table with the relay's index, and an empty ORDERS stream."""
+    """An empty jobs table with the relay's index, and an empty ORDERS stream. The index
+    is made afresh: one from before dead rows counted as unsent has the old predicate."""
     run(conn, "lab/reset_jobs")
+    run(conn, "lab/drop_index", idents={"name": OUTBOX_KEY_INDEX})
     run(conn, "outbox_key_index")
     client.make_stream(STREAM, SUBJECTS, duplicate_window_s=duplicate_window_s, max_msg_size=MAX_MSG_SIZE)
 
@@ -656,6 +663,7 @@ class OutageResult(Result):
     peak_lag_s: float
     final_lag_s: float
     lag: list[tuple[float, float, bool]] = field(default_factory=list)  # (t, lag s, broker up)
+    restarted_s: float = 0.0  # when the broker was started again, s from the run's start
     killed_pid: int = 0
     tries: dict[int, int] = field(default_factory=dict)  # attempts spent -> events
     guess: float | None = None  # the peak lag, seconds
@@ -675,6 +683,13 @@ class OutageResult(Result):
             ("duplicate publishes the dedup window removed", None, self.deduplicated, None),
             ("duplicates the consumer's idempotency absorbed", None, self.duplicates_absorbed, None),
         ]
+
+    @property
+    def caught_up_s(self) -> float | None:
+        """Seconds from the broker's restart to the first lag sample under one second
+        (None if the lag never fell that far)."""
+        after = [t for t, lag, _ in self.lag if t >= self.restarted_s and lag < 1.0]
+        return round(after[0] - self.restarted_s, 2) if after else None
 
     def lag_chart(self) -> str:
         """The lag over time, as an SVG line."""
@@ -764,6 +779,7 @@ def outage(
         worker = threading.Thread(target=relay_thread, daemon=True)
         worker.start()
         killed_pid = 0
+        restarted_s = 0.0
         try:
             next_sample = 0.0
             while (now := time.monotonic() - began) < total_s and not stop.is_set():
@@ -773,6 +789,7 @@ def outage(
                 if not up and now >= before_s + outage_s:
                     the_broker.start()
                     up = True
+                    restarted_s = time.monotonic() - began
                 desk.step(conn)
                 if now >= next_sample:
                     lag.append((round(now, 2), outbox_lag(conn)[1], up))
@@ -819,12 +836,55 @@ def outage(
         peak_lag_s=max((x for _, x, _ in lag), default=0.0),
         final_lag_s=lag[-1][1] if lag else 0.0,
         lag=lag,
+        restarted_s=restarted_s,
         killed_pid=killed_pid,
         tries=tries,
         guess=guess,
         stopped=stop.is_set(),
         **server_fields(db),
     )
+
+
+# --- the dedup window is finite ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WindowRepublish:
+    """One message id published three times: at once, again within the stream's
+    duplicate window, and again after it closed. What the broker acked, and kept."""
+
+    window_s: float
+    waited_s: float
+    first_duplicate: bool
+    within_duplicate: bool  # True: the broker recognised the repeat and did not store it
+    after_duplicate: bool  # False: the window had forgotten the id, so the repeat was stored
+    stored: int  # messages the stream holds for the one event
+
+    def summary(self) -> str:
+        return (
+            f"duplicate window {self.window_s:g} s: a repeat within it was "
+            f"{'dropped' if self.within_duplicate else 'STORED'}; a repeat {self.waited_s:g} s later was "
+            f"{'dropped' if self.after_duplicate else 'stored'}; the stream holds {self.stored} copies "
+            "of the one event"
+        )
+
+
+def republish_after_window(
+    *, window_s: float = 1.0, the_broker: broker.Broker | None = None
+) -> WindowRepublish:
+    """Publish one event (Nats-Msg-Id "1") to a stream whose duplicate window is
+    `window_s`, repeat it at once, then again once the window has passed."""
+    window_s = float(checks.seconds("window_s", window_s, 0.1, 10))
+    the_broker = the_broker or broker.Broker()
+    waited_s = round(window_s + 0.5, 2)
+    with broker.Client(the_broker.start().url, name="window") as client:
+        client.make_stream("WINDOW", ["window.>"], duplicate_window_s=window_s)
+        _, first = client.publish("window.event", b"{}", "1")
+        _, within = client.publish("window.event", b"{}", "1")
+        time.sleep(waited_s)
+        _, after = client.publish("window.event", b"{}", "1")
+        stored = client.stream_messages("WINDOW")
+    return WindowRepublish(window_s, waited_s, first, within, after, stored)
 
 
 # --- what the broker gives that the table does not -----------------------------------
@@ -1138,3 +1198,56 @@ def key_order_cost(
                 )
             )
     return KeyOrderCost(orders=orders, rows=rows, **server_fields(db))
+
+
+# --- the per-key claim's plan, at the lesson's backlog and at ten times it --------------
+
+
+@dataclass(frozen=True)
+class KeyClaimPlan:
+    """EXPLAIN (ANALYZE, BUFFERS) of one per-key claim on a backlog: candidates the
+    claim walked in jobs_ready_idx, probes of the key index, heads it claimed, and the
+    buffers of the claim's CTE (the walk and the probes, before the UPDATE)."""
+
+    unsent: int
+    batch: int
+    walked: int
+    probes: int
+    claimed: int
+    cte_buffers: int
+
+
+def plan_nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """A JSON plan node and every node under it."""
+    return [node] + [n for child in node.get("Plans", []) for n in plan_nodes(child)]
+
+
+def key_claim_plan(db: Database, *, orders: int, batch: int = 100) -> KeyClaimPlan:
+    """Seed a backlog of `orders` orders x 3 unsent events (an order's events written
+    together), analyze, and read the per-key claim's plan, run once and rolled back."""
+    checks.whole_number("orders", orders, 1, 1_000_000)
+    checks.whole_number("batch", batch, 1, queue.MAX_BATCH)
+    with db.connection() as conn:
+        run(conn, "lab/reset_jobs")
+        run(conn, "lab/drop_index", idents={"name": OUTBOX_KEY_INDEX})
+        run(conn, "outbox_key_index")
+        run(conn, "lab/seed_order_events", {"kind": OUTBOX_KIND, "orders": orders})
+        run(conn, "lab/analyze_jobs")
+        params = {"kind": OUTBOX_KIND, "batch": batch, "lease": timedelta(seconds=RELAY_LEASE_S)}
+        plan = explain_analyze(conn, "claim_in_key_order", params)
+    nodes = plan_nodes(plan)
+
+    def index_scans(index: str) -> list[dict[str, Any]]:
+        return [n for n in nodes if n.get("Index Name") == index]
+
+    walk = index_scans("jobs_ready_idx")
+    probes = index_scans(OUTBOX_KEY_INDEX)
+    cte = next(n for n in nodes if n.get("Subplan Name") == "CTE next")
+    return KeyClaimPlan(
+        unsent=3 * orders,
+        batch=batch,
+        walked=int(walk[0]["Actual Rows"]) if walk else 3 * orders,  # no index walk: every row read
+        probes=int(probes[0]["Actual Loops"]) if probes else 0,
+        claimed=int(plan["Actual Rows"]),
+        cte_buffers=int(cte["Shared Hit Blocks"] + cte["Shared Read Blocks"]),
+    )

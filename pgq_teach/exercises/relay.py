@@ -256,7 +256,7 @@ def _hand_back_hint(
     if got - heads:
         return (
             "an order's second event was claimed while its first was not sent: put the batch back to "
-            "'ready' (not done, not dead), so it stays ahead of its order's later events."
+            "'ready' (not done), so it stays ahead of its order's later events."
         )
     return (
         "once the broker is back, the events must be claimable at once: keep their run_at (the relay's "

@@ -6,6 +6,8 @@ extra `broker`, which `make install` installs), in a store folder of its own."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 
 import pytest
@@ -192,6 +194,33 @@ def test_two_relays_at_once_keep_each_orders_order_and_send_each_event_once(db, 
     for _, _, body in client.read_all(switching.STREAM, "orders.>"):
         consumer.take(body)
     assert consumer.applied == 1200 and consumer.out_of_order == 0 and consumer.duplicates_absorbed == 0
+
+
+def test_an_event_whose_ack_was_lost_is_handed_back_and_its_retry_acked_as_a_duplicate(db, nats, client):
+    """The broker freezes (SIGSTOP) after the relay's publishes reach it and before it
+    acks them: the relay sees no ack and hands the batch back. Thawed, the broker stores
+    them; the relay's retry is acked as a duplicate and marks them sent, stored once."""
+    relay_setup(db, client, orders=4)
+    client.set_max_msg_size(switching.STREAM, 4096)
+    relay = switching.Relay(db, client, ack_timeout_s=0.5)
+    pid = nats.status().pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        with db.connection() as conn:
+            assert relay.run_once(conn) == (4, True) and relay.stats.handed_back == 4
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert wait_for(lambda: client.stream_messages(switching.STREAM) == 4, timeout=10)  # they had landed
+    with db.connection() as conn:
+        assert relay.run_once(conn)[0] == 4
+        assert relay.stats.deduplicated == 4 and relay.stats.sent == 0  # the retry: duplicates, not stored
+        tries = dict(run(conn, "lab/attempts_spent", {"kind": switching.OUTBOX_KIND}).fetchall())
+        assert tries == {1: 4, 0: 4}  # the heads: one try (the lost ack's was given back); the rest unclaimed
+        while relay.run_once(conn)[0]:
+            pass
+        assert queue.status_counts(conn) == {"done": 8}
+    assert client.stream_messages(switching.STREAM) == 8
 
 
 def test_a_republish_after_the_duplicate_window_is_stored_twice(nats):

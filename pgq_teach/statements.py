@@ -192,19 +192,24 @@ def run_one(conn: psycopg.Connection, name: str, params: Mapping[str, Any] | Non
     return row
 
 
-def explain(conn: psycopg.Connection, name: str, params: Mapping[str, Any] | None = None) -> list[str]:
-    """The plan PostgreSQL would use for a named statement, without running it
-    (EXPLAIN without ANALYZE executes nothing, so even an UPDATE is safe)."""
+def _explainable(name: str, params: Mapping[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
+    """A named statement's text and parameters, checked for EXPLAIN: a query (no
+    identifiers, not a utility statement) given exactly the parameters it takes."""
     st = statement(name)
-    if st.utility or st.idents:
+    query = st.query()
+    if st.utility or st.idents or not isinstance(query, str):  # a query without identifiers is plain text
         raise ValueError(f"{name}.sql is not a query PostgreSQL can EXPLAIN")
     params = dict(params or {})
     if set(params) != set(st.params):
         raise ValueError(f"{name}.sql takes {list(st.params)}; got {sorted(params)}")
-    query = st.query()
-    if not isinstance(query, str):  # a query without identifiers is plain text
-        raise ValueError(f"{name}.sql is not a query PostgreSQL can EXPLAIN")
-    cur = conn.execute("EXPLAIN (COSTS OFF) " + query, params if st.params else None)
+    return query, params if st.params else None
+
+
+def explain(conn: psycopg.Connection, name: str, params: Mapping[str, Any] | None = None) -> list[str]:
+    """The plan PostgreSQL would use for a named statement, without running it
+    (EXPLAIN without ANALYZE executes nothing, so even an UPDATE is safe)."""
+    query, values = _explainable(name, params)
+    cur = conn.execute("EXPLAIN (COSTS OFF) " + query, values)
     return [row[0] for row in cur.fetchall()]
 
 
@@ -212,16 +217,9 @@ def explain_analyze(conn: psycopg.Connection, name: str, params: Mapping[str, An
     """EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of a named statement: its top plan node as
     a dict. ANALYZE runs the statement, so it runs inside a transaction that is rolled
     back: an UPDATE's rows are left as they were (its sequence and buffer reads are not)."""
-    st = statement(name)
-    query = st.query()
-    if st.utility or st.idents or not isinstance(query, str):
-        raise ValueError(f"{name}.sql is not a query PostgreSQL can EXPLAIN")
-    params = dict(params or {})
-    if set(params) != set(st.params):
-        raise ValueError(f"{name}.sql takes {list(st.params)}; got {sorted(params)}")
+    query, values = _explainable(name, params)
     with conn.transaction(force_rollback=True):
-        cur = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + query, params if st.params else None)
-        row = cur.fetchone()
+        row = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + query, values).fetchone()
     if row is None:
         raise LookupError(f"EXPLAIN of {name}.sql returned no plan")
     return row[0][0]["Plan"]

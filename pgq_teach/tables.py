@@ -134,7 +134,8 @@ def human(value: Any) -> str:
 @dataclass(frozen=True)
 class Column:
     """A column: its title, the kind of value it holds, and the unit of a count
-    (singular: "buffer"), which the header names so each cell is a bare number."""
+    (singular: "buffer") or of a number ("s"), which the header names so each
+    cell is a bare number."""
 
     title: str
     kind: str = TEXT
@@ -152,14 +153,17 @@ class Column:
 
     @property
     def header(self) -> str:
-        return f"{self.title}, {plural(2, self.unit)}" if self.unit else self.title
+        """The title, with the unit its cells leave out: "empty claim, buffers", "at, s"."""
+        if not self.unit:
+            return self.title
+        return f"{self.title}, {plural(2, self.unit) if self.kind == COUNT else self.unit}"
 
     def cell(self, value: Any) -> str:
         """The value as this column shows it (strings pass through as they are)."""
-        if value is None:
-            return NONE
-        if isinstance(value, str):
+        if isinstance(value, Markup):
             return value
+        if value is None or isinstance(value, (str, bool, timedelta)):
+            return human(value)
         if self.kind == SECONDS:
             return duration(value)
         if self.kind == MILLISECONDS:
@@ -205,7 +209,7 @@ class Table:
             body.append(f"<tr{attributes(attrs)}>{shown}</tr>")
         caption = f"<caption>{escape(self.caption)}</caption>" if self.caption else ""
         classes = escape(f"pgq-table {self.css}".strip())
-        return f'{STYLE}<table class="{classes}"><tr>{head}</tr>{"".join(body)}{caption}</table>'
+        return f'{STYLE}<table class="{classes}">{caption}<tr>{head}</tr>{"".join(body)}</table>'
 
     def text(self, width: int | None = None) -> str:
         """The table for a terminal, laid out by rich to `width` columns (the
@@ -216,15 +220,13 @@ class Table:
 
         width = width or terminal_width()
         table = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, caption=self.caption or None)
-        for column in self.columns:
+        rows = [[plain(cell) for cell in cells] for cells in self.cells()]
+        for column, least in zip(self.columns, number_widths(rows, len(self.columns), width), strict=True):
             table.add_column(
-                column.header,
-                justify="right" if column.numeric else "left",
-                overflow="fold",
-                no_wrap=False,
+                column.header, justify="right" if column.numeric else "left", overflow="fold", min_width=least
             )
-        for cells in self.cells():
-            table.add_row(*(plain(cell) for cell in cells))
+        for row in rows:
+            table.add_row(*row)
         out = io.StringIO()
         Console(file=out, width=width, color_system=None, highlight=False, emoji=False, markup=False).print(
             table
@@ -236,6 +238,20 @@ def cell_tag(tag: str, cell: str, numeric: bool) -> str:
     """One `<td>` or `<th>`: escaped unless it is Markup; a number's cell right-aligned."""
     shown = cell if isinstance(cell, Markup) else escape(cell)
     return f"<{tag}{' class=pgq-num' if numeric else ''}>{shown}</{tag}>"
+
+
+def number_widths(rows: list[list[str]], n: int, width: int, gap: int = 3) -> list[int]:
+    """Each column's least width in a terminal: its longest number ("12,001–12,346"),
+    so rich, which keeps words whole where it can and folds the rest, never breaks
+    a figure; narrowed, widest first, while the columns and the `gap` between them
+    would not fit in `width` (rich leaves out a column that does not fit)."""
+    least = [
+        max((len(w) for row in rows for w in row[i].split() if any(c.isdigit() for c in w)), default=1)
+        for i in range(n)
+    ]
+    while least and sum(least) + gap * (len(least) - 1) > width and max(least) > 1:
+        least[least.index(max(least))] -= 1
+    return least
 
 
 def attributes(attrs: Mapping[str, str]) -> str:

@@ -145,3 +145,8 @@ def test_the_terminal_width_comes_from_columns(monkeypatch):
 def test_fit_wraps_prose_to_the_width_and_keeps_its_indent():
     text = tables.fit("  " + "word " * 40, width=30)
     assert all(len(line) <= 30 and line.startswith("  ") for line in text.splitlines())
+
+
+def test_an_empty_table_still_has_its_header_in_a_terminal():
+    text = Table(tables.columns("job", "status"), []).text(40)
+    assert "job" in text and "status" in text

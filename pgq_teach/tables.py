@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import re
 import shutil
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -271,8 +272,6 @@ def terminal_width() -> int:
 
 def fit(text: str, width: int | None = None, indent: str = "") -> str:
     """Prose lines wrapped to the terminal's width (a table's lines are left to `Table.text`)."""
-    import textwrap
-
     width = width or terminal_width()
     lines = []
     for line in text.splitlines():

@@ -18,7 +18,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from html import escape
+from html import escape, unescape
 from typing import Any
 
 NONE = "–"  # what a missing value shows, in every table and line
@@ -261,8 +261,8 @@ def attributes(attrs: Mapping[str, str]) -> str:
 
 
 def plain(cell: str) -> str:
-    """A cell for a terminal: a Markup cell loses its tags."""
-    return re.sub(r"<[^>]+>", "", cell) if isinstance(cell, Markup) else cell
+    """A cell for a terminal: a Markup cell loses its tags, and its entities read as characters."""
+    return unescape(re.sub(r"<[^>]+>", "", cell)) if isinstance(cell, Markup) else cell
 
 
 def terminal_width() -> int:

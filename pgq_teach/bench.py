@@ -22,13 +22,14 @@ from typing import Any
 
 import psycopg
 
-from . import queue
+from . import queue, tables
 from .databases import Database, open_database
 from .errors import BadInput
 from .experiments.results import Progress
 from .experiments.sessions import together
 from .guide import figure
 from .statements import run, run_one
+from .tables import Column, Table
 from .worker import Worker, running_idle
 
 KIND = "noop"
@@ -88,6 +89,16 @@ class BenchRow:
         return statistics.median(self.p99_ms) if self.p99_ms else None
 
 
+BENCH_COLUMNS = [
+    Column("setup"),
+    Column("median", tables.NUMBER),
+    Column("min–max", tables.NUMBER),
+    Column("× ceiling", tables.NUMBER),
+    Column("× PgQueuer", tables.NUMBER),
+    Column("end state"),
+]
+
+
 @dataclass
 class BenchResult:
     server_version: str
@@ -109,34 +120,30 @@ class BenchResult:
     def row(self, name: str) -> BenchRow | None:
         return next((r for r in self.rows if r.name == name), None)
 
-    def table(self) -> str:
-        """A Markdown table: median, min-max, ratios, end state."""
-        lines = [
-            "| setup | median | min–max | × ceiling | × PgQueuer | end state |",
-            "|---|---:|---:|---:|---:|---|",
-        ]
+    def table(self, width: int | None = None) -> str:
+        """The terminal table, to the terminal's width: median, min-max, ratios, end state."""
+        rows: list[list[Any]] = []
         for r in self.rows:
             if not r.values:
-                lines.append(f"| {r.name} | – | – | – | – | {'; '.join(r.notes) or 'not run'} |")
+                rows.append([r.name, None, None, None, None, "; ".join(r.notes) or "not run"])
                 continue
             if r.unit == "ms":
                 med = f"p50 {r.median:.1f} ms, p99 {r.p99_median:.1f} ms"
                 if r.wakeups_per_job and r.sessions:
                     med += (
                         f"; {statistics.median(r.wakeups_per_job):.1f} wake-ups per job, "
-                        f"{max(r.sessions)} sessions held"
+                        f"{tables.count(max(r.sessions), 'session')} held"
                     )
                 spread = f"p50 {min(r.values):.1f}–{max(r.values):.1f}"
             else:
                 med = f"{r.median:,.0f} jobs/s"
                 spread = f"{min(r.values):,.0f}–{max(r.values):,.0f}"
-            ceil = f"{r.vs_ceiling:.2f}" if r.vs_ceiling is not None else "–"
-            peer = f"{r.vs_pgqueuer:.2f}" if r.vs_pgqueuer is not None else "–"
             state = "ok" if r.ok else "FAILED: " + "; ".join(r.notes)
-            lines.append(f"| {r.name} | {med} | {spread} | {ceil} | {peer} | {state} |")
-        return "\n".join(lines)
+            rows.append([r.name, med, spread, r.vs_ceiling, r.vs_pgqueuer, state])
+        return Table(BENCH_COLUMNS, rows).text(width)
 
-    def summary(self) -> str:
+    def summary(self, width: int | None = None) -> str:
+        """What the terminal shows after a run, laid out to its width."""
         head = (
             f"{self.server_version}; {self.cpus} CPUs; {self.jobs:,} jobs per run; "
             f"{self.repeats} runs each, interleaved, on a fresh database; PgQueuer: {self.pgqueuer}"
@@ -153,7 +160,8 @@ class BenchResult:
             else "SOME RUNS FAILED their end-state check"
         )
         stopped = "\n(stopped early)" if self.stopped else ""
-        return f"{head}\n\n{self.table()}\n\nTargets (issue 13):\n{goals}\n\n{verdict}{stopped}"
+        after = tables.fit(f"Targets (issue 13):\n{goals}\n\n{verdict}{stopped}", width, indent="  ")
+        return f"{tables.fit(head, width)}\n\n{self.table(width)}\n\n{after}"
 
     def to_json(self) -> dict:
         data = asdict(self)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import broker, checks, embedded, queue
+from . import broker, checks, embedded, queue, tables
 from .databases import database_name, open_database
 from .errors import BadInput, PgqError, SetupError
 from .faults.settings import FaultSettings, LoadSettings, RunSettings, S
@@ -30,6 +30,11 @@ DEFAULT_DB = "shop"
 
 def _say(text: str) -> None:
     print(text, flush=True)
+
+
+def _say_fitted(text: str) -> None:
+    """Prose, wrapped to the terminal's width (a long line indents its continuation)."""
+    _say(tables.fit(text, indent="  "))
 
 
 def _notebooks_dir() -> Path:
@@ -258,14 +263,16 @@ def cmd_progress(args: argparse.Namespace) -> int:
     from .exercises import EXERCISES, done
 
     passed = done()
-    lessons = sorted({e.lesson for e in EXERCISES.values()})
-    for lesson in lessons:
+    rows = []
+    for lesson in sorted({e.lesson for e in EXERCISES.values()}):
         keys = [k for k, e in EXERCISES.items() if e.lesson == lesson]
         mark = "done" if all(passed[k] for k in keys) else f"{sum(passed[k] for k in keys)} of {len(keys)}"
-        _say(f"lesson {lesson}: {mark}")
-        for k in keys:
-            _say(f"  [{'x' if passed[k] else ' '}] {k}  {EXERCISES[k].title}")
-    _say(f"{sum(passed.values())} of {len(passed)} exercises passed")
+        rows += [
+            [f"{lesson}: {mark}" if i == 0 else "", k, passed[k], EXERCISES[k].title]
+            for i, k in enumerate(keys)
+        ]
+    _say(tables.Table(tables.columns("lesson", "exercise", "passed", "what it asks"), rows).text())
+    _say(f"{sum(passed.values())} of {tables.count(len(passed), 'exercise')} passed")
     return 0
 
 
@@ -492,14 +499,14 @@ def cmd_interview(args: argparse.Namespace) -> int:
             raise BadInput(f"minutes must be 5 to 180, got {args.minutes!r}") from None
     rehearsal = interview.Rehearsal(scenario=args.scenario, minutes=args.minutes)
     if args.scenario and rehearsal.current["scenario"] != args.scenario:
-        _say(
+        _say_fitted(
             f"(your open rehearsal is {rehearsal.scenario.title!r}: it continues; "
             f"finish it to start {args.scenario})"
         )
     if args.minutes is not None and rehearsal.current.get("minutes") != args.minutes:
-        _say(f"(your open rehearsal keeps its {interview.fmt(rehearsal.current['minutes'])} minutes)")
+        _say_fitted(f"(your open rehearsal keeps its {interview.fmt(rehearsal.current['minutes'])} minutes)")
 
-    record = interview.rehearse_in_terminal(TerminalInput(), _say, rehearsal)
+    record = interview.rehearse_in_terminal(TerminalInput(), _say_fitted, rehearsal)
     return 0 if record is not None else 1
 
 
@@ -525,7 +532,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     # Checked before the run, so a bad path cannot throw the whole run away at the end.
     default = time.strftime("bench-%Y%m%d-%H%M%S.json")
     out = checks.output_file("--json", default if args.json is None else args.json)
-    _say(
+    _say_fitted(
         f"bench: every setup {repeats} times, interleaved, {jobs:,} no-op jobs per run, each on a fresh "
         f"database; Ctrl-C stops it"
     )

@@ -20,7 +20,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 
-from . import checks
+from . import checks, tables
 from .errors import BadInput
 from .statements import records, run
 
@@ -328,9 +328,9 @@ class Stats:
             ", ".join(f"{s} {'~' if s in self.estimated else ''}{n:,}" for s, n in self.counts.items())
             or "no jobs"
         )
-        wait = f"; oldest due wait {self.oldest_due_wait}" if self.oldest_due_wait else ""
+        wait = f"; oldest due wait {tables.duration(self.oldest_due_wait)}" if self.oldest_due_wait else ""
         dead = f"; dead row versions {self.dead_tuples:,}" if self.dead_tuples is not None else ""
-        return f"{counts}{wait}{dead}; {len(self.sessions)} session(s) holding a snapshot"
+        return f"{counts}{wait}{dead}; {tables.count(len(self.sessions), 'session')} holding a snapshot"
 
 
 def status_counts(conn: psycopg.Connection) -> dict[str, int]:

@@ -1,5 +1,6 @@
 """Small readers the tests share: they look at rows, never at mocks."""
 
+import re
 import threading
 import time
 
@@ -82,3 +83,17 @@ def serve_recording_worker(spec: dict) -> None:
     stopper.start()
     report = worker.run()
     print(json.dumps({"claimed": report.claimed, "done": report.done, "reaped": report.reaped}))
+
+
+NUMBER = re.compile(r"\d[\d,.]*\d|\d")
+
+
+def assert_fits(text: str, width: int, *figures: str) -> None:
+    """Every line of a terminal's `text` is at most `width` characters, and every
+    number in `figures` is shown whole (a wrapped cell may break between words,
+    never inside a number)."""
+    assert max(len(line) for line in text.splitlines()) <= width, text
+    shown = set(NUMBER.findall(text))
+    for figure in figures:
+        for number in NUMBER.findall(figure):
+            assert number in shown, (number, figure, text)

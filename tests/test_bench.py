@@ -2,11 +2,14 @@
 (all jobs done, none claimed twice). Timings are printed, never asserted."""
 
 import json
+import statistics
 
+from helpers import assert_fits
 from pgq_teach import bench, cli
 
 
-def test_bench_quick_runs_every_setup_and_checks_every_end_state(pg, tmp_path, capsys):
+def test_bench_quick_runs_every_setup_and_checks_every_end_state(pg, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
     out = tmp_path / "bench.json"
     assert cli.main(["bench", "--quick", "--json", str(out)]) == 0
     data = json.loads(out.read_text())
@@ -18,7 +21,37 @@ def test_bench_quick_runs_every_setup_and_checks_every_end_state(pg, tmp_path, c
         assert row["ok"], row
         assert len(row["values"]) == 2 and all(v > 0 for v in row["values"])
     text = capsys.readouterr().out
-    assert "| setup | median |" in text and "CPUs" in text
+    assert "setup" in text and "median" in text and "CPUs" in text
+    # the terminal's width, from COLUMNS; a file's path is printed whole, however long
+    assert max(len(line) for line in text.splitlines() if not line.startswith("JSON:")) <= 80, text
+    for row in data["rows"]:
+        if row["unit"] == "jobs/s":
+            assert f"{statistics.median(row['values']):,.0f}" in text, row
+
+
+def test_the_bench_table_keeps_to_the_terminal_and_its_figures():
+    rows = [
+        bench.BenchRow(
+            "Worker, batch 100, 4 workers", "jobs/s", "", 100, 4, [12_345.6, 12_001.2], vs_ceiling=0.8
+        ),
+        bench.BenchRow(
+            "LISTEN/NOTIFY wake-up latency",
+            "ms",
+            "",
+            None,
+            1,
+            [3.2, 4.1],
+            p99_ms=[9.5, 11.0],
+            wakeups_per_job=[1.0],
+            sessions=[1],
+        ),
+        bench.BenchRow("PgQueuer", "jobs/s", "", None, None, ok=False, notes=["not installed"]),
+    ]
+    result = bench.BenchResult("PostgreSQL 18.6", 2, 300, 2, rows, "not installed")
+    for width in (60, 80, 120):
+        text = result.summary(width)
+        assert_fits(text, width, "12,173 12,001–12,346 0.80 3.6 10.2 3.2–4.1 1")
+        assert "session" in text and "installed" in text
 
 
 def test_bad_bench_settings_are_refused():

@@ -163,6 +163,6 @@ def test_the_panel_runs_headless_and_shows_guess_server_and_guide(db):
     assert result.batches == 10 and result.guess == 7
     assert panel.progress.value == panel.progress.max == 1_000
     html = panel.output.value
-    assert "pgq-compare" in html and "<td>7</td>" in html and db.server.version in html
+    assert "pgq-compare" in html and "<td class=pgq-num>7</td>" in html and db.server.version in html
     assert panel.status.value == "done"
     assert panel.run_and_wait() is result  # already run: not pressed again

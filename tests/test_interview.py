@@ -351,9 +351,12 @@ def test_the_terminal_runs_a_whole_rehearsal_and_finishes_only_when_told():
 
 def test_the_cli_runs_the_rehearsal_with_a_scenario_and_minutes(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.StringIO("How many orders?\n\n"))
+    monkeypatch.setenv("COLUMNS", "80")
     assert cli.main(["interview", "--scenario", "flash-sale", "--minutes", "45"]) == 1  # input ended
     out = capsys.readouterr().out
-    assert "a flash sale, about 45 minutes" in out and "400 orders a second" in out
+    assert max(len(line) for line in out.splitlines()) <= 80, out  # prose wraps to the terminal
+    words = " ".join(out.split())
+    assert "a flash sale, about 45 minutes" in words and "400 orders a second" in words
 
 
 def test_a_stray_enter_does_not_end_an_empty_step_but_a_second_one_does():
@@ -379,7 +382,8 @@ def test_ctrl_c_and_ctrl_d_keep_every_line_typed_so_far(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", type("Keys", (), {"readline": staticmethod(readline)})())
     assert cli.main(["interview", "--scenario", "flash-sale", "--minutes", "45"]) == 1
     out = capsys.readouterr()
-    assert "Traceback" not in out.err and out.out.strip().splitlines()[-1].startswith("(interrupted:")
+    last = out.out.strip().split("\n(")[-1]  # the last message, wrapped to the terminal's width
+    assert "Traceback" not in out.err and last.startswith("interrupted:")
     assert Rehearsal().current["questions"] == "How many orders at peak?\nWhich jobs?"
     r = Rehearsal()
     key = r.follow_up_keys[0]
@@ -440,7 +444,7 @@ def test_the_cli_says_when_an_open_rehearsal_keeps_its_scenario_and_minutes(monk
     r.add_question("Peak?")
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     cli.main(["interview", "--scenario", "flash-sale", "--minutes", "45"])
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
     assert "it continues; finish it to start flash-sale" in out and "keeps its 30 minutes" in out
     assert Rehearsal().current["minutes"] == 30 and Rehearsal().current["questions"] == "Peak?"
 

@@ -149,7 +149,7 @@ def test_the_autovacuum_lab_runs_defaults_and_the_guide_settings_under_the_same_
     from pgq_teach.widgets.dashboard import autovacuum_html
 
     html = autovacuum_html(r)
-    assert "<td>12,000</td>" in html and "peak n_dead_tup, defaults" in html and "<svg" in html
+    assert "<td class=pgq-num>12,000</td>" in html and "peak n_dead_tup, defaults" in html and "<svg" in html
     assert "your guess for the defaults' peak: 12,000" in r.summary()
     with db.connection() as conn:  # the server-wide setting is back to its default
         assert operations.run(conn, "lab/show_naptime").fetchone()[0] == "1min"

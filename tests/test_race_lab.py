@@ -40,8 +40,8 @@ def test_run_puts_the_results_numbers_in_the_output(db):
     assert result is lab.result and result.done == 100 and result.guess == 7
     html = lab.output.value
     assert f'<b class="pgq-run-twice">{result.run_more_than_once:,}</b>' in html
-    assert f"<td>{result.total_runs:,}</td>" in html
-    assert "<td>7</td>" in html  # the guess, beside this server's count
+    assert f"<td class=pgq-num>{result.total_runs:,}</td>" in html
+    assert "<td class=pgq-num>7</td>" in html  # the guess, beside this server's count
     assert f"{result.elapsed_s:.2f} s" in html and f"{result.serial_ideal_s:.2f} s serial" in html
     assert 'class="pgq-chart"' in html
     assert ('class="twice"' in html) == (result.run_more_than_once > 0)

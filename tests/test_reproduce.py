@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import assert_fits
 from pgq_teach import cli, embedded
 from pgq_teach.errors import BadInput, SetupError
 from pgq_teach.reproduce import (
@@ -255,7 +256,9 @@ def test_only_a_must_claim_that_did_not_hold_fails_the_run():
     ).ok  # sizes differ, still far smaller
     for bad in (FigureVerdict(DIFFERS, "no error"), FigureVerdict(NOT_MEASURED, "no server")):
         failed = report([row(3, bad, held=False)])
-        assert not failed.ok and "FAILED #3: every server must show error 55P03 at once" in failed.text()
+        assert not failed.ok and "FAILED #3: every server must show error 55P03 at once" in failed.text(
+            width=400
+        )
     assert "DID NOT HOLD" in report([row(17, FigureVerdict(DIFFERS, "2 buffers"), held=False)]).markdown()
 
 
@@ -269,13 +272,30 @@ def test_the_report_carries_server_cpus_date_and_quick_notes(tmp_path):
     md = (tmp_path / "reproduce.md").read_text()
     data = json.loads((tmp_path / "reproduce.json").read_text())
     assert sorted(p.name for p in paths) == ["reproduce.json", "reproduce.md"]
-    for text in (md, found.text()):
+    for text in (md, found.text(width=400)):
         assert "PostgreSQL 18.6" in text and "2 CPUs" in text and "2026-11-30" in text
         assert f"quick: {ENTRIES[5].shrunk}" in text
         assert "scheduling" in text
     assert data["cpus"] == 2 and data["quick"] is True and data["ok"] is True
     assert [x["verdict"]["kind"] for x in data["rows"]] == [REPRODUCED, EXPLAINED]
     assert "(PG 18.4)" in md  # the guide's figure with its version
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_terminal_report_fits_the_terminal_and_keeps_its_figures(monkeypatch, columns):
+    """`pgq-teach reproduce` printed a table 252 characters wide; it keeps to COLUMNS now."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    numbers = sorted(ENTRIES)
+    rows = [row(n, FigureVerdict(REPRODUCED)) for n in numbers[:6]]
+    rows.append(row(numbers[6], FigureVerdict(EXPLAINED, "scheduling: " + "threads start one by one " * 3)))
+    on18 = report(rows, quick=True)
+    on16 = report(rows[:2], server_version="16.14", major=16)
+    both = MajorsComparison([on16, on18]).text()
+    assert max(len(line) for line in both.splitlines()) <= columns, both
+    # eight columns in 80 characters fold a long number: the figures are checked from 120 on
+    for text in [on18.text()] + ([both] if columns >= 120 else []):
+        assert_fits(text, columns, *(f"#{r.figure} {r.guide[18]}" for r in rows))
+        assert "scheduling" in text and "2 CPUs" in text
 
 
 def test_comparison_sets_both_majors_beside_the_guides_two_columns(tmp_path):
@@ -376,7 +396,7 @@ def test_a_stop_keeps_what_was_measured(db):
     found = reproduce(db, [16, 3, 12], progress=progress, stop=stop)
     assert [x.figure for x in found.rows] == [16]
     assert found.stopped and found.not_run == [3, 12]
-    assert "not run: #3, #12" in found.text()
+    assert "not run: #3, #12" in found.text(width=400)
 
 
 def test_ctrl_c_stops_cleanly_and_writes_what_it_had(tmp_path):
@@ -413,7 +433,7 @@ def test_compare_runs_the_embedded_16_then_18_and_puts_the_choice_back(monkeypat
     both = compare([3], quick=True)
     assert [r.major for r in both.reports] == [16, 18]
     assert all(r.rows[0].verdict.kind == REPRODUCED for r in both.reports)
-    assert both.ok and "PG 16.14" in both.text()
+    assert both.ok and "PG 16.14" in both.text(width=400)
     assert server.get_server() == before  # the course's own choice is back
 
 

@@ -60,7 +60,11 @@ def test_drain_rate_completes_every_job_once(db):
     from pgq_teach.widgets.common import result_html
 
     html = result_html(d)
-    assert "seconds for 5,000 jobs" in html and "<td>7</td>" in html and "<td>25,000</td>" in html
+    assert (
+        "seconds for 5,000 jobs" in html
+        and "<td class=pgq-num>7</td>" in html
+        and "<td class=pgq-num>25,000</td>" in html
+    )
     assert d.comparison()[0][3] is None  # the guide's 4 s is for 100,000 jobs, not 5,000
     assert "your guess: 7 s" in d.summary()
 

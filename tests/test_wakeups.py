@@ -134,7 +134,7 @@ def test_the_rules_lab_runs_one_rule_then_all_headless(db):
     assert not any(b.disabled for b in lab.buttons)  # usable again once the run ended
     lab.all_button.click()
     assert lab.wait(60).all_hold and len(lab.result.rules) == len(wakeups.RULES)
-    assert lab.output.value.count("class='pgq-rule'") == len(wakeups.RULES)
+    assert lab.output.value.count('class="pgq-rule"') == len(wakeups.RULES)
     assert "every rule held" in lab.output.value
 
 

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
+from .. import tables
 from ..guide import GuideFigure
+from ..tables import Table
 
 MAX_TEXT = 400  # characters of any one string a verdict keeps: learner data can be any size
 MAX_ITEMS = 100  # items of any one list in a verdict's numbers
@@ -81,12 +83,9 @@ class Verdict:
         """Visible text: the verdict, a table of evidence, the hint."""
         color = "#1b5e20" if self.passed else "#b00020"
         mark = "Pass" if self.passed else ("Refused" if self.refused else "Not yet")
-        rows = "".join(
-            f"<tr><td>{'✓' if e.ok else '✗' if e.ok is False else '·'}</td><td>{escape(e.what)}</td>"
-            f"<td>{escape(e.found)}</td></tr>"
-            for e in self.evidence
-        )
-        table = f'<table class="pgq-evidence">{rows}</table>' if rows else ""
+        rows = [["✓" if e.ok else "✗" if e.ok is False else "·", e.what, e.found] for e in self.evidence]
+        evidence = tables.columns("", "what the checker looked at", "what it found")
+        table = Table(evidence, rows, css="pgq-evidence").html() if rows else ""
         hint = f'<p class="pgq-hint"><b>Hint:</b> {escape(self.hint)}</p>' if self.hint else ""
         guide = f'<p class="pgq-guide" style="color:#555">{escape(str(self.guide))}</p>' if self.guide else ""
         version = (

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import charts, checks, measurements, queue
+from .. import charts, checks, measurements, queue, tables
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
@@ -230,6 +230,9 @@ class ClaimCost:
     buffers: int
     ms: float
     plan: dict
+
+    def __str__(self) -> str:
+        return f"{tables.count(self.buffers, 'buffer')}, {tables.milliseconds(self.ms)}"
 
 
 def empty_claim(db: Database, runs: int = 3) -> ClaimCost:

@@ -24,7 +24,7 @@ from datetime import timedelta
 
 from psycopg.rows import dict_row
 
-from .. import checks, queue, seeding
+from .. import checks, queue, seeding, tables
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
@@ -326,8 +326,8 @@ class CleanupResult(Result):
             f"a hold-style worker sat on job 1 while {self.updated:,} other jobs were updated"
             + self.stopped_note,
             f"  the guide's activity query saw it: pid {c['pid']}, {c['state']}, transaction age "
-            f"{c['xact_age'].total_seconds():.2f} s, backend_xid {c['backend_xid']}, "
-            f"backend_xmin {c['backend_xmin']}",
+            f"{tables.duration(c['xact_age'])}, backend_xid {tables.human(c['backend_xid'])}, "
+            f"backend_xmin {tables.human(c['backend_xmin'])}",
             f"  VACUUM while it worked: {tuples_line(self.during)} (your guess: {guess_text(self.guess)})",
             f"  VACUUM after it committed: {tuples_line(self.after)}",
         ]

@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import tables
+from ..tables import Table
 from .entry import GUIDE_VERSIONS, guide_major
 from .verdicts import STOPPED, FigureVerdict
 
@@ -89,32 +91,28 @@ class Report:
             lines.append(f"FAILED #{r.figure}: every server must show {r.must_claim}; here: {r.verdict}")
         return lines
 
-    def table(self) -> str:
-        """The terminal table; each verdict's reason on the line under its row."""
+    def table(self, width: int | None = None) -> str:
+        """The terminal table, laid out to the terminal's width; each verdict's
+        reason under its experiment."""
         head = ("#", "experiment", "guide's figure", "this server", "verdict")
         body = [
             (
                 f"{r.figure}{'*' if r.must else ''}",
-                r.experiment,
+                r.experiment + (f"\nwhy: {r.verdict.reason}" if r.verdict.reason else ""),
                 r.guide_text(self.major),
                 r.measured_text(),
                 r.verdict.kind,
             )
             for r in self.rows
         ]
-        widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
-        out = [
-            "  ".join(cell.ljust(w) for cell, w in zip(head, widths, strict=True)).rstrip(),
-            "  ".join("-" * w for w in widths),
-        ]
-        for row, cells in zip(self.rows, body, strict=True):
-            out.append("  ".join(cell.ljust(w) for cell, w in zip(cells, widths, strict=True)).rstrip())
-            if row.verdict.reason:
-                out.append(" " * (widths[0] + 2) + f"why: {row.verdict.reason}")
-        return "\n".join(out)
+        return Table(tables.columns(*head), body).text(width)
 
-    def text(self) -> str:
-        return "\n".join([*self.heading(), "", self.table(), "", *self.footing()])
+    def text(self, width: int | None = None) -> str:
+        """Heading, table and footing for a terminal `width` characters wide (its own, when not given)."""
+        heading, footing = (
+            tables.fit("\n".join(lines), width, indent="  ") for lines in (self.heading(), self.footing())
+        )
+        return "\n\n".join([heading, self.table(width), footing])
 
     def markdown(self) -> str:
         lines = ["# The guide's figures on this server", ""]
@@ -212,22 +210,19 @@ class MajorsComparison:
     def heading(self) -> list[str]:
         return [line for r in self.reports for line in r.heading()[:1]] + self.reports[0].heading()[1:]
 
-    def text(self) -> str:
+    def text(self, width: int | None = None) -> str:
+        """Both majors side by side, laid out to the terminal's width; the reasons
+        under each experiment."""
         head, rows, reasons = self.grid()
-        widths = [max(len(line[i]) for line in [head, *rows]) for i in range(len(head))]
-        out = [
-            *self.heading(),
-            "",
-            "  ".join(c.ljust(w) for c, w in zip(head, widths, strict=True)).rstrip(),
-            "  ".join("-" * w for w in widths),
+        body = [
+            (n, experiment + (f"\nwhy: {why}" if why else ""), *rest)
+            for (n, experiment, *rest), why in zip(rows, reasons, strict=True)
         ]
-        for cells, why in zip(rows, reasons, strict=True):
-            out.append("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
-            if why:
-                out.append(" " * (widths[0] + 2) + f"why: {why}")
-        for r in self.reports:
-            out.append(f"PG {r.major}: " + " / ".join(r.footing()))
-        return "\n".join(out)
+        table = Table(tables.columns(*head), body).text(width)
+        footing = [f"PG {r.major}: " + " / ".join(r.footing()) for r in self.reports]
+        return "\n\n".join(
+            [tables.fit("\n".join(self.heading()), width), table, tables.fit("\n".join(footing), width)]
+        )
 
     def markdown(self) -> str:
         head, rows, _ = self.grid(reasons_inline=True)

@@ -1,5 +1,6 @@
 """Pieces every lab widget shares: a background runner that never prints,
-the guess / this server / guide comparison, and small HTML helpers."""
+the guess / this server / guide comparison (drawn by `pgq_teach.tables`),
+and small HTML helpers."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from html import escape
 from typing import Any, TypeVar
 
 import ipywidgets as W
+
+from .. import tables
+from ..tables import Column, Table
 
 
 class Runner:
@@ -74,36 +78,32 @@ def error_html(exc: BaseException) -> str:
     )
 
 
-TABLE_STYLE = (
-    "<style>.pgq-table{border-collapse:collapse}"
-    ".pgq-table td,.pgq-table th{padding:4px 12px;text-align:left;border-bottom:1px solid #ddd}"
-    "</style>"
-)
 GUESS_WIDTH = "12em"  # wide enough to read what you type (at least 8 characters)
-
-
-def cell_html(value: Any) -> str:
-    if value is None:
-        return "<td>–</td>"
-    if isinstance(value, float):
-        return f"<td>{value:,.2f}</td>"
-    if isinstance(value, int):
-        return f"<td>{value:,}</td>"
-    return f"<td>{escape(str(value))}</td>"
+COMPARED = tables.columns(
+    "measure",
+    Column("your guess", tables.NUMBER),
+    Column("this server", tables.NUMBER),
+    Column("the guide", tables.NUMBER),
+)
 
 
 def comparison_html(rows: list[tuple[str, Any, Any, Any]], *, version: str = "") -> str:
     """A table of (measure, your guess, this server, the guide), from a result's comparison()."""
-    head = "<tr><th>measure</th><th>your guess</th><th>this server</th><th>the guide</th></tr>"
-    body = "".join(
-        f"<tr><td>{escape(m)}</td>{cell_html(g)}{cell_html(s)}{cell_html(r)}</tr>" for m, g, s, r in rows
-    )
-    note = (
-        f"<caption style='caption-side:bottom'>this server: PostgreSQL {escape(version)}</caption>"
-        if version
-        else ""
-    )
-    return f'{TABLE_STYLE}<table class="pgq-compare pgq-table">{head}{body}{note}</table>'
+    caption = f"this server: PostgreSQL {version}" if version else ""
+    return Table(COMPARED, rows, css="pgq-compare", caption=caption).html()
+
+
+def sessions_html(rows: list[dict], *, css: str = "pgq-session") -> str:
+    """The guide's activity query (sql/stats_sessions.sql) as a table, one row
+    (class `css`) per session holding a transaction ID or a snapshot."""
+    if not rows:
+        return "<p>No session holds a transaction ID or a snapshot.</p>"
+    names = list(rows[0])
+    kinds = {"xact_age": tables.SECONDS}
+    heads = [Column(n, kinds.get(n, tables.TEXT)) for n in names]
+    # pids and transaction IDs are names, not amounts: no thousands separators
+    cells = [[r[n] if n in kinds or r[n] is None else str(r[n]) for n in names] for r in rows]
+    return Table(heads, cells, row_attrs=[{"class": css}] * len(rows)).html()
 
 
 def result_html(result: Any) -> str:

@@ -17,7 +17,7 @@ from html import escape
 
 import ipywidgets as W
 
-from .. import databases, measurements
+from .. import databases, measurements, tables
 from ..databases import Database
 from ..errors import PgqError
 from ..experiments.crash import (
@@ -32,6 +32,7 @@ from ..experiments.crash import (
     crash_both,
 )
 from ..experiments.sessions import ActivityRow
+from ..tables import Column, Table
 from .common import ExperimentPanel, Runner, error_html, guess_field, replay_button, result_html, styled
 
 LIVE_AFTER_CLICK_S = 3.0  # keep redrawing this long after a click, beyond any lease still running
@@ -45,6 +46,16 @@ def lease_text(row: BoardRow) -> str:
     return f"passed {-row.lease_left_s:.1f} s ago"
 
 
+BOARD_COLUMNS = [
+    Column("job", tables.COUNT),
+    Column("status"),
+    Column("attempts", tables.COUNT),
+    Column("lease"),
+    Column("row lock"),
+    Column("last error"),
+]
+
+
 def board_html(
     rows: list[BoardRow],
     holders: list[LockHolder],
@@ -54,18 +65,22 @@ def board_html(
     """The jobs, the sessions pg_locks shows holding a lock on the jobs table,
     and the lab's sessions pg_stat_activity still shows (an ended one is gone)."""
     holding = [h for h in holders if h.mode == "RowShareLock"]
-    head = (
-        "<tr><th>job</th><th>status</th><th>attempts</th><th>lease</th>"
-        "<th>row lock</th><th>last error</th></tr>"
+    board = Table(
+        BOARD_COLUMNS,
+        [
+            [
+                r.id,
+                r.status,
+                r.attempts,
+                lease_text(r),
+                "hold worker (FOR UPDATE)" if holding and r.id == hold_job else None,
+                r.last_error,
+            ]
+            for r in rows
+        ],
+        css="pgq-board",
+        row_attrs=[{"data-job": str(r.id), "data-status": r.status} for r in rows],
     )
-    body = ""
-    for r in rows:
-        lock = "hold worker (FOR UPDATE)" if holding and r.id == hold_job else "–"
-        body += (
-            f'<tr data-job="{r.id}" data-status="{escape(r.status)}"><td>{r.id}</td>'
-            f"<td>{escape(r.status)}</td><td>{r.attempts}</td><td>{lease_text(r)}</td>"
-            f"<td>{lock}</td><td>{escape(r.last_error or '–')}</td></tr>"
-        )
     locks = (
         "".join(
             f"<li>{escape(h.worker)} (pid {h.pid}, {escape(h.state or '')}): {escape(h.mode)}</li>"
@@ -81,10 +96,8 @@ def board_html(
         )
         or "<li>none</li>"
     )
-    style = "<style>.pgq-board td,.pgq-board th{padding:2px 10px;text-align:left}</style>"
     return (
-        f'{style}<table class="pgq-board" style="border-collapse:collapse"><tr>{head}</tr>{body}</table>'
-        f"<div><b>pg_locks</b>: sessions holding a lock on <code>jobs</code> "
+        board.html() + f"<div><b>pg_locks</b>: sessions holding a lock on <code>jobs</code> "
         f"(a row lock lives in the row itself; FOR UPDATE also takes RowShareLock on the table)"
         f"<ul class='pgq-lock-holders'>{locks}</ul></div>"
         f"<div><b>pg_stat_activity</b>: the lab's sessions the server still has"

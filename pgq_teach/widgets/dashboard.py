@@ -10,38 +10,37 @@ from html import escape
 
 import ipywidgets as W
 
+from .. import tables
 from ..databases import Database
 from ..experiments import operations
 from ..experiments.operations import AutovacuumComparison, Load, Snapshot, snapshot
-from .common import ExperimentPanel, comparison_html, error_html, styled
+from ..tables import Column, Markup, Table
+from .common import ExperimentPanel, comparison_html, error_html, sessions_html, styled
 
 
 def snapshot_html(snap: Snapshot) -> str:
     st = snap.stats
-    counts = "".join(
-        f"<tr><td>{escape(k)}</td><td>{'~' if k in st.estimated else ''}{v:,}</td></tr>"  # ~: an estimate
-        for k, v in st.counts.items()
+    counts = Table(
+        [Column("status"), Column("jobs", tables.COUNT)],
+        # ~: an estimate, from the planner's statistics on a big table
+        [[k, f"~{v:,}" if k in st.estimated else v] for k, v in st.counts.items()],
     )
-    wait = f"{st.oldest_due_wait.total_seconds():.2f} s" if st.oldest_due_wait is not None else "–"
-    sessions = "".join(
-        f"<tr class='pgq-session'><td>{s['pid']}</td><td>{escape(str(s['state']))}</td>"
-        f"<td>{s['xact_age'].total_seconds():.1f} s</td><td>{s['backend_xid'] or '–'}</td>"
-        f"<td>{s['backend_xmin'] or '–'}</td></tr>"
-        for s in st.sessions
-        if s.get("xact_age") is not None
+    jobs_table = Table(
+        [Column("statistic"), Column("value", tables.COUNT)],
+        [
+            ["n_live_tup", st.live_tuples or 0],
+            [Markup("n_dead_tup"), Markup(f"<span class='pgq-dead'>{st.dead_tuples or 0:,}</span>")],
+            ["last_autovacuum", st.last_autovacuum.strftime("%H:%M:%S") if st.last_autovacuum else "never"],
+            ["autovacuum_count", st.autovacuum_count or 0],
+        ],
     )
-    last = st.last_autovacuum.strftime("%H:%M:%S") if st.last_autovacuum else "never"
-    style = "<style>.pgq-dash td,.pgq-dash th{padding:1px 8px;text-align:left}</style>"
+    sessions = [s for s in st.sessions if s.get("xact_age") is not None]
     return (
-        f"{style}<div class='pgq-dash' style='display:flex;gap:24px'>"
-        f"<div><b>jobs by status</b><table><tr><th>status</th><th>jobs</th></tr>{counts}</table>"
-        f"oldest due wait: <span class='pgq-oldest-wait'>{wait}</span></div>"
-        "<div><b>sessions holding a transaction ID or snapshot</b><table><tr><th>pid</th><th>state</th>"
-        f"<th>xact_age</th><th>backend_xid</th><th>backend_xmin</th></tr>{sessions}</table></div>"
-        f"<div><b>jobs table</b><table><tr><td>n_live_tup</td><td>{st.live_tuples or 0:,}</td></tr>"
-        f"<tr><td>n_dead_tup</td><td class='pgq-dead'>{st.dead_tuples or 0:,}</td></tr>"
-        f"<tr><td>last_autovacuum</td><td>{last}</td></tr>"
-        f"<tr><td>autovacuum_count</td><td>{st.autovacuum_count or 0}</td></tr></table></div></div>"
+        "<div class='pgq-dash' style='display:flex;gap:24px;flex-wrap:wrap'>"
+        f"<div><b>jobs by status</b>{counts.html()}"
+        f"oldest due wait: <span class='pgq-oldest-wait'>{tables.duration(st.oldest_due_wait)}</span></div>"
+        f"<div><b>sessions holding a transaction ID or snapshot</b>{sessions_html(sessions)}</div>"
+        f"<div><b>jobs table</b>{jobs_table.html()}</div></div>"
     )
 
 

@@ -22,10 +22,11 @@ from html import escape
 
 import ipywidgets as W
 
-from .. import measurements
+from .. import measurements, tables
 from ..charts import frame
 from ..databases import Database
 from ..experiments.fencing import HANDLERS, Event, FencingResult, LongJobResult, long_job, stale_worker
+from ..tables import Column, Table
 from .common import ExperimentPanel, Runner, error_html, guess_field, result_html, styled
 
 LANES = ("A", "B", "reaper")
@@ -93,15 +94,20 @@ def steps_svg(result: FencingResult, shown: int, *, width: int = 720) -> str:
     )
 
 
+STEP_COLUMNS = [
+    Column("step", tables.COUNT),
+    Column("at", tables.NUMBER, unit="s"),
+    Column("who"),
+    Column("what"),
+]
+
+
 def steps_html(events: list[Event], shown: int) -> str:
-    rows = "".join(
-        f'<tr class="pgq-step-row"><td>{n}</td><td>{e.t_s:.2f} s</td><td>{escape(e.lane)}</td>'
-        f"<td>{escape(e.what)}</td></tr>"
-        for n, e in enumerate(events[:shown], start=1)
-    )
-    return (
-        f'<table class="pgq-steps"><tr><th>step</th><th>at</th><th>who</th><th>what</th></tr>{rows}</table>'
-    )
+    """The steps shown so far, one row (class pgq-step-row) each."""
+    rows = [[n, e.t_s, e.lane, e.what] for n, e in enumerate(events[:shown], start=1)]
+    return Table(
+        STEP_COLUMNS, rows, css="pgq-steps", row_attrs=[{"class": "pgq-step-row"}] * len(rows)
+    ).html()
 
 
 def long_job_svg(result: LongJobResult, *, width: int = 720) -> str:

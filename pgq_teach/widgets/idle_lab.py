@@ -28,8 +28,10 @@ from typing import Any
 
 import ipywidgets as W
 
+from .. import tables
 from ..databases import Database
 from ..experiments import bloat
+from ..tables import Column, Table
 from .common import (
     ExperimentPanel,
     ProgressRelay,
@@ -38,6 +40,7 @@ from .common import (
     error_html,
     guess_field,
     result_html,
+    sessions_html,
     styled,
 )
 
@@ -70,38 +73,39 @@ def transaction_html(lab: bloat.BloatLab) -> str:
 
 def holders_html(rows: list[dict]) -> str:
     """The guide's activity query, as a table."""
-    if not rows:
-        return "<p>No session holds a transaction id or a snapshot.</p>"
-    head = "".join(f"<th>{escape(k)}</th>" for k in rows[0])
-    body = "".join(
-        "<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in row.values()) + "</tr>" for row in rows
-    )
-    return f"<table><tr>{head}</tr>{body}</table>"
+    return sessions_html(rows, css="pgq-holder")
+
+
+STEP_COLUMNS = [
+    Column("step"),
+    Column("empty claim", tables.COUNT, unit="buffer"),
+    Column("claim took", tables.MILLISECONDS),
+    Column("drain took", tables.SECONDS),
+    Column("VACUUM removed", tables.COUNT),
+    Column("dead, not yet removable", tables.COUNT),
+]
 
 
 def steps_html(lab: bloat.BloatLab, guess: float | None = None) -> str:
     """The lab's steps as drawn, then its report's rows beside guide #18, then the chart."""
     if not lab.steps:
         return ""
-    head = (
-        "<tr><th>step</th><th>empty claim, buffers</th><th>ms</th><th>drain, s</th>"
-        "<th>VACUUM removed</th><th>dead, not yet removable</th></tr>"
-    )
-
-    def number(value: Any, fmt: str = "{:,}") -> str:
-        return "–" if value is None else fmt.format(value)
-
-    rows = "".join(
-        f"<tr class='pgq-step'><td>{n}. {escape(s.label)}</td><td>{s.claim.buffers:,}</td>"
-        f"<td>{s.claim.ms:.2f}</td><td>{number(s.drain and s.drain.elapsed_s, '{:.2f}')}</td>"
-        f"<td>{number(s.vacuum and s.vacuum.removed)}</td>"
-        f"<td>{number(s.vacuum and s.vacuum.not_removable)}</td></tr>"
+    rows = [
+        [
+            f"{n}. {s.label}",
+            s.claim.buffers,
+            s.claim.ms,
+            s.drain and s.drain.elapsed_s,
+            s.vacuum and s.vacuum.removed,
+            s.vacuum and s.vacuum.not_removable,
+        ]
         for n, s in enumerate(lab.steps, start=1)
-    )
+    ]
+    steps = Table(STEP_COLUMNS, rows, css="pgq-steps", row_attrs=[{"class": "pgq-step"}] * len(rows))
     report = lab.report(guess)
     compared = comparison_html(report.comparison(), version=report.server_version)
     guide = f"<p>{escape('; '.join(line.strip() for line in report.footer()))}</p>"
-    return f"<table>{head}{rows}</table>{compared}{guide}{lab.chart_svg()}"
+    return f"{steps.html()}{compared}{guide}{lab.chart_svg()}"
 
 
 class IdleLab(W.VBox):

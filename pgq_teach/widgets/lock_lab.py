@@ -37,6 +37,7 @@ from html import escape
 
 import ipywidgets as W
 
+from .. import tables
 from ..databases import Database
 from ..experiments import locks
 from ..experiments.locks import (
@@ -50,7 +51,8 @@ from ..experiments.locks import (
     prepare,
 )
 from ..experiments.sessions import ActivityMonitor, ActivityRow
-from .common import TABLE_STYLE, Runner, error_html, guess_field, replay_button, result_html, styled
+from ..tables import Table
+from .common import Runner, error_html, guess_field, replay_button, result_html, styled
 
 # A click returns once its command has finished or the server shows it waiting
 # for a lock (at most this long), so clicks on A then B reach the server in that
@@ -113,37 +115,23 @@ def status_html(state: SessionState, queued: int = 0) -> str:
 def activity_html(rows: list[ActivityRow], names: dict[int, str] | None = None, *, live: bool = False) -> str:
     """pg_stat_activity for the lab's sessions, one row each; lock waits highlighted."""
     names = {r.pid: r.session for r in rows} | dict(names or {})
-    head = "".join(f"<th>{c}</th>" for c in ACTIVITY_COLUMNS)
 
     def blockers(row: ActivityRow) -> str:
         return ", ".join(f"{pid} ({names[pid]})" if pid in names else str(pid) for pid in row.blocking_pids)
 
-    body = (
-        "".join(
-            f'<tr data-session="{escape(r.session)}"'
-            + (' class="pgq-lock-wait" style="background:#fff3cd"' if r.waits_for_lock else "")
-            + ">"
-            + "".join(
-                f"<td>{escape(str(v))}</td>"
-                for v in (
-                    r.application_name,
-                    r.pid,
-                    r.state or "",
-                    r.wait_event_type or "",
-                    r.wait_event or "",
-                    blockers(r),
-                )
-            )
-            + "</tr>"
-            for r in rows
-        )
-        or f'<tr><td colspan="{len(ACTIVITY_COLUMNS)}">no lab session is connected</td></tr>'
-    )
+    cells = [
+        [r.application_name, str(r.pid), r.state, r.wait_event_type, r.wait_event, blockers(r) or None]
+        for r in rows
+    ] or [["no lab session is connected", *[""] * (len(ACTIVITY_COLUMNS) - 1)]]
+    attrs = [
+        {"data-session": r.session}
+        | ({"class": "pgq-lock-wait", "style": "background:#fff3cd"} if r.waits_for_lock else {})
+        for r in rows
+    ]
     when = "live, while a session waits" if live else "as of the last change"
     return (
-        f'{TABLE_STYLE}<table class="pgq-table"><caption style="caption-side:top;text-align:left">'
-        f"<b>pg_stat_activity</b> for the lab's sessions ({when})</caption>"
-        f"<tr>{head}</tr>{body}</table>"
+        f"<div><b>pg_stat_activity</b> for the lab's sessions ({escape(when)})</div>"
+        + Table(tables.columns(*ACTIVITY_COLUMNS), cells, row_attrs=attrs).html()
     )
 
 

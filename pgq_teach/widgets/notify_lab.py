@@ -23,8 +23,10 @@ from html import escape
 
 import ipywidgets as W
 
+from .. import tables
 from ..databases import Database
 from ..experiments import wakeups
+from ..tables import Markup, Table
 from .common import ExperimentPanel, result_html, styled
 
 
@@ -34,16 +36,21 @@ def css_name(rule: str) -> str:
 
 def rules_html(result: wakeups.RulesResult) -> str:
     """The result's rows (question, observed, expected), each with its verdict."""
-    head = "<tr><th>rule</th><th>question</th><th>expected</th><th>observed</th><th>verdict</th></tr>"
-    rows = "".join(
-        f"<tr class='pgq-rule' data-rule='{escape(rule.name)}' data-holds='{'yes' if rule.holds else 'no'}'>"
-        f"<td>{escape(rule.name)}</td><td>{escape(question)}</td><td>{escape(expected)}</td>"
-        f"<td>{escape(observed)}</td><td>{'holds' if rule.holds else '<b>does not hold</b>'}</td></tr>"
-        for rule, (question, _, observed, expected) in zip(result.rules, result.comparison(), strict=True)
+    pairs = list(zip(result.rules, result.comparison(), strict=True))
+    rows = [
+        [rule.name, question, expected, observed, "holds" if rule.holds else Markup("<b>does not hold</b>")]
+        for rule, (question, _, observed, expected) in pairs
+    ]
+    attrs = [
+        {"class": "pgq-rule", "data-rule": rule.name, "data-holds": "yes" if rule.holds else "no"}
+        for rule, _ in pairs
+    ]
+    table = Table(
+        tables.columns("rule", "question", "expected", "observed", "verdict"), rows, row_attrs=attrs
     )
     verdict = "every rule held" if result.all_hold else "a rule did not hold: see above"
     note = escape("; ".join(line.strip() for line in result.footer()))
-    return f"<table>{head}{rows}</table><p class='pgq-verdict'><b>{verdict}</b></p><p>{note}</p>"
+    return f"{table.html()}<p class='pgq-verdict'><b>{verdict}</b></p><p>{note}</p>"
 
 
 class NotifyRulesLab(ExperimentPanel):

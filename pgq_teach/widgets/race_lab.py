@@ -19,6 +19,7 @@ from html import escape
 
 import ipywidgets as W
 
+from .. import tables
 from ..databases import Database
 from ..experiments.race import (
     STYLES,
@@ -29,7 +30,8 @@ from ..experiments.race import (
     style_name,
     sweep_workers,
 )
-from .common import TABLE_STYLE, ExperimentPanel, comparison_html
+from ..tables import Table
+from .common import ExperimentPanel, comparison_html
 
 GUESS_LABEL = "Your guess: how many jobs will run more than once?"
 _WIDE = {"description_width": "initial"}
@@ -45,20 +47,15 @@ def _headline(result: RaceResult) -> str:
 
 
 def _guide_table(result: RaceResult) -> str:
-    rows = []
+    rows, attrs = [], []
     for version, text in guide_rows().items():
         matched = version == result.compared_version
-        mark = f" ◀ compared with this server (PostgreSQL {escape(result.server_version)})" if matched else ""
-        weight = "bold" if matched else "normal"
-        rows.append(
-            f"<tr style='font-weight:{weight}'><td>PostgreSQL {version}</td>"
-            f"<td>{escape(text)}{mark}</td></tr>"
-        )
-    return (
-        f'{TABLE_STYLE}<table class="pgq-guide pgq-table"><caption style="text-align:left">'
-        f"guide #{result.guide.number}: {escape(result.guide.experiment)} — jobs claimed more than once"
-        f"</caption>{''.join(rows)}</table>"
-    )
+        mark = f" ◀ compared with this server (PostgreSQL {result.server_version})" if matched else ""
+        rows.append([f"PostgreSQL {version}", text + mark])
+        attrs.append({"style": f"font-weight:{'bold' if matched else 'normal'}"})
+    title = f"guide #{result.guide.number}: {result.guide.experiment} — jobs claimed more than once"
+    heads = tables.columns("the guide's server", "jobs claimed more than once")
+    return f"<div>{escape(title)}</div>" + Table(heads, rows, css="pgq-guide", row_attrs=attrs).html()
 
 
 def _timing(result: RaceResult) -> str:

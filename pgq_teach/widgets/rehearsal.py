@@ -14,8 +14,9 @@ from typing import Any
 
 import ipywidgets as W
 
-from .. import interview, interview_content
+from .. import interview, interview_content, tables
 from ..interview import Rehearsal
+from ..tables import Markup, Table
 from .common import styled
 
 UNSCORED = 0
@@ -27,14 +28,12 @@ def auto() -> W.Layout:
 
 
 def rubric_html(rubric: Any) -> str:
-    rows = "".join(
-        f"<tr><td><b>{lv.level} {escape(lv.name)}</b></td><td>{escape(lv.says)}<br>"
-        f"<i>e.g. {escape(lv.example)}</i></td></tr>"
+    rows = [
+        [f"{lv.level} {lv.name}", Markup(f"{escape(lv.says)}<br><i>e.g. {escape(lv.example)}</i>")]
         for lv in rubric.levels
-    )
-    return (
-        f"<b>How an interviewer scores {escape(rubric.dimension)}</b><table class='pgq-levels'>{rows}</table>"
-    )
+    ]
+    levels = Table(tables.columns("level", "what the answer does"), rows, css="pgq-levels")
+    return f"<b>How an interviewer scores {escape(rubric.dimension)}</b>{levels.html()}"
 
 
 def boxed(title: str, text: str) -> str:

@@ -15,29 +15,29 @@ doubling at a glance where a table of numbers does not.
 from __future__ import annotations
 
 from functools import partial
-from html import escape
 
 import ipywidgets as W
 
-from .. import measurements
+from .. import measurements, tables
 from ..databases import Database
 from ..experiments.results import server_fields
 from ..experiments.retries import FailureStep, FailureStepper, JitterHerdResult, ScheduleResult, herd
+from ..tables import Column, Table
 from .common import ExperimentPanel, error_html, guess_field, result_html, styled
+
+FAILURE_COLUMNS = [
+    Column("failure", tables.COUNT),
+    Column("job is now"),
+    Column("wait set", tables.SECONDS),
+    Column("last error"),
+]
 
 
 def steps_html(steps: list[FailureStep]) -> str:
-    rows = "".join(
-        f'<tr class="pgq-failure" data-status="{escape(s.status)}">'
-        f"<td>{s.attempt}</td><td>{escape(s.status)}</td>"
-        f"<td>{f'{round(s.wait_s):,} s' if s.status == 'ready' else '–'}</td>"
-        f"<td>{escape(s.last_error)}</td></tr>"
-        for s in steps
-    )
-    return (
-        '<table class="pgq-failures"><tr><th>failure</th><th>job is now</th><th>wait set</th>'
-        f"<th>last error</th></tr>{rows}</table>"
-    )
+    """One row (class pgq-failure, data-status) per failure so far."""
+    rows = [[s.attempt, s.status, s.wait_s if s.status == "ready" else None, s.last_error] for s in steps]
+    attrs = [{"class": "pgq-failure", "data-status": s.status} for s in steps]
+    return Table(FAILURE_COLUMNS, rows, css="pgq-failures", row_attrs=attrs).html()
 
 
 def chart_html(result: ScheduleResult | JitterHerdResult) -> str:

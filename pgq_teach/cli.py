@@ -212,11 +212,17 @@ def cmd_clean(args: argparse.Namespace) -> int:
     if not args.all:
         return 0
     folder = embedded.data_dir()
-    if not args.yes and not _confirmed(f"stop PostgreSQL and remove {folder}, every database in it? [y/N] "):
+    question = f"stop PostgreSQL and remove {folder}, every database in it, and the broker's store? [y/N] "
+    if not args.yes and not _confirmed(question):
         _say(f"left {folder} as it was")
         return 1
-    if broker.Broker().stop():
+    the_broker = broker.Broker()
+    if the_broker.stop():
         _say("stopped the NATS broker (lesson 11)")
+    if the_broker.store.is_dir():
+        _say(
+            f"removed lesson 11's broker store {the_broker.store} ({tidy.mib(tidy.remove(the_broker.store))})"
+        )
     folder, size = tidy.remove_data_folder()
     _say(f"stopped the embedded PostgreSQL and removed {folder} ({tidy.mib(size)})")
     return 0

@@ -102,11 +102,16 @@ def _let_wal_go(conn: psycopg.Connection) -> str:
     return ""
 
 
-def remove_data_folder() -> tuple[Path, int]:
-    """Stop the embedded server and remove its data folder: the whole cache. Returns the
-    folder and the bytes it held."""
-    folder = embedded.data_dir()
+def remove(folder: Path) -> int:
+    """Remove a folder of the course's and return the bytes it held."""
     size = folder_size(folder)
-    embedded.stop()
     shutil.rmtree(folder, ignore_errors=True)
-    return folder, size
+    return size
+
+
+def remove_data_folder() -> tuple[Path, int]:
+    """Stop the embedded server and remove its data folder. Returns the folder and the
+    bytes it held."""
+    folder = embedded.data_dir()
+    embedded.stop()
+    return folder, remove(folder)

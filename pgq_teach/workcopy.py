@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import learner
-from .errors import BadInput
+from .errors import BadInput, SetupError
 
 FOLDER = "notebooks"  # inside learner.home()
 EARLIER = "earlier"  # inside the copy: lessons set aside by --fresh
@@ -65,6 +65,17 @@ def folder() -> Path:
     return learner.home() / FOLDER
 
 
+def _made(path: Path) -> Path:
+    """The folder, made if missing; SetupError (one line) if it cannot be."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SetupError(
+            f"cannot make {path} for your copy of the lessons ({exc.strerror}); set PGQ_HOME to a folder"
+        ) from None
+    return path
+
+
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -101,8 +112,7 @@ def _copy(slug: str, versions: dict[str, Any]) -> None:
 def prepare() -> CopyReport:
     """Copy every lesson the learner has no copy of yet, and name those whose
     course version changed since their copy was made. Writes over nothing."""
-    target = folder()
-    target.mkdir(parents=True, exist_ok=True)
+    target = _made(folder())
     report = CopyReport(target)
 
     def edit(versions: dict[str, Any]) -> None:
@@ -124,7 +134,7 @@ def fresh(slug: str) -> Path | None:
     """A new copy of one lesson from the course. The learner's copy, if any, is
     moved to earlier/SLUG-YYYYmmdd-HHMMSS.ipynb first; returns where it went."""
     target = folder()
-    (target / EARLIER).mkdir(parents=True, exist_ok=True)
+    _made(target / EARLIER)
     current = target / f"{slug}.ipynb"
     kept: Path | None = None
     if current.exists():

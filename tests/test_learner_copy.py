@@ -141,3 +141,13 @@ def test_pgq_teach_lab_serves_the_copy_and_its_saves_stay_there(learner_home, pg
     saved = nbformat.read(learner_home / "notebooks" / f"{LESSON}.ipynb", as_version=4)
     assert saved.cells[0].source == "# My own notes"
     assert course_hashes() == before
+
+
+def test_a_home_that_is_a_file_is_one_line_not_a_traceback(tmp_path, monkeypatch):
+    from pgq_teach.errors import SetupError
+
+    (tmp_path / "home").write_text("not a folder")
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path / "home"))
+    with pytest.raises(SetupError, match="set PGQ_HOME to a folder"):
+        workcopy.prepare()
+    assert (tmp_path / "home").read_text() == "not a folder"

@@ -12,6 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from helpers import wait_for
 from pgq_teach import databases, embedded, seeding, server
 from pgq_teach.statements import run, run_one
 from pgq_teach.tidy import folder_size
@@ -43,6 +44,16 @@ def own_server():
         shutil.rmtree(home, ignore_errors=True)
 
 
+def wal_settings_become(dsn: str, wanted: tuple) -> bool:
+    """A reload reaches new sessions a moment after pg_reload_conf returns: poll for it."""
+
+    def now() -> tuple:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            return tuple(run_one(admin, "admin/wal_settings"))
+
+    return wait_for(lambda: now() == wanted, timeout=10, step=0.1)
+
+
 def clean(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pgq_teach.cli", "clean", *args],
@@ -55,8 +66,8 @@ def clean(*args: str) -> subprocess.CompletedProcess:
 
 def test_clean_frees_what_the_course_took_and_keeps_what_is_not_its(own_server):
     srv, folder = own_server
+    assert wal_settings_become(srv.dsn, (256, "off"))  # set at the first start
     with psycopg.connect(srv.dsn, autocommit=True) as admin:
-        assert run_one(admin, "admin/wal_settings") == (256, "off")  # set once, at the first start
         fresh = folder_size(folder)
         run(admin, "admin/create_database", idents={"name": "my_own_notes"})  # not the course's
     for label in LESSONS:
@@ -102,3 +113,15 @@ def test_clean_refuses_a_server_it_did_not_start(tmp_path):
     )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "--this-server" in done.stderr
+
+
+def test_the_wal_settings_are_set_once_and_a_learners_own_value_stays(own_server):
+    srv, _ = own_server
+    assert wal_settings_become(srv.dsn, (256, "off"))
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:
+        run(admin, "admin/alter_system", {"value": "512MB"}, idents={"name": "max_wal_size"})
+        run(admin, "admin/reload_config")
+    assert wal_settings_become(srv.dsn, (512, "off"))
+    embedded.bound_wal(srv.dsn)  # as every start calls it: PostgreSQL's defaults are gone, so it keeps 512
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:  # the files, whatever a reload has reached
+        assert run_one(admin, "admin/file_setting", {"name": "max_wal_size"}) == ("512MB",)

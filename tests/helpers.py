@@ -1,5 +1,6 @@
 """Small readers the tests share: they look at rows, never at mocks."""
 
+import socket
 import threading
 import time
 
@@ -82,3 +83,10 @@ def serve_recording_worker(spec: dict) -> None:
     stopper.start()
     report = worker.run()
     print(json.dumps({"claimed": report.claimed, "done": report.done, "reaped": report.reaped}))
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on just now (for a JupyterLab of a test's own)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from helpers import free_port
 from pgq_teach import workcopy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,15 +98,9 @@ def test_run_all_from_the_copy_leaves_the_course_notebooks_untouched(learner_hom
     assert course_hashes() == before
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_pgq_teach_lab_serves_the_copy_and_its_saves_stay_there(learner_home, pg, tmp_path):
     before = course_hashes()
-    port, token = _free_port(), secrets.token_hex(8)
+    port, token = free_port(), secrets.token_hex(8)
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
     env.pop("PGQ_DB_TAG", None)
     lab = subprocess.Popen(

@@ -214,3 +214,30 @@ def output_folder(name: str, path: Any) -> Path:
     existing = next(p for p in (out, *out.parents) if p.exists())
     _writable_folder(name, existing)
     return out
+
+
+MAX_LABEL_CHARS = 59  # PostgreSQL's 63-byte names, less the pgq_ prefix
+
+
+def database_label(name: str, value: Any) -> str:
+    """A database label as typed (--db): a plain identifier of letters a-z, digits,
+    '-' and '_', so the database it names is the one the learner sees (`x!` is refused,
+    not quietly turned into pgq_x)."""
+    if not isinstance(value, str) or not value or len(value) > MAX_LABEL_CHARS:
+        raise BadInput(f"{name} must be 1 to {MAX_LABEL_CHARS} characters, got {value!r}")
+    if not value.isascii() or not all(c.isalnum() or c in "-_" for c in value) or value != value.lower():
+        raise BadInput(
+            f"{name}: a database label is letters a-z, digits, '-' and '_' (lower case), "
+            f"such as shop or 02-row-locks; got {value!r}"
+        )
+    return value
+
+
+def existing_folder(name: str, value: Any) -> Path:
+    """A folder that must already exist (one a command will read or serve)."""
+    if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+        raise BadInput(f"{name} must be a folder name, got {value!r}")
+    path = Path(value).expanduser().resolve()
+    if not path.is_dir():
+        raise BadInput(f"{name}: {path} {'is not a folder' if path.exists() else 'does not exist'}")
+    return path

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import broker, checks, embedded, queue, tables
+from . import broker, checks, embedded, queue, tables, tidy, workcopy
 from .databases import database_name, open_database
 from .errors import BadInput, PgqError, SetupError
 from .faults.settings import FaultSettings, LoadSettings, RunSettings, S
@@ -37,14 +37,18 @@ def _say_fitted(text: str) -> None:
     _say(tables.fit(text, indent="  "))
 
 
-def _notebooks_dir() -> Path:
-    here = Path(__file__).resolve().parent.parent / "notebooks"
-    return here if here.is_dir() else Path.cwd() / "notebooks"
-
-
 def cmd_lab(args: argparse.Namespace) -> int:
+    # Every option is checked before the server starts or a file is copied.
+    if args.port is not None:
+        checks.whole_number("--port", args.port, 1, 65_535)
+    fresh = [workcopy.find_lesson("--fresh", text) for text in args.fresh or []]
+    if args.dir is not None and fresh:
+        raise BadInput("--fresh makes a new copy in your own folder; it does not go with --dir")
+    folder = checks.existing_folder("--dir", args.dir) if args.dir is not None else None
     server = get_server()
     _say(server.line())
+    if folder is None:
+        folder = _learners_copy(fresh)
     _say("Stopping the lab (Ctrl-C) leaves PostgreSQL running; `pgq-teach server stop` ends it.")
     env = dict(os.environ)
     # Kernels reuse this server instead of provisioning their own.
@@ -55,7 +59,6 @@ def cmd_lab(args: argparse.Namespace) -> int:
     env["PGQ_ORIGIN"] = (
         f"{server.backend}{' ' + server.origin if server.origin else ''}, chosen by pgq-teach lab"
     )
-    folder = Path(args.dir).resolve() if args.dir else _notebooks_dir()
     argv = [sys.executable, "-m", "jupyter", "lab", f"--notebook-dir={folder}"]
     argv += [f"--port={args.port}"] if args.port else []
     argv += ["--no-browser"] if args.no_browser else []
@@ -64,6 +67,18 @@ def cmd_lab(args: argparse.Namespace) -> int:
     argv += args.jupyter_args
     os.execvpe(argv[0], argv, env)
     return 0  # not reached
+
+
+def _learners_copy(fresh: list[str]) -> Path:
+    """The learner's working copy (workcopy.py): new lessons copied, each --fresh lesson
+    copied anew with the old copy kept aside, and a line for any newer course version."""
+    for slug in fresh:
+        kept = workcopy.fresh(slug)
+        _say(f"a fresh copy of {slug}" + (f"; your earlier one is {kept}" if kept else ""))
+    report = workcopy.prepare()
+    for line in report.lines():
+        _say(line)
+    return report.folder
 
 
 def _server_stop() -> None:
@@ -184,6 +199,46 @@ def cmd_psql(args: argparse.Namespace) -> int:
     os.chdir(command.cwd)  # so \i sql/NAME.sql finds the course's files
     os.execv(command.argv[0], command.argv)
     return 0  # not reached
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    """`pgq-teach clean [--all]`: drop the course's databases and let the WAL go."""
+    backend = chosen_backend()
+    if backend != "embedded" and not args.this_server:
+        raise BadInput(
+            f"clean drops databases, and the {backend} server is not one pgq-teach started here: "
+            "add --this-server to drop the course's pgq_ databases on it"
+        )
+    if args.all and backend != "embedded":
+        raise BadInput("--all removes the embedded server's data folder; this server is not the embedded one")
+    server = get_server()
+    _say(server.line())
+    _say(tidy.clean(server).line())
+    if not args.all:
+        return 0
+    folder = embedded.data_dir()
+    question = f"stop PostgreSQL and remove {folder}, every database in it, and the broker's store? [y/N] "
+    if not args.yes and not _confirmed(question):
+        _say(f"left {folder} as it was")
+        return 1
+    the_broker = broker.Broker()
+    if the_broker.stop():
+        _say("stopped the NATS broker (lesson 11)")
+    if the_broker.store.is_dir():
+        _say(
+            f"removed lesson 11's broker store {the_broker.store} ({tidy.mib(tidy.remove(the_broker.store))})"
+        )
+    folder, size = tidy.remove_data_folder()
+    _say(f"stopped the embedded PostgreSQL and removed {folder} ({tidy.mib(size)})")
+    return 0
+
+
+def _confirmed(question: str) -> bool:
+    """Ask on the terminal; no terminal, or anything but y/yes, is a no."""
+    try:
+        return input(question).strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
 
 
 def cmd_enqueue(args: argparse.Namespace) -> int:
@@ -578,7 +633,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, with its refusals in one line (and exit code 2, as argparse gives)."""
+    """argparse, with its refusals in one line (and exit code 2, as argparse gives), and no
+    abbreviations: `--max-att 3` is refused, not read as --max-attempts (nor would a new
+    option quietly change what an old abbreviation meant)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
@@ -637,8 +698,24 @@ def parser() -> argparse.ArgumentParser:
     lab.add_argument(
         "--no-browser", action="store_true", help="do not open a browser; open the printed URL yourself"
     )
-    lab.add_argument("--dir", help="the folder to serve (default: the course's notebooks/)")
-    lab.epilog = "Any other options, such as --ServerApp.token=..., are passed on to jupyter lab."
+    lab.add_argument(
+        "--dir",
+        help="serve this folder as it is, instead of your copy of the lessons "
+        "(default: your copy, in notebooks/ of your data folder)",
+    )
+    lab.add_argument(
+        "--fresh",
+        action="append",
+        metavar="LESSON",
+        help="a new copy of this lesson (such as 05) from the course; your old copy is kept in "
+        "earlier/ (repeatable; default: none, your copies stay as they are)",
+    )
+    lab.epilog = (
+        "The lab serves your own copy of the lessons, in notebooks/ beside your progress file "
+        "(PGQ_HOME moves it): a lesson is copied only when you have no copy yet, so nothing you "
+        "typed or ran is written over. Any other options, such as --ServerApp.token=..., are "
+        "passed on to jupyter lab."
+    )
     lab.set_defaults(func=cmd_lab)
 
     srv = sub.add_parser("server", help="the PostgreSQL the course uses")
@@ -733,6 +810,27 @@ def parser() -> argparse.ArgumentParser:
     _run_options(tor, FaultSettings, "fault_run", names)
     tor.set_defaults(func=cmd_fault_run)
 
+    cln = sub.add_parser(
+        "clean",
+        help="drop the course's databases (pgq_...) and let the WAL go, saying how much it freed",
+    )
+    cln.add_argument(
+        "--all",
+        action="store_true",
+        help="then also stop the embedded PostgreSQL and remove its data folder (asks first)",
+    )
+    cln.add_argument("--yes", action="store_true", help="do not ask before --all removes the folder")
+    cln.add_argument(
+        "--this-server",
+        action="store_true",
+        help="clean on a PGQ_DSN server or the Docker container too (only its pgq_ databases)",
+    )
+    cln.epilog = (
+        "A database a session still uses (an open notebook) is kept, and named. Your progress, "
+        "answers and copy of the lessons are in your data folder, which clean never touches."
+    )
+    cln.set_defaults(func=cmd_clean)
+
     prg = sub.add_parser("progress", help="which lessons' exercises you have passed")
     prg.set_defaults(func=cmd_progress)
 
@@ -791,6 +889,16 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+LAB_OPTIONS = ("--port", "--no-browser", "--dir", "--fresh")
+
+
+def _abbreviates(word: str, options: tuple[str, ...]) -> bool:
+    """True if `word` is a shortened form of one of `options` (`--no-b` for --no-browser),
+    which lab must refuse rather than pass on to jupyter lab."""
+    name = word.split("=", 1)[0]
+    return name.startswith("--") and len(name) > 2 and any(o.startswith(name) and o != name for o in options)
+
+
 def split_psql(argv: list[str]) -> tuple[list[str], list[str]]:
     """`psql [LESSON] [psql's own options]`: pgq-teach's part (the lesson and
     --help) and the rest, passed on to psql as typed. Only a first word that is
@@ -811,13 +919,13 @@ def main(argv: list[str] | None = None) -> int:
         ours, passed_on = split_psql(argv[1:])
         argv = ["psql", *ours]
     args, extra = p.parse_known_args(joined_negative_values(argv))
-    if extra and args.command != "lab":
+    if extra and (args.command != "lab" or any(_abbreviates(word, LAB_OPTIONS) for word in extra)):
         p.error(f"unrecognized arguments: {' '.join(extra)}")
     args.jupyter_args = extra
     args.extra_args = passed_on
     try:
         if getattr(args, "db", None) is not None:  # a label no database can be named after: refused first
-            database_name(args.db)
+            database_name(checks.database_label("--db", args.db))
         return args.func(args)
     except PgqError as exc:
         print(f"pgq-teach: {exc}", file=sys.stderr)

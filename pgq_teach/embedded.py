@@ -125,6 +125,29 @@ def raise_max_connections(uri: str) -> str:
     return uri
 
 
+# A laptop course writes WAL in bursts (a lab drains 100,000 jobs, then nothing for minutes). With
+# PostgreSQL's defaults a checkpoint renames old segment files and keeps them for reuse, up to
+# about twice the WAL written between checkpoints (and at least min_wal_size, 80 MB): after the
+# course, pg_wal held 241 MB that no command could give back. With wal_recycle off a checkpoint
+# removes them instead (a new segment file is made when needed: a 16 MB write, cheap beside a
+# burst), so `pgq-teach clean` leaves one segment; max_wal_size 256 MB (PostgreSQL's: 1 GB)
+# starts a checkpoint sooner in a burst, so pg_wal stays near that much even while a lab runs.
+MAX_WAL_SIZE = "256MB"
+WAL_RECYCLE = "off"
+POSTGRES_WAL_DEFAULTS = (1024, "on")  # max_wal_size in MB and wal_recycle, as initdb leaves them
+
+
+def bound_wal(uri: str) -> None:
+    """Set MAX_WAL_SIZE and WAL_RECYCLE, once: only while the server still has PostgreSQL's
+    defaults, so values the learner chose are kept. A reload applies them."""
+    with psycopg.connect(uri, connect_timeout=3, autocommit=True) as conn:
+        if tuple(run_one(conn, "admin/wal_settings")) != POSTGRES_WAL_DEFAULTS:
+            return
+        run(conn, "admin/alter_system", {"value": MAX_WAL_SIZE}, idents={"name": "max_wal_size"})
+        run(conn, "admin/alter_system", {"value": WAL_RECYCLE}, idents={"name": "wal_recycle"})
+        run(conn, "admin/reload_config")
+
+
 def start() -> str:
     """Start (or find) the server and return a connection string that works.
 
@@ -140,6 +163,7 @@ def start() -> str:
             uri = _handle(pgdata).get_uri()
             with psycopg.connect(uri, connect_timeout=3):
                 pass
+            bound_wal(uri)
             return raise_max_connections(uri)
         except Exception as exc:  # the wheel raises several kinds while a server dies
             last = exc

@@ -15,21 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .databases import open_database
-from .errors import BadInput, SetupError
+from .errors import SetupError
 from .server import Server, get_server
 from .statements import sql_dir
+from .workcopy import find_lesson
 
 DEFAULT_LABEL = "shop"
-
-
-def notebooks_dir() -> Path:
-    here = Path(__file__).resolve().parent.parent / "notebooks"
-    return here if here.is_dir() else Path.cwd() / "notebooks"
-
-
-def lessons() -> list[str]:
-    """The course's lessons, by slug ("02-row-locks"), from its notebooks."""
-    return sorted(path.stem for path in notebooks_dir().glob("[0-9][0-9]*-*.ipynb"))
 
 
 def lesson_label(lesson: str | None) -> str:
@@ -38,19 +29,7 @@ def lesson_label(lesson: str | None) -> str:
     else is refused before any database is made: psql opens only the course's."""
     if lesson is None or lesson == DEFAULT_LABEL:
         return DEFAULT_LABEL
-    known = lessons()
-    if isinstance(lesson, str) and lesson in known:
-        return lesson
-    if isinstance(lesson, str) and lesson.isascii() and 0 < len(lesson) <= 3:
-        wanted = f"{int(lesson):02d}" if lesson.isdigit() else lesson.lower()
-        matches = [slug for slug in known if slug.split("-", 1)[0] == wanted]  # 02, or 02b
-        if matches:
-            return matches[0]
-    numbers = f"{known[0][:2]} to {known[-1][:2]}" if known else "none found here"
-    raise BadInput(
-        f"LESSON must be a lesson's number ({numbers}) or slug, such as 02 or 02-row-locks, "
-        f"or {DEFAULT_LABEL}; got {lesson!r}"
-    )
+    return find_lesson("LESSON", lesson, also=f", or {DEFAULT_LABEL}")
 
 
 def wheel_psql() -> Path | None:

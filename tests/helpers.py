@@ -1,6 +1,7 @@
 """Small readers the tests share: they look at rows, never at mocks."""
 
 import re
+import socket
 import threading
 import time
 
@@ -97,3 +98,10 @@ def assert_fits(text: str, width: int, *figures: str) -> None:
     for figure in figures:
         for number in NUMBER.findall(figure):
             assert number in shown, (number, figure, text)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on just now (for a JupyterLab of a test's own)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

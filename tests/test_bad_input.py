@@ -146,6 +146,16 @@ CLI_CASES = {
     "psql ../../etc": (["psql", "../../etc"], "LESSON must be a lesson's number"),
     "worker --kind ''": (["worker", "--kind", "", "--until-idle"], "kind must be a non-empty string"),
     "--db '!!!'": (["stats", "--db", "!!!"], "a database label is letters a-z"),
+    "--db 'x!' (once quietly pgq_x)": (["stats", "--db", "x!"], "--db: a database label is letters a-z"),
+    "enqueue --max-att (an abbreviation)": (
+        ["enqueue", "send_receipt", "{}", "--max-att", "3"],
+        "unrecognized arguments: --max-att 3",
+    ),
+    "lab --no-b (an abbreviation, not passed on to jupyter)": (["lab", "--no-b"], "unrecognized arguments"),
+    "lab --port -1": (["lab", "--port", "-1"], "--port must be from 1 to 65,535, got -1"),
+    "lab --port 70000": (["lab", "--port", "70000"], "--port must be from 1 to 65,535"),
+    "lab --dir missing": (["lab", "--dir", "no-such-folder"], "--dir: "),
+    "lab --fresh 99": (["lab", "--fresh", "99"], "--fresh must be a lesson's number"),
     "reproduce --only ٣": (["reproduce", "--only", "٣"], "'٣' is not a number"),
     "an argparse refusal": (["bench", "--jobs", "many"], "argument --jobs: 'many' is not a whole number"),
     # Found by attacking the command line: each once ran, or refused only after a database was made.

@@ -1,0 +1,117 @@
+"""`pgq-teach clean`: give back the disk the course took.
+
+Every database the course makes is named with `databases.PREFIX` (pgq_): the
+lessons', the Your-turn scratch databases, the runs' and the tests'. Clean drops
+those and no other, each only if no session is connected to it (an open
+notebook keeps its database, and says so). Then a CHECKPOINT makes the WAL
+written so far unneeded; the embedded server, with wal_recycle off
+(`embedded.bound_wal`), removes those segment files rather than keeping them
+for reuse, so one is left.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+from . import embedded
+from .databases import PREFIX
+from .server import Server
+from .statements import run
+
+
+@dataclass
+class Cleaned:
+    """What clean did: the databases dropped and kept, and the bytes before and after."""
+
+    dropped: list[str] = field(default_factory=list)
+    in_use: list[str] = field(default_factory=list)
+    before: int = 0  # the data folder (embedded), or the course's databases (any other server)
+    after: int = 0
+    measured: str = "the data folder"
+    wal_note: str = ""
+
+    @property
+    def freed(self) -> int:
+        return max(self.before - self.after, 0)
+
+    def line(self) -> str:
+        """One line: what was dropped and how much it freed."""
+        text = (
+            f"dropped {len(self.dropped)} course database(s); freed {mib(self.freed)} "
+            f"({self.measured}: {mib(self.before)} before, {mib(self.after)} after)"
+        )
+        if self.in_use:
+            text += f"; kept {len(self.in_use)} in use ({', '.join(self.in_use)}): close their notebooks"
+        return text + self.wal_note
+
+
+def mib(size: int) -> str:
+    """Bytes as MB (2^20), the unit du -m and PostgreSQL's settings use."""
+    return f"{size / 2**20:,.1f} MB"
+
+
+def folder_size(path: Path) -> int:
+    """The bytes the files under `path` take (files that vanish while it counts are skipped)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def course_databases(conn: psycopg.Connection) -> list[tuple[str, int]]:
+    """The course's databases on this server, with their sizes in bytes."""
+    return [(name, size) for name, size in run(conn, "admin/course_databases", {"prefix": PREFIX})]
+
+
+def clean(server: Server) -> Cleaned:
+    """Drop every course database no session uses, then checkpoint the WAL away."""
+    embedded_here = server.backend == "embedded"
+    folder = embedded.data_dir()
+    result = Cleaned(measured="the data folder" if embedded_here else "the course's databases")
+    with psycopg.connect(server.dsn, autocommit=True, connect_timeout=5) as conn:
+        found = course_databases(conn)
+        result.before = folder_size(folder) if embedded_here else sum(size for _, size in found)
+        for name, size in found:
+            try:
+                run(conn, "admin/drop_idle_database", idents={"name": name})
+                result.dropped.append(name)
+            except psycopg.errors.ObjectInUse:
+                result.in_use.append(name)
+                result.after += 0 if embedded_here else size
+        result.wal_note = _let_wal_go(conn)
+        if embedded_here:
+            result.after = folder_size(folder)
+    return result
+
+
+def _let_wal_go(conn: psycopg.Connection) -> str:
+    """CHECKPOINT; a note if the role may not."""
+    try:
+        run(conn, "admin/checkpoint")
+    except psycopg.errors.InsufficientPrivilege:
+        return "; no CHECKPOINT (this role may not), so the WAL goes at the server's next one"
+    return ""
+
+
+def remove(folder: Path) -> int:
+    """Remove a folder of the course's and return the bytes it held."""
+    size = folder_size(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+    return size
+
+
+def remove_data_folder() -> tuple[Path, int]:
+    """Stop the embedded server and remove its data folder. Returns the folder and the
+    bytes it held."""
+    folder = embedded.data_dir()
+    embedded.stop()
+    return folder, remove(folder)

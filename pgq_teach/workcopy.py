@@ -1,0 +1,149 @@
+"""The learner's working copy of the lessons.
+
+`pgq-teach lab` serves a copy of the course's notebooks kept in the learner's
+data folder (`learner.home()/notebooks`, beside progress.json), so what the
+learner types and runs is saved there and the course's own notebooks stay as
+git has them: a `git pull` of the course never meets the learner's outputs.
+
+A lesson is copied only when the learner has no copy of it yet; nothing the
+learner saved is ever written over. Which version of the course's notebook each
+copy was made from is kept (`course_copies.json`, a SHA-256 per lesson), so a
+newer course notebook is noticed and named in one line. `fresh(slug)` moves the
+learner's copy aside into `earlier/` with the time in its name (never deleted)
+and copies the course's current version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import learner
+from .errors import BadInput, SetupError
+
+FOLDER = "notebooks"  # inside learner.home()
+EARLIER = "earlier"  # inside the copy: lessons set aside by --fresh
+VERSIONS = "course_copies"  # learner.home()/course_copies.json: lesson file -> SHA-256 it was copied from
+LESSON_GLOB = "[0-9][0-9]*-*.ipynb"
+
+
+def course_notebooks() -> Path:
+    """The course's own notebooks/ folder (in a clone, beside the package)."""
+    here = Path(__file__).resolve().parent.parent / "notebooks"
+    return here if here.is_dir() else Path.cwd() / "notebooks"
+
+
+def lessons() -> list[str]:
+    """The course's lessons, by slug ("02-row-locks"), from its notebooks."""
+    return sorted(path.stem for path in course_notebooks().glob(LESSON_GLOB))
+
+
+def find_lesson(name: str, text: Any, *, also: str = "") -> str:
+    """A lesson's slug from its slug or its number ("02", "2", "02b"). Anything
+    else is BadInput naming the argument `name`; `also` adds what else it may be."""
+    known = lessons()
+    if isinstance(text, str) and text in known:
+        return text
+    if isinstance(text, str) and text.isascii() and 0 < len(text) <= 3:
+        wanted = f"{int(text):02d}" if text.isdigit() else text.lower()
+        matches = [slug for slug in known if slug.split("-", 1)[0] == wanted]  # 02, or 02b
+        if matches:
+            return matches[0]
+    numbers = f"{known[0][:2]} to {known[-1][:2]}" if known else "none found here"
+    raise BadInput(
+        f"{name} must be a lesson's number ({numbers}) or slug, such as 02 or 02-row-locks{also}; "
+        f"got {text!r}"
+    )
+
+
+def folder() -> Path:
+    """Where the learner's copy lives: learner.home()/notebooks."""
+    return learner.home() / FOLDER
+
+
+def _made(path: Path) -> Path:
+    """The folder, made if missing; SetupError (one line) if it cannot be."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SetupError(
+            f"cannot make {path} for your copy of the lessons ({exc.strerror}); set PGQ_HOME to a folder"
+        ) from None
+    return path
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass
+class CopyReport:
+    """What `prepare` did: the lessons it copied, and those whose course version
+    is newer than the one the learner's copy was made from."""
+
+    folder: Path
+    copied: list[str] = field(default_factory=list)
+    newer: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """At most two lines for the terminal."""
+        out = [f"your copy of the lessons: {self.folder}"]
+        if self.copied:
+            out[0] += f" (copied {len(self.copied)} lesson(s) from the course)"
+        if self.newer:
+            numbers = ", ".join(slug.split("-", 1)[0] for slug in self.newer)
+            out.append(
+                f"the course has a newer version of lesson(s) {numbers}: `pgq-teach lab --fresh "
+                f"{self.newer[0].split('-', 1)[0]}` copies it (yours is kept in {EARLIER}/)"
+            )
+        return out
+
+
+def _copy(slug: str, versions: dict[str, Any]) -> None:
+    source = course_notebooks() / f"{slug}.ipynb"
+    shutil.copyfile(source, folder() / source.name)
+    versions[source.name] = _digest(source)
+
+
+def prepare() -> CopyReport:
+    """Copy every lesson the learner has no copy of yet, and name those whose
+    course version changed since their copy was made. Writes over nothing."""
+    target = _made(folder())
+    report = CopyReport(target)
+
+    def edit(versions: dict[str, Any]) -> None:
+        for slug in lessons():
+            name = f"{slug}.ipynb"
+            if not (target / name).exists():
+                _copy(slug, versions)
+                report.copied.append(slug)
+            elif name not in versions:  # a copy made before versions were kept: take it as current
+                versions[name] = _digest(course_notebooks() / name)
+            elif versions[name] != _digest(course_notebooks() / name):
+                report.newer.append(slug)
+
+    learner.change(VERSIONS, edit)
+    return report
+
+
+def fresh(slug: str) -> Path | None:
+    """A new copy of one lesson from the course. The learner's copy, if any, is
+    moved to earlier/SLUG-YYYYmmdd-HHMMSS.ipynb first; returns where it went."""
+    target = folder()
+    _made(target / EARLIER)
+    current = target / f"{slug}.ipynb"
+    kept: Path | None = None
+    if current.exists():
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        kept = target / EARLIER / f"{slug}-{stamp}.ipynb"
+        n = 1
+        while kept.exists():  # two fresh copies within a second keep both earlier ones
+            n += 1
+            kept = target / EARLIER / f"{slug}-{stamp}-{n}.ipynb"
+        current.rename(kept)
+    learner.change(VERSIONS, lambda versions: _copy(slug, versions))
+    return kept

@@ -1,0 +1,127 @@
+"""`pgq-teach clean` gives back the disk a course run took, on a fresh embedded
+server of the test's own (clean drops every course database on its server, so
+it never runs on the server the other tests share)."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from helpers import wait_for
+from pgq_teach import databases, embedded, seeding, server
+from pgq_teach.statements import run, run_one
+from pgq_teach.tidy import folder_size
+
+# A course run's shape, scaled down: the lessons' databases, each filled and filled again (the
+# drains and resets that make WAL), where a full run left 25 databases and 562 MB.
+LESSONS = ["03-claim-with-a-lease", "08-indexes", "09-bloat-and-vacuum", "10-operations", "01_claim"]
+JOBS = 40_000
+
+
+@pytest.fixture
+def own_server():
+    """The embedded server in a folder of the test's own, chosen for this process and for the
+    pgq-teach commands it runs; the shared server is chosen again afterwards."""
+    home = Path(tempfile.mkdtemp(prefix="pgq-teach-clean-"))
+    values = {
+        "PGQ_DATA_DIR": str(home / "pg18"),
+        "PGQ_HOME": str(home / "learner"),
+        "PGQ_BACKEND": "embedded",
+        "PGQ_DSN": None,
+    }
+    try:
+        with embedded.environment(**values):
+            server.reset_choice()
+            yield server.get_server(), home / "pg18"
+            embedded.stop()
+    finally:
+        server.reset_choice()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def wal_settings_become(dsn: str, wanted: tuple) -> bool:
+    """A reload reaches new sessions a moment after pg_reload_conf returns: poll for it."""
+
+    def now() -> tuple:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            return tuple(run_one(admin, "admin/wal_settings"))
+
+    return wait_for(lambda: now() == wanted, timeout=10, step=0.1)
+
+
+def clean(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", "clean", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_clean_frees_what_the_course_took_and_keeps_what_is_not_its(own_server):
+    srv, folder = own_server
+    assert wal_settings_become(srv.dsn, (256, "off"))  # set at the first start
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:
+        fresh = folder_size(folder)
+        run(admin, "admin/create_database", idents={"name": "my_own_notes"})  # not the course's
+    for label in LESSONS:
+        db = databases.open_database(label, reset=True)
+        with db.connection() as conn:
+            for _ in range(2):
+                seeding.reset_and_seed(conn, "send_receipt", JOBS)
+    busy = databases.open_database("02-row-locks").connect()  # an open notebook's session
+    before = folder_size(folder)
+    assert before - fresh > 150 * 2**20, (fresh, before)  # the course took room worth freeing
+
+    done = clean()
+    after = folder_size(folder)
+    busy.close()
+
+    assert done.returncode == 0, done.stderr
+    # What the course added beyond a fresh server, at least 90% of it given back.
+    assert before - after >= 0.9 * (before - fresh), (fresh, before, after, done.stdout)
+    line = done.stdout.splitlines()[-1]
+    assert line.startswith(f"dropped {len(LESSONS)} course database(s); freed ") and " MB" in line, line
+    freed_mb = float(line.split("freed ", 1)[1].split(" MB", 1)[0].replace(",", ""))
+    assert abs(freed_mb - (before - after) / 2**20) < 5, (freed_mb, before, after)
+    assert "kept 1 in use (pgq_02_row_locks" in line
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:
+        names = {row[0] for row in run(admin, "admin/database_names")}
+    assert "my_own_notes" in names and databases.database_name("02-row-locks") in names
+    assert not any(databases.database_name(label) in names for label in LESSONS)
+
+
+def test_clean_all_asks_first_and_without_a_yes_leaves_the_folder(own_server):
+    _, folder = own_server
+    done = clean("--all")
+    assert done.returncode == 1 and folder.is_dir() and "left" in done.stdout
+    done = clean("--all", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert not folder.exists() and "removed" in done.stdout.splitlines()[-1]
+
+
+def test_clean_refuses_a_server_it_did_not_start(tmp_path):
+    env = {**os.environ, "PGQ_DSN": "postgresql://nobody@127.0.0.1:9/x", "PGQ_BACKEND": "dsn"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", "clean"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "--this-server" in done.stderr
+
+
+def test_the_wal_settings_are_set_once_and_a_learners_own_value_stays(own_server):
+    srv, _ = own_server
+    assert wal_settings_become(srv.dsn, (256, "off"))
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:
+        run(admin, "admin/alter_system", {"value": "512MB"}, idents={"name": "max_wal_size"})
+        run(admin, "admin/reload_config")
+    assert wal_settings_become(srv.dsn, (512, "off"))
+    embedded.bound_wal(srv.dsn)  # as every start calls it: PostgreSQL's defaults are gone, so it keeps 512
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:  # the files, whatever a reload has reached
+        assert run_one(admin, "admin/file_setting", {"name": "max_wal_size"}) == ("512MB",)

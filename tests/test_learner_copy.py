@@ -1,0 +1,147 @@
+"""The learner's working copy of the lessons (pgq_teach/workcopy.py): `pgq-teach lab`
+serves it from the learner's data folder, so running and saving a lesson leaves the
+course's notebooks as git has them, and nothing the learner saved is written over."""
+
+import hashlib
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from helpers import free_port
+from pgq_teach import workcopy
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSON = "00-start-here"  # the quickest lesson to Run All (about 10 s)
+
+
+def course_hashes() -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (ROOT / "notebooks").iterdir()}
+
+
+@pytest.fixture
+def learner_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path / "learner"))
+    return tmp_path / "learner"
+
+
+def test_each_lesson_is_copied_once_and_what_the_learner_saved_stays(learner_home):
+    first = workcopy.prepare()
+    assert first.folder == learner_home / "notebooks"
+    assert first.copied == workcopy.lessons() and first.newer == []
+    mine = first.folder / f"{LESSON}.ipynb"
+    mine.write_text(mine.read_text(encoding="utf-8").replace("Start here", "My notes"), encoding="utf-8")
+    saved = mine.read_bytes()
+    again = workcopy.prepare()
+    assert again.copied == [] and again.newer == [] and mine.read_bytes() == saved
+    assert len(again.lines()) == 1
+
+
+def test_a_newer_course_lesson_is_named_and_fresh_keeps_the_old_copy(learner_home):
+    workcopy.prepare()
+    mine = workcopy.folder() / "05-stalled-workers-and-fencing.ipynb"
+    mine.write_bytes(mine.read_bytes() + b"\n")  # what the learner saved
+    saved = mine.read_bytes()
+    # The course's notebook changes after the copy was made (a git pull): its recorded version differs.
+    versions = json.loads((learner_home / "course_copies.json").read_text())
+    versions[mine.name] = "0" * 64
+    (learner_home / "course_copies.json").write_text(json.dumps(versions))
+    report = workcopy.prepare()
+    assert report.newer == ["05-stalled-workers-and-fencing"] and mine.read_bytes() == saved
+    assert "`pgq-teach lab --fresh 05`" in report.lines()[1]
+
+    kept = workcopy.fresh(workcopy.find_lesson("--fresh", "05"))
+    assert kept is not None and kept.parent.name == "earlier" and kept.read_bytes() == saved
+    assert mine.read_bytes() == (ROOT / "notebooks" / mine.name).read_bytes()
+    assert workcopy.prepare().newer == []
+    assert workcopy.fresh("05-stalled-workers-and-fencing") != kept  # a second fresh keeps both
+    assert len(list((workcopy.folder() / "earlier").iterdir())) == 2
+
+
+def test_run_all_from_the_copy_leaves_the_course_notebooks_untouched(learner_home, pg):
+    before = course_hashes()
+    folder = workcopy.prepare().folder
+    copy = folder / f"{LESSON}.ipynb"
+    copied = copy.read_bytes()
+    # Run All as the lab's kernel does: in the copy's folder, with the notebook saved in place.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "nbconvert",
+            "--to",
+            "notebook",
+            "--execute",
+            "--inplace",
+            copy.name,
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    ran = nbformat.read(copy, as_version=4)
+    assert copy.read_bytes() != copied and all(
+        not c.get("outputs") or all(o.get("name") != "stderr" for o in c.outputs)
+        for c in ran.cells
+        if c.cell_type == "code"
+    )
+    assert course_hashes() == before
+
+
+def test_pgq_teach_lab_serves_the_copy_and_its_saves_stay_there(learner_home, pg, tmp_path):
+    before = course_hashes()
+    port, token = free_port(), secrets.token_hex(8)
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    env.pop("PGQ_DB_TAG", None)
+    lab = subprocess.Popen(
+        [sys.executable, "-m", "pgq_teach.cli", "lab", "--no-browser", f"--port={port}"]
+        + ["--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    api = f"http://127.0.0.1:{port}/api/contents/{LESSON}.ipynb?token={token}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                model = json.load(urllib.request.urlopen(api, timeout=5))
+                break
+            except OSError:
+                assert lab.poll() is None and time.monotonic() < deadline, "the lab did not answer"
+                time.sleep(0.5)
+        # What JupyterLab's save (and autosave) sends: the whole notebook, to the same path.
+        model["content"]["cells"][0]["source"] = "# My own notes"
+        body = json.dumps({"type": "notebook", "format": "json", "content": model["content"]}).encode()
+        request = urllib.request.Request(api, data=body, method="PUT")
+        request.add_header("Content-Type", "application/json")
+        urllib.request.urlopen(request, timeout=30).close()
+    finally:
+        lab.terminate()
+        out = lab.communicate(timeout=30)[0]
+    assert f"your copy of the lessons: {learner_home / 'notebooks'}" in out, out
+    saved = nbformat.read(learner_home / "notebooks" / f"{LESSON}.ipynb", as_version=4)
+    assert saved.cells[0].source == "# My own notes"
+    assert course_hashes() == before
+
+
+def test_a_home_that_is_a_file_is_one_line_not_a_traceback(tmp_path, monkeypatch):
+    from pgq_teach.errors import SetupError
+
+    (tmp_path / "home").write_text("not a folder")
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path / "home"))
+    with pytest.raises(SetupError, match="set PGQ_HOME to a folder"):
+        workcopy.prepare()
+    assert (tmp_path / "home").read_text() == "not a folder"

@@ -29,7 +29,8 @@ from ..experiments.race import (
     style_name,
     sweep_workers,
 )
-from .common import TABLE_STYLE, ExperimentPanel, comparison_html
+from .common import TABLE_STYLE, comparison_html
+from .lab import ExperimentPanel
 
 GUESS_LABEL = "Your guess: how many jobs will run more than once?"
 _WIDE = {"description_width": "initial"}

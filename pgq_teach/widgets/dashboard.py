@@ -32,7 +32,7 @@ def snapshot_html(snap: Snapshot) -> str:
         if s.get("xact_age") is not None
     )
     last = st.last_autovacuum.strftime("%H:%M:%S") if st.last_autovacuum else "never"
-    style = "<style>.pgq-dash td,.pgq-dash th{padding:1px 8px;text-align:left}</style>"
+    style = "<style>.pgq-dash td,.pgq-dash th{padding:4px 8px;text-align:left}</style>"
     return (
         f"{style}<div class='pgq-dash' style='display:flex;gap:24px'>"
         f"<div><b>jobs by status</b><table><tr><th>status</th><th>jobs</th></tr>{counts}</table>"

@@ -100,8 +100,7 @@ class Dashboard(Lab):
         except Exception as exc:  # shown where the learner looks; a click has no caller
             self.say(error_html(exc))
             return
-        started = self.run(self.refresh_loop, "running: refreshing every second. Press Stop to end the load.")
-        self.stop_button.disabled = not started
+        self.run(self.refresh_loop, "running: refreshing every second. Press Stop to end the load.")
 
     def refresh_loop(self, halt: threading.Event) -> list[Snapshot]:
         """Read the three queries every `interval` until Stop; the load stops with it."""
@@ -116,10 +115,6 @@ class Dashboard(Lab):
         finally:
             if self.load is not None:
                 self.load.stop()
-
-    def enable(self, on: bool) -> None:
-        super().enable(on)
-        self.stop_button.disabled = True  # on again only while the load runs (start)
 
     def show(self, snapshots: list[Snapshot]) -> None:
         done = self.load.done if self.load else 0

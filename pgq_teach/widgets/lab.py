@@ -163,6 +163,7 @@ class Lab(W.VBox):
     run's result in `show(result)`."""
 
     closed = False  # until close(); a class default, so a lab's parts may ask before it is built
+    stop_button: W.Button | None = None  # a lab with a Stop sets it: usable only while work runs
 
     def __init__(
         self,
@@ -231,7 +232,10 @@ class Lab(W.VBox):
             return False
         self.enable(False)
         self.say(message)
-        return self.runner.start(work)
+        started = self.runner.start(work)
+        if self.stop_button is not None:
+            self.stop_button.disabled = not started
+        return started
 
     def stop(self) -> None:
         """Ask the running work to stop at its next check."""
@@ -242,8 +246,11 @@ class Lab(W.VBox):
         return self.runner.wait(timeout)
 
     def enable(self, on: bool) -> None:
+        """Make the lab's buttons usable (or not); Stop is usable only while work runs."""
         for control in self.buttons:
             control.disabled = not on or self.closed
+        if self.stop_button is not None:
+            self.stop_button.disabled = True
 
     def _ended(self, result: Any) -> None:
         self.enable(True)
@@ -320,17 +327,11 @@ class ExperimentPanel(Lab):
         self.output.value = ""  # the old result must not sit under "running…"
         self.run_guess = self.guess.value if self.guess else None  # read now, on the caller's thread
         guess = self.run_guess
-        started = self.run(lambda stop: self._run(stop, guess), "running…")
-        self.stop_button.disabled = not started
-        return started
+        return self.run(lambda stop: self._run(stop, guess), "running…")
 
     def _run(self, stop: threading.Event, guess: float | None) -> Any:
         with ProgressRelay(lambda done, total: show_progress(self.progress, done, total)) as relay:
             return self.experiment(progress=relay.update, stop=stop, guess=guess)
-
-    def enable(self, on: bool) -> None:
-        super().enable(on)
-        self.stop_button.disabled = True  # on again only while a run is going (start)
 
     def show(self, result: Any) -> None:
         self.output.value = self.render(result)

@@ -83,9 +83,7 @@ class YourTurn(Lab):
     def start(self) -> bool:
         sql = self.editor.value  # read on the caller's thread: typing during a check changes nothing
         self.progress.value = 0
-        started = self.run(lambda stop: self._check(sql, stop), "checking on the live server…")
-        self.stop_button.disabled = not started
-        return started
+        return self.run(lambda stop: self._check(sql, stop), "checking on the live server…")
 
     def stop(self) -> None:
         """Cancel the running check: its learner sessions' statements end now."""
@@ -93,10 +91,6 @@ class YourTurn(Lab):
             self.say("stopping…")
             self.runner.stop()
             sandbox.stop_checks(self.exercise.key)
-
-    def enable(self, on: bool) -> None:
-        super().enable(on)
-        self.stop_button.disabled = True  # on again only while a check runs (start)
 
     def start_over(self) -> None:
         self.editor.value = self.exercise.attempt_text()

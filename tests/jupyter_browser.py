@@ -264,6 +264,16 @@ def page(chromium, jupyterlab, request):
     context.close()
 
 
+def set_slider(panel, description: str, value: float) -> None:
+    """Type a value into a slider's readout, as a person can."""
+    slider = panel.locator(".widget-slider", has=panel.page.locator(f"label:text-is('{description}')"))
+    readout = slider.locator(".widget-readout")
+    readout.click()
+    readout.press("Control+A")
+    readout.type(str(value))
+    readout.press("Enter")
+
+
 def run_and_find(page, lab: LabServer, notebook: str, css: str, timeout_ms: int = 120_000):
     """Open and run a notebook, then return its first widget with the CSS class
     `css` (a Playwright locator), scrolled into view."""
@@ -271,3 +281,86 @@ def run_and_find(page, lab: LabServer, notebook: str, css: str, timeout_ms: int 
     widget = page.locator(css).first
     widget.scroll_into_view_if_needed()
     return widget
+
+
+# --- what every lab must show on screen (issue 25's done-when) ---------------------------------
+# Each check returns what it found wrong, so a test can report every lab's faults at once;
+# tests/test_browser_checks.py shows each one failing on a deliberately broken plain page.
+
+TEXT_HOLDERS = (
+    "button, label, .widget-label, .pgq-lab-status, .pgq-status, .pgq-third-status, "
+    ".pgq-guess .widget-html-content"
+)
+
+# Every visible button, label and status line in `root` whose text is cut: wider than its box.
+CLIPPED_JS = """(root, selector) => [...root.querySelectorAll(selector)]
+  .filter(el => el.offsetParent !== null && el.scrollWidth > el.clientWidth)
+  .map(el => `${el.tagName.toLowerCase()}.${[...el.classList].join('.')}`
+    + ` "${el.textContent.trim().slice(0, 60)}" needs ${el.scrollWidth} px, has ${el.clientWidth} px`)"""
+
+# Every visible table cell in `root` with less than `least.sides` px of padding left or
+# right, or less than `least.rows` above or below.
+UNPADDED_JS = """(root, least) => [...root.querySelectorAll('td, th')]
+  .filter(el => el.offsetParent !== null)
+  .map(el => [el, getComputedStyle(el)])
+  .filter(([el, s]) => parseFloat(s.paddingLeft) < least.sides || parseFloat(s.paddingRight) < least.sides
+    || parseFloat(s.paddingTop) < least.rows || parseFloat(s.paddingBottom) < least.rows)
+  .map(([el, s]) => `${el.tagName.toLowerCase()} "${el.textContent.trim().slice(0, 40)}" padded `
+    + `${s.paddingTop} ${s.paddingRight} ${s.paddingBottom} ${s.paddingLeft}`)"""
+
+# Columns that do not run together (the browser's own is 1 px), rows that do not touch.
+LEAST_PADDING_PX = {"sides": 4, "rows": 2}
+
+
+def clipped_text(root) -> list[str]:
+    """Each button, label or status line in `root` (a locator) whose text does not fit."""
+    return root.evaluate(CLIPPED_JS, TEXT_HOLDERS)
+
+
+def unpadded_cells(root, least: dict[str, float] = LEAST_PADDING_PX) -> list[str]:
+    """Each table cell in `root` padded less than `least` (px at the sides, above and below)."""
+    return root.evaluate(UNPADDED_JS, least)
+
+
+def not_done(lab) -> list[str]:
+    """Why `lab` does not show its done state (the class pgq-done, and a status line
+    that says so); empty when it does."""
+    if lab.evaluate("el => el.classList.contains('pgq-done')"):
+        return []
+    status = lab.locator(".pgq-lab-status").first
+    said = status.inner_text().strip() if status.count() else "(no status line)"
+    return [f"not done: its status line says {said!r}"]
+
+
+def lab_faults(lab, shot: Path | None = None) -> list[str]:
+    """Everything wrong with one lab on screen: clipped text, unpadded cells, no done state.
+    With `shot`, its screenshot is saved there first (tests/artifacts/)."""
+    lab.scroll_into_view_if_needed()
+    if shot is not None:
+        lab.screenshot(path=str(shot))
+    return clipped_text(lab) + unpadded_cells(lab) + not_done(lab)
+
+
+def assert_every_lab_finished(page, lesson: str, *, least: int = 1, timeout_ms: int = 10_000) -> int:
+    """Every lab on the page (class pgq-lab) has reached its done state, clips no
+    text and pads its tables; each lab's screenshot goes to tests/artifacts/
+    as <lesson>-lab-<n>-<its class>.png. Returns how many labs were checked."""
+    labs = page.locator(".pgq-lab")
+    count = labs.count()
+    assert count >= least, f"{lesson}: {count} labs on the page, expected at least {least}"
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    faults = []
+    for n in range(count):
+        lab = labs.nth(n)
+        try:  # a lab may still be drawing its last result
+            page.wait_for_function(
+                "el => el.classList.contains('pgq-done')", arg=lab.element_handle(), timeout=timeout_ms
+            )
+        except PlaywrightTimeout:  # reported below, with what its status line says
+            pass
+        name = next(c for c in lab.get_attribute("class").split() if c.startswith("pgq-") and c != "pgq-lab")
+        shot = ARTIFACTS / f"{lesson}-lab-{n + 1}-{name.removeprefix('pgq-')}.png"
+        faults += [f"{name} ({shot.name}): {fault}" for fault in lab_faults(lab, shot)]
+    assert not faults, f"{lesson}: " + "\n".join(faults)
+    return count

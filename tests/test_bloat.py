@@ -260,3 +260,22 @@ def test_an_idle_read_committed_transaction_holds_nothing_back(db):
     quiet = bloat.read_committed_idle(db, jobs=1_000)
     assert quiet.state == "idle in transaction" and not quiet.listed_as_holder
     assert quiet.vacuum.not_removable == 0
+
+
+def test_the_idle_lab_says_what_to_press_next_until_vacuum_has_run_on_each_side_of_the_end():
+    from pgq_teach.experiments.bloat import DrainStep
+    from pgq_teach.widgets.idle_lab import next_step
+
+    def steps(*actions: tuple[str, bool]) -> list[DrainStep]:
+        return [DrainStep(action, held, claim=None) for action, held in actions]  # type: ignore[arg-type]
+
+    assert next_step([], transaction_open=False).startswith("Press Open")
+    assert next_step([], transaction_open=True).startswith("Press Drain")
+    assert "VACUUM" in next_step(steps(("drain", True)), transaction_open=True)
+    held = steps(("drain", True), ("vacuum", True))
+    assert next_step(held, transaction_open=True).startswith("Press End")
+    assert next_step(held, transaction_open=False) == "Press VACUUM again."
+    story = steps(("drain", True), ("vacuum", True), ("vacuum", False))
+    assert next_step(story, transaction_open=False) is None  # done
+    # a VACUUM with no transaction before the held one does not finish the story
+    assert next_step(steps(("vacuum", False), ("vacuum", True)), transaction_open=True) is not None

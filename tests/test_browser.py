@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_browser import ARTIFACTS, BROWSER_TESTS, ThemeRetry, open_and_run_all, open_page, run_and_find
+from jupyter_browser import (
+    ARTIFACTS,
+    BROWSER_TESTS,
+    ThemeRetry,
+    assert_every_lab_finished,
+    clipped_text,
+    open_and_run_all,
+    open_page,
+    run_and_find,
+    set_slider,
+)
 
 pytestmark = BROWSER_TESTS
 
@@ -51,16 +61,6 @@ def test_start_here_connects_and_prints_the_server_version(page, jupyterlab):
     page.screenshot(path=str(ARTIFACTS / "00-start-here.png"), full_page=False)
 
 
-def set_slider(panel, description: str, value: int) -> None:
-    """Type a value into a slider's readout, as a person can."""
-    slider = panel.locator(".widget-slider", has=panel.page.locator(f"label:text-is('{description}')"))
-    readout = slider.locator(".widget-readout")
-    readout.click()
-    readout.press("Control+A")
-    readout.type(str(value))
-    readout.press("Enter")
-
-
 def test_race_lab_runs_from_its_run_button(page, jupyterlab):
     panel = run_and_find(page, jupyterlab, "01-double-send.ipynb", ".pgq-race-lab")
     set_slider(panel, "workers", 8)
@@ -88,6 +88,7 @@ def test_race_lab_runs_from_its_run_button(page, jupyterlab):
     chart.scroll_into_view_if_needed()
     assert sweep.locator("svg.pgq-chart polyline.series").count() == 2
     chart.screenshot(path=str(ARTIFACTS / "01-sweep.png"))
+    assert assert_every_lab_finished(page, "01") >= 5  # three race labs, the sweep, Your turn
 
 
 def test_lock_lab_shows_waiting_then_served_and_skip_locked_at_once(page, jupyterlab):
@@ -96,6 +97,7 @@ def test_lock_lab_shows_waiting_then_served_and_skip_locked_at_once(page, jupyte
     assert assert_guess_fields_are_wide(page) >= 1
     label = lock_lab.locator("label", has_text="B claims with").first
     assert label.evaluate("el => el.scrollWidth <= el.clientWidth"), "the label 'B claims with' is cut"
+    assert clipped_text(lock_lab) == []
     reset(lock_lab)
     columns = [column_x(a, b)]
 

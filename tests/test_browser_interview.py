@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import json
 
-from jupyter_browser import ARTIFACTS, BROWSER_TESTS, KERNEL_IDLE, run_and_find
+from jupyter_browser import (
+    ARTIFACTS,
+    BROWSER_TESTS,
+    KERNEL_IDLE,
+    assert_every_lab_finished,
+    clipped_text,
+    run_and_find,
+)
 
 pytestmark = BROWSER_TESTS
 
@@ -40,6 +47,8 @@ def test_follow_up_answers_and_ticks_survive_a_kernel_restart_and_reach_the_summ
     assert saved["answers"]["requirements"] == ANSWER and saved["flags"]["requirements"] == [0]
     assert FOLLOW_UP in saved["follow_up_answers"].values()
     page.screenshot(path=str(ARTIFACTS / "12-the-interview.png"), full_page=False)
+    assert clipped_text(widget) == []  # "Show model answer", "Ask the interviewer", ... whole
+    assert assert_every_lab_finished(page, "12") >= 1  # Your turn, checked
 
     page.evaluate(RESTART)
     page.wait_for_function(KERNEL_IDLE, arg=NOTEBOOK, timeout=60_000)

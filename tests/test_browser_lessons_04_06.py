@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from jupyter_browser import ARTIFACTS, BROWSER_TESTS, run_and_find
+from jupyter_browser import ARTIFACTS, BROWSER_TESTS, assert_every_lab_finished, run_and_find, set_slider
 
 pytestmark = BROWSER_TESTS
 
@@ -13,8 +13,14 @@ pytestmark = BROWSER_TESTS
 def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, jupyterlab):
     crash = run_and_find(page, jupyterlab, "04-crashed-workers.ipynb", ".pgq-crash-lab")
     hold, lease = crash.locator(".pgq-hold-worker"), crash.locator(".pgq-lease-worker")
+    # By hand the lease starts long enough for a person (20 s); the learner may shorten it,
+    # as this test does, so it need not wait 20 s. Moving the slider starts again from two jobs.
+    assert "20 s lease" in lease.inner_text()
+    set_slider(crash, "lease, s (by hand)", 3)
+    lease.filter(has_text="3 s lease").wait_for()
     crash.locator(".pgq-reset").click()
     hold.locator(".pgq-start:not([disabled])").wait_for()
+    crash.locator(".pgq-third-status").filter(has_text="Start the hold-style worker").wait_for()
 
     hold.locator(".pgq-start").click()
     hold.locator(".pgq-status").filter(has_text="working on job 1").wait_for()
@@ -33,7 +39,7 @@ def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, j
 
     # End the lease worker's session: job 2 stays running, its lease passes, and it is still
     # running (nobody reaped it) until the reaper runs. (The browser may be slower than the
-    # 2 s lease, so the test does not race it to show "0 handed back" first.)
+    # 3 s lease, so the test does not race it to show "0 handed back" first.)
     lease.locator(".pgq-end").click()
     lease.locator(".pgq-status").filter(has_text="session ended").wait_for()
     board.locator("tr[data-job='2'][data-status='running']", has_text="passed").wait_for(timeout=10_000)
@@ -43,6 +49,7 @@ def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, j
     board.locator("tr[data-job='2'][data-status='ready']").wait_for()
     assert "lease expired" in board.inner_text()
     crash.screenshot(path=str(ARTIFACTS / "04-crash-lab.png"))
+    assert assert_every_lab_finished(page, "04") >= 3  # the crash and cleanup labs, Your turn
 
 
 def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, jupyterlab):
@@ -60,6 +67,9 @@ def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, jupyterlab):
     result = fencing.locator(".pgq-result").inner_text()
     assert "A's completion updated 0 row(s), B's 1" in result and "2 receipt(s)" in result
     fencing.screenshot(path=str(ARTIFACTS / "05-fencing-lab.png"))
+    fencing.locator(".pgq-status").filter(has_text="done: all 7 steps shown").wait_for()
+    assert fencing.locator(".pgq-step-button").is_disabled() and fencing.locator(".pgq-play").is_disabled()
+    assert assert_every_lab_finished(page, "05") >= 4  # fencing, two long-job labs, Your turn
 
 
 def test_retry_lab_fails_a_job_five_times_to_dead(page, jupyterlab):
@@ -77,3 +87,4 @@ def test_retry_lab_fails_a_job_five_times_to_dead(page, jupyterlab):
     assert retry.locator(".pgq-failures-table tr.pgq-failure[data-status='dead']").count() == 1
     assert retry.locator(".pgq-fail").is_disabled()
     retry.screenshot(path=str(ARTIFACTS / "06-retry-lab.png"))
+    assert assert_every_lab_finished(page, "06") >= 3  # the retry and herd labs, Your turn

@@ -3,7 +3,7 @@ NOTIFY rules lab and the idle-transaction lab, clicked as a learner would."""
 
 from __future__ import annotations
 
-from jupyter_browser import ARTIFACTS, BROWSER_TESTS, run_and_find
+from jupyter_browser import ARTIFACTS, BROWSER_TESTS, assert_every_lab_finished, run_and_find
 
 pytestmark = BROWSER_TESTS
 
@@ -28,6 +28,12 @@ def test_notify_rules_lab_runs_one_rule_then_all(page, jupyterlab):
     result.locator(".pgq-verdict").filter(has_text="every rule held").wait_for()
     status.filter(has_text="done").wait_for()
     rules.screenshot(path=str(ARTIFACTS / "07-notify-rules.png"))
+    assert assert_every_lab_finished(page, "07") >= 4  # rules, latency, cost, Your turn
+
+
+def test_index_labs_finish_and_show_their_done_state(page, jupyterlab):
+    run_and_find(page, jupyterlab, "08-indexes.ipynb", ".pgq-lab", timeout_ms=180_000)
+    assert assert_every_lab_finished(page, "08") >= 2  # the drained index, Your turn
 
 
 def test_idle_transaction_lab_holds_back_vacuum_until_ended(page, jupyterlab):
@@ -42,7 +48,7 @@ def test_idle_transaction_lab_holds_back_vacuum_until_ended(page, jupyterlab):
     idle.locator(".pgq-holders").filter(has_text="idle in transaction").wait_for()
 
     idle.locator(".pgq-drain").click()
-    idle.locator(".pgq-status").filter(has_text="done: after drain").wait_for(timeout=DRAIN_MS)
+    idle.locator(".pgq-status").filter(has_text="after drain, transaction open").wait_for(timeout=DRAIN_MS)
     idle.locator(".pgq-vacuum").click()
     steps.nth(before + 1).wait_for(timeout=DRAIN_MS)
     held = steps.nth(before + 1).locator("td")
@@ -60,3 +66,5 @@ def test_idle_transaction_lab_holds_back_vacuum_until_ended(page, jupyterlab):
     assert freed.nth(5).inner_text() == "0"
     assert int(freed.nth(1).inner_text().replace(",", "")) <= 2  # the guide: 1 buffer
     idle.screenshot(path=str(ARTIFACTS / "09-idle-transaction.png"))
+    idle.locator(".pgq-status").filter(has_text="done: after vacuum, no transaction").wait_for()
+    assert assert_every_lab_finished(page, "09") >= 3  # the drain and idle labs, Your turn

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import re
 
-from jupyter_browser import ARTIFACTS, BROWSER_TESTS, KERNEL_IDLE, run_and_find
+from jupyter_browser import (
+    ARTIFACTS,
+    BROWSER_TESTS,
+    KERNEL_IDLE,
+    assert_every_lab_finished,
+    clipped_text,
+    run_and_find,
+)
 
 pytestmark = BROWSER_TESTS
 
@@ -31,11 +38,14 @@ def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page
     dash.screenshot(path=str(ARTIFACTS / "10-operations.png"))
     dash.locator("button", has_text="Stop").click()
     status.filter(has_text="stopped").wait_for(timeout=20_000)
+    assert assert_every_lab_finished(page, "10") >= 3  # the dashboard, autovacuum, Your turn
 
 
 def test_checklist_recommends_and_keeps_its_ticks_across_a_kernel_restart(page, jupyterlab):
     notebook = "11-when-to-switch.ipynb"
     checklist = run_and_find(page, jupyterlab, notebook, ".pgq-switch-checklist")
+    assert assert_every_lab_finished(page, "11") >= 5  # drain, outage, side by side, two Your turns
+    assert clipped_text(checklist) == []
     assert checklist.locator(".pgq-recommendation").get_attribute("data-verdict") == "stay"
     checklist.locator(".pgq-signal-fan-out input[type=checkbox]").check()
     checklist.locator(".pgq-recommendation[data-verdict='move']").wait_for()

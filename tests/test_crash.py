@@ -5,6 +5,7 @@ plan uses the partial index."""
 
 import pytest
 
+from helpers import expire_leases
 from pgq_teach import measurements, seeding
 from pgq_teach.databases import drop_database, open_database
 from pgq_teach.errors import BadInput
@@ -132,19 +133,44 @@ def test_the_lab_by_clicking(db, tmp_path, monkeypatch):
         assert "hold worker" not in sessions and "lease worker" in sessions  # gone from pg_stat_activity
         lab.claim_button.click()
         assert "claimed job 1" in lab.third_status.value
+        assert "Next: Now End the lease-style worker" in lab.third_status.value and not lab.done
         lab.lease_panel.end_button.click()
         lab.reap_button.click()
-        assert "handed back 0" in lab.third_status.value
+        assert "handed back 0" in lab.third_status.value and "Run the reaper" in lab.third_status.value
+        assert not lab.done  # the leased job is not back yet
+        with db.connection() as conn:
+            expire_leases(conn, [lab.live_scene().lease_job])  # its lease, passed: no sleeping through it
+        lab.reap_button.click()
+        assert lab.done and lab.third_status.value.startswith("done: the reaper handed back 1 job")
+        lab.reset_button.click()
+        assert not lab.done and "Start the hold-style worker" in lab.third_status.value
         lab.run_button.click()
         result = lab.wait(30)
         assert result.reaped_after_lease and "guide #8" in lab.output.value
+        assert result.lease_s == crash.DEFAULT_LEASE_S  # the sequence runs by itself, on a short lease
         assert result.guess is None and "no guess" in lab.output.value
-        assert "two ready jobs" in lab.third_status.value  # reset for trying by hand
+        assert (
+            lab.done and "two ready jobs again" in lab.third_status.value.lower()
+        )  # reset for trying by hand
         recorded = measurements.read(measurements.LEASED_JOB_BACK_S)  # the lab keeps it for later lessons
         assert recorded["value"] == round(result.back_after_s, 2) and recorded["unit"] == "s"
     finally:
         lab.close()
     assert not lab.refreshing and lab.refresh_error is None
+
+
+def test_the_lab_lease_is_long_enough_for_a_person_and_the_learner_can_set_it(db, tmp_path, monkeypatch):
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path))
+    lab = CrashLab(db)
+    try:
+        assert lab.lease_s == crash.HANDS_ON_LEASE_S == 20
+        lab.lease.value = 45  # the slider: a new scene, two ready jobs, a 45 s lease
+        lab.lease_panel.start_button.click()
+        left = lab.live_scene().board()[0].lease_left_s
+        assert left is not None and 40 < left <= 45  # asked of the server, not read back
+        assert (lab.lease.min, lab.lease.max) == crash.HANDS_ON_LIMITS
+    finally:
+        lab.close()
 
 
 def test_the_cleanup_lab_runs_in_one_line_and_records_what_vacuum_kept(db, tmp_path, monkeypatch):

@@ -55,9 +55,12 @@ def test_progress_starts_empty_and_lists_every_exercise(home):
 def test_the_widget_checks_headlessly_and_saves_the_verdict(pg, home):
     turn = YourTurn("05/complete")
     assert turn.editor.value == exercises.exercise("05/complete").attempt_text()
+    assert turn.status.value == "Edit the SQL, then press Check." and not turn.done
     turn.check_button.click()
     verdict = turn.wait(120)
     assert verdict is turn.result and not verdict.passed
+    # the check has ended: the bar is full, the status says so, the lab is done
+    assert turn.progress.value == turn.progress.max and turn.status.value == "checked" and turn.done
     assert "Not yet" in turn.verdict.value and "Hint:" in turn.verdict.value
     turn.editor.value = exercises.exercise("05/complete").answer_text()
     turn.check_button.click()

@@ -77,12 +77,17 @@ def test_the_lab_steps_and_plays_by_clicking(db):
         result = lab.wait(30)
         assert result.emails == 1 and lab.shown == 0
         assert result.guess is None  # an empty box is no guess, not 0
+        assert "Press Step" in lab.status.value and not lab.done
         lab.step_button.click()
         assert lab.shown == 1 and lab.chart.value.count('class="pgq-step"') == 1
+        assert lab.status.value.startswith(f"1 of {len(result.events)} steps shown") and not lab.done
         lab.play_button.click()
         lab.wait_play()
-        assert lab.shown == len(result.events) and lab.step_button.disabled
+        assert lab.shown == len(result.events) and lab.step_button.disabled and lab.play_button.disabled
         assert "guide #10" in lab.output.value and "no guess" in lab.output.value
+        # done, and says so: no "Press Step" beside two disabled buttons
+        assert lab.done and lab.status.value.startswith("done: all") and "Press Step" not in lab.status.value
+        assert "plain handler" in lab.status.value  # what to try next
     finally:
         lab.close()
 

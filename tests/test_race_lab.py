@@ -9,6 +9,7 @@ import pytest
 
 from pgq_teach import databases
 from pgq_teach.experiments.race import STYLES, guide_version_for
+from pgq_teach.widgets.lab import ExperimentPanel
 from pgq_teach.widgets.race_lab import RaceLab
 
 
@@ -47,7 +48,7 @@ def test_run_puts_the_results_numbers_in_the_output(db):
     assert ('class="twice"' in html) == (result.run_more_than_once > 0)
     assert "a job run more than once" in html and "a job run once" in html  # the legend
     assert lab.progress.value == lab.progress.max == 100
-    assert lab.status.value == "done"
+    assert lab.status.value.startswith("done")
     assert not lab.run_button.disabled and lab.stop_button.disabled
 
 
@@ -79,7 +80,7 @@ def test_stop_ends_a_long_run_early(db):
     result = lab.wait(30)
     assert time.perf_counter() - clicked < 15  # a wide bound: stop waits for the job in hand
     assert result.stopped and 0 < result.done < 2_000
-    assert lab.status.value == "stopped early" and "stopped early" in lab.output.value
+    assert lab.status.value.startswith("stopped early") and "stopped early" in lab.output.value
     assert lab.progress.value < lab.progress.max
 
 
@@ -125,8 +126,6 @@ def test_the_panel_sets_its_progress_bar_from_one_thread_only(db):
     (many short-lived senders can delay the kernel's end-of-cell message)."""
     import threading
 
-    from pgq_teach.widgets.common import ExperimentPanel
-
     senders = set()
 
     def experiment(*, progress, stop, guess):
@@ -145,16 +144,36 @@ def test_the_panel_sets_its_progress_bar_from_one_thread_only(db):
     assert len(senders) == 1 and threading.get_ident() not in senders
 
 
-def test_the_panel_still_runs_an_experiment_and_render_written_the_old_way():
-    """Lessons written before results carried the guess pass (progress, stop)
-    experiments and render(result, guess); the panel hands them the guess read at Run."""
-    from pgq_teach.widgets.common import ExperimentPanel
-
+def test_a_panel_says_what_to_do_next_and_shows_its_done_state_when_its_run_ends():
+    """The status line tells the learner what to press, then that the run is
+    done, and the lab carries the class pgq-done only once it is."""
     panel = ExperimentPanel(
-        lambda progress, stop: "ran", lambda result, guess: f"{result} {guess}", guess_label="guess?"
+        lambda *, progress, stop, guess: f"ran with {guess}", lambda result: result, guess_label="guess?"
     )
+    assert panel.status.value == "Type your guess, then press Run." and not panel.done
     panel.guess.value = 3
-    assert panel.run_and_wait(10) == "ran"
-    assert panel.output.value == "ran 3"
+    assert panel.run_and_wait(10) == "ran with 3"
+    assert panel.output.value == "ran with 3"
+    assert panel.done and "pgq-done" in panel._dom_classes
+    assert panel.status.value.startswith("done:") and "press Run again" in panel.status.value
+    assert panel.progress.value == panel.progress.max  # the bar fills when the run ends
     panel.guess.box.value = "not a number"
     assert panel.guess.value is None
+    panel.run_button.click()
+    panel.wait(10)
+    assert panel.done  # done again after a second run
+    panel.close()
+    assert not panel.done and panel.run_button.disabled and panel.status.value.startswith("closed")
+
+
+def test_a_failed_run_is_not_done_and_says_why():
+    def broken(*, progress, stop, guess):
+        raise ValueError("the experiment broke")
+
+    panel = ExperimentPanel(broken)
+    assert panel.status.value == "Press Run."
+    panel.run_button.click()
+    with pytest.raises(ValueError):
+        panel.wait(10)
+    assert not panel.done and "the experiment broke" in panel.status.value
+    assert not panel.run_button.disabled and panel.stop_button.disabled

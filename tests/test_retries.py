@@ -110,6 +110,7 @@ def test_the_lab_by_clicking(db, tmp_path, monkeypatch):
         result = lab.wait()
         assert result.waits_s == [20, 40, 80, 160] and result.final.status == "dead"
         assert lab.fail_button.disabled and "dead" in lab.status.value
+        assert lab.done and "Press Reset" in lab.status.value
         assert lab.table.value.count('class="pgq-failure"') == 5
         assert result.guess == 160 and result.comparison()[2][1:3] == (160, 160)
         assert result.comparison()[0][2] == "20, 40, 80, 160"
@@ -117,7 +118,7 @@ def test_the_lab_by_clicking(db, tmp_path, monkeypatch):
         lab.fail_button.click()  # disabled in a browser; headless it must still refuse
         assert len(lab.steps) == 5 and "dead" in lab.status.value
         lab.reset_button.click()
-        assert lab.steps == [] and not lab.fail_button.disabled
+        assert lab.steps == [] and not lab.fail_button.disabled and not lab.done
     finally:
         lab.close()
 

@@ -40,8 +40,14 @@ HOLD, LEASE, THIRD = "hold worker", "lease worker", "third session"
 # A lab lease is seconds long so the learner sees it run out. The library's
 # default (queue.DEFAULT_LEASE, five minutes) must outlast the slowest real
 # job with room to spare, or healthy workers would be reaped mid-job.
+# The guide's scripted sequence needs no one to click, so its lease is short;
+# by hand a person reads the board and makes three clicks (end the session,
+# claim, reap) before the lease passes, which takes well over 2 s: the
+# hands-on lease starts at 20 s, and the learner may set it (HANDS_ON_LIMITS).
 DEFAULT_LEASE_S = 2.0
-LEASE_LIMITS = (0.5, 30.0)
+HANDS_ON_LEASE_S = 20.0
+HANDS_ON_LIMITS = (2.0, 60.0)
+LEASE_LIMITS = (0.5, 60.0)
 GONE_TIMEOUT_S = 5.0  # how long a terminated session may take to disappear
 OTHERS_LIMITS = (1, 100_000)
 

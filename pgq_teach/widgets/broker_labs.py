@@ -17,7 +17,8 @@ from typing import Any
 from .. import broker
 from ..databases import Database
 from ..experiments import switching
-from .common import ExperimentPanel, result_html
+from .common import result_html
+from .lab import ExperimentPanel
 
 OUTAGE_S = 25.0  # the lab's outage; longer than the relay's whole retry schedule (20 s at max_attempts=2)
 

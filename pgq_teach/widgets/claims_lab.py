@@ -15,7 +15,8 @@ from typing import Any
 from ..databases import Database
 from ..experiments import claims
 from ..experiments.claims import BatchDrainResult, FiveWayResult, ZeroWorkResult
-from .common import ExperimentPanel, comparison_html
+from .common import comparison_html
+from .lab import ExperimentPanel
 
 
 def _pre(text: str) -> str:

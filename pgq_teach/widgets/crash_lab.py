@@ -22,6 +22,8 @@ from ..databases import Database
 from ..errors import PgqError
 from ..experiments.crash import (
     DEFAULT_LEASE_S,
+    HANDS_ON_LEASE_S,
+    HANDS_ON_LIMITS,
     LAB_PREFIX,
     BoardRow,
     CleanupResult,
@@ -33,7 +35,8 @@ from ..experiments.crash import (
 )
 from ..experiments.sessions import ActivityRow
 from ..tables import Column, Table
-from .common import ExperimentPanel, Runner, error_html, guess_field, replay_button, result_html, styled
+from .common import error_html, guess_field, replay_button, result_html, styled
+from .lab import ExperimentPanel, Lab, button
 
 LIVE_AFTER_CLICK_S = 3.0  # keep redrawing this long after a click, beyond any lease still running
 
@@ -109,67 +112,96 @@ class WorkerPanel(W.VBox):
     """One worker: what it does, Start, End its session, and a status line."""
 
     def __init__(self, title: str, what: str, css: str):
-        self.start_button = styled(
-            W.Button(description="Start", icon="play", tooltip="claim one job and start working"), "pgq-start"
-        )
-        self.end_button = styled(
-            W.Button(
-                description="End its session",
-                icon="times",
-                disabled=True,
-                tooltip="pg_terminate_backend, from a third session",
-                button_style="danger",
-            ),
+        self.heading = title
+        tip = "claim one job and start working"
+        self.start_button = button("Start", "pgq-start", icon="play", tooltip=tip)
+        self.end_button = button(
+            "End its session",
             "pgq-end",
+            icon="times",
+            disabled=True,
+            tooltip="pg_terminate_backend, from a third session",
+            button_style="danger",
         )
         self.status = styled(W.HTML(value="not started"), "pgq-status")
+        self.what = W.HTML()
+        self.describe(what)
         super().__init__(
-            [
-                W.HTML(f"<b>{escape(title)}</b><br><small>{escape(what)}</small>"),
-                W.HBox([self.start_button, self.end_button]),
-                self.status,
-            ],
+            [self.what, W.HBox([self.start_button, self.end_button]), self.status],
             layout=W.Layout(width="48%"),
         )
         self.add_class(css)
 
+    def describe(self, what: str) -> None:
+        self.what.value = f"<b>{escape(self.heading)}</b><br><small>{escape(what)}</small>"
 
-class CrashLab(W.VBox):
+
+# The hands-on story, in order: what the learner has done, and what to do next.
+HANDS_ON = (
+    ("hold started", "Start the hold-style worker first."),
+    ("lease started", "Now Start the lease-style worker."),
+    ("hold ended", "Both workers are working. Press End its session on the hold-style worker."),
+    ("claimed", "Press Third worker claims: is the hold worker's job free?"),
+    ("lease ended", "Now End the lease-style worker's session."),
+    (
+        "reaped",
+        "Its job stays running: press Run the reaper now, and again once the board says its lease passed.",
+    ),
+)
+
+
+def next_step(done: set[str]) -> str | None:
+    """What to press next by hand, or None once the leased job is back."""
+    return next((hint for step, hint in HANDS_ON if step not in done), None)
+
+
+def lease_slider(lease_s: float) -> W.FloatSlider:
+    low, high = HANDS_ON_LIMITS
+    return styled(
+        W.FloatSlider(
+            value=lease_s,
+            min=min(low, lease_s),
+            max=max(high, lease_s),
+            step=1,
+            description="lease, s (by hand)",
+            readout_format=".0f",
+            continuous_update=False,
+            style={"description_width": "initial"},
+            layout=W.Layout(width="28em"),
+        ),
+        "pgq-lease-slider",
+    )
+
+
+class CrashLab(Lab):
     """Two workers, a third worker and the reaper, a live board, and the
-    guide's sequence. Call `close()` when done."""
+    guide's sequence. By hand, the lease is the slider's (`lease_s` to start);
+    the guide's sequence runs by itself with `replay_lease_s`. Call `close()` when done."""
 
-    def __init__(self, db, lease_s: float = DEFAULT_LEASE_S):
-        self.db, self.lease_s = db, lease_s
+    def __init__(self, db, lease_s: float = HANDS_ON_LEASE_S, *, replay_lease_s: float = DEFAULT_LEASE_S):
+        self.db, self.replay_lease_s = db, replay_lease_s
         self.scene: CrashScene | None = None
         self.refresh_error: BaseException | None = None
-        self._closed = False
+        self.steps_done: set[str] = set()
         self._live_until = 0.0
 
+        self.lease = lease_slider(lease_s)
         self.hold_panel = WorkerPanel(
             "hold-style worker",
             "BEGIN; claim FOR UPDATE SKIP LOCKED; work inside the transaction",
             "pgq-hold-worker",
         )
-        self.lease_panel = WorkerPanel(
-            "lease-style worker",
-            f"claim with a {lease_s:g} s lease; commit; work with no transaction open",
-            "pgq-lease-worker",
-        )
-        self.claim_button = styled(
-            W.Button(description="Third worker claims", icon="hand-paper-o"), "pgq-third-claim"
-        )
-        self.reap_button = styled(W.Button(description="Run the reaper", icon="recycle"), "pgq-reap")
-        self.reset_button = styled(
-            W.Button(description="Reset", icon="refresh", tooltip="two ready jobs again"), "pgq-reset"
-        )
-        self.third_status = styled(W.HTML(value=""), "pgq-third-status")
+        self.lease_panel = WorkerPanel("lease-style worker", "", "pgq-lease-worker")
+        self.claim_button = button("Third worker claims", "pgq-third-claim", icon="hand-paper-o")
+        self.reap_button = button("Run the reaper", "pgq-reap", icon="recycle")
+        self.reset_button = button("Reset", "pgq-reset", icon="refresh", tooltip="two ready jobs again")
         self.board = styled(W.HTML(value=""), "pgq-crash-board")
         self.guess = guess_field(
             "Your guess: seconds until the leased job is ready again", minimum=0, maximum=60
         )
         self.run_button = replay_button("Run the guide's sequence")
         self.output = styled(W.HTML(), "pgq-result")
-        self.runner = Runner(self._done, self._failed)
+        status = styled(W.HTML(), "pgq-third-status")
 
         self.hold_panel.start_button.on_click(lambda _: self._act(self._start_hold))
         self.lease_panel.start_button.on_click(lambda _: self._act(self._start_lease))
@@ -178,24 +210,50 @@ class CrashLab(W.VBox):
         self.claim_button.on_click(lambda _: self._act(self._third_claim))
         self.reap_button.on_click(lambda _: self._act(self._reap))
         self.reset_button.on_click(lambda _: self._act(self.reset))
+        self.lease.observe(lambda _: self._act(self.reset), names="value")
         self.run_button.on_click(lambda _: self.start_replay())
         super().__init__(
             [
+                self.lease,
                 W.HBox([self.hold_panel, self.lease_panel], layout=W.Layout(justify_content="space-between")),
                 W.HBox([self.claim_button, self.reap_button, self.reset_button]),
-                self.third_status,
+                status,
                 self.board,
                 W.HTML(
                     "<b>The guide's sequence</b>: both workers start, each session is ended in turn, a third "
-                    "worker claims and the reaper runs until the leased job comes back."
+                    "worker claims and the reaper runs until the leased job comes back. It runs by itself, "
+                    f"so it uses a short lease: {replay_lease_s:g} s."
                 ),
                 self.guess,
                 self.run_button,
                 self.output,
-            ]
+            ],
+            css_class="pgq-crash-lab",
+            status=status,
         )
-        self.add_class("pgq-crash-lab")
         self.reset()
+
+    @property
+    def third_status(self) -> W.HTML:
+        """The lab's status line (class pgq-third-status): the third session's
+        last action and what to do next."""
+        return self.status
+
+    @property
+    def lease_s(self) -> float:
+        """The hands-on lease, in seconds, as the slider says."""
+        return float(self.lease.value)
+
+    @property
+    def buttons(self) -> list[W.Button]:
+        return [self.claim_button, self.reap_button, self.reset_button, self.run_button]
+
+    def enable(self, on: bool) -> None:
+        super().enable(on)
+        self.lease.disabled = not on or self.closed
+        if not on:
+            for panel in (self.hold_panel, self.lease_panel):
+                panel.start_button.disabled = panel.end_button.disabled = True
 
     # --- the hands-on part --------------------------------------------------------
 
@@ -213,7 +271,11 @@ class CrashLab(W.VBox):
         for panel in (self.hold_panel, self.lease_panel):
             panel.start_button.disabled, panel.end_button.disabled = False, True
             panel.status.value = "not started"
-        self.third_status.value = "two ready jobs: 1 and 2. Start the hold-style worker first."
+        self.lease_panel.describe(
+            f"claim with a {self.lease_s:g} s lease; commit; work with no transaction open"
+        )
+        self.steps_done = set()
+        self.say(f"Two ready jobs: 1 and 2, and a {self.lease_s:g} s lease. {next_step(self.steps_done)}")
         self.refresh()
 
     def live_scene(self) -> CrashScene:
@@ -223,20 +285,33 @@ class CrashLab(W.VBox):
         return self.scene
 
     def _act(self, action, *args) -> None:
-        if self._closed or self.runner.busy:
+        if self.closed or self.runner.busy:
             return
         try:
             action(*args)
         except Exception as exc:  # shown where the learner looks; the scene stays usable
-            self.third_status.value = error_html(exc)
+            self.say(error_html(exc))
         self._live_until = time.monotonic() + self.lease_s + LIVE_AFTER_CLICK_S
         self.refresh()
         if self.scene is not None:
             self.scene.monitor.watch()
 
+    def _step(self, step: str, text: str) -> None:
+        """Mark a hands-on step done; say what happened and what to do next."""
+        self.steps_done.add(step)
+        hint = next_step(self.steps_done)
+        if hint is None:
+            self.finish(
+                f"done: {escape(text)}. The leased job is ready again, its attempt counted. "
+                "Reset to try again, or run the guide's sequence below."
+            )
+        else:
+            self.say(f"{escape(text)}. Next: {hint}")
+
     def _start_hold(self) -> None:
         job = self.live_scene().start_hold_worker()
         self._started(self.hold_panel, f"working on job {job}, its transaction open (row lock held)")
+        self._step("hold started", f"the hold-style worker claimed job {job}")
 
     def _start_lease(self) -> None:
         job = self.live_scene().start_lease_worker()
@@ -245,6 +320,7 @@ class CrashLab(W.VBox):
             f"working on job {job.id} (attempts {job.attempts}), "
             f"no transaction open; lease {self.lease_s:g} s",
         )
+        self._step("lease started", f"the lease-style worker claimed job {job.id}")
 
     @staticmethod
     def _started(panel: WorkerPanel, text: str) -> None:
@@ -255,41 +331,48 @@ class CrashLab(W.VBox):
         ended = self.live_scene().end_session(worker)
         panel.end_button.disabled = True
         panel.status.value = "session ended (pg_terminate_backend)" if ended else "it was not running"
+        self._step(f"{worker} ended", f"the {worker}-style worker's session ended")
 
     def _third_claim(self) -> None:
         job, took = self.live_scene().third_claim()
-        self.third_status.value = (
-            f"third worker claimed job {job.id} in {took * 1000:.1f} ms"
-            if job
-            else f"third worker: no job it could claim ({took * 1000:.1f} ms)"
-        )
+        if job:
+            self._step("claimed", f"third worker claimed job {job.id} in {took * 1000:.1f} ms")
+        else:
+            self.say(
+                f"third worker: no job it could claim ({took * 1000:.1f} ms). "
+                f"Next: {next_step(self.steps_done)}"
+            )
 
     def _reap(self) -> None:
         n = self.live_scene().reap()
-        self.third_status.value = f"the reaper handed back {n} job(s)"
+        text = f"the reaper handed back {n} job(s)"
+        if n and "lease ended" in self.steps_done:
+            self._step("reaped", text)
+        else:
+            self.say(f"{text}. Next: {next_step(self.steps_done) or 'Reset to try again.'}")
 
     # --- the live board ---------------------------------------------------------------
 
     def refresh(self) -> None:
         """Look now: the monitor reads pg_stat_activity and hands it to _draw_board."""
-        if self._closed or self.scene is None:
+        if self.closed or self.scene is None:
             return
         self.scene.monitor.read()
 
     def _draw_board(self, sessions: list[ActivityRow]) -> None:
         scene = self.scene
-        if self._closed or scene is None:
+        if self.closed or scene is None:
             return
         self.board.value = board_html(scene.board(), scene.lock_holders(), scene.hold_job, sessions)
 
     def _show_refresh_error(self, exc: BaseException) -> None:
-        if not self._closed:  # kept and shown; the monitor's thread never prints
+        if not self.closed:  # kept and shown; the monitor's thread never prints
             self.refresh_error = exc
             self.board.value = error_html(exc)
 
     def _live(self) -> bool:
         """Keep redrawing while a lease may still be counting down."""
-        return not self._closed and time.monotonic() < self._live_until
+        return not self.closed and time.monotonic() < self._live_until
 
     @property
     def refreshing(self) -> bool:
@@ -302,49 +385,33 @@ class CrashLab(W.VBox):
         return self.runner.result if isinstance(self.runner.result, CrashResult) else None
 
     def start_replay(self) -> bool:
-        if self._closed or self.runner.busy:
+        if self.closed or self.runner.busy:
             return False
         if self.scene is not None:
             self.scene.close()  # its open transaction would block the replay's reset
             self.scene = None
-        self._enable(False)
-        self.third_status.value = "running the guide's sequence…"
-        guess = self.guess.value  # None when the box is empty: the result says "no guess"
-        return self.runner.start(lambda stop: crash_both(self.db, self.lease_s, guess=guess, stop=stop))
+        guess, lease_s = self.guess.value, self.replay_lease_s  # None when the box is empty: "no guess"
+        return self.run(
+            lambda stop: crash_both(self.db, lease_s, guess=guess, stop=stop),
+            f"running the guide's sequence ({lease_s:g} s lease)…",
+        )
 
     def wait(self, timeout: float | None = 60) -> CrashResult | None:
         """Wait for the guide's sequence; raise again any error it hit."""
         return self.runner.wait(timeout)
 
-    def _done(self, result: CrashResult) -> None:
+    def show(self, result: CrashResult) -> None:
         measurements.record(measurements.LEASED_JOB_BACK_S, round(result.back_after_s, 2))
         self.output.value = result_html(result)
-        self._enable(True)
         self.reset()  # two ready jobs again, to try it by hand
+        self.finish(
+            "done: the guide's sequence ran; its result is below. Two ready jobs again: "
+            f"to try it by hand, {HANDS_ON[0][1].lower()}"
+        )
 
-    def _failed(self, exc: BaseException) -> None:
-        self.third_status.value = error_html(exc)
-        self._enable(True)
-
-    def _enable(self, on: bool) -> None:
-        for button in (self.claim_button, self.reap_button, self.reset_button, self.run_button):
-            button.disabled = not on or self._closed
-        if not on:
-            for panel in (self.hold_panel, self.lease_panel):
-                panel.start_button.disabled = panel.end_button.disabled = True
-
-    def close(self) -> None:
-        """Stop the board, close every connection. Safe to call twice."""
-        if self._closed:
-            return
-        self._closed = True
-        self.runner.stop()
-        if self.runner.thread is not None:
-            self.runner.thread.join(60)
+    def release(self) -> None:
         if self.scene is not None:
             self.scene.close()
-        self._enable(False)
-        self.third_status.value = "closed: run the cell that made the lab again to start over"
 
 
 class CleanupLab(ExperimentPanel):
@@ -363,6 +430,6 @@ class CleanupLab(ExperimentPanel):
             guess_label="How many dead row versions will VACUUM be unable to remove while the worker works?",
         )
 
-    def _done(self, result: CleanupResult) -> None:
+    def show(self, result: CleanupResult) -> None:
         measurements.record(measurements.DEAD_NOT_REMOVABLE, result.during.not_removable)
-        super()._done(result)
+        super().show(result)

@@ -15,7 +15,8 @@ from ..databases import Database
 from ..experiments import operations
 from ..experiments.operations import AutovacuumComparison, Load, Snapshot, snapshot
 from ..tables import Column, Markup, Table
-from .common import ExperimentPanel, comparison_html, error_html, sessions_html, styled
+from .common import comparison_html, error_html, sessions_html, styled
+from .lab import ExperimentPanel, Lab, button
 
 
 def snapshot_html(snap: Snapshot) -> str:
@@ -44,9 +45,9 @@ def snapshot_html(snap: Snapshot) -> str:
     )
 
 
-class Dashboard(W.VBox):
+class Dashboard(Lab):
     """Headless: `dash.start_button.click()`, wait, `dash.stop_button.click()`,
-    then `dash.wait()` and read `dash.snapshots`."""
+    then `dash.wait()` and read `dash.snapshots`. Done once stopped."""
 
     def __init__(self, db: Database, *, interval: float = 1.0, rate: int = 200, workers: int = 2):
         self.db, self.interval = db, interval
@@ -58,79 +59,69 @@ class Dashboard(W.VBox):
         )
         self.rate = W.BoundedIntText(value=rate, min=1, max=5_000, description="jobs/s")
         self.workers = W.BoundedIntText(value=workers, min=1, max=16, description="workers")
-        self.start_button = W.Button(description="Start", button_style="primary", icon="play")
-        self.stop_button = W.Button(description="Stop", icon="stop", disabled=True)
-        self.status = styled(W.HTML(), "pgq-status")
+        self.start_button = button("Start", button_style="primary", icon="play")
+        self.stop_button = button("Stop", icon="stop", disabled=True)
         self.view = styled(W.HTML(), "pgq-result")
         self.snapshots: list[Snapshot] = []
         self.load: Load | None = None
-        self.thread: threading.Thread | None = None
-        self.halt = threading.Event()
-        self.error: BaseException | None = None
         self.start_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
+        status = styled(W.HTML(), "pgq-status")
         super().__init__(
             [
                 W.HBox([self.rate, self.workers, self.stuck]),
                 W.HBox([self.start_button, self.stop_button]),
-                self.status,
+                status,
                 self.view,
-            ]
+            ],
+            css_class="pgq-dashboard",
+            status=status,
+            next_step="Press Start: a background load runs and the tables refresh every second.",
         )
-        styled(self, "pgq-dashboard")
+
+    @property
+    def buttons(self) -> list[W.Widget]:
+        return [self.start_button, self.rate, self.workers, self.stuck]
+
+    @property
+    def error(self) -> BaseException | None:
+        return self.runner.error
 
     def start(self) -> None:
-        if self.thread is not None and self.thread.is_alive():
+        if self.closed or self.busy:
             return
-        self.snapshots, self.error = [], None
-        self.halt = threading.Event()
-        self.start_button.disabled, self.stop_button.disabled = True, False
+        self.snapshots = []
         try:
             self.load = Load(
                 self.db, rate=self.rate.value, workers=self.workers.value, stuck_session=self.stuck.value
             )
             self.load.start()
-        except Exception as exc:  # noqa: BLE001
-            self.failed(exc)
+        except Exception as exc:  # shown where the learner looks; a click has no caller
+            self.say(error_html(exc))
             return
-        self.status.value = "running: refreshing every second"
-        self.thread = threading.Thread(target=self.refresh_loop, daemon=True)
-        self.thread.start()
+        self.run(self.refresh_loop, "running: refreshing every second. Press Stop to end the load.")
 
-    def refresh_loop(self) -> None:
+    def refresh_loop(self, halt: threading.Event) -> list[Snapshot]:
+        """Read the three queries every `interval` until Stop; the load stops with it."""
         try:
             with self.db.connection() as conn:
                 while True:
                     snap = snapshot(conn)
                     self.snapshots.append(snap)
                     self.view.value = snapshot_html(snap)
-                    if self.halt.wait(self.interval):
-                        return
-        except Exception as exc:  # shown, and raised again by wait()  # noqa: BLE001
-            self.failed(exc)
-
-    def failed(self, exc: BaseException) -> None:
-        self.error = exc
-        self.status.value = error_html(exc)
-        self.start_button.disabled, self.stop_button.disabled = False, True
-
-    def stop(self) -> None:
-        self.halt.set()
-        if self.thread is not None:
-            self.thread.join()
-        try:
+                    if halt.wait(self.interval):
+                        return self.snapshots
+        finally:
             if self.load is not None:
                 self.load.stop()
-        except Exception as exc:  # noqa: BLE001
-            self.failed(exc)
-            return
-        self.start_button.disabled, self.stop_button.disabled = False, True
-        done = self.load.done if self.load else 0
-        self.status.value = f"stopped: {done:,} jobs done, {len(self.snapshots)} refreshes"
 
-    def wait(self) -> list[Snapshot]:
-        if self.error is not None:
-            raise self.error
+    def show(self, snapshots: list[Snapshot]) -> None:
+        done = self.load.done if self.load else 0
+        self.finish(f"stopped: {done:,} jobs done, {len(snapshots)} refreshes. Press Start to run it again.")
+
+    def wait(self, timeout: float | None = None) -> list[Snapshot]:
+        """Wait until the refreshing has stopped; return the snapshots or raise its error."""
+        self.runner.wait(timeout)
         return self.snapshots
 
 

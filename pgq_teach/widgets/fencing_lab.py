@@ -27,7 +27,8 @@ from ..charts import frame
 from ..databases import Database
 from ..experiments.fencing import HANDLERS, Event, FencingResult, LongJobResult, long_job, stale_worker
 from ..tables import Column, Table
-from .common import ExperimentPanel, Runner, error_html, guess_field, result_html, styled
+from .common import guess_field, result_html, styled
+from .lab import ExperimentPanel, Lab, button
 
 LANES = ("A", "B", "reaper")
 PLAY_STEP_S = 0.6
@@ -152,73 +153,67 @@ def long_job_html(result: LongJobResult) -> str:
     return long_job_svg(result) + result_html(result)
 
 
-class FencingLab(W.VBox):
-    """Run the stalled-worker sequence, then step or play through it."""
+class FencingLab(Lab):
+    """Run the stalled-worker sequence, then step or play through it; done
+    once every step is showing."""
 
     def __init__(self, db, lease_s: float = 1.0):
         self.db, self.lease_s = db, lease_s
         self.shown = 0
-        self._closed = False
         self._play_thread: threading.Thread | None = None
         self._play_stop = threading.Event()
         self.handler = W.ToggleButtons(options=list(HANDLERS), value="plain", description="handler")
         self.guess = guess_field("Your guess: receipts in the customer's inbox", minimum=0, maximum=10)
-        self.run_button = styled(W.Button(description="Run", button_style="primary", icon="play"), "pgq-run")
-        self.step_button = styled(
-            W.Button(description="Step", icon="step-forward", disabled=True), "pgq-step-button"
-        )
-        self.play_button = styled(W.Button(description="Play", icon="forward", disabled=True), "pgq-play")
-        self.status = styled(W.HTML(value=""), "pgq-status")
+        self.run_button = button("Run", "pgq-run", button_style="primary", icon="play")
+        self.step_button = button("Step", "pgq-step-button", icon="step-forward", disabled=True)
+        self.play_button = button("Play", "pgq-play", icon="forward", disabled=True)
         self.chart = styled(W.HTML(value=""), "pgq-timeline")
         self.steps = styled(W.HTML(value=""), "pgq-steps-table")
         self.output = styled(W.HTML(value=""), "pgq-result")
-        self.runner = Runner(self._done, self._failed)
         self.run_button.on_click(lambda _: self.start())
         self.step_button.on_click(lambda _: self.step())
         self.play_button.on_click(lambda _: self.play())
+        status = styled(W.HTML(), "pgq-status")
         super().__init__(
             [
                 W.HBox([self.handler, self.guess]),
                 W.HBox([self.run_button, self.step_button, self.play_button]),
-                self.status,
+                status,
                 self.chart,
                 self.steps,
                 self.output,
-            ]
+            ],
+            css_class="pgq-fencing-lab",
+            status=status,
+            next_step="Pick a handler, type your guess, then press Run.",
         )
-        self.add_class("pgq-fencing-lab")
 
     @property
-    def result(self) -> FencingResult | None:
-        return self.runner.result
+    def buttons(self) -> list[W.Button]:
+        return [self.run_button]
+
+    def enable(self, on: bool) -> None:
+        super().enable(on)
+        self.step_button.disabled = self.play_button.disabled = True  # on again once a run has steps
 
     def start(self) -> bool:
-        if self._closed or self.runner.busy:
-            return False
         self._play_stop.set()
-        self.run_button.disabled = self.step_button.disabled = self.play_button.disabled = True
-        self.status.value = f"running: A claims, stalls past its {self.lease_s:g} s lease…"
         handler, guess = self.handler.value, self.guess.value
-        return self.runner.start(
-            lambda stop: stale_worker(self.db, self.lease_s, handler=handler, guess=guess, stop=stop)
+        return self.run(
+            lambda stop: stale_worker(self.db, self.lease_s, handler=handler, guess=guess, stop=stop),
+            f"running: A claims, stalls past its {self.lease_s:g} s lease…",
         )
 
     def wait(self, timeout: float | None = 60) -> FencingResult | None:
         return self.runner.wait(timeout)
 
-    def _done(self, result: FencingResult) -> None:
+    def show(self, result: FencingResult) -> None:
         if result.handler == "plain":
             measurements.record(measurements.STALE_COMPLETION_ROWS, result.a_rows)
         self.shown = 0
         self.output.value = ""
-        self._draw()
-        self.status.value = f"done: {len(result.events)} steps. Press Step, or Play."
-        self.run_button.disabled = False
         self.step_button.disabled = self.play_button.disabled = False
-
-    def _failed(self, exc: BaseException) -> None:
-        self.status.value = error_html(exc)
-        self.run_button.disabled = False
+        self._draw()
 
     def step(self) -> bool:
         """Show one more step; False when every step is showing."""
@@ -235,6 +230,7 @@ class FencingLab(W.VBox):
             return
         self._play_stop = threading.Event()
         stop = self._play_stop
+        self.step_button.disabled = self.play_button.disabled = True
 
         def loop() -> None:
             while not stop.is_set() and self.step():
@@ -251,16 +247,22 @@ class FencingLab(W.VBox):
         result = self.result
         if result is None:  # nothing has run yet
             return
+        total = len(result.events)
         self.chart.value = steps_svg(result, self.shown)
         self.steps.value = steps_html(result.events, self.shown)
-        if self.shown == len(result.events):
-            self.step_button.disabled = self.play_button.disabled = True
-            self.output.value = result_html(result)
+        if self.shown < total:
+            self.say(f"{self.shown} of {total} steps shown. Press Step for one more, or Play for the rest.")
+            return
+        self.step_button.disabled = self.play_button.disabled = True
+        self.output.value = result_html(result)
+        other = "idempotent" if result.handler == "plain" else "plain"
+        self.finish(
+            f"done: all {total} steps shown, the result below. "
+            f"Pick the {other} handler and press Run to compare."
+        )
 
-    def close(self) -> None:
-        self._closed = True
+    def release(self) -> None:
         self._play_stop.set()
-        self.runner.stop()
         self.wait_play(5)
 
 
@@ -278,7 +280,7 @@ class LongJobLab(ExperimentPanel):
             f"{work_s:g} s job run?",
         )
 
-    def _done(self, result: LongJobResult) -> None:
+    def show(self, result: LongJobResult) -> None:
         if not result.heartbeat:
             measurements.record(measurements.RUNS_WITHOUT_HEARTBEAT, result.times_run)
-        super()._done(result)
+        super().show(result)

@@ -32,17 +32,8 @@ from .. import tables
 from ..databases import Database
 from ..experiments import bloat
 from ..tables import Column, Table
-from .common import (
-    ExperimentPanel,
-    ProgressRelay,
-    Runner,
-    comparison_html,
-    error_html,
-    guess_field,
-    result_html,
-    sessions_html,
-    styled,
-)
+from .common import comparison_html, error_html, guess_field, result_html, sessions_html, styled
+from .lab import ExperimentPanel, Lab, ProgressRelay, button, progress_bar, show_progress
 
 GUESS_LABEL = "How many buffers will an empty claim read while the idle transaction is open?"
 
@@ -108,48 +99,65 @@ def steps_html(lab: bloat.BloatLab, guess: float | None = None) -> str:
     return f"{steps.html()}{compared}{guide}{lab.chart_svg()}"
 
 
-class IdleLab(W.VBox):
+def next_step(steps: list[bloat.DrainStep], transaction_open: bool) -> str | None:
+    """What to press next in the idle-transaction lab, or None once VACUUM has
+    run both with the transaction open and, later, with it ended."""
+    actions = [(s.action, s.transaction_open) for s in steps]
+    held_vacuum = max((i for i, a in enumerate(actions) if a == ("vacuum", True)), default=None)
+    if held_vacuum is not None and ("vacuum", False) in actions[held_vacuum:]:
+        return None
+    if held_vacuum is not None:
+        return "Press End it, then VACUUM (VERBOSE) again." if transaction_open else "Press VACUUM again."
+    if not transaction_open:
+        return "Press Open an idle transaction, then Drain."
+    if ("drain", True) not in actions:
+        return "Press Drain: the drain leaves dead row versions behind."
+    return "Press VACUUM (VERBOSE): can it remove them while the transaction is open?"
+
+
+class IdleLab(Lab):
+    """Open an idle transaction, drain, VACUUM, end it, VACUUM again: done
+    once VACUUM has run on each side of the end."""
+
     def __init__(self, db: Database, jobs: int = 100_000):
         self.lab = bloat.BloatLab(db, jobs=jobs)
         self.db = db
         self.guess = guess_field(GUESS_LABEL)
         self.run_guess: float | None = None  # the guess when the last step started
-        wide = W.Layout(width="auto")
-        self.open_button = styled(
-            W.Button(description="Open an idle transaction", icon="folder-open", layout=wide), "pgq-open"
-        )
-        self.close_button = styled(
-            W.Button(description="End it", icon="times", disabled=True, layout=wide), "pgq-close"
-        )
-        self.drain_button = styled(
-            W.Button(description=f"Drain {jobs:,} jobs", button_style="primary", icon="play", layout=wide),
-            "pgq-drain",
-        )
-        self.vacuum_button = styled(W.Button(description="VACUUM (VERBOSE)", layout=wide), "pgq-vacuum")
+        self.opened_at = 0  # the story starts again at each open: the steps since the last one count
+        self.open_button = button("Open an idle transaction", "pgq-open", icon="folder-open")
+        self.close_button = button("End it", "pgq-close", icon="times", disabled=True)
+        self.drain_button = button(f"Drain {jobs:,} jobs", "pgq-drain", button_style="primary", icon="play")
+        self.vacuum_button = button("VACUUM (VERBOSE)", "pgq-vacuum")
         self.transaction = styled(W.HTML(value=transaction_html(self.lab)), "pgq-transaction")
         self.holders = styled(W.HTML(value=""), "pgq-holders")
-        self.progress = W.IntProgress(value=0, min=0, max=jobs, description="drain")
-        self.status = styled(W.HTML(value=""), "pgq-status")
+        self.progress = progress_bar("drain")
         self.output = styled(W.HTML(value=""), "pgq-result")
-        self.runner = Runner(self._done, self._failed)
         self.open_button.on_click(lambda _: self._open())
         self.close_button.on_click(lambda _: self._close())
         self.drain_button.on_click(lambda _: self._start(self._drain, "draining…"))
         self.vacuum_button.on_click(lambda _: self._start(self._vacuum, "VACUUM running…"))
+        status = styled(W.HTML(), "pgq-status")
         super().__init__(
             [
                 self.guess,
                 W.HBox([self.open_button, self.close_button]),
                 self.transaction,
                 W.HBox([self.drain_button, self.vacuum_button, self.progress]),
-                self.status,
+                status,
                 self.output,
                 W.HTML("<b>Who holds a snapshot</b> (the guide's activity query)"),
                 self.holders,
-            ]
+            ],
+            css_class="pgq-idle-lab",
+            status=status,
         )
-        self.add_class("pgq-idle-lab")
         self._show_holders()
+        self._next("Type your guess.")
+
+    @property
+    def buttons(self) -> list[W.Button]:
+        return [self.drain_button, self.vacuum_button]
 
     @property
     def steps(self) -> list[bloat.DrainStep]:
@@ -159,6 +167,14 @@ class IdleLab(W.VBox):
         """The lab's result so far, with the guess read when the last step started."""
         return self.lab.report(self.run_guess)
 
+    def _next(self, text: str) -> None:
+        """Say what happened and what to press next; done once the story is complete."""
+        hint = next_step(self.lab.steps[self.opened_at :], self.lab.transaction_open)
+        if hint is None:
+            self.finish(f"done: {text} VACUUM has run with the transaction open and after it ended.")
+        else:
+            self.say(f"{text} Next: {hint}")
+
     def _show_holders(self) -> None:
         self.transaction.value = transaction_html(self.lab)
         self.holders.value = holders_html(bloat.holders(self.db))
@@ -166,51 +182,42 @@ class IdleLab(W.VBox):
     def _open(self) -> None:
         try:
             self.lab.open_transaction()
+            self.opened_at = len(self.lab.steps)
         except Exception as exc:  # shown, not raised: a click has no caller
-            self.status.value = error_html(exc)
-        self.open_button.disabled, self.close_button.disabled = (
-            self.lab.transaction_open,
-            not self.lab.transaction_open,
-        )
-        self._show_holders()
+            self.say(error_html(exc))
+            return
+        finally:
+            self.open_button.disabled, self.close_button.disabled = (
+                self.lab.transaction_open,
+                not self.lab.transaction_open,
+            )
+            self._show_holders()
+        self._next("The idle transaction is open.")
 
     def _close(self) -> None:
         self.lab.end_transaction()
         self.open_button.disabled, self.close_button.disabled = False, True
         self._show_holders()
+        self._next("The idle transaction has ended.")
 
     def _start(self, fn, message: str) -> None:
-        if self.runner.busy:
-            return
-        self.drain_button.disabled = self.vacuum_button.disabled = True
-        self.status.value = message
         self.run_guess = self.guess.value  # read now, on the caller's thread
-        self.runner.start(fn)
+        self.run(fn, message)
 
     def _drain(self, stop: threading.Event) -> bloat.DrainStep:
-        with ProgressRelay(self._progress) as relay:
+        with ProgressRelay(lambda done, total: show_progress(self.progress, done, total)) as relay:
             return self.lab.drain(progress=relay.update, stop=stop)
 
     def _vacuum(self, stop: threading.Event) -> bloat.DrainStep:
         return self.lab.vacuum()  # one statement: nothing to stop halfway
 
-    def _progress(self, done: int, total: int) -> None:
-        self.progress.max = max(total, 1)
-        self.progress.value = min(done, total)
-
-    def _done(self, step: bloat.DrainStep) -> None:
+    def show(self, step: bloat.DrainStep) -> None:
         self.output.value = steps_html(self.lab, self.run_guess)
-        self.status.value = f"done: {escape(step.label)}"
-        self.drain_button.disabled = self.vacuum_button.disabled = False
         self._show_holders()
-
-    def _failed(self, exc: BaseException) -> None:
-        self.status.value = error_html(exc)
-        self.drain_button.disabled = self.vacuum_button.disabled = False
+        self._next(f"{escape(step.label)}: its row is below.")
 
     def wait(self, timeout: float | None = None) -> Any:
         return self.runner.wait(timeout)
 
-    def close(self) -> None:
+    def release(self) -> None:
         self.lab.close()
-        super().close()

@@ -10,7 +10,8 @@ from functools import partial
 from ..databases import Database
 from ..experiments import indexes
 from ..experiments.indexes import DrainedIndex, IndexSizes, ReadPlans
-from .common import ExperimentPanel, result_html
+from .common import result_html
+from .lab import ExperimentPanel
 
 
 def sizes_html(result: IndexSizes) -> str:

@@ -52,7 +52,8 @@ from ..experiments.locks import (
 )
 from ..experiments.sessions import ActivityMonitor, ActivityRow
 from ..tables import Table
-from .common import Runner, error_html, guess_field, replay_button, result_html, styled
+from .common import error_html, guess_field, replay_button, result_html, styled
+from .lab import Lab, button
 
 # A click returns once its command has finished or the server shows it waiting
 # for a lock (at most this long), so clicks on A then B reach the server in that
@@ -62,6 +63,7 @@ _open_labs: weakref.WeakSet = weakref.WeakSet()  # so a new lab can close an old
 ACTIVITY_COLUMNS = ("session", "pid", "state", "wait_event_type", "wait_event", "pg_blocking_pids")
 PANEL_WIDTH = "470px"  # fixed, so a session's column never moves as its status text changes
 STATUS_HEIGHT = "4.5em"  # room for the longest status line, wrapped
+READY_TEXT = "Two ready jobs: 1 and 2. Press BEGIN in session A, then a claim, then a claim in B."
 
 
 class ReplayView:
@@ -152,24 +154,25 @@ class SessionPanel(W.VBox):
         self.title = W.HTML()
         status_layout = W.Layout(width="100%", min_height=STATUS_HEIGHT)
         self.status = styled(W.HTML(value="idle", layout=status_layout), "pgq-status")
-        self.begin_button = styled(W.Button(description="BEGIN", tooltip="start a transaction"), "pgq-begin")
+        self.begin_button = button("BEGIN", "pgq-begin", tooltip="start a transaction")
         self.claim_buttons = {
-            mode: styled(
-                W.Button(description=words, tooltip=f"claim the oldest ready job with {words}"),
+            mode: button(
+                words,
                 f"pgq-claim-{mode.replace('_', '-')}",
+                tooltip=f"claim the oldest ready job with {words}",
             )
             for mode, words in CLAUSES.items()
         }
         commit_tip = "mark the jobs this transaction claimed done, then COMMIT"
-        self.commit_button = styled(W.Button(description="COMMIT", tooltip=commit_tip), "pgq-commit")
+        self.commit_button = button("COMMIT", "pgq-commit", tooltip=commit_tip)
         rollback_tip = "end the transaction; its jobs stay ready"
-        self.rollback_button = styled(W.Button(description="ROLLBACK", tooltip=rollback_tip), "pgq-rollback")
+        self.rollback_button = button("ROLLBACK", "pgq-rollback", tooltip=rollback_tip)
         self.session = LockSession(db, name, on_change=lambda _state: self._changed())
         self.title.value = f"<b>Session {escape(name)}</b> · backend pid {self.session.pid}"
 
         self.begin_button.on_click(lambda _: self._run_command(self.session.begin))
-        for mode, button in self.claim_buttons.items():
-            button.on_click(lambda _, mode=mode: self._run_command(self.session.claim, mode))
+        for mode, claim_button in self.claim_buttons.items():
+            claim_button.on_click(lambda _, mode=mode: self._run_command(self.session.claim, mode))
         self.commit_button.on_click(lambda _: self._run_command(self.session.commit))
         self.rollback_button.on_click(lambda _: self._run_command(self.session.rollback))
         super().__init__(
@@ -220,7 +223,7 @@ class SessionPanel(W.VBox):
         self._on_change()
 
 
-class LockLab(W.VBox):
+class LockLab(Lab):
     """Two sessions claiming from two ready jobs, the server's view of them,
     and the guide's scripted replay. Call `close()` when done.
 
@@ -235,7 +238,6 @@ class LockLab(W.VBox):
         self.db = db
         if reset:
             prepare(db)
-        self.closed = False
         self.activity = styled(W.HTML(value=activity_html([])), "pgq-activity")
         self.monitor = ActivityMonitor(
             db, on_rows=self._show_rows, on_error=self._show_monitor_error, busy=self._anything_running
@@ -248,8 +250,8 @@ class LockLab(W.VBox):
             self.monitor.close()
             raise
         tip = "roll both sessions back and start again from two ready jobs"
-        self.reset_button = styled(W.Button(description="Reset", icon="refresh", tooltip=tip), "pgq-reset")
-        self.lab_status = styled(W.HTML(value="two ready jobs: 1 and 2"), "pgq-lab-status")
+        self.reset_button = button("Reset", "pgq-reset", icon="refresh", tooltip=tip)
+        status = W.HTML()
         self.mode = W.Dropdown(
             options=[(words, mode) for mode, words in CLAUSES.items()],
             value="for_update",
@@ -260,7 +262,6 @@ class LockLab(W.VBox):
         self.guess = guess_field("Your guess: how many seconds will B wait?")
         self.replay_button = replay_button("Replay the guide's sequence")
         self.replay_output = styled(W.HTML(), "pgq-result")
-        self.runner = Runner(self._job_done, self._job_failed)
 
         self.reset_button.on_click(lambda _: self.reset())
         self.replay_button.on_click(lambda _: self.start_replay())
@@ -269,7 +270,7 @@ class LockLab(W.VBox):
             [
                 sessions,
                 self.activity,
-                W.HBox([self.reset_button, self.lab_status]),
+                W.HBox([self.reset_button, status]),
                 W.HTML(
                     "<b>Replay the guide's sequence</b>: A locks job 1 and holds it for 2 s; "
                     "B claims while A holds it."
@@ -277,9 +278,11 @@ class LockLab(W.VBox):
                 W.HBox([self.mode, self.guess], layout=W.Layout(grid_gap="16px")),
                 self.replay_button,
                 self.replay_output,
-            ]
+            ],
+            css_class="pgq-lock-lab",
+            status=status,
+            next_step=READY_TEXT,
         )
-        self.add_class("pgq-lock-lab")
         _open_labs.add(self)
         self.monitor.watch()
 
@@ -307,12 +310,18 @@ class LockLab(W.VBox):
         """Wait for a reset or replay; raise again any error it hit."""
         return self.runner.wait(timeout)
 
+    @property
+    def lab_status(self) -> W.HTML:
+        """The lab's status line (class pgq-lab-status)."""
+        return self.status
+
+    @property
+    def buttons(self) -> list[W.Button]:
+        # Clicks during a reset or replay would take the replay's jobs.
+        return [*self.a.buttons, *self.b.buttons, self.reset_button, self.replay_button]
+
     def _start(self, job: Callable[[], object], message: str) -> bool:
-        if self.closed or self.runner.busy:
-            return False
-        self._enable(False)
-        self.lab_status.value = message
-        started = self.runner.start(lambda _stop: job())
+        started = self.run(lambda _stop: job(), message)
         self.monitor.watch()  # the activity view follows the replay's sessions live
         return started
 
@@ -333,21 +342,13 @@ class LockLab(W.VBox):
         prepare(self.db)  # leave two ready jobs for the next experiment
         return result
 
-    def _job_done(self, result) -> None:
+    def show(self, result) -> None:
         if isinstance(result, ReplayResult):
             self.replay_output.value = result_html(result)
-        self.lab_status.value = "two ready jobs: 1 and 2"
-        self._enable(True)
+            self.finish(f"done: the replay's result is below. {READY_TEXT}")
+        else:
+            self.say(READY_TEXT)
         self.monitor.watch()
-
-    def _job_failed(self, exc: BaseException) -> None:
-        self.lab_status.value = error_html(exc)
-        self._enable(True)
-
-    def _enable(self, on: bool) -> None:
-        # Clicks during a reset or replay would take the replay's jobs.
-        for button in (*self.a.buttons, *self.b.buttons, self.reset_button, self.replay_button):
-            button.disabled = not on or self.closed
 
     # --- the live activity view ---------------------------------------------------
 
@@ -395,7 +396,7 @@ class LockLab(W.VBox):
                 return
 
     def _anything_running(self) -> bool:
-        return self.runner.busy or any(p.state.phase == WAITING for p in (self.a, self.b))
+        return self.busy or any(p.state.phase == WAITING for p in (self.a, self.b))
 
     @property
     def refreshing(self) -> bool:
@@ -403,18 +404,10 @@ class LockLab(W.VBox):
 
     # --- the end ------------------------------------------------------------------
 
-    def close(self) -> None:
+    def release(self) -> None:
         """Stop the monitor, end both sessions (open transactions roll back)
-        and close every connection. Safe to call twice."""
-        if self.closed:
-            return
-        self.closed = True
+        and close every connection."""
         _open_labs.discard(self)
-        self.runner.stop()
-        if self.runner.thread is not None:
-            self.runner.thread.join(60)
         self.monitor.close()
         for panel in (self.a, self.b):
             panel.session.close()
-        self._enable(False)
-        self.lab_status.value = "closed: run the cell that made the lab again to start over"

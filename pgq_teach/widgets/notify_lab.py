@@ -27,7 +27,8 @@ from .. import tables
 from ..databases import Database
 from ..experiments import wakeups
 from ..tables import Markup, Table
-from .common import ExperimentPanel, result_html, styled
+from .common import result_html, styled
+from .lab import ExperimentPanel, button
 
 
 def css_name(rule: str) -> str:
@@ -61,11 +62,10 @@ class NotifyRulesLab(ExperimentPanel):
         self.db = db
         self.selected: list[str] | None = None  # the rules the next run runs; None: all
         self.rule_buttons = {
-            name: styled(W.Button(description=name), "pgq-rule-button", css_name(name))
-            for name in wakeups.RULES
+            name: styled(button(name), "pgq-rule-button", css_name(name)) for name in wakeups.RULES
         }
-        for name, button in self.rule_buttons.items():
-            button.on_click(lambda _, name=name: self.start([name]))
+        for name, rule_button in self.rule_buttons.items():
+            rule_button.on_click(lambda _, name=name: self.start([name]))
         super().__init__(
             self.run_selected,
             rules_html,
@@ -74,16 +74,12 @@ class NotifyRulesLab(ExperimentPanel):
         )
         self.all_button = styled(self.run_button, "pgq-run-all")
         self.all_button.description = "Run all rules"
-        # a rule button is usable exactly when Run is
-        self.run_button.observe(lambda change: self.enable_rules(not change.new), "disabled")
+        self.say("Press a rule's button to test that rule, or Run all rules.")
 
     @property
     def buttons(self) -> list[W.Button]:
+        """Every rule's button and Run all rules: usable exactly when no run is going."""
         return list(self.rule_buttons.values()) + [self.all_button]
-
-    def enable_rules(self, enabled: bool) -> None:
-        for button in self.rule_buttons.values():
-            button.disabled = not enabled
 
     def start(self, names: list[str] | None = None) -> bool:
         """Run the named rules (all when None), unless a run is going."""
@@ -92,7 +88,7 @@ class NotifyRulesLab(ExperimentPanel):
         self.selected = names
         return super().start()
 
-    def run_selected(self, progress, stop) -> wakeups.RulesResult:
+    def run_selected(self, *, progress, stop, guess=None) -> wakeups.RulesResult:
         return wakeups.notify_rules(self.db, self.selected, progress=progress, stop=stop)
 
 

@@ -31,7 +31,8 @@ from ..experiments.race import (
     sweep_workers,
 )
 from ..tables import Table
-from .common import ExperimentPanel, comparison_html
+from .common import comparison_html
+from .lab import ExperimentPanel
 
 GUESS_LABEL = "Your guess: how many jobs will run more than once?"
 _WIDE = {"description_width": "initial"}

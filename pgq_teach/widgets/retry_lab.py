@@ -23,7 +23,8 @@ from ..databases import Database
 from ..experiments.results import server_fields
 from ..experiments.retries import FailureStep, FailureStepper, JitterHerdResult, ScheduleResult, herd
 from ..tables import Column, Table
-from .common import ExperimentPanel, error_html, guess_field, result_html, styled
+from .common import error_html, guess_field, result_html, styled
+from .lab import ExperimentPanel, Lab, button
 
 FAILURE_COLUMNS = [
     Column("failure", tables.COUNT),
@@ -46,37 +47,38 @@ def chart_html(result: ScheduleResult | JitterHerdResult) -> str:
     return result.chart_svg() + result_html(result)
 
 
-class RetryLab(W.VBox):
-    """Fail one job, click by click."""
+class RetryLab(Lab):
+    """Fail one job, click by click; done once it is dead."""
 
     def __init__(self, db, *, max_attempts: int = 5):
         self.db, self.max_attempts = db, max_attempts
         self.stepper: FailureStepper | None = None
-        self.fail_button = styled(
-            W.Button(
-                description="Fail it",
-                button_style="danger",
-                icon="bolt",
-                tooltip="claim the job and fail it with 'HTTP 503 from webhook'",
-            ),
+        self.fail_button = button(
+            "Fail it",
             "pgq-fail",
+            button_style="danger",
+            icon="bolt",
+            tooltip="claim the job and fail it with 'HTTP 503 from webhook'",
         )
-        self.reset_button = styled(
-            W.Button(description="Reset", icon="refresh", tooltip="a fresh job"), "pgq-reset"
-        )
+        self.reset_button = button("Reset", "pgq-reset", icon="refresh", tooltip="a fresh job")
         self.guess = guess_field(
             "Your guess: the longest wait the failures before dead will set, in seconds", minimum=0
         )
-        self.status = styled(W.HTML(value=""), "pgq-status")
         self.table = styled(W.HTML(value=""), "pgq-failures-table")
         self.chart = styled(W.HTML(value=""), "pgq-chart-box")
         self.fail_button.on_click(lambda _: self.fail())
         self.reset_button.on_click(lambda _: self.reset())
+        status = styled(W.HTML(), "pgq-status")
         super().__init__(
-            [self.guess, W.HBox([self.fail_button, self.reset_button]), self.status, self.table, self.chart]
+            [self.guess, W.HBox([self.fail_button, self.reset_button]), status, self.table, self.chart],
+            css_class="pgq-retry-lab",
+            status=status,
         )
-        self.add_class("pgq-retry-lab")
         self.reset()
+
+    @property
+    def buttons(self) -> list[W.Button]:
+        return [self.fail_button, self.reset_button]
 
     @property
     def steps(self) -> list[FailureStep]:
@@ -89,35 +91,36 @@ class RetryLab(W.VBox):
         )
 
     def reset(self) -> None:
+        if self.closed:
+            return
         if self.stepper is not None:
             self.stepper.close()
         self.stepper = FailureStepper(self.db, max_attempts=self.max_attempts)
         self.fail_button.disabled = False
-        self.status.value = (
-            f"job {self.stepper.job_id} is ready: max_attempts {self.max_attempts}. Press Fail it."
-        )
+        self.say(f"job {self.stepper.job_id} is ready: max_attempts {self.max_attempts}. Press Fail it.")
         self.table.value = steps_html([])
         self.chart.value = ""
 
     def fail(self) -> FailureStep | None:
         stepper = self.stepper
-        if stepper is None:  # reset() makes one; it runs in __init__
+        if stepper is None or self.closed:  # reset() makes one; it runs in __init__
             return None
         try:
             step = stepper.fail_once()
         except Exception as exc:  # shown where the learner looks
-            self.status.value = error_html(exc)
+            self.say(error_html(exc))
             return None
         if step.status == "dead":
             measurements.record(measurements.RETRY_WAITS_S, self.result.waits_s)
-            self.status.value = (
-                f"failure {step.attempt}: the job is <b>dead</b>, its last error kept. Reset for a fresh job."
+            self.finish(
+                f"done: failure {step.attempt} made the job <b>dead</b>, its last error kept. "
+                "Press Reset for a fresh job."
             )
             self.fail_button.disabled = True
         else:
-            self.status.value = (
+            self.say(
                 f"failure {step.attempt}: fail.sql set a wait of {round(step.wait_s):,} s. "
-                "The lab made the job due at once instead of waiting it out."
+                "The lab made the job due at once instead of waiting it out. Press Fail it again."
             )
         self.table.value = steps_html(stepper.steps)
         if any(s.status == "ready" for s in stepper.steps):
@@ -127,12 +130,12 @@ class RetryLab(W.VBox):
         return step
 
     def wait(self, timeout: float | None = None) -> ScheduleResult:
+        """Each click has finished by the time it returns: nothing to wait for."""
         return self.result
 
-    def close(self) -> None:
+    def release(self) -> None:
         if self.stepper is not None:
             self.stepper.close()
-        self.fail_button.disabled = self.reset_button.disabled = True
 
 
 class HerdLab(ExperimentPanel):
@@ -147,7 +150,7 @@ class HerdLab(ExperimentPanel):
             guess_label=f"Your guess: over how many seconds will the {jobs:,} first retries spread?",
         )
 
-    def _done(self, result: JitterHerdResult) -> None:
+    def show(self, result: JitterHerdResult) -> None:
         if result.jitter:
             measurements.record(measurements.JITTER_SPREAD_S, round(result.spread_s, 2))
-        super()._done(result)
+        super().show(result)

@@ -22,10 +22,14 @@ import ipywidgets as W
 
 from .. import exercises
 from ..exercises import sandbox
-from .common import ProgressRelay, Runner, error_html, styled
+from .common import styled
+from .lab import Lab, ProgressRelay, button, progress_bar, show_progress
 
 
-class YourTurn(W.VBox):
+class YourTurn(Lab):
+    """Your turn: the editor, Check, Stop, Start over, a progress bar that
+    fills when a check ends, and the verdict; done once a check has ended."""
+
     def __init__(self, key: str, *, sql: str | None = None, save: bool = True):
         """`sql`: the editor's text; by default the learner's last checked SQL
         for this exercise (nothing typed is lost), else the seeded first attempt."""
@@ -37,30 +41,34 @@ class YourTurn(W.VBox):
         self.editor = styled(
             W.Textarea(value=sql, layout=W.Layout(width="100%", height="16em")), "pgq-your-turn-sql"
         )
-        self.check_button = W.Button(description="Check", button_style="primary", icon="check")
-        self.stop_button = styled(
-            W.Button(description="Stop", icon="stop", disabled=True, tooltip="cancel the running check"),
-            "pgq-your-turn-stop",
+        self.check_button = button("Check", "pgq-check", button_style="primary", icon="check")
+        self.stop_button = button(
+            "Stop", "pgq-your-turn-stop", icon="stop", disabled=True, tooltip="cancel the running check"
         )
-        self.reset_button = W.Button(
-            description="Start over", icon="undo", tooltip="put the seeded first attempt back in the editor"
+        self.reset_button = button(
+            "Start over", icon="undo", tooltip="put the seeded first attempt back in the editor"
         )
-        self.progress = W.IntProgress(value=0, min=0, max=100, description="progress")
-        self.status = W.HTML(value="")
+        self.progress = progress_bar()
         self.verdict = styled(W.HTML(value=""), "pgq-verdict-box")
-        self.runner = Runner(self._done, self._failed)
         self.check_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
         self.reset_button.on_click(lambda _: self.start_over())
+        status = styled(W.HTML(), "pgq-status")
         super().__init__(
             [
                 self.title,
                 self.editor,
-                W.HBox([self.check_button, self.stop_button, self.reset_button, self.progress, self.status]),
+                W.HBox([self.check_button, self.stop_button, self.reset_button, self.progress, status]),
                 self.verdict,
-            ]
+            ],
+            css_class="pgq-your-turn",
+            status=status,
+            next_step="Edit the SQL, then press Check.",
         )
-        self.add_class("pgq-your-turn")
+
+    @property
+    def buttons(self) -> list[W.Button]:
+        return [self.check_button]
 
     @property
     def result(self) -> exercises.Verdict | None:
@@ -73,44 +81,32 @@ class YourTurn(W.VBox):
         return self.editor.value == self.exercise.attempt_text()
 
     def start(self) -> bool:
-        if self.runner.busy:
-            return False
         sql = self.editor.value  # read on the caller's thread: typing during a check changes nothing
-        self._checking(True)
-        self.status.value = "checking on the live server…"
         self.progress.value = 0
-        return self.runner.start(lambda stop: self._check(sql, stop))
+        return self.run(lambda stop: self._check(sql, stop), "checking on the live server…")
 
     def stop(self) -> None:
         """Cancel the running check: its learner sessions' statements end now."""
         if self.runner.busy:
-            self.status.value = "stopping…"
+            self.say("stopping…")
             self.runner.stop()
             sandbox.stop_checks(self.exercise.key)
-
-    def _checking(self, busy: bool) -> None:
-        self.check_button.disabled = busy
-        self.stop_button.disabled = not busy
 
     def start_over(self) -> None:
         self.editor.value = self.exercise.attempt_text()
 
     def _check(self, sql: str, stop) -> exercises.Verdict:
-        with ProgressRelay(self._progress) as relay:  # exercises.check holds the one check of this exercise
+        with ProgressRelay(lambda done, total: show_progress(self.progress, done, total)) as relay:
+            # exercises.check holds the one check of this exercise
             return exercises.check(self.exercise.key, sql, save=self.save, progress=relay.update, stop=stop)
 
-    def _progress(self, done: int, total: int) -> None:
-        self.progress.max = max(total, 1)
-        self.progress.value = min(done, total)
-
-    def _done(self, verdict) -> None:
+    def show(self, verdict) -> None:
         self.verdict.value = verdict.html()
-        self.status.value = "stopped" if verdict.stopped or sandbox.STOPPED in verdict.headline else "checked"
-        self._checking(False)
-
-    def _failed(self, exc: BaseException) -> None:
-        self.status.value = error_html(exc)
-        self._checking(False)
+        if verdict.stopped or sandbox.STOPPED in verdict.headline:
+            self.finish("stopped")
+        else:
+            self.progress.value = self.progress.max  # a check that ended has done all its work
+            self.finish("checked")
 
     def wait(self, timeout: float | None = None):
         return self.runner.wait(timeout)

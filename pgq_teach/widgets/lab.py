@@ -1,0 +1,353 @@
+"""The lifecycle every lab widget shares, written once: `Lab`.
+
+A lab is view plumbing around an experiment (the model lives in
+`pgq_teach.experiments`): it lays out controls, runs the experiment's work on
+a thread so the kernel stays free, and shows what comes back. `Lab` owns the
+parts each lab used to copy:
+
+- one status line (class `pgq-status`, or the lab's own) that always says what
+  to do next, what is running, or that the lab is done;
+- the done state: the class `pgq-done` on the lab, set by `finish(text)` when
+  the lab's run has ended and cleared by the next `say()` or run;
+- `run(work, message)`: the work runs on a `Runner` thread while the lab's
+  `buttons` are disabled; `wait()` joins it and raises again any error;
+- `close()`: stop the work, let the lab `release()` what it holds, disable
+  the buttons, and say so.
+
+`ExperimentPanel` is the common lab: predict, then Run, Stop, a progress bar
+and the result. Headless, every lab drives the same way:
+`lab.run_button.click(); lab.wait()`, then read `lab.result`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as W
+
+from .common import error_html, guess_field, result_html, styled
+
+DONE = "pgq-done"  # the class a lab carries once its run has ended (the browser tests look for it)
+CLOSED_TEXT = "closed: run the cell that made the lab again to start over"
+# Every lab's tables get padding and every lab's text wraps, whatever drew them:
+# zero specificity (:where), so a table's own style still wins.
+LAB_STYLE = (
+    "<style>"
+    ":where(.pgq-lab) td, :where(.pgq-lab) th { padding: 4px 10px; }"
+    ".pgq-lab .pgq-status, .pgq-lab .pgq-lab-status, .pgq-lab .pgq-third-status,"
+    " .pgq-lab .pgq-guess .widget-html-content { white-space: normal; line-height: 1.4; height: auto; }"
+    ".pgq-lab .widget-html-content { white-space: normal; }"
+    "</style>"
+)
+
+
+def button(description: str, css: str | None = None, **options: Any) -> W.Button:
+    """A button as wide as its label (ipywidgets' default width cuts a long one
+    short with '…'), with the CSS class the browser tests find it by."""
+    made = W.Button(description=description, layout=W.Layout(width="auto"), **options)
+    return styled(made, css) if css else made
+
+
+class Runner:
+    """Runs one piece of work at a time on a thread.
+
+    The thread never prints: it reports through `on_done(result)` and
+    `on_error(exc)`, which should only set widget traits. `wait()` joins the
+    thread and raises again any error it hit, so a notebook cell (and nbval)
+    sees the failure.
+    """
+
+    def __init__(self, on_done: Callable[[Any], None], on_error: Callable[[BaseException], None]):
+        self.on_done, self.on_error = on_done, on_error
+        self.stop_event = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def start(self, fn: Callable[[threading.Event], Any]) -> bool:
+        """Start fn(stop_event) unless one is already running; False if busy."""
+        if self.busy:
+            return False
+        self.stop_event = threading.Event()
+        self.result, self.error = None, None
+
+        def body():
+            try:
+                self.result = fn(self.stop_event)
+            except BaseException as exc:  # kept, shown, and raised again by wait()
+                self.error = exc
+                self.on_error(exc)
+            else:
+                self.on_done(self.result)
+
+        self.thread = threading.Thread(target=body, daemon=True)
+        self.thread.start()
+        return True
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def wait(self, timeout: float | None = None) -> Any:
+        if self.thread is not None:
+            self.thread.join(timeout)
+            if self.thread.is_alive():
+                raise TimeoutError(f"the experiment was still running after {timeout} s")
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+class ProgressRelay:
+    """Hands progress to a widget from one long-lived thread, at most every
+    `interval` seconds, while the experiment's threads only record it.
+
+    Why: a widget trait set from many short-lived worker threads sends its
+    message from each of them, and that can leave the kernel (ipykernel 7)
+    seconds late in reporting that the cell finished, which fails nbval's
+    wait for output. One sender avoids it, and a bar needs no more than ten
+    updates a second anyway."""
+
+    def __init__(self, show: Callable[[int, int], None], interval: float = 0.1):
+        self.show, self.interval = show, interval
+        self.latest: tuple[int, int] | None = None
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
+        self.thread = threading.Thread(target=self._forward, daemon=True)
+
+    def update(self, done: int, total: int) -> None:
+        with self.lock:
+            # worker threads report out of order: keep the furthest
+            if self.latest is None or self.latest[1] != total or done > self.latest[0]:
+                self.latest = (done, total)
+
+    def _forward(self) -> None:
+        shown = None
+        while True:
+            last_round = self.finished.wait(self.interval)
+            with self.lock:
+                latest = self.latest
+            if latest is not None and latest != shown:
+                self.show(*latest)
+                shown = latest
+            if last_round:
+                return
+
+    def __enter__(self) -> ProgressRelay:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.finished.set()
+        self.thread.join()
+
+
+def progress_bar(description: str = "progress") -> W.IntProgress:
+    return W.IntProgress(value=0, min=0, max=100, description=description)
+
+
+def show_progress(bar: W.IntProgress, done: int, total: int) -> None:
+    bar.max = max(total, 1)
+    bar.value = min(done, total)
+
+
+class Lab(W.VBox):
+    """The base of every lab: a status line, the done state, work on a thread,
+    and close(). A subclass builds its controls, passes them in `children`,
+    lists what to disable while work runs in `buttons`, and draws a finished
+    run's result in `show(result)`."""
+
+    closed = False  # until close(); a class default, so a lab's parts may ask before it is built
+    stop_button: W.Button | None = None  # a lab with a Stop sets it: usable only while work runs
+
+    def __init__(
+        self,
+        children: list[W.Widget],
+        *,
+        css_class: str,
+        status: W.HTML | None = None,
+        next_step: str = "",
+    ):
+        self.status = status if status is not None else styled(W.HTML(), "pgq-status")
+        self.status.add_class("pgq-lab-status")
+        self.runner = Runner(self._ended, self._failed)
+        style = W.HTML(LAB_STYLE, layout=W.Layout(display="none"))
+        super().__init__([style, *children])
+        styled(self, "pgq-lab", css_class)
+        self.say(next_step)
+
+    # --- what a subclass provides ----------------------------------------------------
+
+    @property
+    def buttons(self) -> list[W.Button]:
+        """The controls that must not be pressed while work runs (and once closed)."""
+        return []
+
+    def show(self, result: Any) -> None:
+        """Draw a finished run's result and say what comes next. Runs on the
+        work's thread: set widget traits only, never print."""
+        self.finish("done")
+
+    def release(self) -> None:
+        """Close the sessions and connections the lab holds (called once, by close())."""
+
+    # --- the status line and the done state -------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return DONE in self._dom_classes
+
+    def say(self, html: str) -> None:
+        """Put `html` on the status line: what is running, or what to do next."""
+        self.status.value = html
+        self.remove_class(DONE)
+
+    def finish(self, html: str) -> None:
+        """The lab's run has ended: `html` on the status line, and the done state."""
+        self.status.value = html
+        self.add_class(DONE)
+
+    # --- work on a thread -----------------------------------------------------------------
+
+    @property
+    def result(self) -> Any:
+        return self.runner.result
+
+    @property
+    def busy(self) -> bool:
+        """Whether work is running. False before the lab is built: a lab's
+        sessions may ask while the lab is still making them."""
+        runner = getattr(self, "runner", None)
+        return runner is not None and runner.busy
+
+    def run(self, work: Callable[[threading.Event], Any], message: str) -> bool:
+        """Run work(stop_event) on the lab's thread, saying `message`; False if
+        the lab is closed or already running."""
+        if self.closed or self.runner.busy:
+            return False
+        self.enable(False)
+        self.say(message)
+        started = self.runner.start(work)
+        if self.stop_button is not None:
+            self.stop_button.disabled = not started
+        return started
+
+    def stop(self) -> None:
+        """Ask the running work to stop at its next check."""
+        self.runner.stop()
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """Wait for the running work; return its result or raise its error again."""
+        return self.runner.wait(timeout)
+
+    def enable(self, on: bool) -> None:
+        """Make the lab's buttons usable (or not); Stop is usable only while work runs."""
+        for control in self.buttons:
+            control.disabled = not on or self.closed
+        if self.stop_button is not None:
+            self.stop_button.disabled = True
+
+    def _ended(self, result: Any) -> None:
+        self.enable(True)
+        self.show(result)
+
+    def _failed(self, exc: BaseException) -> None:
+        self.enable(True)
+        self.say(error_html(exc))
+
+    # --- the end --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the work, release what the lab holds, disable it. Safe to call twice."""
+        if self.closed:
+            return
+        self.closed = True
+        self.runner.stop()
+        if self.runner.thread is not None:
+            self.runner.thread.join(60)
+        self.release()
+        self.enable(False)
+        self.say(CLOSED_TEXT)
+
+
+class ExperimentPanel(Lab):
+    """Predict, then run: a guess field, Run and Stop, a progress bar, and the
+    result, for any experiment function.
+
+    `experiment(progress=, stop=, guess=)` runs on a thread and returns a
+    result object, which carries the guess read when Run was pressed;
+    `render(result)` turns it into HTML (the comparison table, a chart).
+    A new run clears the old result first.
+    Settings widgets passed in `settings` sit above the buttons; the
+    experiment reads them itself. Headless: `panel.run_button.click()`, then
+    `panel.wait()` returns the result or raises the experiment's error.
+    """
+
+    def __init__(
+        self,
+        experiment: Callable[..., Any],
+        render: Callable[[Any], str] = result_html,
+        *,
+        guess_label: str | None = None,
+        guess_value: float | None = None,
+        settings: list[W.Widget] | None = None,
+        css_class: str = "pgq-panel",
+    ):
+        self.experiment, self.render = experiment, render
+        self.guess = guess_field(guess_label, guess_value) if guess_label else None
+        self.run_button = button("Run", button_style="primary", icon="play")
+        self.stop_button = button("Stop", icon="stop", disabled=True)
+        self.progress = progress_bar()
+        self.output = styled(W.HTML(value=""), "pgq-result")
+        self.run_guess: float | None = None
+        self.run_button.on_click(lambda _: self.start())
+        self.stop_button.on_click(lambda _: self.stop())
+        controls = list(settings or []) + ([self.guess] if self.guess else [])
+        status = styled(W.HTML(), "pgq-status")
+        super().__init__(
+            controls + [W.HBox([self.run_button, self.stop_button, self.progress]), status, self.output],
+            css_class=css_class,
+            status=status,
+            next_step="Type your guess, then press Run." if self.guess else "Press Run.",
+        )
+
+    @property
+    def buttons(self) -> list[W.Button]:
+        return [self.run_button]
+
+    def start(self) -> bool:
+        if self.closed or self.runner.busy:
+            return False
+        self.progress.value = 0
+        self.output.value = ""  # the old result must not sit under "running…"
+        self.run_guess = self.guess.value if self.guess else None  # read now, on the caller's thread
+        guess = self.run_guess
+        return self.run(lambda stop: self._run(stop, guess), "running…")
+
+    def _run(self, stop: threading.Event, guess: float | None) -> Any:
+        with ProgressRelay(lambda done, total: show_progress(self.progress, done, total)) as relay:
+            return self.experiment(progress=relay.update, stop=stop, guess=guess)
+
+    def show(self, result: Any) -> None:
+        self.output.value = self.render(result)
+        if getattr(result, "stopped", False):
+            self.finish("stopped early: the result so far is below. Press Run to run it again.")
+        else:
+            self.progress.value = self.progress.max
+            self.finish("done: the result is below. Change your guess or a setting and press Run again.")
+
+    def run_and_wait(self, timeout: float | None = None) -> Any:
+        """Press Run unless the learner already has, then wait for the result.
+        Lets a notebook run top to bottom while a reader can still type a guess
+        and press Run by hand first."""
+        if self.result is None and not self.runner.busy:
+            self.run_button.click()
+        result = self.wait(timeout)
+        if result is None:  # experiments always return a result; None means nothing ran
+            raise RuntimeError("Pressing Run started no experiment, so there is no result to show.")
+        return result

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any, TypeVar
 
@@ -230,13 +230,29 @@ class ProgressRelay:
         self.thread.join()
 
 
+def chart_box() -> W.Output:
+    """Where a widget shows its charts: an Output, since a chart is drawn by
+    JupyterLab from its Vega-Lite mime bundle, not written as HTML."""
+    return styled(W.Output(), "pgq-chart-box")
+
+
+def show_charts(box: W.Output, charts: Sequence[Any]) -> None:
+    """Show these charts in `box` in place of what it showed (None is left
+    out). Safe from a worker thread: it sets the Output's outputs, it prints nothing."""
+    box.outputs = ()
+    for chart in charts:
+        if chart is not None:
+            box.append_display_data(chart)
+
+
 class ExperimentPanel(W.VBox):
     """Predict, then run: a guess field, Run and Stop, a progress bar, and the
     result, for any experiment function.
 
     `experiment(progress=, stop=, guess=)` runs on a thread and returns a
     result object, which carries the guess read when Run was pressed;
-    `render(result)` turns it into HTML (the comparison table, a chart).
+    `render(result)` turns it into HTML (the comparison table, the summary);
+    `charts(result)`, when given, returns the charts to show above it.
     A new run clears the old result first.
     Settings widgets passed in `settings` sit above the buttons; the
     experiment reads them itself. Headless: `panel.run_button.click()`, then
@@ -252,21 +268,26 @@ class ExperimentPanel(W.VBox):
         guess_value: float | None = None,
         settings: list[W.Widget] | None = None,
         css_class: str = "pgq-panel",
+        charts: Callable[[Any], Sequence[Any]] | None = None,
     ):
-        self.experiment, self.render = experiment, render
+        self.experiment, self.render, self.charts = experiment, render, charts
         self.guess = guess_field(guess_label, guess_value) if guess_label else None
         self.run_button = W.Button(description="Run", button_style="primary", icon="play")
         self.stop_button = W.Button(description="Stop", icon="stop", disabled=True)
         self.progress = W.IntProgress(value=0, min=0, max=100, description="progress")
         self.status = styled(W.HTML(value=""), "pgq-status")
         self.output = styled(W.HTML(value=""), "pgq-result")
+        self.chart_box = chart_box()
         self.runner = Runner(self._done, self._failed)
         self.run_guess: float | None = None
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.runner.stop())
         controls = list(settings or []) + ([self.guess] if self.guess else [])
         super().__init__(
-            controls + [W.HBox([self.run_button, self.stop_button, self.progress]), self.status, self.output]
+            controls
+            + [W.HBox([self.run_button, self.stop_button, self.progress]), self.status]
+            + ([self.chart_box] if charts else [])
+            + [self.output]
         )
         self.add_class(css_class)
 
@@ -280,6 +301,7 @@ class ExperimentPanel(W.VBox):
         self.run_button.disabled, self.stop_button.disabled = True, False
         self.progress.value = 0
         self.output.value = ""  # the old result must not sit under "running…"
+        show_charts(self.chart_box, [])
         self.status.value = "running…"
         self.run_guess = self.guess.value if self.guess else None  # read now, on the caller's thread
         return self.runner.start(lambda stop: self._run(stop, self.run_guess))
@@ -303,6 +325,8 @@ class ExperimentPanel(W.VBox):
             self.output.value = self.render(result, self.run_guess)
         else:
             self.output.value = self.render(result)
+        if self.charts:
+            show_charts(self.chart_box, self.charts(result))
         self.status.value = "stopped early" if getattr(result, "stopped", False) else "done"
         self._finish()
 

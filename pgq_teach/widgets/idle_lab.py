@@ -34,19 +34,21 @@ from .common import (
     ExperimentPanel,
     ProgressRelay,
     Runner,
+    chart_box,
     comparison_html,
     error_html,
     guess_field,
     result_html,
+    show_charts,
     styled,
 )
 
 GUESS_LABEL = "How many buffers will an empty claim read while the idle transaction is open?"
 
 
-def drain_html(result: bloat.DrainResult) -> str:
-    """The drain beside guide #17: its charts, then the result's rows and summary."""
-    return result.size_chart_svg() + result.dead_chart_svg() + result_html(result)
+def drain_charts(result: bloat.DrainResult) -> list:
+    """The drain beside guide #17: the table's size, then its dead row versions."""
+    return [result.size_chart(), result.dead_chart()]
 
 
 class DrainLab(ExperimentPanel):
@@ -56,7 +58,8 @@ class DrainLab(ExperimentPanel):
     def __init__(self, db: Database, *, jobs: int = 100_000, batch: int = 100):
         super().__init__(
             partial(bloat.drain, db, jobs=jobs, batch=batch, record=True),
-            drain_html,
+            result_html,
+            charts=drain_charts,
             guess_label=f"How many MB will the jobs table be after draining {jobs:,} jobs?",
         )
 
@@ -80,7 +83,7 @@ def holders_html(rows: list[dict]) -> str:
 
 
 def steps_html(lab: bloat.BloatLab, guess: float | None = None) -> str:
-    """The lab's steps as drawn, then its report's rows beside guide #18, then the chart."""
+    """The lab's steps as drawn, then its report's rows beside guide #18 (the chart is shown apart)."""
     if not lab.steps:
         return ""
     head = (
@@ -101,7 +104,7 @@ def steps_html(lab: bloat.BloatLab, guess: float | None = None) -> str:
     report = lab.report(guess)
     compared = comparison_html(report.comparison(), version=report.server_version)
     guide = f"<p>{escape('; '.join(line.strip() for line in report.footer()))}</p>"
-    return f"<table>{head}{rows}</table>{compared}{guide}{lab.chart_svg()}"
+    return f"<table>{head}{rows}</table>{compared}{guide}"
 
 
 class IdleLab(W.VBox):
@@ -127,6 +130,7 @@ class IdleLab(W.VBox):
         self.progress = W.IntProgress(value=0, min=0, max=jobs, description="drain")
         self.status = styled(W.HTML(value=""), "pgq-status")
         self.output = styled(W.HTML(value=""), "pgq-result")
+        self.chart = chart_box()
         self.runner = Runner(self._done, self._failed)
         self.open_button.on_click(lambda _: self._open())
         self.close_button.on_click(lambda _: self._close())
@@ -140,6 +144,7 @@ class IdleLab(W.VBox):
                 W.HBox([self.drain_button, self.vacuum_button, self.progress]),
                 self.status,
                 self.output,
+                self.chart,
                 W.HTML("<b>Who holds a snapshot</b> (the guide's activity query)"),
                 self.holders,
             ]
@@ -196,6 +201,7 @@ class IdleLab(W.VBox):
 
     def _done(self, step: bloat.DrainStep) -> None:
         self.output.value = steps_html(self.lab, self.run_guess)
+        show_charts(self.chart, [self.lab.chart()])
         self.status.value = f"done: {escape(step.label)}"
         self.drain_button.disabled = self.vacuum_button.disabled = False
         self._show_holders()

@@ -8,7 +8,7 @@ click runs two short statements on the caller's thread, so `wait()` has
 nothing to wait for; it is there so the lab drives like every other:
 `lab.fail_button.click(); lab.wait()`.
 
-The waits are drawn as bars (charts.bars): they double, and bars show a
+The waits are drawn as bars (`ScheduleResult.chart`, charts.bars): they double, and bars show a
 doubling at a glance where a table of numbers does not.
 """
 
@@ -23,7 +23,7 @@ from .. import measurements
 from ..databases import Database
 from ..experiments.results import server_fields
 from ..experiments.retries import FailureStep, FailureStepper, JitterHerdResult, ScheduleResult, herd
-from .common import ExperimentPanel, error_html, guess_field, result_html, styled
+from .common import ExperimentPanel, chart_box, error_html, guess_field, result_html, show_charts, styled
 
 
 def steps_html(steps: list[FailureStep]) -> str:
@@ -40,10 +40,9 @@ def steps_html(steps: list[FailureStep]) -> str:
     )
 
 
-def chart_html(result: ScheduleResult | JitterHerdResult) -> str:
-    """For an ExperimentPanel or a notebook: the result's bars, then its
-    comparison and summary."""
-    return result.chart_svg() + result_html(result)
+def one_chart(result: ScheduleResult | JitterHerdResult) -> list:
+    """For an ExperimentPanel: the result's bars (its comparison and summary are result_html)."""
+    return [result.chart()]
 
 
 class RetryLab(W.VBox):
@@ -69,11 +68,19 @@ class RetryLab(W.VBox):
         )
         self.status = styled(W.HTML(value=""), "pgq-status")
         self.table = styled(W.HTML(value=""), "pgq-failures-table")
-        self.chart = styled(W.HTML(value=""), "pgq-chart-box")
+        self.chart = chart_box()
+        self.output = styled(W.HTML(value=""), "pgq-result")
         self.fail_button.on_click(lambda _: self.fail())
         self.reset_button.on_click(lambda _: self.reset())
         super().__init__(
-            [self.guess, W.HBox([self.fail_button, self.reset_button]), self.status, self.table, self.chart]
+            [
+                self.guess,
+                W.HBox([self.fail_button, self.reset_button]),
+                self.status,
+                self.table,
+                self.chart,
+                self.output,
+            ]
         )
         self.add_class("pgq-retry-lab")
         self.reset()
@@ -97,7 +104,8 @@ class RetryLab(W.VBox):
             f"job {self.stepper.job_id} is ready: max_attempts {self.max_attempts}. Press Fail it."
         )
         self.table.value = steps_html([])
-        self.chart.value = ""
+        show_charts(self.chart, [])
+        self.output.value = ""
 
     def fail(self) -> FailureStep | None:
         stepper = self.stepper
@@ -122,8 +130,8 @@ class RetryLab(W.VBox):
         self.table.value = steps_html(stepper.steps)
         if any(s.status == "ready" for s in stepper.steps):
             # the comparison, with the learner's guess, once the job is dead
-            done = result_html(self.result) if step.status == "dead" else ""
-            self.chart.value = self.result.chart_svg() + done
+            show_charts(self.chart, [self.result.chart()])
+            self.output.value = result_html(self.result) if step.status == "dead" else ""
         return step
 
     def wait(self, timeout: float | None = None) -> ScheduleResult:
@@ -142,7 +150,8 @@ class HerdLab(ExperimentPanel):
     def __init__(self, db: Database, *, jitter: bool, jobs: int = 1_000):
         super().__init__(
             partial(herd, db, jobs, jitter=jitter),
-            chart_html,
+            result_html,
+            charts=one_chart,
             css_class="pgq-herd-lab",
             guess_label=f"Your guess: over how many seconds will the {jobs:,} first retries spread?",
         )

@@ -104,10 +104,13 @@ def bars(
     tooltip: Sequence[str] = (),
 ) -> alt.LayerChart:
     """Horizontal bars, one a row: `label` names the bar, `value` its length,
-    printed at its end with `fmt`; `colour` (a field) colours and keys them."""
+    printed at its end with `fmt`; `colour` (a field) colours and keys them.
+    The axis runs a fifth past the longest bar or rule, so the printed values
+    stay inside the plot, clear of the legend."""
+    longest = max([row[value] for row in rows] + [r.value for r in refs] + [1e-9])
     base = alt.Chart(values(rows)).encode(
         y=alt.Y(f"{label}:N", sort=None, title=None),
-        x=alt.X(f"{value}:Q", axis=value_axis),
+        x=alt.X(f"{value}:Q", axis=value_axis, scale=alt.Scale(domainMax=longest * 1.2)),
         tooltip=[alt.Tooltip(f"{label}:N"), alt.Tooltip(f"{value}:Q", format=fmt), *tooltip],
     )
     bar = base.mark_bar(height=LANE_PX - 8)
@@ -156,7 +159,7 @@ def timeline(
 ) -> alt.LayerChart:
     """Runs in lanes over time: rows of lane, start, end (seconds) and kind;
     `marks` are moments in lanes: rows of lane, time, kind and a short label
-    (a step's number) drawn inside a dot. `kinds` maps each kind of run or
+    (a step's number) drawn inside a dot, or "" for a small dot. `kinds` maps each kind of run or
     mark to its colour, keyed in the legend; every row's other fields show in
     its tooltip."""
     y = alt.Y("lane:N", sort=list(lanes), scale=alt.Scale(domain=list(lanes)), title=None)
@@ -172,7 +175,8 @@ def timeline(
     ]
     if marks:
         at = alt.Chart(values(marks)).encode(y=y, x=alt.X("time:Q", axis=time_axis), tooltip=tips(marks))
-        layers.append(at.mark_circle(size=220, opacity=1).encode(color=colour))
+        size = alt.condition("datum.label", alt.value(220), alt.value(70))  # room for a label, or a dot
+        layers.append(at.mark_circle(opacity=1).encode(color=colour, size=size))
         layers.append(at.mark_text(color="white", fontSize=11, fontWeight="bold").encode(text="label:N"))
     return finish([*layers, *references(refs, "x", time_axis)], heading, alt.Step(LANE_PX + 6))
 

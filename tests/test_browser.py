@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_browser import ARTIFACTS, BROWSER_TESTS, ThemeRetry, open_and_run_all, open_page, run_and_find
+from jupyter_browser import (
+    ARTIFACTS,
+    BROWSER_TESTS,
+    ThemeRetry,
+    chart_text_problems,
+    open_and_run_all,
+    open_page,
+    run_and_find,
+)
 
 pytestmark = BROWSER_TESTS
 
@@ -70,7 +78,8 @@ def test_race_lab_runs_from_its_run_button(page, jupyterlab):
     status.filter(has_text="done").wait_for(timeout=60_000)
     twice = int(panel.locator(".pgq-run-twice").inner_text().replace(",", ""))
     assert twice > 0
-    assert panel.locator("svg.pgq-chart rect.twice").count() > 0
+    assert panel.locator(".vega-embed g.mark-rect.role-mark path[fill='#d62728']").count() > 0  # a job run twice
+    assert chart_text_problems(panel, shots="01-race-lab") == []
     assert "8 workers" in panel.locator(".pgq-result").inner_text()
     assert_cells_are_padded(panel.locator(".pgq-compare"))
     panel.screenshot(path=str(ARTIFACTS / "01-double-send.png"))
@@ -84,9 +93,10 @@ def test_race_lab_runs_from_its_run_button(page, jupyterlab):
     panel.locator("button", has_text="Stop").click()
     status.filter(has_text="stopped early").wait_for(timeout=60_000)
     sweep = page.locator(".pgq-sweep-lab").first
-    chart = sweep.locator("svg.pgq-chart").first
+    chart = sweep.locator(".vega-embed svg").first
     chart.scroll_into_view_if_needed()
-    assert sweep.locator("svg.pgq-chart polyline.series").count() == 2
+    assert sweep.locator(".vega-embed g.mark-line.role-mark path").count() == 2
+    assert chart_text_problems(sweep, shots="01-sweep") == []
     chart.screenshot(path=str(ARTIFACTS / "01-sweep.png"))
 
 

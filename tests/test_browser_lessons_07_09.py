@@ -3,7 +3,7 @@ NOTIFY rules lab and the idle-transaction lab, clicked as a learner would."""
 
 from __future__ import annotations
 
-from jupyter_browser import ARTIFACTS, BROWSER_TESTS, run_and_find
+from jupyter_browser import ARTIFACTS, BROWSER_TESTS, chart_text_problems, run_and_find
 
 pytestmark = BROWSER_TESTS
 
@@ -28,6 +28,8 @@ def test_notify_rules_lab_runs_one_rule_then_all(page, jupyterlab):
     result.locator(".pgq-verdict").filter(has_text="every rule held").wait_for()
     status.filter(has_text="done").wait_for()
     rules.screenshot(path=str(ARTIFACTS / "07-notify-rules.png"))
+    # pickup latency and NOTIFY's cost, in their panels and the lesson's cells, drawn by Run All
+    assert chart_text_problems(page.locator(".jp-Notebook"), at_least=4, shots="07-lesson") == []
 
 
 def test_idle_transaction_lab_holds_back_vacuum_until_ended(page, jupyterlab):
@@ -60,3 +62,6 @@ def test_idle_transaction_lab_holds_back_vacuum_until_ended(page, jupyterlab):
     assert freed.nth(5).inner_text() == "0"
     assert int(freed.nth(1).inner_text().replace(",", "")) <= 2  # the guide: 1 buffer
     idle.screenshot(path=str(ARTIFACTS / "09-idle-transaction.png"))
+    assert chart_text_problems(idle, shots="09-idle-lab") == []
+    # the drain's size and dead-row charts, in the panel and the cells, and the idle lab's
+    assert chart_text_problems(page.locator(".jp-Notebook"), at_least=6, shots="09-lesson") == []

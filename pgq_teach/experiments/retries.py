@@ -376,7 +376,7 @@ class JitterHerdResult(Result):
             label="due",
             value="jobs",
             heading=f"When {self.jobs:,} failed jobs come due, {'with' if self.jitter else 'without'} jitter",
-            value_axis=charts.axis("jobs due", "jobs"),
+            value_axis=charts.axis("jobs due in that second", "count"),
         )
 
 

@@ -3,9 +3,10 @@ itself, with tooltips, legends and formatted axes (CONTRIBUTING.md says why
 Altair, pinned at 5.5.0).
 
 The vocabulary is small: `bars` (one bar a measurement), `lines` (one line a
-series), `timeline` (runs in lanes over time) and `marks` (points in lanes),
-each with the guide's figure, or another reference, drawn as a dashed rule
-named in the legend (`Reference`). Experiments build their charts from their
+series) and `timeline` (runs, and numbered moments, in lanes over time), each
+with the guide's figure, or another reference, drawn as a dashed rule named in
+the legend (`Reference`), and `axis` for a title with its unit over formatted
+ticks. Experiments build their charts from their
 results with these; a notebook shows a chart by displaying it, a widget puts it
 in an Output (`widgets.common.show_charts`).
 
@@ -52,8 +53,9 @@ def title(text: str) -> alt.TitleParams:
 
 def axis(name: str, unit: str = "", fmt: str = ",.0f", **options: Any) -> alt.Axis:
     """An axis titled with its unit ("jobs drained", "MB" -> "jobs drained (MB)")
-    whose ticks are formatted numbers, never 2.5e+04."""
-    text = f"{name} ({unit})" if unit else name
+    whose ticks are formatted numbers, never 2.5e+04. A unit that is the name
+    ("buffers") is said once."""
+    text = f"{name} ({unit})" if unit not in ("", name) else name
     return alt.Axis(title=text, format=fmt, labelFlush=True, **options)
 
 
@@ -143,7 +145,8 @@ def lines(
     if series:
         encoding["color"] = alt.Color(f"{series}:N", sort=None, legend=alt.Legend(title=None))
         encoding["tooltip"].insert(0, alt.Tooltip(f"{series}:N"))
-    chart = alt.Chart(values(rows)).mark_line(point=True, strokeWidth=2).encode(**encoding)
+    dots = alt.OverlayMarkDef(size=30 if len(rows) <= 60 else 8)  # many points: small dots, a clear line
+    chart = alt.Chart(values(rows)).mark_line(point=dots, strokeWidth=2).encode(**encoding)
     return finish([chart, *references(refs, "y", y_axis)], heading, height)
 
 
@@ -206,6 +209,16 @@ def lane_blocks(spans: list[tuple[float, float, bool]], min_s: float) -> list[tu
         else:
             blocks.append([start, end, hot])
     return [tuple(b) for b in blocks]
+
+
+def thin(points: Sequence[tuple[float, float]], most: int = 200) -> list[tuple[float, float]]:
+    """At most about `most` of a series' (x, y) points, in order: the highest of
+    each run of neighbours, so a peak survives. A chart needs no more, and a
+    notebook stores every point it draws."""
+    step = -(-len(points) // most)  # ceiling division
+    return (
+        [max(points[i : i + step], key=lambda p: p[1]) for i in range(0, len(points), step)] if points else []
+    )
 
 
 def spread(times: Sequence[float], gap: float) -> list[float]:

@@ -78,7 +78,9 @@ def test_race_lab_runs_from_its_run_button(page, jupyterlab):
     status.filter(has_text="done").wait_for(timeout=60_000)
     twice = int(panel.locator(".pgq-run-twice").inner_text().replace(",", ""))
     assert twice > 0
-    assert panel.locator(".vega-embed g.mark-rect.role-mark path[fill='#d62728']").count() > 0  # a job run twice
+    assert (
+        panel.locator(".vega-embed g.mark-rect.role-mark path[fill='#d62728']").count() > 0
+    )  # a job run twice
     assert chart_text_problems(panel, shots="01-race-lab") == []
     assert "8 workers" in panel.locator(".pgq-result").inner_text()
     assert_cells_are_padded(panel.locator(".pgq-compare"))

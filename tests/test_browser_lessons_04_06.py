@@ -56,7 +56,9 @@ def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, jupyterlab):
     fencing.locator(".pgq-play").click()
     fencing.locator(".pgq-result", has_text="guide #10").wait_for()
     assert fencing.locator(".pgq-steps-table tr.pgq-step-row").count() == 7
-    assert fencing.locator(".pgq-timeline .vega-embed g.mark-symbol.role-mark path").count() == 7  # the seven steps
+    assert (
+        fencing.locator(".pgq-timeline .vega-embed g.mark-symbol.role-mark path").count() == 7
+    )  # the seven steps
     assert chart_text_problems(fencing.locator(".pgq-timeline"), shots="05-fencing-lab") == []
     # the long-job panels' charts and the lesson's own, drawn by Run All
     assert chart_text_problems(page.locator(".jp-Notebook"), at_least=5, shots="05-lesson") == []

@@ -75,7 +75,10 @@ def test_the_stored_default_naptime_run_loads_and_shows_both_settings_alike():
         guide.peak_dead > 0.5 * defaults.peak_dead
     )  # the visits' timing moves each peak (0.79 to 1.03 seen)
     assert "autovacuum_naptime 1min" in r.summary()
-    assert len(chart_rows(r.chart(), "line")) == len(defaults.samples) + len(guide.samples)
+    drawn = chart_rows(r.chart(), "line")  # thinned to about 200 a line, each peak kept
+    assert len(drawn) <= 2 * 200 and max(p["n_dead_tup"] for p in drawn) == max(
+        defaults.peak_dead, guide.peak_dead
+    )
     # it says it is a stored run, when and on which server, and the knobs it ran with
     assert date.fromisoformat(r.recorded_on) and r.knobs["autovacuum_naptime"] == "60s"
     assert f"stored run: recorded {r.recorded_on} on PostgreSQL {r.server_version}" in r.summary()

@@ -876,7 +876,7 @@ class AutovacuumComparison(Result):
         rows = [
             {"time": t, "n_dead_tup": dead, "settings": r.settings}
             for r in self.runs
-            for t, dead in r.samples
+            for t, dead in charts.thin(r.samples)
         ]
         return charts.lines(
             rows,

@@ -105,3 +105,23 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+VEGA_LITE = "application/vnd.vegalite.v5+json"
+
+
+def chart_rows(chart, mark: str) -> list[dict]:
+    """The data rows a chart's layer draws with `mark` ("bar", "line", "rule",
+    "circle"...), read from the chart's Vega-Lite spec: what the browser plots."""
+    spec = chart.to_dict() if hasattr(chart, "to_dict") else chart
+    for layer in spec.get("layer", [spec]):
+        kind = layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"]
+        if kind == mark:
+            data = layer.get("data", spec.get("data"))
+            return spec["datasets"][data["name"]] if "name" in data else data["values"]
+    raise AssertionError(f"no {mark} layer in the chart")
+
+
+def shown_charts(box) -> list[dict]:
+    """The Vega-Lite specs an Output widget shows (the charts a lab displayed)."""
+    return [out["data"][VEGA_LITE] for out in box.outputs if VEGA_LITE in out.get("data", {})]

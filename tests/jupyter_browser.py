@@ -364,3 +364,56 @@ def assert_every_lab_finished(page, lesson: str, *, least: int = 1, timeout_ms: 
         faults += [f"{name} ({shot.name}): {fault}" for fault in lab_faults(lab, shot)]
     assert not faults, f"{lesson}: " + "\n".join(faults)
     return count
+
+
+# Every <text> of one chart's SVG that a reader can see (not blank, not hidden,
+# not zero-sized): any two whose boxes overlap, and any that leaves the SVG's box.
+TEXT_PROBLEMS = """(svg) => {
+  const box = svg.getBoundingClientRect();
+  const seen = (el) => {
+    for (let e = el; e && e !== svg.parentNode; e = e.parentNode) {
+      const style = getComputedStyle(e);
+      const hidden = style.display === 'none' || style.visibility === 'hidden';
+      if (hidden || parseFloat(style.opacity) === 0) return false;
+    }
+    return true;
+  };
+  const texts = [...svg.querySelectorAll('text')]
+    .filter((t) => t.textContent.trim() && seen(t))
+    .map((t) => ({ text: t.textContent.trim(), r: t.getBoundingClientRect() }))
+    .filter((t) => t.r.width > 0 && t.r.height > 0);
+  const slack = 1;  // px: boxes that merely touch are fine
+  const problems = [];
+  for (const t of texts) {
+    if (t.r.left < box.left - slack || t.r.top < box.top - slack
+        || t.r.right > box.right + slack || t.r.bottom > box.bottom + slack) {
+      problems.push(`"${t.text}" falls outside the chart's box`);
+    }
+  }
+  texts.forEach((a, i) => texts.slice(i + 1).forEach((b) => {
+    const w = Math.min(a.r.right, b.r.right) - Math.max(a.r.left, b.r.left);
+    const h = Math.min(a.r.bottom, b.r.bottom) - Math.max(a.r.top, b.r.top);
+    if (w > slack && h > slack) problems.push(`"${a.text}" overlaps "${b.text}"`);
+  }));
+  return problems;
+}"""
+CHART_SVG = ".vega-embed svg"
+
+
+def chart_text_problems(locator, at_least: int = 1, shots: str = "") -> list[str]:
+    """Waits for at least `at_least` charts (Vega's SVG) inside `locator`, then
+    measures every chart's visible <text> elements in the browser: returns one
+    line for any two that overlap and for any that falls outside its chart's SVG
+    box; an empty list when every label can be read. With `shots`, each chart's
+    screenshot goes to tests/artifacts/<shots>-chart-N.png."""
+    charts = locator.locator(CHART_SVG)
+    charts.nth(at_least - 1).wait_for()
+    problems = []
+    for n in range(charts.count()):
+        chart = charts.nth(n)
+        chart.scroll_into_view_if_needed()
+        if shots:
+            chart.screenshot(path=str(ARTIFACTS / f"{shots}-chart-{n + 1}.png"))
+        title = chart.locator("text").first.text_content() or ""
+        problems += [f"chart {n + 1} ({title.strip()[:60]}): {p}" for p in chart.evaluate(TEXT_PROBLEMS)]
+    return problems

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from helpers import counts, seed
+from helpers import chart_rows, counts, seed
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import bloat
 
@@ -127,7 +127,7 @@ def test_the_lab_records_each_step(db):
     assert drained.transaction_open and held.transaction_open and not freed.transaction_open
     assert held.vacuum.not_removable == 2 * JOBS and freed.vacuum.not_removable == 0
     assert freed.claim.buffers < held.claim.buffers
-    assert "<svg" in lab.chart_svg()
+    assert [r["buffers"] for r in chart_rows(lab.chart(), "bar")] == [s.claim.buffers for s in lab.steps]
 
 
 def test_an_idle_transaction_makes_the_drain_touch_more_buffers(db):
@@ -155,9 +155,12 @@ def test_pgstattuple_counts_exactly_where_the_server_has_it(db):
 
 def test_the_drain_charts_draw_every_sample(db):
     result = bloat.drain(db, jobs=JOBS, samples=4)
-    svg = result.size_chart_svg()
-    assert svg.startswith("<svg") and svg.count("<circle") == len(result.samples)
-    assert "guide: 29 MB" in svg
+    points = chart_rows(result.size_chart(), "line")
+    assert [p["jobs drained"] for p in points] == [s.drained for s in result.samples]
+    assert chart_rows(result.size_chart(), "rule") == [
+        {"reference": "guide #17: 29 MB (PostgreSQL 16)", "value": 29}
+    ]
+    assert len(chart_rows(result.dead_chart(), "line")) == len(result.samples)
 
 
 def test_the_drain_rows_and_summary_say_no_guess_until_one_is_made(db):

@@ -10,6 +10,7 @@ from jupyter_browser import (
     BROWSER_TESTS,
     ThemeRetry,
     assert_every_lab_finished,
+    chart_text_problems,
     clipped_text,
     open_and_run_all,
     open_page,
@@ -70,7 +71,10 @@ def test_race_lab_runs_from_its_run_button(page, jupyterlab):
     status.filter(has_text="done").wait_for(timeout=60_000)
     twice = int(panel.locator(".pgq-run-twice").inner_text().replace(",", ""))
     assert twice > 0
-    assert panel.locator("svg.pgq-chart rect.twice").count() > 0
+    assert (
+        panel.locator(".vega-embed g.mark-rect.role-mark path[fill='#d62728']").count() > 0
+    )  # a job run twice
+    assert chart_text_problems(panel, shots="01-race-lab") == []
     assert "8 workers" in panel.locator(".pgq-result").inner_text()
     assert_cells_are_padded(panel.locator(".pgq-compare"))
     panel.screenshot(path=str(ARTIFACTS / "01-double-send.png"))
@@ -84,9 +88,10 @@ def test_race_lab_runs_from_its_run_button(page, jupyterlab):
     panel.locator("button", has_text="Stop").click()
     status.filter(has_text="stopped early").wait_for(timeout=60_000)
     sweep = page.locator(".pgq-sweep-lab").first
-    chart = sweep.locator("svg.pgq-chart").first
+    chart = sweep.locator(".vega-embed svg").first
     chart.scroll_into_view_if_needed()
-    assert sweep.locator("svg.pgq-chart polyline.series").count() == 2
+    assert sweep.locator(".vega-embed g.mark-line.role-mark path").count() == 2
+    assert chart_text_problems(sweep, shots="01-sweep") == []
     chart.screenshot(path=str(ARTIFACTS / "01-sweep.png"))
     assert assert_every_lab_finished(page, "01") >= 5  # three race labs, the sweep, Your turn
 

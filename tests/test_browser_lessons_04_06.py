@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import re
 
-from jupyter_browser import ARTIFACTS, BROWSER_TESTS, assert_every_lab_finished, run_and_find, set_slider
+from jupyter_browser import (
+    ARTIFACTS,
+    BROWSER_TESTS,
+    assert_every_lab_finished,
+    chart_text_problems,
+    run_and_find,
+    set_slider,
+)
 
 pytestmark = BROWSER_TESTS
 
@@ -63,7 +70,12 @@ def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, jupyterlab):
     fencing.locator(".pgq-play").click()
     fencing.locator(".pgq-result", has_text="guide #10").wait_for()
     assert fencing.locator(".pgq-steps-table tr.pgq-step-row").count() == 7
-    assert fencing.locator(".pgq-timeline svg circle.pgq-step").count() == 7
+    assert (
+        fencing.locator(".pgq-timeline .vega-embed g.mark-symbol.role-mark path").count() == 7
+    )  # the seven steps
+    assert chart_text_problems(fencing.locator(".pgq-timeline"), shots="05-fencing-lab") == []
+    # the long-job panels' charts and the lesson's own, drawn by Run All
+    assert chart_text_problems(page.locator(".jp-Notebook"), at_least=5, shots="05-lesson") == []
     result = fencing.locator(".pgq-result").inner_text()
     assert "A's completion updated 0 row(s), B's 1" in result and "2 receipt(s)" in result
     fencing.screenshot(path=str(ARTIFACTS / "05-fencing-lab.png"))
@@ -80,11 +92,14 @@ def test_retry_lab_fails_a_job_five_times_to_dead(page, jupyterlab):
     for n, wait in enumerate(["20 s", "40 s", "80 s", "160 s"], start=1):
         retry.locator(".pgq-fail").click()
         retry.locator(".pgq-status").filter(has_text=f"failure {n}: fail.sql set a wait of {wait}").wait_for()
-    assert retry.locator(".pgq-chart-box svg").count() == 1
+    assert retry.locator(".pgq-chart-box .vega-embed svg").count() == 1
+    assert chart_text_problems(retry.locator(".pgq-chart-box"), shots="06-retry-lab") == []
     retry.locator(".pgq-fail").click()
     retry.locator(".pgq-status").filter(has_text="dead").wait_for()
     assert rows.count() == 5
     assert retry.locator(".pgq-failures-table tr.pgq-failure[data-status='dead']").count() == 1
     assert retry.locator(".pgq-fail").is_disabled()
     retry.screenshot(path=str(ARTIFACTS / "06-retry-lab.png"))
+    # the schedule (with the cap), the herds and the jitter lab's chart, drawn by Run All
+    assert chart_text_problems(page.locator(".jp-Notebook"), at_least=5, shots="06-lesson") == []
     assert assert_every_lab_finished(page, "06") >= 3  # the retry and herd labs, Your turn

@@ -3,7 +3,13 @@ NOTIFY rules lab and the idle-transaction lab, clicked as a learner would."""
 
 from __future__ import annotations
 
-from jupyter_browser import ARTIFACTS, BROWSER_TESTS, assert_every_lab_finished, run_and_find
+from jupyter_browser import (
+    ARTIFACTS,
+    BROWSER_TESTS,
+    assert_every_lab_finished,
+    chart_text_problems,
+    run_and_find,
+)
 
 pytestmark = BROWSER_TESTS
 
@@ -28,11 +34,15 @@ def test_notify_rules_lab_runs_one_rule_then_all(page, jupyterlab):
     result.locator(".pgq-verdict").filter(has_text="every rule held").wait_for()
     status.filter(has_text="done").wait_for()
     rules.screenshot(path=str(ARTIFACTS / "07-notify-rules.png"))
+    # pickup latency and NOTIFY's cost, in their panels and the lesson's cells, drawn by Run All
+    assert chart_text_problems(page.locator(".jp-Notebook"), at_least=4, shots="07-lesson") == []
     assert assert_every_lab_finished(page, "07") >= 4  # rules, latency, cost, Your turn
 
 
 def test_index_labs_finish_and_show_their_done_state(page, jupyterlab):
     run_and_find(page, jupyterlab, "08-indexes.ipynb", ".pgq-lab", timeout_ms=180_000)
+    # the index sizes and the drained index, in the panel and the cells
+    assert chart_text_problems(page.locator(".jp-Notebook"), at_least=2, shots="08-lesson") == []
     assert assert_every_lab_finished(page, "08") >= 2  # the drained index, Your turn
 
 
@@ -67,4 +77,7 @@ def test_idle_transaction_lab_holds_back_vacuum_until_ended(page, jupyterlab):
     assert int(freed.nth(1).inner_text().replace(",", "")) <= 2  # the guide: 1 buffer
     idle.screenshot(path=str(ARTIFACTS / "09-idle-transaction.png"))
     idle.locator(".pgq-status").filter(has_text="done: after vacuum, no transaction").wait_for()
+    assert chart_text_problems(idle, shots="09-idle-lab") == []
+    # the drain's size and dead-row charts, in the panel and the cells, and the idle lab's
+    assert chart_text_problems(page.locator(".jp-Notebook"), at_least=6, shots="09-lesson") == []
     assert assert_every_lab_finished(page, "09") >= 3  # the drain and idle labs, Your turn

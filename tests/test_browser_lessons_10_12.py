@@ -10,6 +10,7 @@ from jupyter_browser import (
     BROWSER_TESTS,
     KERNEL_IDLE,
     assert_every_lab_finished,
+    chart_text_problems,
     clipped_text,
     run_and_find,
 )
@@ -27,6 +28,8 @@ def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page
     dash = run_and_find(page, jupyterlab, "10-operations.ipynb", ".pgq-dashboard", timeout_ms=240_000)
     # Run All pressed Run on the autovacuum panel with its guess box empty: the table says so, not 0
     page.locator(".pgq-panel .pgq-compare td", has_text="no guess").first.wait_for()
+    # n_dead_tup under both settings: the lab's run, its cell, and the stored run
+    assert chart_text_problems(page.locator(".jp-Notebook"), at_least=3, shots="10-lesson") == []
     dash.locator("button", has_text="Start").click()
     status = dash.locator(".pgq-status")
     status.filter(has_text="running").wait_for()
@@ -47,6 +50,8 @@ def test_checklist_recommends_and_keeps_its_ticks_across_a_kernel_restart(page, 
     assert assert_every_lab_finished(page, "11") >= 5  # drain, outage, side by side, two Your turns
     assert clipped_text(checklist) == []
     assert checklist.locator(".pgq-recommendation").get_attribute("data-verdict") == "stay"
+    # the outage lab's outbox lag, drawn by Run All
+    assert chart_text_problems(page.locator(".jp-Notebook"), shots="11-lesson") == []
     checklist.locator(".pgq-signal-fan-out input[type=checkbox]").check()
     checklist.locator(".pgq-recommendation[data-verdict='move']").wait_for()
     checklist.screenshot(path=str(ARTIFACTS / "11-when-to-switch.png"))

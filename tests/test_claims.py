@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from helpers import counts, seed
+from helpers import chart_rows, counts, seed
 from pgq_teach import BadInput
 from pgq_teach.experiments import claims
 from pgq_teach.experiments.race import lease_claim
@@ -69,8 +69,10 @@ def test_five_way_runs_every_mode_and_only_naive_runs_jobs_twice(db):
     # one progress bar over all five races
     assert progress.calls[-1] == (1_000, 1_000)
     assert max(done for done, _ in progress.calls) <= 1_000
-    svg = result.chart_svg()
-    assert svg.startswith("<svg") and "hold + FOR UPDATE (no job run twice)" in svg and "serial 1.0 s" in svg
+    bars = {r["claim"]: r["drain time"] for r in chart_rows(result.chart(), "bar")}
+    assert bars["hold + FOR UPDATE (no job run twice)"] == result.median("hold_for_update")
+    rules = {r["reference"]: r["value"] for r in chart_rows(result.chart(), "rule")}
+    assert rules == {"serial ideal 1.0 s": 1.0, "shared ideal 0.1 s": 0.125}
     assert result.guide.number == 6
 
 

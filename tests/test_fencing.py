@@ -4,10 +4,11 @@ job from being run again; and what a repeated fencing token lets through."""
 
 import pytest
 
+from helpers import chart_rows, shown_charts
 from pgq_teach import measurements
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import fencing
-from pgq_teach.widgets.fencing_lab import FencingLab, LongJobLab, long_job_svg
+from pgq_teach.widgets.fencing_lab import FencingLab, LongJobLab
 
 
 def test_the_stale_completion_updates_no_row_and_the_plain_handler_sends_twice(db):
@@ -35,7 +36,7 @@ def test_without_a_heartbeat_a_long_job_runs_again_and_again_until_dead(db):
     assert result.final_status == "dead" and result.last_error == "lease expired"
     assert not result.lease_moved
     assert "figure" not in str(result.guide) and "#10" not in result.summary()  # guide #10 is not this story
-    assert 'class="pgq-run fenced"' in long_job_svg(result)
+    assert {r["kind"] for r in chart_rows(result.chart(), "bar")} == {"a run fenced out"}
     assert result.comparison()[0][1:3] == ("no guess", 5)
 
 
@@ -79,7 +80,7 @@ def test_the_lab_steps_and_plays_by_clicking(db):
         assert result.guess is None  # an empty box is no guess, not 0
         assert "Press Step" in lab.status.value and not lab.done
         lab.step_button.click()
-        assert lab.shown == 1 and lab.chart.value.count('class="pgq-step"') == 1
+        assert lab.shown == 1 and len(chart_rows(shown_charts(lab.chart)[0], "circle")) == 1
         assert lab.status.value.startswith(f"1 of {len(result.events)} steps shown") and not lab.done
         lab.play_button.click()
         lab.wait_play()
@@ -97,12 +98,12 @@ def test_a_lone_worker_finishes_a_long_job_without_a_heartbeat(db):
     result = fencing.long_job(db, heartbeat=False, lease_s=0.5, work_s=1.0, workers=1)
     assert result.times_run == 1 and result.runs[0].outcome == "done"
     assert result.final_status == "done" and not result.lease_moved
-    assert 'class="pgq-run done"' in long_job_svg(result)
+    assert [r["kind"] for r in chart_rows(result.chart(), "bar")] == ["a run that completed"]
 
 
 def test_the_long_job_lab_records_the_runs_without_a_heartbeat(db, tmp_path, monkeypatch):
     monkeypatch.setenv("PGQ_HOME", str(tmp_path))
     lab = LongJobLab(db, heartbeat=False, lease_s=0.5, work_s=1.0)
     result = lab.run_and_wait(60)
-    assert result.times_run == 5 and "<svg" in lab.output.value
+    assert result.times_run == 5 and len(chart_rows(shown_charts(lab.chart_box)[0], "bar")) == 5
     assert measurements.read(measurements.RUNS_WITHOUT_HEARTBEAT)["value"] == 5

@@ -6,6 +6,7 @@ import time
 import psycopg
 import pytest
 
+from helpers import chart_rows
 from pgq_teach import BadInput, run
 from pgq_teach.experiments import race
 from pgq_teach.experiments.race import run_race
@@ -91,7 +92,10 @@ def test_the_sweep_runs_the_naive_race_once_per_worker_count(db):
     assert result.workers == [1, 2, 4] and not result.stopped
     assert result.run_more_than_once[1] == 0 and result.extra_runs[1] == 0  # one worker cannot race itself
     assert all(r.done == 60 for r in result.races)
-    assert 'class="series"' in result.chart_svg()
+    lines = chart_rows(result.chart(), "line")  # two lines, a point for each worker count
+    assert sorted((r["measure"], r["workers"]) for r in lines) == sorted(
+        (m, w) for m in ("jobs run more than once", "extra runs (work done again)") for w in (1, 2, 4)
+    )
 
 
 @pytest.mark.parametrize(

@@ -108,25 +108,31 @@ class DrainResult(Result):
             + self.footer()
         )
 
-    def size_chart_svg(self, width: int = 720) -> str:
-        points = [(s.drained, s.table_bytes / 1024 / 1024) for s in self.samples]
-        return charts.line(
-            points,
-            width=width,
-            title="Table size during the drain",
-            x_label="jobs drained",
-            y_label="MB",
-            guide=(f"guide: {self.guide.values['table_mb']} MB (PG 16)", self.guide.values["table_mb"]),
+    def size_chart(self) -> charts.Chart:
+        """The table's size as the drain goes, beside the guide's size after its drain."""
+        mb = self.guide.values["table_mb"]
+        return charts.lines(
+            [
+                {"jobs drained": s.drained, "table size, MB": s.table_bytes / 1024 / 1024}
+                for s in self.samples
+            ],
+            x="jobs drained",
+            y="table size, MB",
+            heading="Table size during the drain",
+            x_axis=charts.axis("jobs drained", "jobs"),
+            y_axis=charts.axis("table size", "MB"),
+            refs=[charts.Reference(f"guide #{self.guide.number}: {mb:g} MB (PostgreSQL 16)", mb)],
         )
 
-    def dead_chart_svg(self, width: int = 720) -> str:
-        points = [(s.drained, s.dead_tuples) for s in self.samples]
-        return charts.line(
-            points,
-            width=width,
-            title="Dead row versions during the drain",
-            x_label="jobs drained",
-            y_label="dead",
+    def dead_chart(self) -> charts.Chart:
+        """Dead row versions as the drain goes: every claim and every done leaves one."""
+        return charts.lines(
+            [{"jobs drained": s.drained, "dead row versions": s.dead_tuples} for s in self.samples],
+            x="jobs drained",
+            y="dead row versions",
+            heading="Dead row versions during the drain",
+            x_axis=charts.axis("jobs drained", "jobs"),
+            y_axis=charts.axis("dead row versions", "rows"),
         )
 
 
@@ -627,19 +633,21 @@ class BloatLab:
     def report(self, guess: float | None = None) -> HeldBack:
         return HeldBack(steps=list(self.steps), guess=guess, **server_fields(self.db))
 
-    def chart_svg(self, width: int = 720) -> str:
+    def chart(self) -> charts.Chart:
+        """Buffers one empty claim read at each step, beside the guide's figure."""
         rows = [
-            (f"{n}. {s.label}", s.claim.buffers, f"({s.claim.ms:.2f} ms)")
+            {"step": f"{n}. {s.label}", "buffers": s.claim.buffers, "claim, ms": round(s.claim.ms, 2)}
             for n, s in enumerate(self.steps, start=1)
         ]
         buffers = self.guide.values["buffers"]
         return guide_bars(
             rows,
-            width=width,
+            label="step",
+            value="buffers",
             unit="buffers",
-            right=170,
-            guide=(f"guide: {buffers:,}", buffers),
-            title="What one empty claim reads, step by step",
+            guide=(f"guide #{self.guide.number}: {buffers:,} buffers", buffers),
+            heading="What one empty claim reads, step by step",
+            tooltip=["claim, ms:Q"],
         )
 
     def close(self) -> None:

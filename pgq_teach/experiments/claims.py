@@ -304,24 +304,26 @@ class FiveWayResult(Result, race.Ideals):
         lines.append(f"  your guess for hold + FOR UPDATE: {guess_text(self.guess, ' s')}")
         return "\n".join(lines + self.footer())
 
-    def chart_svg(self, width: int = 720) -> str:
+    def chart(self) -> charts.Chart:
+        """Each claim's median drain time, beside the serial and shared ideals."""
         rows = []
         for mode in FIVE_WAYS:
             if not self.elapsed_s[mode]:
                 continue
             twice = max(self.run_more_than_once[mode])
             noted = f"{twice:,} jobs run more than once" if twice else "no job run twice"
-            rows.append((f"{SHORT[mode]} ({noted})", self.median(mode), ""))
-        lines = [
-            (f"serial {self.serial_ideal_s:.1f} s", self.serial_ideal_s),
-            (f"shared {self.shared_ideal_s:.1f} s", self.shared_ideal_s),
-        ]
+            rows.append({"claim": f"{SHORT[mode]} ({noted})", "drain time": self.median(mode)})
         return charts.bars(
             rows,
-            lines=lines,
-            width=width,
-            title=f"Drain time, median of {self.rounds} round(s); duplicates: most in any round; "
-            "dashed: the ideals",
+            label="claim",
+            value="drain time",
+            fmt=",.2f",
+            heading=f"Drain time, median of {self.rounds} round(s); duplicates: most in any round",
+            value_axis=charts.axis("drain time", "s", ",.1~f"),
+            refs=[
+                charts.Reference(f"serial ideal {self.serial_ideal_s:.1f} s", self.serial_ideal_s),
+                charts.Reference(f"shared ideal {self.shared_ideal_s:.1f} s", self.shared_ideal_s),
+            ],
         )
 
 
@@ -436,14 +438,21 @@ class ZeroWorkResult(Result):
         lines.append(f"  your guess for SKIP LOCKED: {guess_text(self.guess, ' ms')}")
         return "\n".join(lines + self.footer())
 
-    def chart_svg(self, width: int = 720) -> str:
+    def chart(self) -> charts.Chart:
+        """Each round's drain time, with and without SKIP LOCKED."""
         rows = [
-            (f"{SHORT[r.mode]}, round {n}", r.elapsed_s, "")
+            {"round": f"{SHORT[r.mode]}, round {n}", "drain time": r.elapsed_s, "claim": SHORT[r.mode]}
             for mode in ZERO_WORK_STYLES
             for n, r in enumerate((r for r in self.races if r.mode == mode), start=1)
         ]
         return charts.bars(
-            rows, width=width, title=f"Zero work: {self.jobs:,} jobs, {self.workers} workers, each round"
+            rows,
+            label="round",
+            value="drain time",
+            colour="claim",
+            fmt=",.2f",
+            heading=f"Zero work: {self.jobs:,} jobs, {self.workers} workers, each round",
+            value_axis=charts.axis("drain time", "s", ",.2~f"),
         )
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
-from .. import checks, queue, seeding
+from .. import charts, checks, queue, seeding
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
@@ -102,6 +102,9 @@ def first_value(session: Session, statement: str, params: dict | None = None) ->
 # --- the guide's sequence (figure #10) ---------------------------------------------------
 
 
+LANES = ("A", "B", "reaper")  # the sequence's lanes: the two workers and the reaper
+
+
 @dataclass(frozen=True)
 class Event:
     """One step on the timeline: when (seconds from the start), whose lane, what."""
@@ -131,6 +134,46 @@ class FencingResult(Result):
     def emails(self) -> int:
         """Receipts in the customer's inbox; the guess is of this."""
         return len(self.inbox)
+
+    def chart(self, shown: int | None = None) -> charts.Chart:
+        """The sequence's first `shown` steps (all by default) as numbered dots in
+        their lanes (A, B, the reaper), red where a completion changed 0 rows,
+        and A's lease as a band from its claim to its deadline."""
+        events = self.events[: len(self.events) if shown is None else shown]
+        span = max(self.events[-1].t_s * 1.15, self.lease_s * 1.3)
+        claim = self.events[0].t_s
+        kinds = {
+            "A's lease": "#c6dbef",
+            "a step": charts.BLUE,
+            "a completion that changed 0 rows": charts.RED,
+        }
+        times = {
+            lane: charts.spread([e.t_s for e in events if e.lane == lane], span * 18 / charts.WIDTH)
+            for lane in LANES
+        }
+        marks = []
+        for n, event in enumerate(events, start=1):
+            t = times[event.lane].pop(0)
+            kind = "a completion that changed 0 rows" if "0 row" in event.what else "a step"
+            marks.append(
+                {
+                    "lane": event.lane,
+                    "time": t,
+                    "kind": kind,
+                    "label": str(n),
+                    "at, s": event.t_s,
+                    "what": event.what,
+                }
+            )
+        lease = {"lane": "A", "start": claim, "end": claim + self.lease_s, "kind": "A's lease"}
+        return charts.timeline(
+            [lease],
+            marks=marks,
+            heading=f"A stalls past its {self.lease_s:g} s lease ({self.handler} handler)",
+            kinds=kinds,
+            lanes=LANES,
+            time_axis=charts.axis("time since the start", "s", ",.1~f"),
+        )
 
     def summary(self) -> str:
         steps = [f"  {e.t_s:5.2f} s  {e.lane:<6} {e.what}" for e in self.events]
@@ -274,6 +317,46 @@ class LongJobResult(Result):
     @property
     def times_run(self) -> int:
         return len(self.runs)
+
+    def chart(self) -> charts.Chart:
+        """Each run of the handler as a bar in its worker's lane (red when its
+        completion was fenced out), and a 'lease ends' lane with a dot where the
+        deadline stood at each look: still with no heartbeat, marching with one."""
+        kinds = {
+            "a run that completed": charts.BLUE,
+            "a run fenced out": charts.RED,
+            "the lease's deadline": charts.GREY,
+        }
+        rows = [
+            {
+                "lane": r.worker,
+                "start": r.start_s,
+                "end": r.end_s,
+                "kind": "a run that completed" if r.outcome == "done" else "a run fenced out",
+                "token": r.token,
+            }
+            for r in self.runs
+        ]
+        marks = [
+            {
+                "lane": "lease ends",
+                "time": t + left,
+                "kind": "the lease's deadline",
+                "label": "",
+                "looked at, s": t,
+                "claim": attempts,
+            }
+            for t, attempts, left in self.lease_samples
+        ]
+        return charts.timeline(
+            rows,
+            marks=marks,
+            heading=f"{self.work_s:g} s of work, {self.lease_s:g} s lease, "
+            f"{'with' if self.heartbeat else 'without'} a heartbeat",
+            kinds=kinds,
+            lanes=[*(f"W{n}" for n in range(1, self.workers + 1)), "lease ends"],
+            time_axis=charts.axis("time since the start", "s", ",.1~f"),
+        )
 
     @property
     def lease_moved(self) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from .. import checks, measurements
+from .. import charts, checks, measurements
 from ..databases import Database
 from ..guide import GuideFigure, figure
 from ..statements import explain, run, run_one
@@ -101,14 +101,16 @@ class IndexSizes(Result):
         lines += [f"  full / partial ready: {self.ratio:,.0f}x  (your guess: {guess_text(self.guess, 'x')})"]
         return "\n".join(lines + self.footer())
 
-    def chart_svg(self, width: int = 720) -> str:
+    def chart(self) -> charts.Chart:
+        """Each index's size, beside the guide's full index."""
         full_kb = self.guide.values["full_kb"]
         return guide_bars(
-            [(name, self.kb(name), "") for name in (READY_INDEX, RUNNING_INDEX, FULL_INDEX)],
-            width=width,
+            [{"index": name, "size": self.kb(name)} for name in (READY_INDEX, RUNNING_INDEX, FULL_INDEX)],
+            label="index",
+            value="size",
             unit="kB",
-            guide=(f"guide full: {full_kb:,} kB", full_kb),
-            title=f"Index sizes, {self.done:,} done + {self.ready} ready"
+            guide=(f"guide #{self.guide.number}, the full index: {full_kb:,} kB", full_kb),
+            heading=f"Index sizes, {self.done:,} done + {self.ready} ready"
             + ("" if self.distinct else " (all-equal keys)"),
         )
 
@@ -173,19 +175,21 @@ class DrainedIndex(Result):
             + self.footer()
         )
 
-    def chart_svg(self, width: int = 720) -> str:
+    def chart(self) -> charts.Chart:
+        """The ready index's size after the drain, VACUUM and REINDEX, beside the guide's."""
         rows = [
-            ("after the drain", self.after_drain_kb, ""),
-            ("after VACUUM", self.after_vacuum_kb, ""),
-            ("after REINDEX CONCURRENTLY", self.after_reindex_kb, ""),
+            {"moment": "after the drain", "size": self.after_drain_kb},
+            {"moment": "after VACUUM", "size": self.after_vacuum_kb},
+            {"moment": "after REINDEX CONCURRENTLY", "size": self.after_reindex_kb},
         ]
         kb = self.guide.values["kb"]
         return guide_bars(
             rows,
-            width=width,
+            label="moment",
+            value="size",
             unit="kB",
-            guide=(f"guide: {kb:,} kB", kb),
-            title="The ready index, empty queue",
+            guide=(f"guide #{self.guide.number}: {kb:,} kB", kb),
+            heading="The ready index, empty queue",
         )
 
 

@@ -870,35 +870,30 @@ class AutovacuumComparison(Result):
             )
         return "\n".join(lines + self.footer())
 
-    def chart_svg(self, width: int = 720, height: int = 260) -> str:
-        """n_dead_tup over time, one line per setting."""
-        left, right, top, bottom = 70, 110, 24, 30
-        plot_w, plot_h = width - left - right, height - top - bottom
-        peak = max([r.peak_dead for r in self.runs] + [1])
-        span = max([t for r in self.runs for t, _ in r.samples] + [1e-9])
-        body = [
-            f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#999"/>',
-            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#999"/>',
+    def chart(self) -> charts.Chart:
+        """n_dead_tup over time, one line per setting, beside the dead-row count
+        at which each setting's autovacuum should start (guide: 1000 + 1%)."""
+        rows = [
+            {"time": t, "n_dead_tup": dead, "settings": r.settings}
+            for r in self.runs
+            for t, dead in charts.thin(r.samples)
         ]
-        for i in range(5):
-            y = top + plot_h - plot_h * i / 4
-            body.append(f'<text x="{left - 4}" y="{y + 4:.0f}" text-anchor="end">{peak * i / 4:,.0f}</text>')
-            x = left + plot_w * i / 4
-            body.append(
-                f'<text x="{x:.0f}" y="{height - 12}" text-anchor="middle">{span * i / 4:.0f} s</text>'
-            )
-        for r, colour in zip(self.runs, ("#d62728", "#1f77b4"), strict=False):
-            points = " ".join(
-                f"{left + plot_w * t / span:.1f},{top + plot_h - plot_h * d / peak:.1f}" for t, d in r.samples
-            )
-            body.append(
-                f'<polyline class="pgq-line" points="{points}" fill="none" '
-                f'stroke="{colour}" stroke-width="1.5"/>'
-            )
-            if r.samples:
-                y = top + plot_h - plot_h * r.samples[-1][1] / peak
-                body.append(f'<text x="{left + plot_w + 4}" y="{y:.0f}" fill="{colour}">{r.settings}</text>')
-        return charts.frame(width, height, body, "n_dead_tup on jobs under the same churn")
+        return charts.lines(
+            rows,
+            x="time",
+            y="n_dead_tup",
+            series="settings",
+            heading="n_dead_tup on jobs under the same churn",
+            x_axis=charts.axis("time since the start", "s"),
+            y_axis=charts.axis("n_dead_tup", "rows"),
+            refs=[
+                charts.Reference(
+                    f"{r.settings}: autovacuum starts at {r.starts_at(self.base_rows):,.0f}",
+                    r.starts_at(self.base_rows),
+                )
+                for r in self.runs
+            ],
+        )
 
 
 def autovacuum_workers(conn) -> tuple[int, int, int]:

@@ -167,16 +167,26 @@ class RaceResult(Result, Ideals):
             footer[0] += " (the naive claim's figure)"
         return "\n".join(lines + footer)
 
-    def timeline_svg(self, width: int = 900) -> str:
+    def timeline(self) -> charts.Chart:
+        """Every run in its worker's lane, red where the job ran more than once;
+        runs too thin to see are merged into blocks (charts.lane_blocks)."""
         twice = {j for j, n in self.claims_per_job.items() if n > 1}
-        bars = [(r.worker, r.start, r.end, r.job_id in twice) for r in self.runs]
+        kinds = {"a job run once": charts.BLUE, "a job run more than once": charts.RED}
+        by_lane: dict[int, list[tuple[float, float, bool]]] = {}
+        for r in self.runs:
+            by_lane.setdefault(r.worker, []).append((r.start, r.end, r.job_id in twice))
+        min_s = max(self.elapsed_s, 1e-3) * 3 / charts.WIDTH  # 3 px
+        rows = [
+            {"lane": f"worker {lane + 1}", "start": start, "end": end, "kind": list(kinds)[hot]}
+            for lane, spans in sorted(by_lane.items())
+            for start, end, hot in charts.lane_blocks(spans, min_s)
+        ]
         return charts.timeline(
-            bars,
-            self.workers,
-            max(self.elapsed_s, 1e-3),
-            width=width,
-            title=f"{style_name(self.mode)}: one lane per worker, time left to right",
-            legend=(("a job run once", False), ("a job run more than once", True)),
+            rows,
+            heading=f"{style_name(self.mode)}: one lane per worker, time left to right",
+            kinds=kinds,
+            lanes=[f"worker {n}" for n in range(1, self.workers + 1)],
+            time_axis=charts.axis("time since the start", "s", ",.2~f"),
         )
 
 
@@ -445,23 +455,25 @@ class SweepResult(Result):
             )
         return "\n".join(lines + self.footer())
 
-    def chart_svg(self, width: int = 720) -> str:
-        points = [
-            (
-                r.workers,
-                [
-                    ("jobs run more than once", r.run_more_than_once),
-                    ("extra runs (work done again)", r.extra_runs),
-                ],
-            )
+    def chart(self) -> charts.Chart:
+        """Duplicates against the number of workers: one line for jobs run more
+        than once, one for the extra runs."""
+        rows = [
+            {"workers": r.workers, "measure": name, "count": value}
             for r in self.races
+            for name, value in (
+                ("jobs run more than once", r.run_more_than_once),
+                ("extra runs (work done again)", r.extra_runs),
+            )
         ]
-        return charts.series(
-            points,
-            width=width,
-            x_label="workers",
-            y_label="jobs / runs",
-            title=f"Naive race, {self.jobs:,} jobs of {self.work_ms:g} ms, by number of workers",
+        return charts.lines(
+            rows,
+            x="workers",
+            y="count",
+            series="measure",
+            heading=f"Naive race, {self.jobs:,} jobs of {self.work_ms:g} ms, by number of workers",
+            x_axis=charts.axis("workers", "", "d", values=[r.workers for r in self.races]),
+            y_axis=charts.axis("jobs or runs", "count"),
         )
 
 

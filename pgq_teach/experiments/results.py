@@ -70,17 +70,27 @@ class Result:
 
 
 def guide_bars(
-    rows: Sequence[tuple[str, float, str]],
+    rows: Sequence[dict[str, Any]],
     *,
-    title: str,
+    label: str,
+    value: str,
+    heading: str,
     unit: str,
     guide: tuple[str, float],
-    width: int = 720,
-    right: int = 110,
-) -> str:
-    """Bars of (label, value, note) in whole `unit`s, with the guide's figure
-    (label, value) drawn across them as a dashed line."""
-    return charts.bars(rows, width=width, unit=unit, fmt="{:,.0f}", right=right, lines=[guide], title=title)
+    tooltip: Sequence[str] = (),
+) -> charts.Chart:
+    """Bars (one row each, named by `label`, as long as `value`) in whole
+    `unit`s, with the guide's figure (label, value) drawn across them as a
+    dashed rule."""
+    return charts.bars(
+        rows,
+        label=label,
+        value=value,
+        heading=heading,
+        value_axis=charts.axis(value, unit),
+        refs=[charts.Reference(*guide)],
+        tooltip=tooltip,
+    )
 
 
 @dataclass(frozen=True)

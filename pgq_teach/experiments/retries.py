@@ -19,8 +19,7 @@ from datetime import datetime
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import checks, queue, seeding
-from ..charts import bars
+from .. import charts, checks, queue, seeding
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
@@ -189,13 +188,23 @@ class ScheduleResult(Result):
         waits = self.guide.values["waits_s"]
         return max(waits) if len(self.steps) <= len(waits) + 1 else "–"
 
-    def chart_svg(self) -> str:
+    def chart(self) -> charts.Chart:
+        """The wait after each failure, beside the guide's hour cap."""
+        cap = self.guide.values["cap_s"]
         rows = [
-            (f"after failure {s.attempt}", s.wait_s, "(the 1 h cap)" if round(s.wait_s) == 3600 else "")
+            {"failure": f"after failure {s.attempt}", "wait": s.wait_s, "capped": s.wait_s >= cap}
             for s in self.steps
             if s.status == "ready"
         ]
-        return bars(rows, title="The wait fail.sql sets after each failure", unit="s")
+        return charts.bars(
+            rows,
+            label="failure",
+            value="wait",
+            heading="The wait fail.sql sets after each failure",
+            value_axis=charts.axis("wait", "s"),
+            refs=[charts.Reference(f"guide #{self.guide.number}: the cap, {cap:,.0f} s (1 h)", cap)],
+            tooltip=["capped:N"],
+        )
 
 
 def schedule(
@@ -359,10 +368,16 @@ class JitterHerdResult(Result):
             ("spread of the retries, s", self.guess_cell, self.spread_s, None),
         ]
 
-    def chart_svg(self) -> str:
-        rows = [(f"due {s} to {s + 1} s later", n, "") for s, n in self.seconds]
-        title = f"When {self.jobs:,} failed jobs come due, {'with' if self.jitter else 'without'} jitter"
-        return bars(rows, title=title, unit="jobs")
+    def chart(self) -> charts.Chart:
+        """How many failed jobs come due in each second after the failures."""
+        rows = [{"due": f"due {s} to {s + 1} s later", "jobs": n} for s, n in self.seconds]
+        return charts.bars(
+            rows,
+            label="due",
+            value="jobs",
+            heading=f"When {self.jobs:,} failed jobs come due, {'with' if self.jitter else 'without'} jitter",
+            value_axis=charts.axis("jobs due in that second", "count"),
+        )
 
 
 def herd(

@@ -691,10 +691,23 @@ class OutageResult(Result):
         after = [t for t, lag, _ in self.lag if t >= self.restarted_s and lag < 1.0]
         return round(after[0] - self.restarted_s, 2) if after else None
 
-    def lag_chart(self) -> str:
-        """The lag over time, as an SVG line."""
-        points = [(t, lag) for t, lag, _ in self.lag]
-        return charts.line(points, title="outbox lag (s) over the run (s)") if points else ""
+    def lag_chart(self) -> charts.Chart | None:
+        """The outbox's lag over the run, marked where the broker was down,
+        beside the outage's length (the lag should peak about there); None
+        before any sample."""
+        if not self.lag:
+            return None
+        rows = [{"time": t, "lag": lag, "broker": "up" if up else "down"} for t, lag, up in self.lag]
+        return charts.lines(
+            rows,
+            x="time",
+            y="lag",
+            heading="Outbox lag over the run",
+            x_axis=charts.axis("time since the start", "s", ",.1~f"),
+            y_axis=charts.axis("outbox lag", "s", ",.1~f"),
+            refs=[charts.Reference(f"the outage, {self.outage_s:g} s", self.outage_s)],
+            tooltip=["broker:N"],
+        )
 
     def summary(self) -> str:
         return "\n".join(

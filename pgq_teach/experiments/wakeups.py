@@ -313,19 +313,25 @@ class LatencyResult(Result):
             + self.footer()
         )
 
-    def chart_svg(self, width: int = 720) -> str:
+    def chart(self) -> charts.Chart:
+        """Each job's pickup latency, with and without NOTIFY, beside the poll interval."""
         rows = [
-            (f"job {p.job_id}, {'with' if p.notify else 'without'} NOTIFY", p.latency_s * 1000, "")
+            {
+                "job": f"job {p.job_id}, {'with' if p.notify else 'without'} NOTIFY",
+                "latency": p.latency_s * 1000,
+                "wake-up": "with NOTIFY" if p.notify else "without NOTIFY (polling)",
+            }
             for p in sorted(self.pickups, key=lambda p: (not p.notify, p.job_id))
         ]
         return charts.bars(
             rows,
-            width=width,
-            unit="ms",
-            fmt="{:,.1f}",
-            right=90,
-            lines=[(f"poll {self.poll_s:g} s", self.poll_s * 1000)],
-            title="Pickup latency: from commit to the worker's claim",
+            label="job",
+            value="latency",
+            colour="wake-up",
+            fmt=",.1f",
+            heading="Pickup latency: from commit to the worker's claim",
+            value_axis=charts.axis("latency", "ms"),
+            refs=[charts.Reference(f"poll every {self.poll_s:g} s", self.poll_s * 1000)],
         )
 
 
@@ -470,16 +476,16 @@ class CostResult(Result):
         ]
         return "\n".join(lines + self.footer())
 
-    def chart_svg(self, width: int = 720) -> str:
-        rows = [(f"NOTIFY {mode}", self.jobs_per_s(mode), "") for mode in self.modes]
+    def chart(self) -> charts.Chart:
+        """Enqueue throughput under each NOTIFY mode."""
+        rows = [{"mode": f"NOTIFY {mode}", "throughput": self.jobs_per_s(mode)} for mode in self.modes]
         return charts.bars(
             rows,
-            width=width,
-            unit="jobs/s",
-            fmt="{:,.0f}",
-            right=110,
-            title=f"Enqueue throughput, {self.producers} producers, "
+            label="mode",
+            value="throughput",
+            heading=f"Enqueue throughput, {self.producers} producers, "
             f"{self.per_transaction} jobs a transaction",
+            value_axis=charts.axis("throughput", "jobs/s"),
         )
 
 

@@ -34,9 +34,13 @@ class DrainRateLab(ExperimentPanel):
 
 
 def outage_html(result: Any) -> str:
-    """The comparison table, then the lag over the run."""
-    chart = result.lag_chart() if isinstance(result, switching.OutageResult) else ""
-    return result_html(result) + chart
+    """The comparison table (the lag over the run is `outage_chart`)."""
+    return result_html(result)
+
+
+def outage_chart(result: Any) -> list:
+    """The outbox lag over the run, when the run was the real broker's outage."""
+    return [result.lag_chart()] if isinstance(result, switching.OutageResult) else []
 
 
 class OutageLab(ExperimentPanel):
@@ -50,7 +54,10 @@ class OutageLab(ExperimentPanel):
         else:
             experiment = partial(switching.outbox_relay, db)
         super().__init__(
-            experiment, outage_html, guess_label="Peak outbox lag (age of the oldest unsent event), seconds:"
+            experiment,
+            outage_html,
+            charts=outage_chart,
+            guess_label="Peak outbox lag (age of the oldest unsent event), seconds:",
         )
         if not self.real:
             self.status.value = escape(broker.missing_line())

@@ -28,22 +28,24 @@ def batch_drain_html(result: BatchDrainResult) -> str:
 
 
 def five_way_html(result: FiveWayResult) -> str:
-    hold = result.race("hold_for_update").timeline_svg() if result.elapsed_s["hold_for_update"] else ""
-    return (
-        comparison_html(result.comparison(), version=result.server_version)
-        + result.chart_svg()
-        + hold
-        + _pre(result.summary())
-    )
+    return comparison_html(result.comparison(), version=result.server_version) + _pre(result.summary())
+
+
+def five_way_charts(result: FiveWayResult) -> list:
+    """The drain times beside the ideals, then hold + FOR UPDATE's runs in their lanes."""
+    hold = result.race("hold_for_update").timeline() if result.elapsed_s["hold_for_update"] else None
+    return [result.chart(), hold]
+
+
+def zero_work_charts(result: ZeroWorkResult) -> list:
+    """Each round's drain time."""
+    return [result.chart()]
 
 
 def zero_work_html(result: ZeroWorkResult) -> str:
     verdict = f"<p class='pgq-verdict'>{escape(result.verdict())}</p>"
     return (
-        comparison_html(result.comparison(), version=result.server_version)
-        + verdict
-        + result.chart_svg()
-        + _pre(result.summary())
+        comparison_html(result.comparison(), version=result.server_version) + verdict + _pre(result.summary())
     )
 
 
@@ -68,6 +70,7 @@ class FiveWayLab(ExperimentPanel):
         super().__init__(
             partial(claims.five_way, db, rounds=rounds, workers=workers, jobs=jobs, work_ms=work_ms),
             five_way_html,
+            charts=five_way_charts,
             css_class="pgq-five-way-lab",
             guess_label="Your guess: how many seconds will hold + FOR UPDATE take? "
             "(serial ideal 4 s, shared 0.5 s)",
@@ -81,6 +84,7 @@ class ZeroWorkLab(ExperimentPanel):
         super().__init__(
             partial(claims.zero_work, db, jobs=jobs, workers=workers, rounds=rounds),
             zero_work_html,
+            charts=zero_work_charts,
             css_class="pgq-zero-work-lab",
             guess_label=f"Your guess: how many milliseconds for {jobs:,} zero-work jobs with SKIP LOCKED?",
         )

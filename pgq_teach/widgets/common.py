@@ -5,6 +5,7 @@ the status line, the done state) is `widgets.lab.Lab`."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from html import escape
 from typing import Any, TypeVar
 
@@ -108,6 +109,21 @@ def guess_field(
     """The 'predict, then run' field: `value` is None until the learner types
     a number, so a result can say "no guess" rather than 0."""
     return Prediction(description, value, minimum=minimum, maximum=maximum)
+
+
+def chart_box() -> W.Output:
+    """Where a widget shows its charts: an Output, since a chart is drawn by
+    JupyterLab from its Vega-Lite mime bundle, not written as HTML."""
+    return styled(W.Output(), "pgq-chart-box")
+
+
+def show_charts(box: W.Output, charts: Sequence[Any]) -> None:
+    """Show these charts in `box` in place of what it showed (None is left
+    out). Safe from a worker thread: it sets the Output's outputs, it prints nothing."""
+    box.outputs = ()
+    for chart in charts:
+        if chart is not None:
+            box.append_display_data(chart)
 
 
 WidgetT = TypeVar("WidgetT", bound=W.DOMWidget)

@@ -127,10 +127,15 @@ class Dashboard(Lab):
 
 def autovacuum_html(result: AutovacuumComparison) -> str:
     """The autovacuum lab's result: its comparison rows (the guess, this server and
-    the guide's rule), then the chart; or why it skipped."""
+    the guide's rule); or why it skipped. Its chart is `autovacuum_chart`."""
     if result.skipped:
         return f"<p class='pgq-skipped'>Skipped: {escape(result.skipped)}</p>"
-    return comparison_html(result.comparison(), version=result.server_version) + result.chart_svg()
+    return comparison_html(result.comparison(), version=result.server_version)
+
+
+def autovacuum_chart(result: AutovacuumComparison) -> list:
+    """n_dead_tup over time under each setting; nothing when the run skipped."""
+    return [] if result.skipped else [result.chart()]
 
 
 class AutovacuumLab(ExperimentPanel):
@@ -149,5 +154,6 @@ class AutovacuumLab(ExperimentPanel):
                 jobs_per_tick=jobs_per_tick,
             ),
             autovacuum_html,
+            charts=autovacuum_chart,
             guess_label="Peak n_dead_tup with the defaults?",
         )

@@ -32,15 +32,24 @@ from .. import tables
 from ..databases import Database
 from ..experiments import bloat
 from ..tables import Column, Table
-from .common import comparison_html, error_html, guess_field, result_html, sessions_html, styled
+from .common import (
+    chart_box,
+    comparison_html,
+    error_html,
+    guess_field,
+    result_html,
+    sessions_html,
+    show_charts,
+    styled,
+)
 from .lab import ExperimentPanel, Lab, ProgressRelay, button, progress_bar, show_progress
 
 GUESS_LABEL = "How many buffers will an empty claim read while the idle transaction is open?"
 
 
-def drain_html(result: bloat.DrainResult) -> str:
-    """The drain beside guide #17: its charts, then the result's rows and summary."""
-    return result.size_chart_svg() + result.dead_chart_svg() + result_html(result)
+def drain_charts(result: bloat.DrainResult) -> list:
+    """The drain beside guide #17: the table's size, then its dead row versions."""
+    return [result.size_chart(), result.dead_chart()]
 
 
 class DrainLab(ExperimentPanel):
@@ -50,7 +59,8 @@ class DrainLab(ExperimentPanel):
     def __init__(self, db: Database, *, jobs: int = 100_000, batch: int = 100):
         super().__init__(
             partial(bloat.drain, db, jobs=jobs, batch=batch, record=True),
-            drain_html,
+            result_html,
+            charts=drain_charts,
             guess_label=f"How many MB will the jobs table be after draining {jobs:,} jobs?",
         )
 
@@ -78,7 +88,7 @@ STEP_COLUMNS = [
 
 
 def steps_html(lab: bloat.BloatLab, guess: float | None = None) -> str:
-    """The lab's steps as drawn, then its report's rows beside guide #18, then the chart."""
+    """The lab's steps as drawn, then its report's rows beside guide #18 (the chart is shown apart)."""
     if not lab.steps:
         return ""
     rows = [
@@ -96,7 +106,7 @@ def steps_html(lab: bloat.BloatLab, guess: float | None = None) -> str:
     report = lab.report(guess)
     compared = comparison_html(report.comparison(), version=report.server_version)
     guide = f"<p>{escape('; '.join(line.strip() for line in report.footer()))}</p>"
-    return f"{steps.html()}{compared}{guide}{lab.chart_svg()}"
+    return f"{steps.html()}{compared}{guide}"
 
 
 def next_step(steps: list[bloat.DrainStep], transaction_open: bool) -> str | None:
@@ -133,6 +143,7 @@ class IdleLab(Lab):
         self.holders = styled(W.HTML(value=""), "pgq-holders")
         self.progress = progress_bar("drain")
         self.output = styled(W.HTML(value=""), "pgq-result")
+        self.chart = chart_box()
         self.open_button.on_click(lambda _: self._open())
         self.close_button.on_click(lambda _: self._close())
         self.drain_button.on_click(lambda _: self._start(self._drain, "draining…"))
@@ -146,6 +157,7 @@ class IdleLab(Lab):
                 W.HBox([self.drain_button, self.vacuum_button, self.progress]),
                 status,
                 self.output,
+                self.chart,
                 W.HTML("<b>Who holds a snapshot</b> (the guide's activity query)"),
                 self.holders,
             ],
@@ -213,6 +225,7 @@ class IdleLab(Lab):
 
     def show(self, step: bloat.DrainStep) -> None:
         self.output.value = steps_html(self.lab, self.run_guess)
+        show_charts(self.chart, [self.lab.chart()])
         self._show_holders()
         self._next(f"{escape(step.label)}: its row is below.")
 

@@ -1,6 +1,6 @@
 """Lesson 08's displays: results from experiments.indexes beside the guide's
 figures. Each draws the result's own comparison rows (its `comparison()`),
-chart and summary; they are the `render` half of an ExperimentPanel, or
+summary (charts are shown apart, in an Output); they are the `render` half of an ExperimentPanel, or
 called directly."""
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from .lab import ExperimentPanel
 
 
 def sizes_html(result: IndexSizes) -> str:
-    """Partial against full index (guide #14); the guess is how many times bigger the full one is."""
-    return result.chart_svg() + result_html(result)
+    """Partial against full index (guide #14); the guess is how many times bigger
+    the full one is. Its chart is `result.chart()`."""
+    return result_html(result)
 
 
-def drained_html(result: DrainedIndex) -> str:
+def drained_charts(result: DrainedIndex) -> list:
     """The ready index after a drain (guide #15); the guess is its size after the drain, in kB."""
-    return result.chart_svg() + result_html(result)
+    return [result.chart()]
 
 
 def plans_html(result: ReadPlans) -> str:
@@ -36,6 +37,7 @@ class DrainedIndexLab(ExperimentPanel):
     def __init__(self, db: Database, *, jobs: int = 100_000):
         super().__init__(
             partial(indexes.drained_index, db, jobs=jobs),
-            drained_html,
+            result_html,
+            charts=drained_charts,
             guess_label=f"How many kB will the ready index be once {jobs:,} queued jobs have drained?",
         )

@@ -22,12 +22,12 @@ and the result. Headless, every lab drives the same way:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ipywidgets as W
 
-from .common import error_html, guess_field, result_html, styled
+from .common import chart_box, error_html, guess_field, result_html, show_charts, styled
 
 DONE = "pgq-done"  # the class a lab carries once its run has ended (the browser tests look for it)
 CLOSED_TEXT = "closed: run the cell that made the lab again to start over"
@@ -281,7 +281,8 @@ class ExperimentPanel(Lab):
 
     `experiment(progress=, stop=, guess=)` runs on a thread and returns a
     result object, which carries the guess read when Run was pressed;
-    `render(result)` turns it into HTML (the comparison table, a chart).
+    `render(result)` turns it into HTML (the comparison table, the summary);
+    `charts(result)`, when given, returns the charts to show above it.
     A new run clears the old result first.
     Settings widgets passed in `settings` sit above the buttons; the
     experiment reads them itself. Headless: `panel.run_button.click()`, then
@@ -297,20 +298,25 @@ class ExperimentPanel(Lab):
         guess_value: float | None = None,
         settings: list[W.Widget] | None = None,
         css_class: str = "pgq-panel",
+        charts: Callable[[Any], Sequence[Any]] | None = None,
     ):
-        self.experiment, self.render = experiment, render
+        self.experiment, self.render, self.charts = experiment, render, charts
         self.guess = guess_field(guess_label, guess_value) if guess_label else None
         self.run_button = button("Run", button_style="primary", icon="play")
         self.stop_button = button("Stop", icon="stop", disabled=True)
         self.progress = progress_bar()
         self.output = styled(W.HTML(value=""), "pgq-result")
+        self.chart_box = chart_box()
         self.run_guess: float | None = None
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
         controls = list(settings or []) + ([self.guess] if self.guess else [])
         status = styled(W.HTML(), "pgq-status")
         super().__init__(
-            controls + [W.HBox([self.run_button, self.stop_button, self.progress]), status, self.output],
+            controls
+            + [W.HBox([self.run_button, self.stop_button, self.progress]), status]
+            + ([self.chart_box] if charts else [])
+            + [self.output],
             css_class=css_class,
             status=status,
             next_step="Type your guess, then press Run." if self.guess else "Press Run.",
@@ -325,6 +331,7 @@ class ExperimentPanel(Lab):
             return False
         self.progress.value = 0
         self.output.value = ""  # the old result must not sit under "running…"
+        show_charts(self.chart_box, [])
         self.run_guess = self.guess.value if self.guess else None  # read now, on the caller's thread
         guess = self.run_guess
         return self.run(lambda stop: self._run(stop, guess), "running…")
@@ -335,6 +342,8 @@ class ExperimentPanel(Lab):
 
     def show(self, result: Any) -> None:
         self.output.value = self.render(result)
+        if self.charts:
+            show_charts(self.chart_box, self.charts(result))
         if getattr(result, "stopped", False):
             self.finish("stopped early: the result so far is below. Press Run to run it again.")
         else:

@@ -92,14 +92,9 @@ class NotifyRulesLab(ExperimentPanel):
         return wakeups.notify_rules(self.db, self.selected, progress=progress, stop=stop)
 
 
-def latency_html(result: wakeups.LatencyResult) -> str:
-    """Pickup latency beside guide #13: its chart, then the result's rows and summary."""
-    return result.chart_svg() + result_html(result)
-
-
-def cost_html(result: wakeups.CostResult) -> str:
-    """NOTIFY's cost: its chart, then the result's rows and summary."""
-    return result.chart_svg() + result_html(result)
+def one_chart(result: wakeups.LatencyResult | wakeups.CostResult) -> list:
+    """Pickup latency beside guide #13, or NOTIFY's cost: the result's one chart."""
+    return [result.chart()]
 
 
 class LatencyLab(ExperimentPanel):
@@ -108,7 +103,8 @@ class LatencyLab(ExperimentPanel):
     def __init__(self, db: Database, *, jobs: int = 12, poll_s: float = 1.0, seed: int = 7):
         super().__init__(
             partial(wakeups.pickup_latency, db, jobs=jobs, poll_s=poll_s, seed=seed),
-            latency_html,
+            result_html,
+            charts=one_chart,
             guess_label=f"Median pickup latency without NOTIFY, ms (poll {poll_s:g} s)?",
         )
 
@@ -134,6 +130,7 @@ class NotifyCostLab(ExperimentPanel):
                 per_transaction=per_transaction,
                 rounds=rounds,
             ),
-            cost_html,
+            result_html,
+            charts=one_chart,
             guess_label="Time with one NOTIFY per transaction, as a fraction of one per job (1 = the same)?",
         )

@@ -68,9 +68,14 @@ def _timing(result: RaceResult) -> str:
 
 
 def render(result: RaceResult) -> str:
-    """The whole result panel: headline, comparison, the guide, timing, timeline."""
+    """The whole result panel: headline, comparison, the guide, timing (the timeline is shown apart)."""
     table = comparison_html(result.comparison(), version=result.server_version)
-    return "".join([_headline(result), table, _guide_table(result), _timing(result), result.timeline_svg()])
+    return "".join([_headline(result), table, _guide_table(result), _timing(result)])
+
+
+def timeline(result: RaceResult) -> list:
+    """The race's runs in one lane per worker."""
+    return [result.timeline()]
 
 
 class RaceLab(ExperimentPanel):
@@ -95,6 +100,7 @@ class RaceLab(ExperimentPanel):
         super().__init__(
             self._experiment,
             render,
+            charts=timeline,
             guess_label=GUESS_LABEL,
             settings=[self.workers, self.jobs, self.work_ms, self.mode],
             css_class="pgq-race-lab",
@@ -121,10 +127,14 @@ class RaceLab(ExperimentPanel):
         return run_race(self.db, **self._settings, guess=guess, progress=progress, stop=stop)
 
 
+def sweep_chart(result: SweepResult) -> list:
+    """Duplicates against the number of workers."""
+    return [result.chart()]
+
+
 def sweep_html(result: SweepResult) -> str:
     return (
-        result.chart_svg()
-        + comparison_html(result.comparison(), version=result.server_version)
+        comparison_html(result.comparison(), version=result.server_version)
         + f"<pre class='pgq-summary'>{escape(result.summary())}</pre>"
     )
 
@@ -145,6 +155,7 @@ class SweepLab(ExperimentPanel):
                 db, workers=workers, jobs=jobs, work_ms=work_ms, guess=guess, progress=progress, stop=stop
             ),
             sweep_html,
+            charts=sweep_chart,
             guess_label="Your guess: with 4 workers, how many jobs run more than once?",
             css_class="pgq-sweep-lab",
         )

@@ -8,7 +8,7 @@ click runs two short statements on the caller's thread, so `wait()` has
 nothing to wait for; it is there so the lab drives like every other:
 `lab.fail_button.click(); lab.wait()`.
 
-The waits are drawn as bars (charts.bars): they double, and bars show a
+The waits are drawn as bars (`ScheduleResult.chart`, charts.bars): they double, and bars show a
 doubling at a glance where a table of numbers does not.
 """
 
@@ -23,7 +23,7 @@ from ..databases import Database
 from ..experiments.results import server_fields
 from ..experiments.retries import FailureStep, FailureStepper, JitterHerdResult, ScheduleResult, herd
 from ..tables import Column, Table
-from .common import error_html, guess_field, result_html, styled
+from .common import chart_box, error_html, guess_field, result_html, show_charts, styled
 from .lab import ExperimentPanel, Lab, button
 
 FAILURE_COLUMNS = [
@@ -41,10 +41,9 @@ def steps_html(steps: list[FailureStep]) -> str:
     return Table(FAILURE_COLUMNS, rows, css="pgq-failures", row_attrs=attrs).html()
 
 
-def chart_html(result: ScheduleResult | JitterHerdResult) -> str:
-    """For an ExperimentPanel or a notebook: the result's bars, then its
-    comparison and summary."""
-    return result.chart_svg() + result_html(result)
+def one_chart(result: ScheduleResult | JitterHerdResult) -> list:
+    """For an ExperimentPanel: the result's bars (its comparison and summary are result_html)."""
+    return [result.chart()]
 
 
 class RetryLab(Lab):
@@ -65,12 +64,20 @@ class RetryLab(Lab):
             "Your guess: the longest wait the failures before dead will set, in seconds", minimum=0
         )
         self.table = styled(W.HTML(value=""), "pgq-failures-table")
-        self.chart = styled(W.HTML(value=""), "pgq-chart-box")
+        self.chart = chart_box()
+        self.output = styled(W.HTML(value=""), "pgq-result")
         self.fail_button.on_click(lambda _: self.fail())
         self.reset_button.on_click(lambda _: self.reset())
         status = styled(W.HTML(), "pgq-status")
         super().__init__(
-            [self.guess, W.HBox([self.fail_button, self.reset_button]), status, self.table, self.chart],
+            [
+                self.guess,
+                W.HBox([self.fail_button, self.reset_button]),
+                status,
+                self.table,
+                self.chart,
+                self.output,
+            ],
             css_class="pgq-retry-lab",
             status=status,
         )
@@ -99,7 +106,8 @@ class RetryLab(Lab):
         self.fail_button.disabled = False
         self.say(f"job {self.stepper.job_id} is ready: max_attempts {self.max_attempts}. Press Fail it.")
         self.table.value = steps_html([])
-        self.chart.value = ""
+        show_charts(self.chart, [])
+        self.output.value = ""
 
     def fail(self) -> FailureStep | None:
         stepper = self.stepper
@@ -125,8 +133,8 @@ class RetryLab(Lab):
         self.table.value = steps_html(stepper.steps)
         if any(s.status == "ready" for s in stepper.steps):
             # the comparison, with the learner's guess, once the job is dead
-            done = result_html(self.result) if step.status == "dead" else ""
-            self.chart.value = self.result.chart_svg() + done
+            show_charts(self.chart, [self.result.chart()])
+            self.output.value = result_html(self.result) if step.status == "dead" else ""
         return step
 
     def wait(self, timeout: float | None = None) -> ScheduleResult:
@@ -145,7 +153,8 @@ class HerdLab(ExperimentPanel):
     def __init__(self, db: Database, *, jitter: bool, jobs: int = 1_000):
         super().__init__(
             partial(herd, db, jobs, jitter=jitter),
-            chart_html,
+            result_html,
+            charts=one_chart,
             css_class="pgq-herd-lab",
             guess_label=f"Your guess: over how many seconds will the {jobs:,} first retries spread?",
         )

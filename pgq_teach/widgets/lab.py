@@ -232,9 +232,13 @@ class Lab(W.VBox):
             return False
         self.enable(False)
         self.say(message)
-        started = self.runner.start(work)
+        # Stop is enabled before the thread starts: work that ends at once re-disables it
+        # from its own thread, and a later write here would leave it enabled after the run.
         if self.stop_button is not None:
-            self.stop_button.disabled = not started
+            self.stop_button.disabled = False
+        started = self.runner.start(work)
+        if not started and self.stop_button is not None:
+            self.stop_button.disabled = True
         return started
 
     def stop(self) -> None:

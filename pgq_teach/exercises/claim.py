@@ -334,7 +334,7 @@ def claim_evidence(found: ClaimRace) -> list[Evidence]:
         ),
         Evidence(
             f"claims over the LIMIT of {found.limit}",
-            f"{c.over_limit:,} (largest {c.biggest:,} row{'' if c.biggest == 1 else 's'})",
+            f"{c.over_limit:,} (largest {tables.count(c.biggest, 'row')})",
             c.over_limit == 0,
         ),
         Evidence(

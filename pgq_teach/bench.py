@@ -357,7 +357,7 @@ def setups(samples: int, with_pgqueuer: bool) -> list[Setup]:
     ]
     out += [
         Setup(
-            f"Worker batch {b}, {w} worker{'s' if w > 1 else ''}",
+            f"Worker batch {b}, {tables.count(w, 'worker')}",
             "jobs/s",
             worker_drain(b, w),
             b,
@@ -369,7 +369,7 @@ def setups(samples: int, with_pgqueuer: bool) -> list[Setup]:
     ]
     out += [
         Setup(
-            f"Worker batch 100, {w} worker{'s' if w > 1 else ''}, durable completions",
+            f"Worker batch 100, {tables.count(w, 'worker')}, durable completions",
             "jobs/s",
             worker_drain(100, w, durable=True),
             100,
@@ -380,7 +380,7 @@ def setups(samples: int, with_pgqueuer: bool) -> list[Setup]:
     ]
     out += [
         Setup(
-            f"Worker batch 100, 1 worker, {c} executor{'s' if c > 1 else ''}",
+            f"Worker batch 100, 1 worker, {tables.count(c, 'executor')}",
             "jobs/s",
             worker_drain(100, 1, concurrency=c),
             100,
@@ -502,13 +502,13 @@ def _ratio_target(
 
 
 def _workers(n: int) -> str:
-    return f"Worker batch 100, {n} worker{'s' if n > 1 else ''}"
+    return f"Worker batch 100, {tables.count(n, 'worker')}"
 
 
 def _targets(result: BenchResult) -> list[tuple[str, str, bool | None]]:
     out = [
         _ratio_target(
-            f"Worker batch 100 ≥ 0.8 × raw loop at {n} connection(s)",
+            f"Worker batch 100 ≥ 0.8 × raw loop at {tables.count(n, 'connection')}",
             result.row(_workers(n)),
             result.row(f"guide's raw loop, batch {RAW_BATCH}, {n} conn"),
             0.8,
@@ -534,8 +534,9 @@ def _targets(result: BenchResult) -> list[tuple[str, str, bool | None]]:
         )
     out += [
         _ratio_target(
-            f"one Worker with {n} executor(s) ≥ {n} separate Worker(s), batch 100",
-            result.row(f"{_workers(1)}, {n} executor{'s' if n > 1 else ''}"),
+            f"one Worker with {tables.count(n, 'executor')} ≥ {tables.count(n, 'separate Worker')}, "
+            "batch 100",
+            result.row(f"{_workers(1)}, {tables.count(n, 'executor')}"),
             result.row(_workers(n)),
             1,
         )

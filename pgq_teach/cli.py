@@ -292,7 +292,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     )
     worker.stop_on_sigterm()
     _say(
-        f"worker on {db.name} for {', '.join(kinds)}, {args.concurrency} executor(s); "
+        f"worker on {db.name} for {', '.join(kinds)}, {tables.count(args.concurrency, 'executor')}; "
         "Ctrl-C or SIGTERM stops it"
     )
     try:

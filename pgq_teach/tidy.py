@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 
-from . import embedded
+from . import embedded, tables
 from .databases import PREFIX
 from .server import Server
 from .statements import run
@@ -42,11 +42,12 @@ class Cleaned:
     def line(self) -> str:
         """One line: what was dropped and how much it freed."""
         text = (
-            f"dropped {len(self.dropped)} course database(s); freed {mib(self.freed)} "
+            f"dropped {tables.count(len(self.dropped), 'course database')}; freed {mib(self.freed)} "
             f"({self.measured}: {mib(self.before)} before, {mib(self.after)} after)"
         )
         if self.in_use:
-            text += f"; kept {len(self.in_use)} in use ({', '.join(self.in_use)}): close their notebooks"
+            close = tables.plural(len(self.in_use), "its notebook", "their notebooks")
+            text += f"; kept {len(self.in_use)} in use ({', '.join(self.in_use)}): close {close}"
         return text + self.wal_note
 
 

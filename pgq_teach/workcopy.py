@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import learner
+from . import learner, tables
 from .errors import BadInput, SetupError
 
 FOLDER = "notebooks"  # inside learner.home()
@@ -93,11 +93,12 @@ class CopyReport:
         """At most two lines for the terminal."""
         out = [f"your copy of the lessons: {self.folder}"]
         if self.copied:
-            out[0] += f" (copied {len(self.copied)} lesson(s) from the course)"
+            out[0] += f" (copied {tables.count(len(self.copied), 'lesson')} from the course)"
         if self.newer:
             numbers = ", ".join(slug.split("-", 1)[0] for slug in self.newer)
             out.append(
-                f"the course has a newer version of lesson(s) {numbers}: `pgq-teach lab --fresh "
+                f"the course has a newer version of {tables.plural(len(self.newer), 'lesson')} {numbers}: "
+                f"`pgq-teach lab --fresh "
                 f"{self.newer[0].split('-', 1)[0]}` copies it (yours is kept in {EARLIER}/)"
             )
         return out

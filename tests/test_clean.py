@@ -15,7 +15,7 @@ import pytest
 from helpers import wait_for
 from pgq_teach import databases, embedded, seeding, server
 from pgq_teach.statements import run, run_one
-from pgq_teach.tidy import folder_size
+from pgq_teach.tidy import Cleaned, folder_size
 
 # A course run's shape, scaled down: the lessons' databases, each filled and filled again (the
 # drains and resets that make WAL), where a full run left 25 databases and 562 MB.
@@ -87,14 +87,27 @@ def test_clean_frees_what_the_course_took_and_keeps_what_is_not_its(own_server):
     # What the course added beyond a fresh server, at least 90% of it given back.
     assert before - after >= 0.9 * (before - fresh), (fresh, before, after, done.stdout)
     line = done.stdout.splitlines()[-1]
-    assert line.startswith(f"dropped {len(LESSONS)} course database(s); freed ") and " MB" in line, line
+    assert line.startswith(f"dropped {len(LESSONS)} course databases; freed ") and " MB" in line, line
     freed_mb = float(line.split("freed ", 1)[1].split(" MB", 1)[0].replace(",", ""))
     assert abs(freed_mb - (before - after) / 2**20) < 5, (freed_mb, before, after)
-    assert "kept 1 in use (pgq_02_row_locks" in line
+    assert "kept 1 in use (pgq_02_row_locks" in line and "): close its notebook" in line
     with psycopg.connect(srv.dsn, autocommit=True) as admin:
         names = {row[0] for row in run(admin, "admin/database_names")}
     assert "my_own_notes" in names and databases.database_name("02-row-locks") in names
     assert not any(databases.database_name(label) in names for label in LESSONS)
+
+
+@pytest.mark.parametrize(
+    "n, dropped, close",
+    [
+        (1, "dropped 1 course database;", "close its notebook"),
+        (2, "dropped 2 course databases;", "close their notebooks"),
+    ],
+)
+def test_the_clean_line_says_one_database_in_the_singular(n, dropped, close):
+    names = [f"pgq_{i:02}" for i in range(n)]
+    line = Cleaned(dropped=names, in_use=names, before=2 * 2**20, after=2**20).line()
+    assert line.startswith(f"{dropped} freed 1.0 MB") and line.endswith(f"): {close}"), line
 
 
 def test_clean_all_asks_first_and_without_a_yes_leaves_the_folder(own_server):

@@ -25,6 +25,11 @@ def test_the_wake_up_carries_the_id_and_is_heard_only_after_commit():
     assert verdict.numbers["payloads"] == [verdict.numbers["job_id"]]
     assert verdict.numbers["heard"] == verdict.numbers["job_ids"] and len(verdict.numbers["job_ids"]) == 2
     assert verdict.numbers["rolled_back_heard"] == 0
+    # What the learner reads counts in the singular for one, the plural otherwise.
+    found = {e.what: e.found for e in verdict.evidence}
+    assert found["rolled back: no job, nothing heard"] == "0 jobs, 0 notifications"
+    assert found["nothing heard before COMMIT"] == "0 notifications"
+    assert found["each commit enqueues exactly one job"] == "1 job, 1 job"
 
 
 def test_a_notify_on_another_channel_wakes_nobody():

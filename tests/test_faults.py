@@ -183,6 +183,25 @@ def test_the_judge_counts_a_job_run_twice_while_its_first_worker_held_the_lease(
         assert run(b, "lab/fault_twice_held").fetchone()[0] == 1  # the held one
 
 
+@pytest.mark.parametrize(
+    "n, violation, restarts",
+    [
+        (1, "1 stale completion accepted: not fenced", "1 server restart"),
+        (3, "3 stale completions accepted: not fenced", "3 server restarts"),
+    ],
+)
+def test_a_fault_report_counts_in_the_singular_for_one_and_the_plural_for_more(n, violation, restarts):
+    """A count of one reads "1 stale completion", never "completion(s)", in the
+    violations and in the summary a learner reads."""
+    report = faults.FaultReport(
+        server="PostgreSQL", settings=faults.FaultSettings(), stale_done_accepted=n, restarts=n
+    )
+    assert report.violations == [violation]
+    summary = report.summary()
+    assert f"VIOLATION: {violation}" in summary and f"), {restarts}\n" in summary
+    assert "(s)" not in summary
+
+
 def ledger(conn, name, job, worker, **extra):
     run(conn, name, {"job_id": job.id, "attempts": job.attempts, "worker": worker, **extra})
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from .. import seeding
+from .. import seeding, tables
 from ..experiments.race import RaceResult, run_race
 from ..guide import figure
 from ..statements import run, run_one
@@ -261,6 +261,13 @@ def _lease_text(scene: ClaimScene) -> str:
     return f"the lease ends in {min(written):,.0f} s"
 
 
+def _took(ids: list[int]) -> str:
+    """The jobs a claim took, by id: "took job 3", "took jobs 3, 5", "took no job"."""
+    if not ids:
+        return "took no job"
+    return f"took {tables.plural(len(ids), 'job')} {', '.join(map(str, sorted(ids)))}"
+
+
 def scene_evidence(scenes: tuple[ClaimScene, ...]) -> list[Evidence]:
     """What the staged scenes showed, one line per rule, the first miss named."""
     if not scenes:
@@ -272,8 +279,7 @@ def scene_evidence(scenes: tuple[ClaimScene, ...]) -> list[Evidence]:
     return [
         Evidence(
             "the first claim takes the oldest due jobs (ORDER BY run_at)",
-            f"took job(s) {', '.join(map(str, sorted(unordered[0].got))) or 'none'}; the oldest due: "
-            f"{', '.join(map(str, sorted(unordered[0].oldest)))}"
+            f"{_took(unordered[0].got)}; the oldest due: {', '.join(map(str, sorted(unordered[0].oldest)))}"
             if unordered
             else f"yes, in {n} of {n} scenes",
             not unordered,
@@ -328,7 +334,7 @@ def claim_evidence(found: ClaimRace) -> list[Evidence]:
         ),
         Evidence(
             f"claims over the LIMIT of {found.limit}",
-            f"{c.over_limit:,} (largest {c.biggest:,} row{'' if c.biggest == 1 else 's'})",
+            f"{c.over_limit:,} (largest {tables.count(c.biggest, 'row')})",
             c.over_limit == 0,
         ),
         Evidence(

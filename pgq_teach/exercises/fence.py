@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 
+from .. import tables
 from ..guide import figure
 from ..statements import run_one
 from .learner_sql import LearnerSQL, Refused
@@ -45,10 +46,6 @@ def _stage_workers(owner, rng: random.Random, attempts: int) -> tuple[int, int, 
     return job_id, tokens[job_id], tokens
 
 
-def _rows(n: int) -> str:
-    return f"{n} row{'' if n == 1 else 's'}"
-
-
 def _others_running(owner, job_id: int) -> list[int]:
     """The other jobs that are no longer running."""
     status = {i: run_one(owner, "exercise/job_wait", {"id": i})[0] for i in range(1, JOBS + 1)}
@@ -74,12 +71,13 @@ def check_complete(
             evidence += [
                 Evidence(
                     f"{story}: stale worker A's call",
-                    f"job {job_id}, token {old_token:,}: matched {_rows(stale)}; job {status_after_stale}",
+                    f"job {job_id}, token {old_token:,}: matched {tables.count(stale, 'row')}; "
+                    f"job {status_after_stale}",
                     stale == 0 and status_after_stale == "running",
                 ),
                 Evidence(
                     f"{story}: current worker B's call",
-                    f"token {token:,}: matched {_rows(current)}; job {status_after}",
+                    f"token {token:,}: matched {tables.count(current, 'row')}; job {status_after}",
                     current == 1 and status_after == "done",
                 ),
             ]

@@ -18,6 +18,7 @@ which the consumer's de-duplication by job id absorbs."""
 
 from __future__ import annotations
 
+from .. import tables
 from ..experiments.switching import Consumer, StandInBroker
 from ..statements import run
 from .learner_sql import LearnerSQL, Refused
@@ -99,7 +100,7 @@ def check_relay_completion(
     evidence = [
         Evidence(
             "stale relay A's completion (its lease ran out)",
-            f"matched {stale} row{'' if stale == 1 else 's'}; marked done: {stale_done or 'none'}",
+            f"matched {tables.count(stale, 'row')}; marked done: {stale_done or 'none'}",
             stale == 0 and not stale_done,
         ),
         Evidence(
@@ -117,7 +118,7 @@ def check_relay_completion(
         Evidence("every job done", f"{JOBS - len(not_done)} of {JOBS}", not not_done),
         Evidence(
             "duplicates only from the stalled relay, absorbed by de-duplication",
-            f"{duplicates} duplicate(s); consumer processed {len(consumer.processed)}",
+            f"{tables.count(duplicates, 'duplicate')}; consumer processed {len(consumer.processed)}",
             duplicates == len(A_BATCH) and len(consumer.processed) == JOBS,
         ),
     ]

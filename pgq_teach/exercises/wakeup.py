@@ -22,6 +22,7 @@ import random
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from .. import tables
 from ..guide import figure
 from ..statements import run
 from .learner_sql import LearnerSQL, Refused
@@ -100,13 +101,16 @@ def check_notify(
     evidence = [
         Evidence(
             "rolled back: no job, nothing heard",
-            f"{len(after_rollback[1])} job(s), {len(after_rollback[0])} notification(s)",
+            f"{tables.count(len(after_rollback[1]), 'job')}, "
+            f"{tables.count(len(after_rollback[0]), 'notification')}",
             not after_rollback[0] and not after_rollback[1],
         ),
-        Evidence("nothing heard before COMMIT", f"{len(before_commit)} notification(s)", not before_commit),
+        Evidence(
+            "nothing heard before COMMIT", tables.count(len(before_commit), "notification"), not before_commit
+        ),
         Evidence(
             "each commit enqueues exactly one job",
-            ", ".join(f"{len(new)} job(s)" for _, new, _ in commits),
+            ", ".join(tables.count(len(new), "job") for _, new, _ in commits),
             one_job,
         ),
         Evidence(

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .. import queue
+from .. import queue, tables
 from ..databases import Database
 from ..experiments.results import Progress
 from .fleet import (
@@ -25,17 +25,24 @@ from .fleet import (
 )
 from .settings import FaultSettings
 
-# What the fault run must never see, as (report field, what a non-zero count means).
+# What the fault run must never see, as (report field, what a count of one means, what a
+# larger count means).
 _INVARIANTS = (
-    ("lost", "job(s) neither done nor dead: lost"),
-    ("running_at_end", "job(s) still running after a final reaper pass"),
-    ("effects_after_done", "effect(s) first recorded after their job was done"),
-    ("stale_done_accepted", "stale completion(s) accepted: not fenced"),
-    ("done_by_stale_claim", "job(s) marked done by a worker whose claim was not the latest"),
-    ("fenced_own_completion", "completing claim(s) told they were fenced"),
-    ("run_twice_while_held", "job(s) run twice while the process held their lease"),
+    ("lost", "job neither done nor dead: lost", "jobs neither done nor dead: lost"),
+    ("running_at_end", "job still running after a final reaper pass",
+     "jobs still running after a final reaper pass"),
+    ("effects_after_done", "effect first recorded after its job was done",
+     "effects first recorded after their job was done"),
+    ("stale_done_accepted", "stale completion accepted: not fenced",
+     "stale completions accepted: not fenced"),
+    ("done_by_stale_claim", "job marked done by a worker whose claim was not the latest",
+     "jobs marked done by a worker whose claim was not the latest"),
+    ("fenced_own_completion", "completing claim told it was fenced",
+     "completing claims told they were fenced"),
+    ("run_twice_while_held", "job run twice while the process held its lease",
+     "jobs run twice while the process held their lease"),
     *SHARED_INVARIANTS,
-)
+)  # fmt: skip
 _FROM_VERDICT = (
     "done", "dead", "duplicate_effects", "done_without_effect", "effects_not_done", "effects_after_done",
     "fenced", "stale_done_accepted", "done_by_stale_claim", "fenced_own_completion", "overwrites",
@@ -83,23 +90,28 @@ class FaultReport(RunReport):
         s = self.settings
         return [
             f"fault run on {self.server}",
-            f"  {s.jobs:,} jobs, {s.workers} workers at a time ({self.processes_started} processes "
-            f"started), lease {s.lease:g} s, faults for {s.seconds:g} s",
-            f"  faults: {self.kills} SIGKILLs ({self.kills_mid_job} mid-job), {self.pauses} SIGSTOP pauses "
-            f"past the lease, {self.terminations} pg_terminate_backend rounds "
-            f"({self.sessions_ended} sessions), "
-            f"{self.restarts} server restart(s)" + (f" [{self.restart_note}]" if self.restart_note else ""),
-            f"  heartbeat pools: {s.concurrency} executors per process, batch {s.batch}, every "
-            f"{s.long_every}th job works 1.5 leases; {self.heartbeats_ended} heartbeat sessions ended; "
+            f"  {tables.count(s.jobs, 'job')}, {tables.count(s.workers, 'worker')} at a time "
+            f"({tables.count(self.processes_started, 'process')} started), lease {s.lease:g} s, "
+            f"faults for {s.seconds:g} s",
+            f"  faults: {tables.count(self.kills, 'SIGKILL')} ({self.kills_mid_job} mid-job), "
+            f"{tables.count(self.pauses, 'SIGSTOP pause')} past the lease, "
+            f"{tables.count(self.terminations, 'pg_terminate_backend round')} "
+            f"({tables.count(self.sessions_ended, 'session')}), "
+            f"{tables.count(self.restarts, 'server restart')}"
+            + (f" [{self.restart_note}]" if self.restart_note else ""),
+            f"  heartbeat pools: {tables.count(s.concurrency, 'executor')} per process, batch {s.batch}, "
+            f"every {s.long_every}th job works 1.5 leases; "
+            f"{tables.count(self.heartbeats_ended, 'heartbeat session')} ended; "
             f"jobs run twice while the process held their lease {self.run_twice_while_held}",
-            f"  requeues: {self.requeued} dead job(s) put back to ready in {self.requeue_rounds} round(s); "
+            f"  requeues: {tables.count(self.requeued, 'dead job')} put back to ready in "
+            f"{tables.count(self.requeue_rounds, 'round')}; "
             f"outcomes reported by a claim from before its job's requeue {self.outcomes_across_requeue}",
             f"  result: done {self.done:,}, dead {self.dead:,}, lost {self.lost}, "
             f"still running after a final reaper pass {self.running_at_end} "
             f"(that pass reaped {self.reaped_at_end})",
             f"  effects: duplicate effects {self.duplicate_effects}, done without effect "
             f"{self.done_without_effect}, effects of jobs not done {self.effects_not_done}",
-            f"  fencing: {self.fenced} stale completion(s) fenced "
+            f"  fencing: {tables.count(self.fenced, 'stale completion')} fenced "
             "(reported by workers that lived to report), "
             f"stale completions accepted {self.stale_done_accepted} (jobs marked done by a stale claim "
             f"{self.done_by_stale_claim}), updates of finished jobs {self.overwrites}",

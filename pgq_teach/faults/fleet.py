@@ -30,7 +30,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
-from .. import embedded, queue, seeding
+from .. import embedded, queue, seeding, tables
 from ..databases import Database
 from ..errors import PgqError
 from ..statements import run
@@ -378,14 +378,16 @@ def orchestrator_session(db: Database) -> WorkerSession:
     return WorkerSession(make_conninfo(db.dsn, application_name=ORCHESTRATOR), pause=0.2)
 
 
-# The invariants both runs hold, as (report field, what a non-zero count of it means).
+# The invariants both runs hold, as (report field, what a count of one of it means, what a
+# larger count means), so a broken one reads "1 duplicate effect" or "3 duplicate effects".
 SHARED_INVARIANTS = (
-    ("duplicate_effects", "duplicate effect(s)"),
-    ("done_without_effect", "done job(s) without their effect"),
-    ("overwrites", "update(s) of a job already done or dead"),
-    ("jobs_done_twice", "job(s) marked done twice"),
-    ("over_attempts", "job(s), transition(s) or call(s) over max_attempts"),
-)
+    ("duplicate_effects", "duplicate effect", "duplicate effects"),
+    ("done_without_effect", "done job without its effect", "done jobs without their effect"),
+    ("overwrites", "update of a job already done or dead", "updates of a job already done or dead"),
+    ("jobs_done_twice", "job marked done twice", "jobs marked done twice"),
+    ("over_attempts", "job, transition or call over max_attempts",
+     "jobs, transitions or calls over max_attempts"),
+)  # fmt: skip
 
 
 @dataclass(kw_only=True)
@@ -432,12 +434,16 @@ class RunReport:
         return "\n".join(self.lines() + stopped + verdict)
 
 
-def broken(report: RunReport, invariants: tuple[tuple[str, str], ...]) -> list[str]:
-    """A line ("3 duplicate effect(s)") for each invariant whose count on
-    `report` is not zero, then one for any crashed workers."""
-    lines = [f"{getattr(report, name)} {what}" for name, what in invariants if getattr(report, name)]
+def broken(report: RunReport, invariants: tuple[tuple[str, str, str], ...]) -> list[str]:
+    """A line ("1 duplicate effect", "3 duplicate effects") for each invariant
+    whose count on `report` is not zero, then one for any crashed workers."""
+    lines = [
+        tables.count(getattr(report, name), one, many)
+        for name, one, many in invariants
+        if getattr(report, name)
+    ]
     if report.crashes:
-        lines.append(f"{len(report.crashes)} worker process(es) crashed: {report.crashes[0]}")
+        lines.append(f"{tables.count(len(report.crashes), 'worker process')} crashed: {report.crashes[0]}")
     return lines
 
 

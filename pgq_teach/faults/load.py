@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import tables
 from ..databases import Database
 from ..experiments.results import Progress
 from .fleet import SHARED_INVARIANTS, Fleet, RunReport, broken, copy_verdict
@@ -15,13 +16,16 @@ from .plan import planned_error, planned_result
 from .settings import LoadSettings
 
 _SHARED = ("duplicate_effects", "done_without_effect", "overwrites", "jobs_done_twice")
-# What the load run must never see, beyond its plan, as (report field, what a non-zero count means).
+# What the load run must never see, beyond its plan, as (report field, what a count of one
+# means, what a larger count means).
 _INVARIANTS = (
-    ("calls_after_done", "handler call(s) started after their job was done"),
-    ("fenced", "fenced completion(s) though no lease can have run out"),
-    ("running_at_end", "job(s) still running at the end"),
+    ("calls_after_done", "handler call started after its job was done",
+     "handler calls started after their job was done"),
+    ("fenced", "fenced completion though no lease can have run out",
+     "fenced completions though no lease can have run out"),
+    ("running_at_end", "job still running at the end", "jobs still running at the end"),
     *SHARED_INVARIANTS,
-)
+)  # fmt: skip
 
 
 @dataclass(kw_only=True)
@@ -49,16 +53,19 @@ class LoadReport(RunReport):
         if self.done + self.dead != self.enqueued:
             v.append(f"done {self.done} + dead {self.dead} != enqueued {self.enqueued}")
         if self.dead_without_their_error:
-            v.append(f"{self.dead_without_their_error} dead job(s) without the error of their last try")
+            one = "dead job without the error of its last try"
+            many = "dead jobs without the error of their last try"
+            v.append(tables.count(self.dead_without_their_error, one, many))
         if self.not_as_planned:
             v.append(
-                f"{self.not_as_planned} job(s) did not end as the failure plan dictates: "
+                f"{tables.count(self.not_as_planned, 'job')} did not end as the failure plan dictates: "
                 + "; ".join(self.examples[:3])
             )
         if self.calls != self.planned_calls:
-            v.append(f"{self.calls} handler calls, the plan makes {self.planned_calls}")
+            v.append(f"{tables.count(self.calls, 'handler call')}, the plan makes {self.planned_calls:,}")
         if self.failures != self.planned_failures:
-            v.append(f"{self.failures} failures recorded, the plan makes {self.planned_failures}")
+            planned = f"the plan makes {self.planned_failures:,}"
+            v.append(f"{tables.count(self.failures, 'failure')} recorded, {planned}")
         return v + broken(self, _INVARIANTS)
 
     def lines(self) -> list[str]:
@@ -66,7 +73,8 @@ class LoadReport(RunReport):
         s = self.settings
         return [
             f"load run on {self.server}",
-            f"  {s.jobs:,} jobs, {s.workers} workers, {s.fail_rate:.0%} of handler calls planned "
+            f"  {tables.count(s.jobs, 'job')}, {tables.count(s.workers, 'worker')}, {s.fail_rate:.0%} "
+            "of handler calls planned "
             f"to raise, max_attempts {s.max_attempts}",
             f"  result: done {self.done:,} + dead {self.dead:,} = {self.done + self.dead:,} of {s.jobs:,} "
             f"enqueued (the plan: done {self.planned_done:,}, dead {self.planned_dead:,})",

@@ -4,6 +4,7 @@ worker, the stale worker fenced out, and the retry schedule."""
 
 from __future__ import annotations
 
+from .. import tables
 from ..experiments import crash, fencing, retries
 from ..guide import figure
 from .entry import Entry, Values, calls, reads, says, seconds
@@ -107,10 +108,17 @@ def stale_updates_nothing(v: Values) -> bool:
 
 def judge_fencing(v: Values, major: int) -> FigureVerdict:
     if not stale_updates_nothing(v):
-        return differs(f"the stale worker's completion updated {v['a_rows']} row(s)")
+        return differs(f"the stale worker's completion updated {tables.count(v['a_rows'], 'row')}")
     if v["b_rows"] != 1:
-        return differs(f"the current holder's completion updated {v['b_rows']} row(s), not 1")
+        return differs(f"the current holder's completion updated {tables.count(v['b_rows'], 'row')}, not 1")
     return reproduced()
+
+
+def describe_fencing(v: Values) -> str:
+    return (
+        f"A's completion updated {tables.count(v['a_rows'], 'row')}, B's {v['b_rows']} "
+        f"(fencing tokens {v['a_token']} then {v['b_token']})"
+    )
 
 
 FENCING = Entry(
@@ -119,7 +127,7 @@ FENCING = Entry(
     figure(10).by_major,
     calls(fencing.stale_worker),
     reads("a_rows", "b_rows", "a_token", "b_token"),
-    says("A's completion updated {a_rows} row(s), B's {b_rows} (fencing tokens {a_token} then {b_token})"),
+    describe_fencing,
     judge_fencing,
     full={"lease_s": 1.0},
     must=stale_updates_nothing,

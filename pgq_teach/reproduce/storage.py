@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import tables
 from ..experiments import bloat, indexes
 from ..guide import figure
 from .entry import GUIDE_VERSIONS, Entry, Sizes, Values, calls, guide_major, near, reads, says, scaled
@@ -200,9 +201,18 @@ def held_back_then_clean(v: Values) -> bool:
     return v["removed_while_open"] == 0 and v["buffers_after"] == 1
 
 
+def describe_held_back(v: Values) -> str:
+    return (
+        f"VACUUM: {v['removed_while_open']:,} removed, {v['not_removable_while_open']:,} dead not removable; "
+        f"empty claim {tables.count(v['buffers_while_open'], 'buffer')}, {v['ms_while_open']:.2f} ms; "
+        f"after: {tables.count(v['buffers_after'], 'buffer')}, {v['ms_after']:.2f} ms"
+    )
+
+
 def judge_held_back(v: Values, major: int) -> FigureVerdict:
     if v["removed_while_open"]:
-        return differs(f"VACUUM removed {v['removed_while_open']:,} rows while the transaction was open")
+        removed = tables.count(v["removed_while_open"], "row")
+        return differs(f"VACUUM removed {removed} while the transaction was open")
     if v["buffers_after"] != 1:
         return differs(f"once the transaction ended, an empty claim still read {v['buffers_after']} buffers")
     if v["not_removable_while_open"] != 2 * v["jobs"]:
@@ -230,11 +240,7 @@ HELD_BACK = Entry(
         buffers_after="closed_vacuum.claim.buffers",
         ms_after="closed_vacuum.claim.ms",
     ),
-    says(
-        "VACUUM: {removed_while_open:,} removed, {not_removable_while_open:,} dead not removable; "
-        "empty claim {buffers_while_open:,} buffers, {ms_while_open:.2f} ms; "
-        "after: {buffers_after} buffer(s), {ms_after:.2f} ms"
-    ),
+    describe_held_back,
     judge_held_back,
     **ON_JOBS,
     must=held_back_then_clean,

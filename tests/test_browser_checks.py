@@ -25,7 +25,7 @@ LAB = """
   <label style="display:inline-block; width:{label}; overflow:hidden; white-space:nowrap">
     lease, s (by hand)</label>
   <div class="pgq-status pgq-lab-status" style="width:{status}; overflow:hidden; white-space:nowrap">
-    done: the reaper handed back 1 job(s)</div>
+    done: the reaper handed back 1 job</div>
   <table><tr><th style="padding:{padding}">job</th></tr><tr><td style="padding:{padding}">2</td></tr></table>
 </div>"""
 MENDED = {"done": "pgq-done", "button": "auto", "label": "auto", "status": "auto", "padding": "4px 10px"}
@@ -67,6 +67,6 @@ def test_cells_without_padding_are_caught(plain):
 
 def test_a_lab_without_its_done_state_is_caught(plain):
     lab = show(plain, done="")
-    assert not_done(lab) == ["not done: its status line says 'done: the reaper handed back 1 job(s)'"]
+    assert not_done(lab) == ["not done: its status line says 'done: the reaper handed back 1 job'"]
     with pytest.raises(AssertionError, match="pgq-demo-lab .*not done"):
         assert_every_lab_finished(plain, "plain", timeout_ms=200)

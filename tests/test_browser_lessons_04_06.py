@@ -77,7 +77,7 @@ def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, jupyterlab):
     # the long-job panels' charts and the lesson's own, drawn by Run All
     assert chart_text_problems(page.locator(".jp-Notebook"), at_least=5, shots="05-lesson") == []
     result = fencing.locator(".pgq-result").inner_text()
-    assert "A's completion updated 0 row(s), B's 1" in result and "2 receipt(s)" in result
+    assert "A's completion updated 0 rows, B's 1" in result and "2 receipts" in result
     fencing.screenshot(path=str(ARTIFACTS / "05-fencing-lab.png"))
     fencing.locator(".pgq-status").filter(has_text="done: all 7 steps shown").wait_for()
     assert fencing.locator(".pgq-step-button").is_disabled() and fencing.locator(".pgq-play").is_disabled()

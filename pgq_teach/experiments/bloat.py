@@ -576,7 +576,7 @@ class HeldBack(Result):
         ]
 
     def summary(self) -> str:
-        lines = [f"the idle-transaction lab, {len(self.steps)} step(s)"]
+        lines = [f"the idle-transaction lab, {tables.count(len(self.steps), 'step')}"]
         lines += [
             f"  {n}. {s.label}: empty claim {s.claim.buffers:,} buffers" for n, s in enumerate(self.steps, 1)
         ]

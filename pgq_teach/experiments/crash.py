@@ -470,7 +470,7 @@ class ReaperPlan(Result):
             f"sql/reap.sql on {self.running:,} running and {self.ready:,} ready jobs:",
             *(f"  {line}" for line in self.plan.splitlines()),
             f"  {self.expired} of the leases moved into the past; the reaper, run once, handed back "
-            f"{self.reaped_now} job(s) and left {self.still_running:,} running",
+            f"{tables.count(self.reaped_now, 'job')} and left {self.still_running:,} running",
         ]
         return "\n".join(lines + self.footer())
 

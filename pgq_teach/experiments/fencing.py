@@ -27,7 +27,7 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
-from .. import charts, checks, queue, seeding
+from .. import charts, checks, queue, seeding, tables
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
@@ -180,9 +180,10 @@ class FencingResult(Result):
         lines = [
             f"one receipt job, a {self.lease_s:g} s lease, {self.handler} handler" + self.stopped_note,
             *steps,
-            f"  A's completion updated {self.a_rows} row(s), B's {self.b_rows}; "
+            f"  A's completion updated {tables.count(self.a_rows, 'row')}, B's {self.b_rows}; "
             f"the job is {self.final_status}",
-            f"  the customer's inbox: {self.emails} receipt(s), sent by {', '.join(self.inbox) or 'nobody'} "
+            f"  the customer's inbox: {tables.count(self.emails, 'receipt')}, "
+            f"sent by {', '.join(self.inbox) or 'nobody'} "
             f"(your guess: {guess_text(self.guess)})",
         ]
         return "\n".join(lines + self.footer())
@@ -239,7 +240,7 @@ def stale_worker(
         # A stalls until its lease has passed: a long GC pause, a slow disk, a stuck call.
         stop.wait(max(0.0, (lease_end(a_job) - time.time()) + 0.1))
         reaped = len(answer(run_and_wait(reaper, "reap")))
-        note("reaper", f"lease passed: hands back {reaped} job(s)")
+        note("reaper", f"lease passed: hands back {tables.count(reaped, 'job')}")
         tell(progress, 2, total)
 
         b_job = claimed(b, lease_s * 10)  # B's lease is long enough for its work
@@ -249,10 +250,11 @@ def stale_worker(
         tell(progress, 3, total)
 
         a_rows = complete(a, a_job)
-        note("A", f"wakes and completes with token {a_job.fence_token}: {a_rows} row(s) updated")
+        updated = tables.count(a_rows, "row")
+        note("A", f"wakes and completes with token {a_job.fence_token}: {updated} updated")
         tell(progress, 4, total)
         b_rows = complete(b, b_job)
-        note("B", f"completes with token {b_job.fence_token}: {b_rows} row(s) updated")
+        note("B", f"completes with token {b_job.fence_token}: {tables.count(b_rows, 'row')} updated")
         tell(progress, 5, total)
         inbox = [row[0] for row in answer(run_and_wait(reaper, "lab/inbox_senders", {"order_id": ORDER}))]
         final = first_value(reaper, "job_state", {"id": job_id})
@@ -374,8 +376,9 @@ class LongJobResult(Result):
         return "\n".join(
             [
                 f"{'with' if self.heartbeat else 'without'} a heartbeat: {self.work_s:g} s of work, "
-                f"{self.lease_s:g} s lease, {self.workers} worker(s)" + self.stopped_note,
-                f"  the handler ran {self.times_run} time(s) (your guess: {guess_text(self.guess)}):",
+                f"{self.lease_s:g} s lease, {tables.count(self.workers, 'worker')}" + self.stopped_note,
+                f"  the handler ran {tables.count(self.times_run, 'time')} "
+                f"(your guess: {guess_text(self.guess)}):",
                 runs,
                 f"  the job ended {self.final_status}" + (f" ({self.last_error})" if self.last_error else ""),
                 "  each claim's lease deadline "
@@ -517,12 +520,13 @@ class RequeueResult(Result):
             "the course fences on fence_token; the guide fences on attempts",
             f"  attempts: A's claim {self.a_attempts}, C's claim {self.c_attempts} "
             "(the requeue reset it); "
-            f"fenced on attempts, A's late completion would match {self.a_rows_on_attempts} row(s)",
+            "fenced on attempts, A's late completion would match "
+            f"{tables.count(self.a_rows_on_attempts, 'row')}",
             f"  A claimed with token {self.a_token} and stalled; "
             "the job was reaped, dead, and requeued by hand",
             f"  C claimed it with token {self.c_token}: "
             + ("the same number" if self.token_repeated else "a new number"),
-            f"  A's late completion updated {self.a_rows} row(s); C's updated {self.c_rows}"
+            f"  A's late completion updated {tables.count(self.a_rows, 'row')}; C's updated {self.c_rows}"
             + (f" ({self.c_error})" if self.c_error else ""),
         ]
         return "\n".join(lines + self.footer())

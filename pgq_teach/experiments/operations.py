@@ -33,7 +33,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from .. import charts, checks, measurements, queue
+from .. import charts, checks, measurements, queue, tables
 from ..databases import Database
 from ..guide import GuideFigure
 from ..statements import explain, run, run_one
@@ -240,7 +240,8 @@ class CleanupComparison(Result):
         lines = [f"{self.rows:,} done jobs deleted three ways" + self.stopped_note + ":"]
         for r in (self.batched, self.in_subquery, self.bulk):
             lines.append(
-                f"  {r.way:<24} {r.elapsed_s:6.2f} s, {r.transactions:>3} transaction(s), longest "
+                f"  {r.way:<24} {r.elapsed_s:6.2f} s, "
+                f"{tables.count(r.transactions, 'transaction'):>16}, longest "
                 f"{r.longest_transaction_ms:7.1f} ms, median {r.median_transaction_ms:7.1f} ms, "
                 f"dead rows left {r.dead_rows:,}"
             )
@@ -515,9 +516,9 @@ def partition_drop_vs_delete(
         # dead rows across all of history, after the drop less before it: what the drop left
         # behind (a DELETE of the same day would add rows_per_day here; wait long enough to see them)
         dead_added_by_drop = wait_for_total_dead(conn, dead_before_drop + 1) - dead_before_drop
-        tables = dead_rows(conn, "jobs_history")
+        history = dead_rows(conn, "jobs_history")
         tell(progress, 3, 3)
-    left = sorted(t for t in tables if t != "jobs_history")
+    left = sorted(t for t in history if t != "jobs_history")
     return PartitionComparison(
         rows_per_day=rows_per_day,
         delete_s=delete_s,
@@ -843,7 +844,8 @@ class AutovacuumComparison(Result):
         for r in self.runs:
             lines.append(
                 f"  {r.settings:<8} (threshold {r.threshold:,} + {r.scale_factor:g} x rows = starts at "
-                f"{r.starts_at(self.base_rows):,.0f} dead): {r.jobs:,} jobs, {r.autovacuums} autovacuum(s), "
+                f"{r.starts_at(self.base_rows):,.0f} dead): {r.jobs:,} jobs, "
+                f"{tables.count(r.autovacuums, 'autovacuum')}, "
                 f"first at n_dead_tup {r.dead_before_first_autovacuum:,}, peak {r.peak_dead:,}"
             )
             if r.waited_for_workers_s >= 0.5:

@@ -31,7 +31,7 @@ from typing import Any
 
 import psycopg
 
-from .. import broker, charts, checks, measurements, queue
+from .. import broker, charts, checks, measurements, queue, tables
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
@@ -89,7 +89,10 @@ def recommend(signals: set[str] | frozenset[str], *, fixes_tried: bool = False) 
     are things a table cannot do; churn and connections have fixes to try first."""
     unknown = set(signals) - set(SIGNALS)
     if unknown:
-        raise BadInput(f"unknown signal(s) {sorted(unknown)}; the signals are {', '.join(SIGNALS)}")
+        raise BadInput(
+            f"unknown {tables.plural(len(unknown), 'signal')} {sorted(unknown)}; "
+            f"the signals are {', '.join(SIGNALS)}"
+        )
     hard = [s for s in SIGNALS if s in signals and s not in FIXES]
     soft = [s for s in SIGNALS if s in signals and s in FIXES]
     if hard or (soft and fixes_tried):

@@ -33,7 +33,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from .. import charts, checks, measurements, queue
+from .. import charts, checks, measurements, queue, tables
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
@@ -145,7 +145,7 @@ def rule_nobody_listening(db: Database) -> Rule:
         "nobody listening",
         "Sent while the worker was disconnected: what does it see on reconnecting?",
         "nothing",
-        "nothing" if not got else f"{len(got)} notification(s)",
+        "nothing" if not got else tables.count(len(got), "notification"),
         not got,
     )
 

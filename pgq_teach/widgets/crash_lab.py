@@ -345,7 +345,7 @@ class CrashLab(Lab):
 
     def _reap(self) -> None:
         n = self.live_scene().reap()
-        text = f"the reaper handed back {n} job(s)"
+        text = f"the reaper handed back {tables.count(n, 'job')}"
         if n and "lease ended" in self.steps_done:
             self._step("reaped", text)
         else:

@@ -48,11 +48,23 @@ class Job:
     max_attempts: int = 5
     leased_until: datetime | None = None
     fence_token: int = 0
-    lost: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
+
+    @property
+    def lost(self) -> threading.Event:
+        """A threading.Event, set once the Worker learns this claim lost the job.
+        Made on first use: an Event is a lock and a condition, and building one
+        for every claimed job, though few are ever lost, cost more than the rest
+        of turning the row into a Job. dict.setdefault is one atomic step, so
+        two threads asking at once get the same Event."""
+        event = self.__dict__.get("_lost")
+        if event is None:
+            event = self.__dict__.setdefault("_lost", threading.Event())
+        return event
 
     def still_mine(self) -> bool:
         """False once the Worker has learnt that this claim lost the job."""
-        return not self.lost.is_set()
+        event = self.__dict__.get("_lost")  # no Event yet: nobody has set it
+        return event is None or not event.is_set()
 
 
 class NotClaimed(BadInput):

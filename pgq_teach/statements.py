@@ -164,22 +164,35 @@ def record(cls: type[RecordT], row: Mapping[str, Any]) -> RecordT:
     name: each field from the column of its name, a column the record has no
     field for left out. So a statement may return more columns, in any order,
     and a record read this way never takes one value for another."""
-    fields = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = _field_names(cls)
     return cls(**{name: value for name, value in row.items() if name in fields})
 
 
 def records(cls: type[RecordT]) -> RowFactory[RecordT]:
-    """A row factory for run(): each row as `cls`, by column name (see record)."""
+    """A row factory for run(): each row as `cls`, by column name (see record).
+    Which column fills which field is worked out once per result, not per row."""
 
     def factory(cursor: Any) -> RowMaker[RecordT]:
-        names = [column.name for column in cursor.description or ()]
+        fields = _field_names(cls)
+        taken = [(i, c.name) for i, c in enumerate(cursor.description or ()) if c.name in fields]
 
         def make(values: Sequence[Any]) -> RecordT:
-            return record(cls, dict(zip(names, values, strict=True)))
+            return cls(**{name: values[i] for i, name in taken})
 
         return make
 
     return factory
+
+
+_FIELD_NAMES: dict[Any, frozenset[str]] = {}
+
+
+def _field_names(cls: Any) -> frozenset[str]:
+    """The names of a record's fields, looked up once per record type."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def run_one(conn: psycopg.Connection, name: str, params: Mapping[str, Any] | None = None) -> Any:

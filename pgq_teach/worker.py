@@ -150,7 +150,7 @@ class Leases:
         """Seconds of lease surely left; minus infinity for a job not held."""
         with self._lock:
             entry = self._until.get(_claim_key(job))
-        if entry is None or job.lost.is_set():
+        if entry is None or not job.still_mine():
             return float("-inf")
         return entry[1] - time.monotonic()
 
@@ -561,7 +561,7 @@ class Worker:
         by the last beat or the claim, or a fenced renewal that matched."""
         if self.leases.left(job) >= self.lease.total_seconds() / 2:
             return True
-        if job.lost.is_set():
+        if not job.still_mine():
             return False
         try:
             kept = self.leases.renew([job])

@@ -219,15 +219,16 @@ def _check_once_each(jobs: list[Job]) -> list[Job]:
 
 
 def _finish_many(conn: psycopg.Connection, name: str, params: dict[str, Any], durable: bool) -> list[Any]:
-    """Run one batch statement in its own transaction (or as a savepoint in
-    the caller's, under the caller's setting). Not durable: the commit does
-    not wait for its WAL to reach disk (sql/relax_commit.sql says why that is
-    safe for completions only). Pipeline mode was measured here too: over the
-    Unix socket its client-side cost outweighed the round trips it saves."""
-    own = conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE
+    """Run one batch statement as its own transaction (or as a savepoint in
+    the caller's, under the caller's setting). Not durable, on its own: the
+    relaxed twin (sql/NAME_relaxed.sql), whose commit does not wait for its WAL
+    to reach disk, set inside the statement, so it is one round trip where
+    BEGIN, SET LOCAL, the statement and COMMIT were four. Pipeline mode was
+    measured for those four: over the Unix socket its client-side cost
+    outweighed the round trips it saved."""
+    if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+        return run(conn, name if durable else f"{name}_relaxed", params).fetchall()
     with conn.transaction():
-        if own and not durable:
-            run(conn, "relax_commit")
         return run(conn, name, params).fetchall()
 
 

@@ -279,7 +279,7 @@ class Worker:
         would pass that; they are also sent at the end of every batch.
         Default: a tenth of the lease, at most one second.
         `durable_completions`: wait for the disk on every completion
-        (sql/relax_commit.sql says why the default need not)."""
+        (sql/complete_many_relaxed.sql says why the default need not)."""
         dsn = getattr(dsn_or_db, "dsn", dsn_or_db)
         if not isinstance(dsn, str):
             raise BadInput(f"expected a connection string or a Database, got {dsn_or_db!r}")

@@ -17,8 +17,9 @@ travel as parameters, never formatted into the SQL text.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
@@ -177,28 +178,38 @@ def record(cls: type[RecordT], row: Mapping[str, Any]) -> RecordT:
 
 def records(cls: type[RecordT]) -> RowFactory[RecordT]:
     """A row factory for run(): each row as `cls`, by column name (see record).
-    Which column fills which field is worked out once per result, not per row."""
+    Which column fills which field is worked out once per result, not per
+    row; when the columns name the record's first fields in their order (as
+    claim.sql's do for queue.Job), each row passes them by position."""
 
     def factory(cursor: Any) -> RowMaker[RecordT]:
-        fields = _field_names(cls)
-        taken = [(i, c.name) for i, c in enumerate(cursor.description or ()) if c.name in fields]
-
-        def make(values: Sequence[Any]) -> RecordT:
-            return cls(**{name: values[i] for i, name in taken})
-
-        return make
+        order = _field_names(cls)
+        taken = [(i, c.name) for i, c in enumerate(cursor.description or ()) if c.name in order]
+        names = tuple(name for _, name in taken)
+        pick = _picker([i for i, _ in taken])
+        if names == order[: len(names)]:
+            return lambda values: cls(*pick(values))
+        return lambda values: cls(**dict(zip(names, pick(values), strict=True)))
 
     return factory
 
 
-_FIELD_NAMES: dict[Any, frozenset[str]] = {}
+def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """A function from a row to the values at these positions, as a tuple."""
+    if len(positions) == 1:  # itemgetter of one position returns the value, not a tuple
+        [only] = positions
+        return lambda values: (values[only],)
+    return operator.itemgetter(*positions) if positions else (lambda values: ())
 
 
-def _field_names(cls: Any) -> frozenset[str]:
-    """The names of a record's fields, looked up once per record type."""
+_FIELD_NAMES: dict[Any, tuple[str, ...]] = {}
+
+
+def _field_names(cls: Any) -> tuple[str, ...]:
+    """A record's field names in their order, looked up once per record type."""
     names = _FIELD_NAMES.get(cls)
     if names is None:
-        names = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
     return names
 
 

@@ -206,7 +206,10 @@ def fail(conn: psycopg.Connection, job: Job, error: Any) -> Literal["ready", "de
 def _check_jobs(jobs: Any) -> list[Job]:
     if isinstance(jobs, (str, bytes)) or not isinstance(jobs, Sequence):
         raise BadInput(f"expected a list of Jobs returned by claim(), got {jobs!r}")
-    return [_check_job(job) for job in jobs]
+    jobs = list(jobs)
+    if not all(isinstance(job, Job) for job in jobs):
+        return [_check_job(job) for job in jobs]  # raises, naming the first that is not a Job
+    return jobs
 
 
 def _check_once_each(jobs: list[Job]) -> list[Job]:

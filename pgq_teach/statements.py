@@ -184,7 +184,7 @@ def records(cls: type[RecordT]) -> RowFactory[RecordT]:
 
     def factory(cursor: Any) -> RowMaker[RecordT]:
         order = _field_names(cls)
-        taken = [(i, c.name) for i, c in enumerate(cursor.description or ()) if c.name in order]
+        taken = [(i, name) for i, name in enumerate(_column_names(cursor)) if name in order]
         names = tuple(name for _, name in taken)
         pick = _picker([i for i, _ in taken])
         if names == order[: len(names)]:
@@ -192,6 +192,16 @@ def records(cls: type[RecordT]) -> RowFactory[RecordT]:
         return lambda values: cls(**dict(zip(names, pick(values), strict=True)))
 
     return factory
+
+
+def _column_names(cursor: Any) -> list[str]:
+    """The result's column names, read from the result itself: cheaper than
+    cursor.description, which builds a Column object for each, on every claim."""
+    result = cursor.pgresult
+    if result is None:
+        return []
+    encoding = cursor.connection.info.encoding
+    return [(result.fname(i) or b"").decode(encoding) for i in range(result.nfields)]
 
 
 def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:

@@ -356,6 +356,7 @@ class Worker:
         """Work until stopped (or, with until_idle, until nothing is due and
         every executor is idle)."""
         helpers = self._start_threads()
+        self._open_work()  # while the listener opens its own
         self._listening.wait(5)  # claim after LISTEN, so no notification falls between
         backoff = 0.2
         maybe_more = True  # the queue may hold due jobs: claim when an executor is free
@@ -724,6 +725,14 @@ class Worker:
         self._wake.set()
 
     # --- connections ------------------------------------------------------------
+
+    def _open_work(self) -> None:
+        """Open the work connection now; a failure is left to the first claim."""
+        with self._work_lock:
+            try:
+                self._work_conn()
+            except psycopg.Error:
+                pass
 
     def _work_conn(self) -> psycopg.Connection:
         """The work connection, opened if missing or closed (hold _work_lock)."""

@@ -48,11 +48,23 @@ class Job:
     max_attempts: int = 5
     leased_until: datetime | None = None
     fence_token: int = 0
-    lost: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
+
+    @property
+    def lost(self) -> threading.Event:
+        """A threading.Event, set once the Worker learns this claim lost the job.
+        Made on first use: an Event is a lock and a condition, and building one
+        for every claimed job, though few are ever lost, cost more than the rest
+        of turning the row into a Job. dict.setdefault is one atomic step, so
+        two threads asking at once get the same Event."""
+        event = self.__dict__.get("_lost")
+        if event is None:
+            event = self.__dict__.setdefault("_lost", threading.Event())
+        return event
 
     def still_mine(self) -> bool:
         """False once the Worker has learnt that this claim lost the job."""
-        return not self.lost.is_set()
+        event = self.__dict__.get("_lost")  # no Event yet: nobody has set it
+        return event is None or not event.is_set()
 
 
 class NotClaimed(BadInput):
@@ -194,7 +206,10 @@ def fail(conn: psycopg.Connection, job: Job, error: Any) -> Literal["ready", "de
 def _check_jobs(jobs: Any) -> list[Job]:
     if isinstance(jobs, (str, bytes)) or not isinstance(jobs, Sequence):
         raise BadInput(f"expected a list of Jobs returned by claim(), got {jobs!r}")
-    return [_check_job(job) for job in jobs]
+    jobs = list(jobs)
+    if not all(isinstance(job, Job) for job in jobs):
+        return [_check_job(job) for job in jobs]  # raises, naming the first that is not a Job
+    return jobs
 
 
 def _check_once_each(jobs: list[Job]) -> list[Job]:
@@ -207,15 +222,16 @@ def _check_once_each(jobs: list[Job]) -> list[Job]:
 
 
 def _finish_many(conn: psycopg.Connection, name: str, params: dict[str, Any], durable: bool) -> list[Any]:
-    """Run one batch statement in its own transaction (or as a savepoint in
-    the caller's, under the caller's setting). Not durable: the commit does
-    not wait for its WAL to reach disk (sql/relax_commit.sql says why that is
-    safe for completions only). Pipeline mode was measured here too: over the
-    Unix socket its client-side cost outweighed the round trips it saves."""
-    own = conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE
+    """Run one batch statement as its own transaction (or as a savepoint in
+    the caller's, under the caller's setting). Not durable, on its own: the
+    relaxed twin (sql/NAME_relaxed.sql), whose commit does not wait for its WAL
+    to reach disk, set inside the statement, so it is one round trip where
+    BEGIN, SET LOCAL, the statement and COMMIT were four. Pipeline mode was
+    measured for those four: over the Unix socket its client-side cost
+    outweighed the round trips it saved."""
+    if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+        return run(conn, name if durable else f"{name}_relaxed", params).fetchall()
     with conn.transaction():
-        if own and not durable:
-            run(conn, "relax_commit")
         return run(conn, name, params).fetchall()
 
 

@@ -17,10 +17,11 @@ travel as parameters, never formatted into the SQL text.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -78,16 +79,23 @@ class Statement:
     def utility(self) -> bool:
         return self.text.split(None, 1)[0].upper() in _UTILITY
 
+    @cached_property
+    def placeholders(self) -> str:
+        """The body with each value placeholder in psycopg's style, %(name)s,
+        worked out once: the Worker sends the same few statements thousands of
+        times a second."""
+        if not self.params or self.utility:
+            return self.text
+        body = self.text.replace("%", "%%")
+        return _VALUE.sub(lambda m: f"%({m.group(1) or m.group(2)})s", body)
+
     def query(self, literals: Mapping[str, Any] | None = None, **idents: str) -> str | pgsql.Composed:
         """The body in psycopg's placeholder style, identifiers filled in.
         For a utility statement, `literals` fill the value placeholders."""
         missing = set(self.idents) - set(idents)
         if missing:
             raise ValueError(f"{self.name}.sql needs identifiers: {sorted(missing)}")
-        body = self.text
-        if self.params and not self.utility:
-            body = body.replace("%", "%%")
-            body = _VALUE.sub(lambda m: f"%({m.group(1) or m.group(2)})s", body)
+        body = self.placeholders
         if not self.idents and not (self.utility and self.params):
             return body
         body = body.replace("{", "{{").replace("}", "}}")
@@ -164,22 +172,55 @@ def record(cls: type[RecordT], row: Mapping[str, Any]) -> RecordT:
     name: each field from the column of its name, a column the record has no
     field for left out. So a statement may return more columns, in any order,
     and a record read this way never takes one value for another."""
-    fields = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = _field_names(cls)
     return cls(**{name: value for name, value in row.items() if name in fields})
 
 
 def records(cls: type[RecordT]) -> RowFactory[RecordT]:
-    """A row factory for run(): each row as `cls`, by column name (see record)."""
+    """A row factory for run(): each row as `cls`, by column name (see record).
+    Which column fills which field is worked out once per result, not per
+    row; when the columns name the record's first fields in their order (as
+    claim.sql's do for queue.Job), each row passes them by position."""
 
     def factory(cursor: Any) -> RowMaker[RecordT]:
-        names = [column.name for column in cursor.description or ()]
-
-        def make(values: Sequence[Any]) -> RecordT:
-            return record(cls, dict(zip(names, values, strict=True)))
-
-        return make
+        order = _field_names(cls)
+        taken = [(i, name) for i, name in enumerate(_column_names(cursor)) if name in order]
+        names = tuple(name for _, name in taken)
+        pick = _picker([i for i, _ in taken])
+        if names == order[: len(names)]:
+            return lambda values: cls(*pick(values))
+        return lambda values: cls(**dict(zip(names, pick(values), strict=True)))
 
     return factory
+
+
+def _column_names(cursor: Any) -> list[str]:
+    """The result's column names, read from the result itself: cheaper than
+    cursor.description, which builds a Column object for each, on every claim."""
+    result = cursor.pgresult
+    if result is None:
+        return []
+    encoding = cursor.connection.info.encoding
+    return [(result.fname(i) or b"").decode(encoding) for i in range(result.nfields)]
+
+
+def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """A function from a row to the values at these positions, as a tuple."""
+    if len(positions) == 1:  # itemgetter of one position returns the value, not a tuple
+        [only] = positions
+        return lambda values: (values[only],)
+    return operator.itemgetter(*positions) if positions else (lambda values: ())
+
+
+_FIELD_NAMES: dict[Any, tuple[str, ...]] = {}
+
+
+def _field_names(cls: Any) -> tuple[str, ...]:
+    """A record's field names in their order, looked up once per record type."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def run_one(conn: psycopg.Connection, name: str, params: Mapping[str, Any] | None = None) -> Any:

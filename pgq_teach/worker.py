@@ -41,7 +41,9 @@ let experiments and widgets watch.
 from __future__ import annotations
 
 import queue as threads_queue
+import select
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -63,6 +65,9 @@ Handler = Callable[[queue.Job], Any]
 # InternalError rather than an OperationalError.
 _LOST = (psycopg.OperationalError, psycopg.errors.IdleInTransactionSessionTimeout)
 MAX_CONCURRENCY = 1_000
+# The longest the listener waits before it looks at _closing again when no
+# doorbell could ring (the doorbell wakes it at once on stop).
+LISTEN_TIMEOUT = 1.0
 
 
 @dataclass
@@ -132,27 +137,30 @@ class Leases:
 
     def hold(self, jobs: Sequence[queue.Job], since: float) -> None:
         """Jobs just claimed by a statement sent at `since` (monotonic)."""
+        until = since + self.seconds
+        held = {_claim_key(job): (job, until) for job in jobs}
         with self._lock:
-            for job in jobs:
-                self._until[_claim_key(job)] = (job, since + self.seconds)
+            self._until.update(held)
 
     def release(self, jobs: Sequence[queue.Job]) -> None:
         """Jobs whose outcome was sent, or that were never started."""
+        keys = [_claim_key(job) for job in jobs]
         with self._lock:
-            for job in jobs:
-                self._until.pop(_claim_key(job), None)
+            for key in keys:
+                self._until.pop(key, None)
 
     def held(self) -> list[queue.Job]:
         with self._lock:
             return [job for job, _ in self._until.values()]
 
-    def left(self, job: queue.Job) -> float:
-        """Seconds of lease surely left; minus infinity for a job not held."""
+    def left(self, job: queue.Job, now: float | None = None) -> float:
+        """Seconds of lease surely left at `now` (monotonic; default: the
+        present); minus infinity for a job not held."""
         with self._lock:
             entry = self._until.get(_claim_key(job))
-        if entry is None or job.lost.is_set():
+        if entry is None or not job.still_mine():
             return float("-inf")
-        return entry[1] - time.monotonic()
+        return entry[1] - (time.monotonic() if now is None else now)
 
     def renew(self, jobs: Sequence[queue.Job]) -> set[tuple[int, int]]:
         """One fenced statement extends these leases; a job it does not
@@ -279,7 +287,7 @@ class Worker:
         would pass that; they are also sent at the end of every batch.
         Default: a tenth of the lease, at most one second.
         `durable_completions`: wait for the disk on every completion
-        (sql/relax_commit.sql says why the default need not)."""
+        (sql/complete_many_relaxed.sql says why the default need not)."""
         dsn = getattr(dsn_or_db, "dsn", dsn_or_db)
         if not isinstance(dsn, str):
             raise BadInput(f"expected a connection string or a Database, got {dsn_or_db!r}")
@@ -309,7 +317,7 @@ class Worker:
         self.reap_every = min(1.0, lease_s / 4)
         self.beat_every = lease_s / 4  # the heartbeat rule: see the module's docstring
         self._next_reap = 0.0
-        self.on_event = on_event or (lambda name, job: None)
+        self.on_event = on_event or _no_event
         self.stop_event = threading.Event()
         self.report = WorkerReport()
         self.leases = Leases(dsn, self.lease, self._lost, self._beat_done)
@@ -328,6 +336,9 @@ class Worker:
         self._recheck = threading.Event()  # LISTEN reconnected: notifications may have been missed
         self._listening = threading.Event()  # the listener tried its first connection
         self._closing = threading.Event()  # the listener and the heartbeat stop
+        # Rung once when the listener should stop, so it wakes at once instead
+        # of at its next timeout, which every run() would otherwise wait out.
+        self._doorbell: tuple[socket.socket, socket.socket] | None = None
         self._fatal: BaseException | None = None  # an executor's unexpected error
 
     # --- lifecycle ------------------------------------------------------------
@@ -345,6 +356,7 @@ class Worker:
         """Work until stopped (or, with until_idle, until nothing is due and
         every executor is idle)."""
         helpers = self._start_threads()
+        self._open_work()  # while the listener opens its own
         self._listening.wait(5)  # claim after LISTEN, so no notification falls between
         backoff = 0.2
         maybe_more = True  # the queue may hold due jobs: claim when an executor is free
@@ -393,6 +405,7 @@ class Worker:
 
     def _start_threads(self) -> list[threading.Thread]:
         self._closing.clear()  # run() may be called again after it returned
+        self._doorbell = socket.socketpair()
         helpers = [threading.Thread(target=self._listen_loop, daemon=True, name="pgq-listen")]
         if self.heartbeat:
             helpers.append(threading.Thread(target=self._heartbeat_loop, daemon=True, name="pgq-heartbeat"))
@@ -416,10 +429,21 @@ class Worker:
         except psycopg.Error as exc:  # their leases pass and the jobs run again: at least once
             self.report.last_error = _error_line(exc)
         self._closing.set()
+        self._ring_doorbell()
         for thread in threads[: -self.concurrency]:
             thread.join()
         self._close_work()
         self.leases.close()
+        for end in self._doorbell or ():
+            end.close()
+        self._doorbell = None
+
+    def _ring_doorbell(self) -> None:
+        try:
+            if self._doorbell is not None:
+                self._doorbell[1].send(b"!")
+        except OSError:  # full or closed: the listener still stops at its next timeout
+            pass
 
     # --- the producer ---------------------------------------------------------
 
@@ -433,8 +457,9 @@ class Worker:
             if not jobs and not reaped_now:
                 self._reap(work, force=True)
                 jobs = self._claim_on(work, batch)
-        for job in jobs:
-            self.on_event("claimed", job)
+        if self.on_event is not _no_event:
+            for job in jobs:
+                self.on_event("claimed", job)
         return jobs
 
     def _claim_on(self, work: psycopg.Connection, batch: int) -> list[queue.Job]:
@@ -484,10 +509,11 @@ class Worker:
         """Until a notification, an executor's news, a held outcome's
         flush_after, the poll, or stop. True if the queue may now hold due
         jobs (a notification, or the poll)."""
-        timeout = poll_at - time.monotonic()
+        now = time.monotonic()
+        timeout = poll_at - now
         with self._lock:
             if self._held_since is not None:
-                timeout = min(timeout, self._held_since + self.flush_after - time.monotonic())
+                timeout = min(timeout, self._held_since + self.flush_after - now)
         self._wake.wait(max(0.0, timeout))
         self._wake.clear()
         if self._notified.is_set():
@@ -519,29 +545,36 @@ class Worker:
                 self._wake.set()
 
     def _run_batch(self, jobs: list[queue.Job]) -> None:
-        took = 0.0
+        # One clock reading and one lock per job: a no-op job costs little
+        # more than this loop, so the loop is kept lean.
+        took, now = 0.0, time.monotonic()
+        with self._lock:
+            since = self._held_since
         for job in jobs:
             # Send what is held if running one more job like the last would
             # keep the oldest outcome waiting longer than flush_after.
-            with self._lock:
-                since = self._held_since
-            if since is not None and time.monotonic() - since + took >= self.flush_after:
+            if since is not None and now - since + took >= self.flush_after:
                 self._try_send_outcomes()
-            if not self._still_held(job):
+                now = time.monotonic()  # the send took time: the check below needs the present
+                with self._lock:
+                    since = self._held_since
+            if not self._still_held(job, now):
                 self.leases.release([job])
                 self._count("fenced", job)
+                now = time.monotonic()
                 continue
-            began = time.monotonic()
             error = self._run_job(job)
-            took = time.monotonic() - began
+            ended = time.monotonic()
+            took, now = ended - now, ended
             with self._lock:
                 if error is None:
                     self._done.append(job)
                 else:
                     self._failed.append((job, error))
                 if self._held_since is None:
-                    self._held_since = time.monotonic()
+                    self._held_since = ended
                     self._wake.set()  # the producer keeps flush_after for it
+                since = self._held_since
         # The producer sends them, with those of every other executor that
         # finished meanwhile, in one statement, and then claims again.
         with self._lock:
@@ -556,12 +589,13 @@ class Worker:
             self._connection_lost(exc)
             self._close_work()
 
-    def _still_held(self, job: queue.Job) -> bool:
+    def _still_held(self, job: queue.Job, now: float) -> bool:
         """Start a job only while the process holds it: half its lease left
-        by the last beat or the claim, or a fenced renewal that matched."""
-        if self.leases.left(job) >= self.lease.total_seconds() / 2:
+        at `now` (monotonic) by the last beat or the claim, or a fenced
+        renewal that matched."""
+        if self.leases.left(job, now) >= self.leases.seconds / 2:
             return True
-        if job.lost.is_set():
+        if not job.still_mine():
             return False
         try:
             kept = self.leases.renew([job])
@@ -593,8 +627,8 @@ class Worker:
             with self._lock:
                 # A stale claim and a newer one of the same job go in separate
                 # statements: the rows a statement returns name jobs, not claims.
-                done, self._done = _once_each(self._done, lambda job: job)
-                failed, self._failed = _once_each(self._failed, lambda pair: pair[0])
+                done, self._done = _once_each(self._done, [job.id for job in self._done])
+                failed, self._failed = _once_each(self._failed, [job.id for job, _ in self._failed])
                 later = self._done or self._failed
                 self._held_since = time.monotonic() if later else None
                 self._batch_ended = self._batch_ended or bool(later)
@@ -612,13 +646,15 @@ class Worker:
                     self._held_since = self._held_since or time.monotonic()
                 raise
         self.leases.release(sent_done + [job for job, _ in failed])
-        for job, ok in zip(sent_done, completed, strict=True):
-            if ok:
-                with self._lock:
-                    self.report.done += 1
-                    self.report.done_ids.append(job.id)
+        finished = [job for job, ok in zip(sent_done, completed, strict=True) if ok]
+        with self._lock:  # once for the batch, not once per job
+            self.report.done += len(finished)
+            self.report.done_ids.extend(job.id for job in finished)
+        if self.on_event is not _no_event:
+            for job in finished:
                 self.on_event("done", job)
-            else:
+        for job, ok in zip(sent_done, completed, strict=True):
+            if not ok:
                 self._count("fenced", job)
         for (job, _), outcome in zip(failed, outcomes, strict=True):
             self._count("retried" if outcome == "ready" else outcome, job)  # ready again: a retry
@@ -663,8 +699,7 @@ class Worker:
                         self._recheck.set()
                         self._wake.set()
                     self._listening.set()
-                for _ in self._listen.notifies(timeout=0.25, stop_after=1):
-                    self._notify()
+                self._hand_on_notifications(self._listen)
                 backoff = 0.2
             except psycopg.Error as exc:
                 self._listening.set()
@@ -674,11 +709,30 @@ class Worker:
                 backoff = min(backoff * 2, 5.0)
         self._close_listen()
 
+    def _hand_on_notifications(self, conn: psycopg.Connection) -> None:
+        """Wake the producer for what has arrived on the LISTEN connection
+        (LISTEN itself may have brought some), then wait until its socket has
+        more to read or the doorbell rings; the loop around looks at _closing."""
+        for _ in conn.notifies(timeout=0):
+            self._notify()
+        waits = [conn.fileno()]
+        if self._doorbell is not None:
+            waits.append(self._doorbell[0].fileno())
+        select.select(waits, [], [], LISTEN_TIMEOUT)
+
     def _notify(self) -> None:
         self._notified.set()
         self._wake.set()
 
     # --- connections ------------------------------------------------------------
+
+    def _open_work(self) -> None:
+        """Open the work connection now; a failure is left to the first claim."""
+        with self._work_lock:
+            try:
+                self._work_conn()
+            except psycopg.Error:
+                pass
 
     def _work_conn(self) -> psycopg.Connection:
         """The work connection, opened if missing or closed (hold _work_lock)."""
@@ -726,16 +780,22 @@ def running_idle(fleet: list[Worker], timeout: float = 10.0) -> Iterator[list[Wo
 T = TypeVar("T")
 
 
-def _once_each(items: list[T], job_of: Callable[[T], queue.Job]) -> tuple[list[T], list[T]]:
-    """Split outcomes into the first of each job and the rest, for a later statement."""
+def _once_each(items: list[T], ids: list[int]) -> tuple[list[T], list[T]]:
+    """Split outcomes (with the id of each one's job) into the first of each
+    job and the rest, for a later statement."""
+    if len(set(ids)) == len(ids):
+        return items, []  # the usual case: no job twice
     seen: set[int] = set()
     first: list[T] = []
     rest: list[T] = []
-    for item in items:
-        job_id = job_of(item).id
+    for item, job_id in zip(items, ids, strict=True):
         (rest if job_id in seen else first).append(item)
         seen.add(job_id)
     return first, rest
+
+
+def _no_event(name: str, job: queue.Job | None) -> None:
+    """The default on_event: nobody is watching."""
 
 
 def _close(conn: psycopg.Connection | None) -> None:

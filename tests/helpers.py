@@ -2,6 +2,7 @@
 
 import re
 import socket
+import tempfile
 import threading
 import time
 
@@ -28,6 +29,19 @@ def expire_leases(conn, jobs) -> None:
     """Stage a stall: the jobs' leases end a second ago, so the reaper finds them
     expired now (sql/lab/expire_leases.sql), without sleeping through the lease."""
     run(conn, "lab/expire_leases", {"ids": [job.id for job in jobs]})
+
+
+def round_trips(conn, call) -> int:
+    """How many times the server said it was ready for the next query while
+    `call()` ran on `conn`: one per round trip (libpq's protocol trace)."""
+    with tempfile.TemporaryFile("w+") as trace:
+        conn.pgconn.trace(trace.fileno())
+        try:
+            call()
+        finally:
+            conn.pgconn.untrace()
+        trace.seek(0)
+        return sum("\tB\t" in line and "\tReadyForQuery" in line for line in trace)
 
 
 def wait_for(check, timeout: float, step: float = 0.02) -> bool:

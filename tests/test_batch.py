@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 import pgq_teach as pgq
-from helpers import counts, expire_leases, job_row, seed
+from helpers import counts, expire_leases, job_row, round_trips, seed
 from pgq_teach.statements import run
 
 
@@ -51,6 +51,42 @@ def test_a_stale_workers_failures_are_fenced_row_by_row(conn):
     rows = [job_row(conn, j.id) for j in current]
     assert [r["last_error"] for r in rows] == ["HTTP 503", "ValueError: bad"]
     assert pgq.complete_many(conn, [fresh]) == [True]
+
+
+def test_a_relaxed_batch_commits_in_one_statement_without_waiting_for_the_disk(db, conn):
+    """durable=False on a connection of its own: one statement whose commit
+    does not flush the WAL, and whose setting ends with it (the next durable
+    statement on the session flushes again). Inside a caller's transaction
+    the caller's setting holds. PostgreSQL 18 counts flushes per session."""
+    if db.server.major < 18:
+        pytest.skip("WAL flushes per session are counted from PostgreSQL 18")
+    seed(conn, 8, kind="call_webhook")
+
+    def flushes_by(send) -> int:
+        run(conn, "lab/flush_stats")
+        before = run(conn, "lab/wal_flushes").fetchone()[0]
+        send()
+        run(conn, "lab/flush_stats")
+        return run(conn, "lab/wal_flushes").fetchone()[0] - before
+
+    a, b, c, d = (pgq.claim(conn, batch=2) for _ in range(4))
+    assert flushes_by(lambda: pgq.complete_many(conn, a)) == 1  # durable: the control
+    trips: list[int] = []
+
+    def relaxed() -> None:
+        trips.append(round_trips(conn, lambda: pgq.complete_many(conn, b, durable=False)))
+
+    assert flushes_by(relaxed) == 0
+    assert trips == [1]  # BEGIN, SET LOCAL, the UPDATE and COMMIT would be four round trips
+    assert flushes_by(lambda: pgq.fail_many(conn, [(j, "down") for j in c], durable=False)) == 0
+    assert flushes_by(lambda: pgq.complete_many(conn, d[:1])) == 1  # the relaxed setting did not stay
+
+    def in_a_transaction() -> None:
+        with conn.transaction():
+            pgq.complete_many(conn, d[1:], durable=False)
+
+    assert flushes_by(in_a_transaction) == 1  # the caller's commit, under the caller's setting
+    assert counts(conn) == {"done": 6, "ready": 2}
 
 
 def test_batch_backoff_matches_fail_and_never_overflows(conn):

@@ -1,6 +1,8 @@
 """Every library function's effect on the rows."""
 
 import dataclasses
+import sys
+import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -213,6 +215,37 @@ def test_extend_lease_moves_the_deadline_only_for_the_holder(conn):
     assert left > 590
     stale = dataclasses.replace(job, fence_token=job.fence_token - 1)
     assert pgq.extend_lease(conn, stale, timedelta(minutes=10)) is False
+
+
+def test_a_jobs_lost_event_is_one_event_however_many_threads_ask_first(conn):
+    """job.lost is made on first use; threads that ask for it at the same
+    moment must share one Event, or a set() on one copy would never reach a
+    handler waiting on another."""
+    seed(conn, 200)
+    jobs = pgq.claim(conn, batch=200)
+    assert all(job.still_mine() for job in jobs)  # looking makes no Event and sees none set
+    threads = 8
+    barrier = threading.Barrier(threads)
+    seen: list[list[int]] = [[] for _ in range(threads)]
+
+    def ask(n: int) -> None:
+        for job in jobs:
+            barrier.wait()
+            seen[n].append(id(job.lost))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        workers = [threading.Thread(target=ask, args=(n,)) for n in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert all(len(set(column)) == 1 for column in zip(*seen, strict=True))
+    jobs[0].lost.set()
+    assert not jobs[0].still_mine() and all(job.still_mine() for job in jobs[1:])
 
 
 def test_reap_returns_expired_leases_and_kills_the_exhausted(conn):

@@ -15,19 +15,31 @@ from pgq_teach import statements
 from pgq_teach.experiments import crash, race
 from pgq_teach.experiments.sessions import Session
 
+CLAIM_SHAPES = {
+    # two more columns, first
+    "wider": [("RETURNING jobs.id,", "RETURNING jobs.status, jobs.last_error, jobs.id,")],
+    # the same columns, the fencing token moved first (rows are no longer in the record's field order)
+    "reordered": [
+        ("RETURNING jobs.id,", "RETURNING jobs.fence_token, jobs.id,"),
+        ("jobs.leased_until,\n          jobs.fence_token;", "jobs.leased_until;"),
+    ],
+}
 
-@pytest.fixture
-def wider_claim(tmp_path, monkeypatch):
-    """The course's sql/ with claim.sql returning two more columns, first."""
+
+@pytest.fixture(params=sorted(CLAIM_SHAPES))
+def claim_shape(request, tmp_path, monkeypatch):
+    """The course's sql/ with claim.sql returning its columns in another shape."""
     copy = tmp_path / "sql"
     shutil.copytree(statements.sql_dir(), copy)
     claim = copy / "claim.sql"
     text = claim.read_text()
-    assert text.count("RETURNING jobs.id,") == 1
-    claim.write_text(text.replace("RETURNING jobs.id,", "RETURNING jobs.status, jobs.last_error, jobs.id,"))
+    for old, new in CLAIM_SHAPES[request.param]:
+        assert text.count(old) == 1
+        text = text.replace(old, new)
+    claim.write_text(text)
     monkeypatch.setattr(statements, "sql_dir", lambda: copy)
     statements.statement.cache_clear()  # statements are read once per process: read the copy's
-    yield claim
+    yield request.param
     monkeypatch.undo()
     statements.statement.cache_clear()  # and the course's own again after
 
@@ -43,10 +55,11 @@ def claimed_as_expected(job: pgq.Job, job_id: int, fence_token: int = 1) -> bool
     ) and job.leased_until is not None
 
 
-def test_a_wider_claim_still_builds_each_job_by_name(db, conn, wider_claim):
+def test_a_claim_of_another_shape_still_builds_each_job_by_name(db, conn, claim_shape):
     ids = [pgq.enqueue(conn, "send_receipt", {"n": n + 1}, max_attempts=3) for n in range(3)]
     assert list(statements.statement("claim").params) == ["batch", "lease"]
-    assert "jobs.status, jobs.last_error" in statements.statement("claim").text  # the wider copy is in use
+    changed = CLAIM_SHAPES[claim_shape][0][1]
+    assert changed in statements.statement("claim").text  # the changed copy is in use
 
     [first] = pgq.claim(conn, lease=timedelta(seconds=30))  # the library's claim
     assert claimed_as_expected(first, ids[0])

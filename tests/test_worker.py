@@ -13,6 +13,7 @@ import pytest
 
 import pgq_teach as pgq
 from helpers import counts, job_row, wait_for
+from pgq_teach import worker as pgq_worker
 from pgq_teach.statements import run
 
 
@@ -122,6 +123,19 @@ def test_worker_reconnects_after_its_sessions_are_terminated(db, conn):
         assert wait_for(lambda: job_id in done, 5)
     finally:
         running.join()
+
+
+def test_stopping_does_not_wait_out_the_listeners_timeout(db, monkeypatch):
+    """The listener waits on its LISTEN socket and on a doorbell that stop()
+    rings, so run() returns at once rather than at the listener's next
+    timeout (made 30 s here, so waiting it out could not pass)."""
+    monkeypatch.setattr(pgq_worker, "LISTEN_TIMEOUT", 30.0)
+    worker = pgq.Worker(db.dsn, {"send_receipt": lambda job: None}, poll=60)
+    running = Running(worker)
+    assert wait_for(lambda: worker.report.empty_claims >= 1, 10)  # idle, listening
+    began = time.monotonic()
+    running.join()
+    assert time.monotonic() - began < 5
 
 
 def test_heartbeat_keeps_a_long_job_leased(db, conn):

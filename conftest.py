@@ -9,6 +9,7 @@ pytest-xdist workers, and the files in SERIAL alone, after the rest
 (`--serial skip` leaves them out, `--serial only` runs only them).
 """
 
+import json
 import os
 import re
 from pathlib import Path
@@ -158,7 +159,8 @@ def pytest_xdist_make_scheduler(config, log):
             # tests, the longest of all, would start last and keep one worker busy alone at the
             # end: hand out the longest first instead (its items are the same either way).
             if not self.ordered:
-                longest_first = sorted(self.workqueue.items(), key=lambda unit: -expected_seconds(unit[1]))
+                known = known_seconds()
+                longest_first = sorted(self.workqueue.items(), key=lambda u: -expected_seconds(u[1], known))
                 self.workqueue.clear()
                 self.workqueue.update(longest_first)
                 self.ordered = True
@@ -167,35 +169,33 @@ def pytest_xdist_make_scheduler(config, log):
     return LessonsTogether(config, log)
 
 
-# Rough seconds an item takes on an idle 2-CPU machine, for the order above only (no test
-# reads them): a browser test starts JupyterLab and runs lessons in it, a notebook cell may
-# run a lab, most tests take well under a second.
+# Seconds a typical item takes, for the order above only (no test reads them): a browser test
+# starts JupyterLab and runs lessons in it, a notebook cell may run a lab, most tests take well
+# under a second. The items known to be slow have their own figure in tests/expected_seconds.json
+# (remade by tools/expected_seconds.py from a run's --durations).
 SECONDS_PER_BROWSER_TEST = 60.0
 SECONDS_PER_NOTEBOOK_CELL = 1.5
 SECONDS_PER_TEST = 0.5
 
 
-def expected_seconds(nodeids) -> float:
+def known_seconds() -> dict[str, float]:
+    """The items known to be slow, and their seconds (tests/expected_seconds.json)."""
+    return json.loads((ROOT / "tests" / "expected_seconds.json").read_text(encoding="utf-8"))
+
+
+def expected_seconds(nodeids, known: dict[str, float] | None = None) -> float:
     """A rough guess of how long a work unit (its node ids) keeps its worker busy."""
+    if known is None:
+        known = known_seconds()
     total = 0.0
     for nodeid in nodeids:
         path = nodeid.split("::", 1)[0]
-        if path.endswith(".ipynb"):
+        if nodeid in known:
+            total += known[nodeid]
+        elif path.endswith(".ipynb"):
             total += SECONDS_PER_NOTEBOOK_CELL
         elif "browser" in Path(path).name:
             total += SECONDS_PER_BROWSER_TEST
         else:
             total += SECONDS_PER_TEST
     return total
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    wanted = config.getoption("serial")
-    if wanted == "include":
-        return
-    keep, drop = [], []
-    for item in items:
-        (keep if is_serial(item) == (wanted == "only") else drop).append(item)
-    config.hook.pytest_deselected(items=drop)
-    items[:] = keep

@@ -169,6 +169,18 @@ def pytest_xdist_make_scheduler(config, log):
     return LessonsTogether(config, log)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    wanted = config.getoption("serial")
+    if wanted == "include":
+        return
+    keep, drop = [], []
+    for item in items:
+        (keep if is_serial(item) == (wanted == "only") else drop).append(item)
+    config.hook.pytest_deselected(items=drop)
+    items[:] = keep
+
+
 # Seconds a typical item takes, for the order above only (no test reads them): a browser test
 # starts JupyterLab and runs lessons in it, a notebook cell may run a lab, most tests take well
 # under a second. The items known to be slow have their own figure in tests/expected_seconds.json

@@ -30,8 +30,9 @@ clean-notebooks:
 # 1. the tests and the notebooks on $(WORKERS) pytest-xdist workers, each in databases of
 #    its own; a file's items stay on one worker, and so do the browser tests with the
 #    lessons they open, which share those lessons' databases (conftest.py, lesson_groups);
-# 2. alone, the files that restart or change the whole server, or read what the other
-#    lessons recorded (conftest.py, SERIAL).
+#    the longest groups start first (conftest.py, expected_seconds);
+# 2. alone, the files and tests that restart or change the whole server, fingerprint it,
+#    or read what the other lessons recorded (conftest.py, SERIAL).
 # The tests mostly wait on the server, so more workers than CPUs still pay: WORKERS=1
 # gives a one-at-a-time run. Exit status 5 (nothing selected, say by -k) is no failure.
 WORKERS ?= 3

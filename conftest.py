@@ -9,6 +9,7 @@ pytest-xdist workers, and the files in SERIAL alone, after the rest
 (`--serial skip` leaves them out, `--serial only` runs only them).
 """
 
+import json
 import os
 import re
 from pathlib import Path
@@ -25,14 +26,27 @@ ROOT = Path(__file__).resolve().parent
 SERIAL = {
     "tests/test_faults.py::test_fault_run_loses_nothing_and_fences_every_stale_completion": "restarts the "
     "server (PGQ_RESTART_CMD), ending every session on it",
-    "tests/test_operations.py": "sets autovacuum_naptime server-wide, ends a lab role's sessions "
-    "and reads the oldest transaction in every database",
-    "notebooks/10-operations.ipynb": "runs the same labs as tests/test_operations.py",
+    "tests/test_operations.py"
+    "::test_the_autovacuum_lab_runs_defaults_and_the_guide_settings_under_the_same_churn": "sets "
+    "autovacuum_naptime server-wide, and times autovacuum, which other databases' churn delays",
+    "notebooks/10-operations.ipynb": "runs the same autovacuum lab, and a lab role's idle timeout "
+    "(tests/test_operations.py runs that on one worker in the parallel pass)",
     "tests/test_browser_lessons_10_12.py"
     "::test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction": "runs "
     "notebooks/10-operations.ipynb in JupyterLab",
-    "tests/test_exercises_hostile.py": "fingerprints the whole cluster before and after each attack "
-    "(roles and their settings, databases, the learner role's sessions), which other workers' checks change",
+    # The hostile tests that fingerprint the whole cluster before and after an attack (roles and
+    # their settings, databases, the learner role's sessions), or read or change the learner's
+    # and checker's roles, which other workers' checks change; the rest of that file runs in
+    # the parallel pass, in scratch databases of its worker's, as tests/test_exercises.py does.
+    **dict.fromkeys(
+        [
+            "tests/test_exercises_hostile.py::test_hostile_sql_is_refused_and_leaves_the_cluster_as_it_was",
+            "tests/test_exercises_hostile.py::test_hostile_sql_that_runs_is_contained",
+            "tests/test_exercises_hostile.py::test_the_role_defaults_are_reset_on_every_check",
+            "tests/test_exercises_hostile.py::test_the_roles_own_nothing_and_create_nothing",
+        ],
+        "fingerprints the whole cluster, or reads or changes the learner's and checker's roles",
+    ),
     "notebooks/12-the-interview.ipynb": "quotes the measurements the other lessons record, "
     "so it runs after them, as in a run one notebook at a time",
 }
@@ -134,9 +148,23 @@ def pytest_xdist_make_scheduler(config, log):
     groups = lesson_groups()
 
     class LessonsTogether(LoadFileScheduling):
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
             return groups.get(path, path)
+
+        def _assign_work_unit(self, node) -> None:
+            # xdist orders the units by their number of items, so a group with a few browser
+            # tests, the longest of all, would start last and keep one worker busy alone at the
+            # end: hand out the longest first instead (its items are the same either way).
+            if not self.ordered:
+                known = known_seconds()
+                longest_first = sorted(self.workqueue.items(), key=lambda u: -expected_seconds(u[1], known))
+                self.workqueue.clear()
+                self.workqueue.update(longest_first)
+                self.ordered = True
+            super()._assign_work_unit(node)
 
     return LessonsTogether(config, log)
 
@@ -151,3 +179,35 @@ def pytest_collection_modifyitems(config, items):
         (keep if is_serial(item) == (wanted == "only") else drop).append(item)
     config.hook.pytest_deselected(items=drop)
     items[:] = keep
+
+
+# Seconds a typical item takes, for the order above only (no test reads them): a browser test
+# starts JupyterLab and runs lessons in it, a notebook cell may run a lab, most tests take well
+# under a second. The items known to be slow have their own figure in tests/expected_seconds.json
+# (remade by tools/expected_seconds.py from a run's --durations).
+SECONDS_PER_BROWSER_TEST = 60.0
+SECONDS_PER_NOTEBOOK_CELL = 1.5
+SECONDS_PER_TEST = 0.5
+
+
+def known_seconds() -> dict[str, float]:
+    """The items known to be slow, and their seconds (tests/expected_seconds.json)."""
+    return json.loads((ROOT / "tests" / "expected_seconds.json").read_text(encoding="utf-8"))
+
+
+def expected_seconds(nodeids, known: dict[str, float] | None = None) -> float:
+    """A rough guess of how long a work unit (its node ids) keeps its worker busy."""
+    if known is None:
+        known = known_seconds()
+    total = 0.0
+    for nodeid in nodeids:
+        path = nodeid.split("::", 1)[0]
+        if nodeid in known:
+            total += known[nodeid]
+        elif path.endswith(".ipynb"):
+            total += SECONDS_PER_NOTEBOOK_CELL
+        elif "browser" in Path(path).name:
+            total += SECONDS_PER_BROWSER_TEST
+        else:
+            total += SECONDS_PER_TEST
+    return total

@@ -14,6 +14,7 @@ import time
 import psycopg
 import pytest
 
+from helpers import wait_for
 from pgq_teach import databases, exercises, learner
 from pgq_teach.exercises import learner_sql, sandbox
 from pgq_teach.exercises.learner_sql import Refused, read
@@ -30,13 +31,27 @@ def learner_home(tmp_path, monkeypatch):
     monkeypatch.setenv("PGQ_HOME", str(tmp_path))
 
 
-@pytest.fixture
-def scratch(pg):
-    s = sandbox.open_scratch(LABEL)
+def seeded_scratch(label: str) -> sandbox.Scratch:
+    s = sandbox.open_scratch(label)
     with s.db.connection() as owner:
         run(owner, "lab/seed_jobs", {"kind": "send_receipt", "count": 5})
-    yield s
+    return s
+
+
+@pytest.fixture
+def scratch(pg):
+    yield seeded_scratch(LABEL)
     databases.drop_database(f"scratch_{LABEL}")
+
+
+@pytest.fixture(scope="module")
+def unchanged_scratch(pg):
+    """One scratch database for the attacks that must leave it as it was: each test
+    asserts its jobs table and the cluster unchanged after its attack, so the next
+    one starts from the same table (and a failure is still that attack's)."""
+    label = f"{LABEL}_unchanged"
+    yield seeded_scratch(label)
+    databases.drop_database(f"scratch_{label}")
 
 
 def fingerprint(s, wait_s: float = 15) -> tuple:
@@ -48,7 +63,7 @@ def fingerprint(s, wait_s: float = 15) -> tuple:
             row = run(owner, "exercise/cluster_fingerprint", {"roles": ROLES}).fetchone()
         if row[-1] == 0 or time.monotonic() > deadline:
             return tuple(row)
-        time.sleep(0.2)
+        time.sleep(0.02)
 
 
 def state(s):
@@ -449,7 +464,11 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("what, key, sql, says", REFUSED, ids=[r[0] for r in REFUSED])
-def test_hostile_sql_is_refused_and_leaves_the_cluster_as_it_was(scratch, tmp_path, what, key, sql, says):
+def test_hostile_sql_is_refused_and_leaves_the_cluster_as_it_was(request, tmp_path, what, key, sql, says):
+    # A scratch of its own where the check may change the table (the index check seeds its
+    # own, a statement not refused runs the whole check); else the one this file shares.
+    fresh = key == "08/index" or says is None
+    scratch = request.getfixturevalue("scratch" if fresh else "unchanged_scratch")
     marker = tmp_path / "written_by_the_server"
     if (
         says in GROWTH
@@ -657,12 +676,23 @@ def test_a_wrong_index_fails_for_the_lessons_reason(scratch, sql, reason):
 ENDLESS_CLAIM = "SELECT count(*)::int AS id FROM jobs a, jobs b, jobs c, jobs d"
 
 
+def open_sessions(key: str) -> set:
+    """The learner sessions the checks of exercise `key` hold open in this process."""
+    return {c for c in list(sandbox.LIVE.get(sandbox.label_of(key), ())) if not c.closed}
+
+
+def wait_for_a_new_session(key: str, before: set) -> None:
+    """Wait until a check of `key` has opened a session (so it holds the exercise and runs)."""
+    assert wait_for(lambda: open_sessions(key) - before, 30), f"no check of {key} began"
+
+
 def test_stop_ends_a_running_check(pg):
     turn = YourTurn("01/claim", sql=ENDLESS_CLAIM, save=False)
     assert turn.stop_button.disabled
+    before = open_sessions("01/claim")
     turn.start()
     assert not turn.stop_button.disabled and turn.check_button.disabled
-    time.sleep(1)
+    wait_for_a_new_session("01/claim", before)
     turn.stop_button.click()
     verdict = turn.wait(60)
     assert not verdict.passed and (verdict.stopped or sandbox.STOPPED in verdict.headline), verdict.headline
@@ -672,8 +702,9 @@ def test_stop_ends_a_running_check(pg):
 def test_one_check_per_exercise_at_a_time(pg):
     first = YourTurn("01/claim", sql=ENDLESS_CLAIM, save=False)
     second = YourTurn("01/claim", sql=ENDLESS_CLAIM, save=False)
+    before = open_sessions("01/claim")
     first.start()
-    time.sleep(0.5)
+    wait_for_a_new_session("01/claim", before)
     second.start()
     busy = second.wait(30)
     assert busy.refused and "already running" in busy.headline, busy.headline
@@ -691,8 +722,9 @@ def test_exercises_check_holds_the_one_check_too(pg):
     first = threading.Thread(
         target=lambda: runs.setdefault("first", exercises.check("01/claim", ENDLESS_CLAIM))
     )
+    before = open_sessions("01/claim")
     first.start()
-    time.sleep(1)
+    wait_for_a_new_session("01/claim", before)
     second = exercises.check("01/claim", exercises.exercise("01/claim").answer_text())
     assert second.refused and "already running" in second.headline, second.headline
     sandbox.stop_checks("01/claim")

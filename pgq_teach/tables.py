@@ -63,7 +63,7 @@ def plural(count: float, unit: str, many: str | None = None) -> str:
 
 
 def count(n: int | None, unit: str, many: str | None = None) -> str:
-    """A count with its unit, thousands separated: `1 buffer`, `1,609 buffers`, `–`."""
+    """A count with its unit, thousands separated: `1 buffer`, `2,048 buffers`, `–`."""
     if n is None:
         return NONE
     return f"{n:,} {plural(n, unit, many)}"

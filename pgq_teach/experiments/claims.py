@@ -18,7 +18,7 @@ from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-from .. import charts, checks, queue
+from .. import charts, checks, queue, tables
 from ..databases import Database
 from ..guide import GuideFigure, figure
 from ..statements import explain, run
@@ -292,7 +292,7 @@ class FiveWayResult(Result, race.Ideals):
     def summary(self) -> str:
         lines = [
             f"five ways: {self.workers} workers, {self.jobs:,} jobs, {self.work_ms:g} ms each, "
-            f"{self.rounds} round(s)" + self.stopped_note,
+            f"{tables.count(self.rounds, 'round')}" + self.stopped_note,
             f"  ideal {self.serial_ideal_s:.2f} s serial, {self.shared_ideal_s:.2f} s shared",
         ]
         for mode in FIVE_WAYS:
@@ -318,7 +318,8 @@ class FiveWayResult(Result, race.Ideals):
             label="claim",
             value="drain time",
             fmt=",.2f",
-            heading=f"Drain time, median of {self.rounds} round(s); duplicates: most in any round",
+            heading=f"Drain time, median of {tables.count(self.rounds, 'round')}; "
+            "duplicates: most in any round",
             value_axis=charts.axis("drain time", "s", ",.1~f"),
             refs=[
                 charts.Reference(f"serial ideal {self.serial_ideal_s:.1f} s", self.serial_ideal_s),
@@ -427,8 +428,8 @@ class ZeroWorkResult(Result):
 
     def summary(self) -> str:
         lines = [
-            f"zero work: {self.workers} workers, {self.jobs:,} jobs, {self.rounds} round(s)"
-            + self.stopped_note
+            f"zero work: {self.workers} workers, {self.jobs:,} jobs, "
+            f"{tables.count(self.rounds, 'round')}" + self.stopped_note
         ]
         for mode in ZERO_WORK_STYLES:
             times = ", ".join(f"{t:.2f}" for t in self.elapsed_s[mode]) or "–"

@@ -465,8 +465,8 @@ class CostResult(Result):
     def summary(self) -> str:
         lines = [
             f"enqueue cost: {self.producers} producers, {self.transactions} transactions each of "
-            f"{self.per_transaction} jobs ({self.jobs:,} jobs per mode), best of {self.rounds} round(s)"
-            + self.stopped_note
+            f"{self.per_transaction} jobs ({self.jobs:,} jobs per mode), "
+            f"best of {tables.count(self.rounds, 'round')}" + self.stopped_note
         ]
         lines += [
             f"  NOTIFY {mode:<16} {self.elapsed_s[mode]:.2f} s, {self.jobs_per_s(mode):,.0f} jobs/s; "

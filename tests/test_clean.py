@@ -138,3 +138,26 @@ def test_the_wal_settings_are_set_once_and_a_learners_own_value_stays(own_server
     embedded.bound_wal(srv.dsn)  # as every start calls it: PostgreSQL's defaults are gone, so it keeps 512
     with psycopg.connect(srv.dsn, autocommit=True) as admin:  # the files, whatever a reload has reached
         assert run_one(admin, "admin/file_setting", {"name": "max_wal_size"}) == ("512MB",)
+
+
+def test_clean_leaves_a_template_and_odd_names_and_still_finishes(own_server):
+    """A pgq_ database marked as a template (PostgreSQL refuses to drop one) is not the
+    course's: the course never marks one. Clean passes it by rather than stopping with a
+    traceback before the databases after it and the CHECKPOINT; a name with a quote and
+    a semicolon is dropped as one name, and one that differs only in case is not the course's."""
+    srv, _ = own_server
+    odd = 'pgq_x"; drop database postgres; --'
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:
+        for name in ("pgq_a_template", odd, "PGQ_SHOUTED"):
+            run(admin, "admin/create_database", idents={"name": name})
+        run(admin, "admin/clone_database", idents={"name": "pgq_b_lesson", "template": "pgq_a_template"})
+        run(admin, "admin/mark_template", idents={"name": "pgq_a_template"})
+
+    done = clean()
+
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.splitlines()[-1].startswith("dropped 2 course databases;"), done.stdout
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:
+        names = {row[0] for row in run(admin, "admin/database_names")}
+    assert {"pgq_a_template", "PGQ_SHOUTED", "postgres"} <= names
+    assert odd not in names and "pgq_b_lesson" not in names

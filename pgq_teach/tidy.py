@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 
-from . import embedded, tables
+from . import embedded, learner, tables
 from .databases import PREFIX
 from .server import Server
 from .statements import run
@@ -101,6 +101,17 @@ def _let_wal_go(conn: psycopg.Connection) -> str:
     except psycopg.errors.InsufficientPrivilege:
         return "; no CHECKPOINT (this role may not), so the WAL goes at the server's next one"
     return ""
+
+
+def learner_home_inside(folders: list[Path]) -> Path | None:
+    """The folder among `folders` that holds the learner's home (PGQ_HOME set inside
+    PGQ_DATA_DIR, say), or None: `--all` must not remove the learner's progress,
+    answers and copy of the lessons with the server's files."""
+    home = learner.home().expanduser().resolve()
+    for folder in folders:
+        if home == folder.resolve() or folder.resolve() in home.parents:
+            return folder
+    return None
 
 
 def remove(folder: Path) -> int:

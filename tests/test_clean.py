@@ -161,3 +161,23 @@ def test_clean_leaves_a_template_and_odd_names_and_still_finishes(own_server):
         names = {row[0] for row in run(admin, "admin/database_names")}
     assert {"pgq_a_template", "PGQ_SHOUTED", "postgres"} <= names
     assert odd not in names and "pgq_b_lesson" not in names
+
+
+def test_clean_all_refuses_when_the_learners_files_are_inside_the_data_folder(own_server, monkeypatch):
+    """PGQ_HOME inside PGQ_DATA_DIR: --all would remove the learner's progress with the
+    server's files. One line, exit 2, before anything runs: no database dropped, no file gone."""
+    srv, folder = own_server
+    home = folder / "learner"
+    home.mkdir()
+    (home / "progress.json").write_text('{"kept": true}', encoding="utf-8")
+    monkeypatch.setenv("PGQ_HOME", str(home))
+    databases.open_database("02-row-locks")
+
+    done = clean("--all", "--yes")
+
+    assert done.returncode == 2 and done.stdout == "", (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and "PGQ_HOME" in done.stderr, done.stderr
+    assert (home / "progress.json").read_text(encoding="utf-8") == '{"kept": true}'
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:
+        names = {row[0] for row in run(admin, "admin/database_names")}
+    assert databases.database_name("02-row-locks") in names

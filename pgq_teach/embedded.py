@@ -148,6 +148,21 @@ def bound_wal(uri: str) -> None:
         run(conn, "admin/reload_config")
 
 
+def refuse_a_folder_not_postgresqls(pgdata: Path) -> None:
+    """SetupError (one line) if `pgdata` holds files but no PostgreSQL (PGQ_DATA_DIR naming
+    the learner's home, say): the wheel would run initdb there, which fails on a folder that
+    is not empty, and as root it first hands the folder to its own system user. A folder
+    with only dot files is the wheel's own start, and initdb accepts it."""
+    if not pgdata.exists() or (pgdata / "PG_VERSION").is_file():
+        return
+    if pgdata.is_dir() and all(entry.name.startswith(".") for entry in pgdata.iterdir()):
+        return
+    raise SetupError(
+        f"{pgdata} is not a PostgreSQL data folder, and it holds files of its own, so pgq-teach "
+        "leaves it alone: set PGQ_DATA_DIR to a new or empty folder"
+    )
+
+
 def start() -> str:
     """Start (or find) the server and return a connection string that works.
 
@@ -155,6 +170,7 @@ def start() -> str:
     postmaster a zombie can look alive for a moment, so connect and retry.
     """
     pgdata = data_dir()
+    refuse_a_folder_not_postgresqls(pgdata)
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + CONNECT_RETRY_SECONDS
     last: Exception | None = None

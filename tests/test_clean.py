@@ -181,3 +181,27 @@ def test_clean_all_refuses_when_the_learners_files_are_inside_the_data_folder(ow
     with psycopg.connect(srv.dsn, autocommit=True) as admin:
         names = {row[0] for row in run(admin, "admin/database_names")}
     assert databases.database_name("02-row-locks") in names
+
+
+def test_a_data_folder_that_is_not_postgresqls_is_refused_and_left_as_it_was(tmp_path):
+    """PGQ_DATA_DIR naming a folder of the learner's own (their home, say) that holds
+    files and no PostgreSQL: one line, exit 2, and the folder keeps its files and its
+    owner (run as root, the wheel hands the data folder to its own system user first)."""
+    mine = tmp_path / "my-notes"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine", encoding="utf-8")
+    owner = mine.stat().st_uid
+    env = {k: v for k, v in os.environ.items() if k != "PGQ_DSN"}
+    env.update(PGQ_DATA_DIR=str(mine), PGQ_HOME=str(tmp_path / "learner"), PGQ_BACKEND="embedded")
+    for command in (["clean"], ["clean", "--all", "--yes"], ["server", "start"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "pgq_teach.cli", *command],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, (command, done.stderr[-2000:])
+        assert "PGQ_DATA_DIR" in done.stderr and "not a PostgreSQL data folder" in done.stderr
+        assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"] and mine.stat().st_uid == owner

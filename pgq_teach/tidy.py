@@ -30,6 +30,7 @@ class Cleaned:
 
     dropped: list[str] = field(default_factory=list)
     in_use: list[str] = field(default_factory=list)
+    not_owned: list[str] = field(default_factory=list)  # another role's, on a shared server
     before: int = 0  # the data folder (embedded), or the course's databases (any other server)
     after: int = 0
     measured: str = "the data folder"
@@ -48,6 +49,8 @@ class Cleaned:
         if self.in_use:
             close = tables.plural(len(self.in_use), "its notebook", "their notebooks")
             text += f"; kept {len(self.in_use)} in use ({', '.join(self.in_use)}): close {close}"
+        if self.not_owned:
+            text += f"; left {len(self.not_owned)} another role owns ({', '.join(self.not_owned)})"
         return text + self.wal_note
 
 
@@ -87,6 +90,9 @@ def clean(server: Server) -> Cleaned:
                 result.dropped.append(name)
             except psycopg.errors.ObjectInUse:
                 result.in_use.append(name)
+                result.after += 0 if embedded_here else size
+            except psycopg.errors.InsufficientPrivilege:  # only its owner (or a superuser) may drop it
+                result.not_owned.append(name)
                 result.after += 0 if embedded_here else size
         result.wal_note = _let_wal_go(conn)
         if embedded_here:

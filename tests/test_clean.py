@@ -205,3 +205,30 @@ def test_a_data_folder_that_is_not_postgresqls_is_refused_and_left_as_it_was(tmp
         assert done.returncode == 2 and done.stderr.count("\n") == 1, (command, done.stderr[-2000:])
         assert "PGQ_DATA_DIR" in done.stderr and "not a PostgreSQL data folder" in done.stderr
         assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"] and mine.stat().st_uid == owner
+
+
+def test_clean_on_a_shared_server_leaves_what_another_role_owns(own_server):
+    """--this-server on a server shared with others, as a role with no extra rights: a pgq_
+    database another role owns is refused by PostgreSQL (42501). Clean names it and finishes,
+    rather than stopping with a traceback before the databases after it."""
+    srv, _ = own_server
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:
+        run(admin, "lab/create_login_role", {"password": "unused"}, idents={"name": "plain_learner"})
+        run(admin, "admin/create_database", idents={"name": "pgq_someone_elses"})
+    dsn = srv.dsn.replace("postgres:@", "plain_learner:unused@", 1)
+    assert dsn != srv.dsn
+    env = {**os.environ, "PGQ_DSN": dsn, "PGQ_BACKEND": "dsn"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", "clean", "--this-server"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-2000:]
+    line = done.stdout.splitlines()[-1]
+    assert line.startswith("dropped 0 course databases;") and "pgq_someone_elses" in line, line
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:
+        names = {row[0] for row in run(admin, "admin/database_names")}
+    assert "pgq_someone_elses" in names

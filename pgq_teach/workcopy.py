@@ -145,6 +145,19 @@ def fresh(slug: str) -> Path | None:
         while kept.exists():  # two fresh copies within a second keep both earlier ones
             n += 1
             kept = target / EARLIER / f"{slug}-{stamp}-{n}.ipynb"
-        current.rename(kept)
+        _set_aside(current, kept)
     learner.change(VERSIONS, lambda versions: _copy(slug, versions))
     return kept
+
+
+def _set_aside(current: Path, kept: Path) -> None:
+    """Move the learner's copy to `kept`; shutil.move copies across file systems (earlier/
+    may be a link to another disk), where a rename cannot. SetupError (one line) if the
+    folder refuses; the copy then stays where it was."""
+    try:
+        shutil.move(current, kept)
+    except OSError as exc:
+        raise SetupError(
+            f"cannot move {current.name} into {kept.parent} ({exc.strerror or exc}), so no fresh copy was "
+            "made and yours stays where it is; check that folder's permissions"
+        ) from None

@@ -196,3 +196,31 @@ def test_fresh_in_a_folder_that_refuses_the_move_is_one_line(learner_home):
         subprocess.run(["chattr", "-i", str(folder)], capture_output=True, check=False)
         os.chmod(folder, 0o755)
     assert mine.read_text(encoding="utf-8") == "what I typed"
+
+
+def test_two_fresh_copies_at_once_take_turns_so_neither_writes_over_an_earlier_one(learner_home):
+    """Two `lab --fresh` at once (two terminals) could pick the same earlier/ name in the
+    same second, and the second move would write over the learner's set-aside copy. fresh
+    holds the lock the learner's files share (`.course_copies.lock`) from the look to the
+    copy: while another holds it, the learner's copy stays untouched."""
+    import fcntl
+
+    workcopy.prepare()
+    mine = workcopy.folder() / f"{LESSON}.ipynb"
+    mine.write_text("what I typed", encoding="utf-8")
+    lock = os.open(learner_home / ".course_copies.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # another `lab --fresh` in the middle of its turn
+    other = subprocess.Popen(
+        [sys.executable, "-c", f"from pgq_teach import workcopy; print(workcopy.fresh({LESSON!r}))"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PGQ_HOME": str(learner_home)},
+    )
+    try:
+        time.sleep(1.5)  # ample for a fresh that did not wait (it takes milliseconds)
+        assert mine.read_text(encoding="utf-8") == "what I typed"
+        assert not any((workcopy.folder() / workcopy.EARLIER).glob("*.ipynb"))
+    finally:
+        os.close(lock)  # closing releases the lock
+        out, _ = other.communicate(timeout=60)
+    assert Path(out.strip()).read_text(encoding="utf-8") == "what I typed"

@@ -187,9 +187,14 @@ def test_a_data_folder_that_is_not_postgresqls_is_refused_and_left_as_it_was(tmp
     """PGQ_DATA_DIR naming a folder of the learner's own (their home, say) that holds
     files and no PostgreSQL: one line, exit 2, and the folder keeps its files and its
     owner (run as root, the wheel hands the data folder to its own system user first)."""
-    mine = tmp_path / "my-notes"
+    for name, file in (("my-notes", "notes.txt"), ("a-home", ".profile")):  # a home: only dot files
+        refused_and_left_as_it_was(tmp_path, name, file)
+
+
+def refused_and_left_as_it_was(tmp_path: Path, name: str, file: str) -> None:
+    mine = tmp_path / name
     mine.mkdir()
-    (mine / "notes.txt").write_text("mine", encoding="utf-8")
+    (mine / file).write_text("mine", encoding="utf-8")
     owner = mine.stat().st_uid
     env = {k: v for k, v in os.environ.items() if k != "PGQ_DSN"}
     env.update(PGQ_DATA_DIR=str(mine), PGQ_HOME=str(tmp_path / "learner"), PGQ_BACKEND="embedded")
@@ -204,7 +209,7 @@ def test_a_data_folder_that_is_not_postgresqls_is_refused_and_left_as_it_was(tmp
         )
         assert done.returncode == 2 and done.stderr.count("\n") == 1, (command, done.stderr[-2000:])
         assert "PGQ_DATA_DIR" in done.stderr and "not a PostgreSQL data folder" in done.stderr
-        assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"] and mine.stat().st_uid == owner
+        assert sorted(p.name for p in mine.iterdir()) == [file] and mine.stat().st_uid == owner
 
 
 def test_clean_on_a_shared_server_leaves_what_another_role_owns(own_server):

@@ -211,7 +211,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
         )
     if args.all and backend != "embedded":
         raise BadInput("--all removes the embedded server's data folder; this server is not the embedded one")
-    holder = tidy.learner_home_inside([embedded.data_dir(), broker.default_store()]) if args.all else None
+    holder = tidy.learner_home_inside(tidy.removed_by_all()) if args.all else None
     if holder is not None:
         raise BadInput(
             f"--all would remove {holder}, and your progress and copy of the lessons are in it "

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 
-from . import embedded, learner, tables
+from . import broker, embedded, learner, tables
 from .databases import PREFIX
 from .server import Server
 from .statements import run
@@ -107,6 +107,13 @@ def _let_wal_go(conn: psycopg.Connection) -> str:
     except psycopg.errors.InsufficientPrivilege:
         return "; no CHECKPOINT (this role may not), so the WAL goes at the server's next one"
     return ""
+
+
+def removed_by_all() -> list[Path]:
+    """The folders `clean --all` removes: the data folder and the broker store beside it
+    (none for a data folder with no name, /, which the server refuses anyway)."""
+    folder = embedded.data_dir()
+    return [folder, broker.default_store()] if folder.name else [folder]
 
 
 def learner_home_inside(folders: list[Path]) -> Path | None:

@@ -237,3 +237,15 @@ def test_clean_on_a_shared_server_leaves_what_another_role_owns(own_server):
     with psycopg.connect(srv.dsn, autocommit=True) as admin:
         names = {row[0] for row in run(admin, "admin/database_names")}
     assert "pgq_someone_elses" in names
+
+
+def test_the_folders_all_would_remove_are_named_for_any_data_folder(monkeypatch):
+    """PGQ_DATA_DIR=/ has no name to put -nats after: the check before --all names the
+    data folder alone rather than stopping with a ValueError traceback (the server then
+    refuses / in one line)."""
+    from pgq_teach import tidy
+
+    monkeypatch.setenv("PGQ_DATA_DIR", "/")
+    assert tidy.removed_by_all() == [Path("/")]
+    monkeypatch.setenv("PGQ_DATA_DIR", "/srv/course/pg")
+    assert tidy.removed_by_all() == [Path("/srv/course/pg"), Path("/srv/course/pg-nats")]

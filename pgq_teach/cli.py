@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import broker, checks, embedded, queue, tables, tidy, workcopy
+from . import broker, checks, embedded, learner, queue, tables, tidy, workcopy
 from .databases import database_name, open_database
 from .errors import BadInput, PgqError, SetupError
 from .faults.settings import FaultSettings, LoadSettings, RunSettings, S
@@ -211,6 +211,12 @@ def cmd_clean(args: argparse.Namespace) -> int:
         )
     if args.all and backend != "embedded":
         raise BadInput("--all removes the embedded server's data folder; this server is not the embedded one")
+    holder = tidy.learner_home_inside(tidy.removed_by_all()) if args.all else None
+    if holder is not None:
+        raise BadInput(
+            f"--all would remove {holder}, and your progress and copy of the lessons are in it "
+            f"({learner.home()}): set PGQ_HOME to a folder outside it first"
+        )
     server = get_server()
     _say(server.line())
     _say(tidy.clean(server).line())

@@ -148,6 +148,25 @@ def bound_wal(uri: str) -> None:
         run(conn, "admin/reload_config")
 
 
+WHEEL_FILES = {".handle_pids.json"}  # what the wheel writes into a data folder before initdb may run
+
+
+def refuse_a_folder_not_postgresqls(pgdata: Path) -> None:
+    """SetupError (one line) if `pgdata` holds files but no PostgreSQL (PGQ_DATA_DIR naming
+    the learner's home, say): the wheel would run initdb there, which fails on a folder that
+    is not empty, and as root it first hands the folder to its own system user. Only an
+    empty folder, or one holding no more than the wheel's own WHEEL_FILES, is taken: a
+    home folder holds only dot files, so dot files are no sign of the wheel."""
+    if not pgdata.exists() or (pgdata / "PG_VERSION").is_file():
+        return
+    if pgdata.is_dir() and {entry.name for entry in pgdata.iterdir()} <= WHEEL_FILES:
+        return
+    raise SetupError(
+        f"{pgdata} is not a PostgreSQL data folder, and it holds files of its own, so pgq-teach "
+        "leaves it alone: set PGQ_DATA_DIR to a new or empty folder"
+    )
+
+
 def start() -> str:
     """Start (or find) the server and return a connection string that works.
 
@@ -155,6 +174,7 @@ def start() -> str:
     postmaster a zombie can look alive for a moment, so connect and retry.
     """
     pgdata = data_dir()
+    refuse_a_folder_not_postgresqls(pgdata)
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + CONNECT_RETRY_SECONDS
     last: Exception | None = None

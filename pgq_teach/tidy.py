@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 
-from . import embedded, tables
+from . import broker, embedded, learner, tables
 from .databases import PREFIX
 from .server import Server
 from .statements import run
@@ -30,6 +30,7 @@ class Cleaned:
 
     dropped: list[str] = field(default_factory=list)
     in_use: list[str] = field(default_factory=list)
+    not_owned: list[str] = field(default_factory=list)  # another role's, on a shared server
     before: int = 0  # the data folder (embedded), or the course's databases (any other server)
     after: int = 0
     measured: str = "the data folder"
@@ -48,6 +49,8 @@ class Cleaned:
         if self.in_use:
             close = tables.plural(len(self.in_use), "its notebook", "their notebooks")
             text += f"; kept {len(self.in_use)} in use ({', '.join(self.in_use)}): close {close}"
+        if self.not_owned:
+            text += f"; left {len(self.not_owned)} another role owns ({', '.join(self.not_owned)})"
         return text + self.wal_note
 
 
@@ -88,6 +91,9 @@ def clean(server: Server) -> Cleaned:
             except psycopg.errors.ObjectInUse:
                 result.in_use.append(name)
                 result.after += 0 if embedded_here else size
+            except psycopg.errors.InsufficientPrivilege:  # only its owner (or a superuser) may drop it
+                result.not_owned.append(name)
+                result.after += 0 if embedded_here else size
         result.wal_note = _let_wal_go(conn)
         if embedded_here:
             result.after = folder_size(folder)
@@ -101,6 +107,24 @@ def _let_wal_go(conn: psycopg.Connection) -> str:
     except psycopg.errors.InsufficientPrivilege:
         return "; no CHECKPOINT (this role may not), so the WAL goes at the server's next one"
     return ""
+
+
+def removed_by_all() -> list[Path]:
+    """The folders `clean --all` removes: the data folder and the broker store beside it
+    (none for a data folder with no name, /, which the server refuses anyway)."""
+    folder = embedded.data_dir()
+    return [folder, broker.default_store()] if folder.name else [folder]
+
+
+def learner_home_inside(folders: list[Path]) -> Path | None:
+    """The folder among `folders` that holds the learner's home (PGQ_HOME set inside
+    PGQ_DATA_DIR, say), or None: `--all` must not remove the learner's progress,
+    answers and copy of the lessons with the server's files."""
+    home = learner.home().expanduser().resolve()
+    for folder in folders:
+        if home == folder.resolve() or folder.resolve() in home.parents:
+            return folder
+    return None
 
 
 def remove(folder: Path) -> int:

@@ -133,18 +133,43 @@ def prepare() -> CopyReport:
 
 def fresh(slug: str) -> Path | None:
     """A new copy of one lesson from the course. The learner's copy, if any, is
-    moved to earlier/SLUG-YYYYmmdd-HHMMSS.ipynb first; returns where it went."""
+    moved to earlier/SLUG-YYYYmmdd-HHMMSS.ipynb first; returns where it went.
+    All of it runs under the lock of course_copies.json, so two at once (two
+    terminals) take turns and never pick the same earlier/ name."""
     target = folder()
     _made(target / EARLIER)
     current = target / f"{slug}.ipynb"
-    kept: Path | None = None
-    if current.exists():
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        kept = target / EARLIER / f"{slug}-{stamp}.ipynb"
-        n = 1
-        while kept.exists():  # two fresh copies within a second keep both earlier ones
-            n += 1
-            kept = target / EARLIER / f"{slug}-{stamp}-{n}.ipynb"
-        current.rename(kept)
-    learner.change(VERSIONS, lambda versions: _copy(slug, versions))
+    kept: list[Path] = []
+
+    def edit(versions: dict[str, Any]) -> None:
+        if current.exists():
+            kept.append(_earlier_name(target, slug))
+            _set_aside(current, kept[0])
+        _copy(slug, versions)
+
+    learner.change(VERSIONS, edit)
+    return kept[0] if kept else None
+
+
+def _earlier_name(target: Path, slug: str) -> Path:
+    """earlier/SLUG-YYYYmmdd-HHMMSS.ipynb, with -2, -3, ... for more in the same second."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    kept = target / EARLIER / f"{slug}-{stamp}.ipynb"
+    n = 1
+    while kept.exists():
+        n += 1
+        kept = target / EARLIER / f"{slug}-{stamp}-{n}.ipynb"
     return kept
+
+
+def _set_aside(current: Path, kept: Path) -> None:
+    """Move the learner's copy to `kept`; shutil.move copies across file systems (earlier/
+    may be a link to another disk), where a rename cannot. SetupError (one line) if the
+    folder refuses; the copy then stays where it was."""
+    try:
+        shutil.move(current, kept)
+    except OSError as exc:
+        raise SetupError(
+            f"cannot move {current.name} into {kept.parent} ({exc.strerror or exc}), so no fresh copy was "
+            "made and yours stays where it is; check that folder's permissions"
+        ) from None

@@ -138,3 +138,114 @@ def test_the_wal_settings_are_set_once_and_a_learners_own_value_stays(own_server
     embedded.bound_wal(srv.dsn)  # as every start calls it: PostgreSQL's defaults are gone, so it keeps 512
     with psycopg.connect(srv.dsn, autocommit=True) as admin:  # the files, whatever a reload has reached
         assert run_one(admin, "admin/file_setting", {"name": "max_wal_size"}) == ("512MB",)
+
+
+def test_clean_leaves_a_template_and_odd_names_and_still_finishes(own_server):
+    """A pgq_ database marked as a template (PostgreSQL refuses to drop one) is not the
+    course's: the course never marks one. Clean passes it by rather than stopping with a
+    traceback before the databases after it and the CHECKPOINT; a name with a quote and
+    a semicolon is dropped as one name, and one that differs only in case is not the course's."""
+    srv, _ = own_server
+    odd = 'pgq_x"; drop database postgres; --'
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:
+        for name in ("pgq_a_template", odd, "PGQ_SHOUTED"):
+            run(admin, "admin/create_database", idents={"name": name})
+        run(admin, "admin/clone_database", idents={"name": "pgq_b_lesson", "template": "pgq_a_template"})
+        run(admin, "admin/mark_template", idents={"name": "pgq_a_template"})
+
+    done = clean()
+
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.splitlines()[-1].startswith("dropped 2 course databases;"), done.stdout
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:
+        names = {row[0] for row in run(admin, "admin/database_names")}
+    assert {"pgq_a_template", "PGQ_SHOUTED", "postgres"} <= names
+    assert odd not in names and "pgq_b_lesson" not in names
+
+
+def test_clean_all_refuses_when_the_learners_files_are_inside_the_data_folder(own_server, monkeypatch):
+    """PGQ_HOME inside PGQ_DATA_DIR: --all would remove the learner's progress with the
+    server's files. One line, exit 2, before anything runs: no database dropped, no file gone."""
+    srv, folder = own_server
+    home = folder / "learner"
+    home.mkdir()
+    (home / "progress.json").write_text('{"kept": true}', encoding="utf-8")
+    monkeypatch.setenv("PGQ_HOME", str(home))
+    databases.open_database("02-row-locks")
+
+    done = clean("--all", "--yes")
+
+    assert done.returncode == 2 and done.stdout == "", (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and "PGQ_HOME" in done.stderr, done.stderr
+    assert (home / "progress.json").read_text(encoding="utf-8") == '{"kept": true}'
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:
+        names = {row[0] for row in run(admin, "admin/database_names")}
+    assert databases.database_name("02-row-locks") in names
+
+
+def test_a_data_folder_that_is_not_postgresqls_is_refused_and_left_as_it_was(tmp_path):
+    """PGQ_DATA_DIR naming a folder of the learner's own (their home, say) that holds
+    files and no PostgreSQL: one line, exit 2, and the folder keeps its files and its
+    owner (run as root, the wheel hands the data folder to its own system user first)."""
+    for name, file in (("my-notes", "notes.txt"), ("a-home", ".profile")):  # a home: only dot files
+        refused_and_left_as_it_was(tmp_path, name, file)
+
+
+def refused_and_left_as_it_was(tmp_path: Path, name: str, file: str) -> None:
+    mine = tmp_path / name
+    mine.mkdir()
+    (mine / file).write_text("mine", encoding="utf-8")
+    owner = mine.stat().st_uid
+    env = {k: v for k, v in os.environ.items() if k != "PGQ_DSN"}
+    env.update(PGQ_DATA_DIR=str(mine), PGQ_HOME=str(tmp_path / "learner"), PGQ_BACKEND="embedded")
+    for command in (["clean"], ["clean", "--all", "--yes"], ["server", "start"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "pgq_teach.cli", *command],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, (command, done.stderr[-2000:])
+        assert "PGQ_DATA_DIR" in done.stderr and "not a PostgreSQL data folder" in done.stderr
+        assert sorted(p.name for p in mine.iterdir()) == [file] and mine.stat().st_uid == owner
+
+
+def test_clean_on_a_shared_server_leaves_what_another_role_owns(own_server):
+    """--this-server on a server shared with others, as a role with no extra rights: a pgq_
+    database another role owns is refused by PostgreSQL (42501). Clean names it and finishes,
+    rather than stopping with a traceback before the databases after it."""
+    srv, _ = own_server
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:
+        run(admin, "lab/create_login_role", {"password": "unused"}, idents={"name": "plain_learner"})
+        run(admin, "admin/create_database", idents={"name": "pgq_someone_elses"})
+    dsn = srv.dsn.replace("postgres:@", "plain_learner:unused@", 1)
+    assert dsn != srv.dsn
+    env = {**os.environ, "PGQ_DSN": dsn, "PGQ_BACKEND": "dsn"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", "clean", "--this-server"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-2000:]
+    line = done.stdout.splitlines()[-1]
+    assert line.startswith("dropped 0 course databases;") and "pgq_someone_elses" in line, line
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:
+        names = {row[0] for row in run(admin, "admin/database_names")}
+    assert "pgq_someone_elses" in names
+
+
+def test_the_folders_all_would_remove_are_named_for_any_data_folder(monkeypatch):
+    """PGQ_DATA_DIR=/ has no name to put -nats after: the check before --all names the
+    data folder alone rather than stopping with a ValueError traceback (the server then
+    refuses / in one line)."""
+    from pgq_teach import tidy
+
+    monkeypatch.setenv("PGQ_DATA_DIR", "/")
+    assert tidy.removed_by_all() == [Path("/")]
+    monkeypatch.setenv("PGQ_DATA_DIR", "/srv/course/pg")
+    assert tidy.removed_by_all() == [Path("/srv/course/pg"), Path("/srv/course/pg-nats")]

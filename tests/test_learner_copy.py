@@ -145,3 +145,82 @@ def test_a_home_that_is_a_file_is_one_line_not_a_traceback(tmp_path, monkeypatch
     with pytest.raises(SetupError, match="set PGQ_HOME to a folder"):
         workcopy.prepare()
     assert (tmp_path / "home").read_text() == "not a folder"
+
+
+def test_fresh_sets_the_copy_aside_into_an_earlier_folder_on_another_disk(learner_home):
+    """earlier/ as a symlink to a folder on another file system (the learner keeps old work
+    on a bigger disk): a rename cannot cross file systems, so the move copies across."""
+    elsewhere = Path("/dev/shm") / f"pgq-teach-earlier-{secrets.token_hex(4)}"
+    try:
+        elsewhere.mkdir()
+    except OSError:
+        pytest.skip("no /dev/shm here")
+    try:
+        workcopy.prepare()
+        if os.stat(elsewhere).st_dev == os.stat(workcopy.folder()).st_dev:
+            pytest.skip("/dev/shm is on the same file system here")
+        (workcopy.folder() / workcopy.EARLIER).symlink_to(elsewhere, target_is_directory=True)
+        mine = workcopy.folder() / f"{LESSON}.ipynb"
+        mine.write_text("what I typed", encoding="utf-8")
+        kept = workcopy.fresh(LESSON)
+        assert kept is not None and kept.read_text(encoding="utf-8") == "what I typed"
+        assert mine.read_bytes() == (ROOT / "notebooks" / mine.name).read_bytes()
+    finally:
+        subprocess.run(["rm", "-rf", str(elsewhere)], check=False)
+
+
+def test_fresh_in_a_folder_that_refuses_the_move_is_one_line(learner_home):
+    """A copy folder the learner may not change (read-only; as root, chattr +i): one line,
+    and the learner's copy stays where it was, as it was."""
+    from pgq_teach.errors import SetupError
+
+    workcopy.prepare()
+    folder = workcopy.folder()
+    (folder / workcopy.EARLIER).mkdir()
+    mine = folder / f"{LESSON}.ipynb"
+    mine.write_text("what I typed", encoding="utf-8")
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True, check=False).returncode != 0:
+        os.chmod(folder, 0o555)
+    try:
+        probe = folder / "probe"
+        try:
+            probe.write_text("")
+        except OSError:
+            pass  # read-only, as wanted
+        else:
+            probe.unlink()
+            pytest.skip("cannot make a folder read-only here")
+        with pytest.raises(SetupError, match="earlier"):
+            workcopy.fresh(LESSON)
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], capture_output=True, check=False)
+        os.chmod(folder, 0o755)
+    assert mine.read_text(encoding="utf-8") == "what I typed"
+
+
+def test_two_fresh_copies_at_once_take_turns_so_neither_writes_over_an_earlier_one(learner_home):
+    """Two `lab --fresh` at once (two terminals) could pick the same earlier/ name in the
+    same second, and the second move would write over the learner's set-aside copy. fresh
+    holds the lock the learner's files share (`.course_copies.lock`) from the look to the
+    copy: while another holds it, the learner's copy stays untouched."""
+    import fcntl
+
+    workcopy.prepare()
+    mine = workcopy.folder() / f"{LESSON}.ipynb"
+    mine.write_text("what I typed", encoding="utf-8")
+    lock = os.open(learner_home / ".course_copies.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # another `lab --fresh` in the middle of its turn
+    other = subprocess.Popen(
+        [sys.executable, "-c", f"from pgq_teach import workcopy; print(workcopy.fresh({LESSON!r}))"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PGQ_HOME": str(learner_home)},
+    )
+    try:
+        time.sleep(1.5)  # ample for a fresh that did not wait (it takes milliseconds)
+        assert mine.read_text(encoding="utf-8") == "what I typed"
+        assert not any((workcopy.folder() / workcopy.EARLIER).glob("*.ipynb"))
+    finally:
+        os.close(lock)  # closing releases the lock
+        out, _ = other.communicate(timeout=60)
+    assert Path(out.strip()).read_text(encoding="utf-8") == "what I typed"

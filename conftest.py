@@ -47,6 +47,8 @@ SERIAL = {
         ],
         "fingerprints the whole cluster, or reads or changes the learner's and checker's roles",
     ),
+    "tests/test_learner_copy.py::test_run_all_from_the_copy_leaves_the_course_notebooks_untouched": "runs "
+    "lesson 00 in the lesson's own database, which nbval's run of notebooks/00-start-here.ipynb uses too",
     "notebooks/12-the-interview.ipynb": "quotes the measurements the other lessons record, "
     "so it runs after them, as in a run one notebook at a time",
 }

@@ -16,20 +16,42 @@ reads, drawn as SVG: real <text> elements that the browser tests can measure.
 
 from __future__ import annotations
 
+import importlib
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import altair as alt
 
-alt.renderers.enable("mimetype", embed_options={"renderer": "svg", "actions": False})
+class OnFirstUse:
+    """Altair, imported when a chart is first built rather than with this module.
+    Why: its import (jsonschema and its schemas) costs seconds of CPU, and every
+    `pgq-teach` command imports this module through the experiments, so a command
+    that only refuses bad input (tests/test_bad_input.py) paid them too."""
+
+    def __init__(self) -> None:
+        self.module: ModuleType | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self.module is None:
+            module = importlib.import_module("altair")
+            module.renderers.enable("mimetype", embed_options={"renderer": "svg", "actions": False})
+            self.module = module
+        return getattr(self.module, name)
+
+
+if TYPE_CHECKING:
+    import altair as alt
+else:
+    alt = OnFirstUse()
 
 WIDTH = 440  # the plot's width in px; the legend sits to its right, the whole fits a 720 px widget
 LANE_PX = 24  # one lane or one bar
 MAX_ROWS = 6_000  # beyond this a browser slows down and the eye sees no more
 BLUE, RED, GREY = "#1f77b4", "#d62728", "#555555"
-Chart = alt.LayerChart | alt.Chart
+if TYPE_CHECKING:
+    Chart = alt.LayerChart | alt.Chart
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,10 @@ def serve_recording_worker(spec: dict) -> None:
     worker = Worker(spec["dsn"], {spec["kind"]: handler}, lease=timedelta(seconds=spec["lease"]), poll=0.05)
     stopper = threading.Timer(spec["seconds"], worker.stop)
     stopper.start()
-    report = worker.run()
+    try:
+        report = worker.run()
+    finally:
+        stopper.cancel()  # a worker stopped after its run must not keep the process alive for `seconds`
     print(json.dumps({"claimed": report.claimed, "done": report.done, "reaped": report.reaped}))
 
 

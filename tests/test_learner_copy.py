@@ -17,6 +17,7 @@ import pytest
 
 from helpers import free_port
 from pgq_teach import workcopy
+from pgq_teach.databases import TAG_VARIABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSON = "00-start-here"  # the quickest lesson to Run All (about 10 s)
@@ -70,7 +71,9 @@ def test_run_all_from_the_copy_leaves_the_course_notebooks_untouched(learner_hom
     folder = workcopy.prepare().folder
     copy = folder / f"{LESSON}.ipynb"
     copied = copy.read_bytes()
-    # Run All as the lab's kernel does: in the copy's folder, with the notebook saved in place.
+    # Run All as the lab's kernel does: in the copy's folder, with the notebook saved in place,
+    # and in the lesson's own database (a notebook checks its name), as a learner's kernel has no tag.
+    env = {k: v for k, v in os.environ.items() if k != TAG_VARIABLE}
     done = subprocess.run(
         [
             sys.executable,
@@ -84,6 +87,7 @@ def test_run_all_from_the_copy_leaves_the_course_notebooks_untouched(learner_hom
             copy.name,
         ],
         cwd=folder,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
@@ -102,7 +106,7 @@ def test_pgq_teach_lab_serves_the_copy_and_its_saves_stay_there(learner_home, pg
     before = course_hashes()
     port, token = free_port(), secrets.token_hex(8)
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
-    env.pop("PGQ_DB_TAG", None)
+    env.pop(TAG_VARIABLE, None)
     lab = subprocess.Popen(
         [sys.executable, "-m", "pgq_teach.cli", "lab", "--no-browser", f"--port={port}"]
         + ["--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}"],

@@ -10,8 +10,9 @@ ticks. Experiments build their charts from their
 results with these; a notebook shows a chart by displaying it, a widget puts it
 in an Output (`widgets.common.show_charts`).
 
-Importing this module sets Altair's renderer to the mime bundle JupyterLab
-reads, drawn as SVG: real <text> elements that the browser tests can measure.
+Building the first chart imports Altair (`OnFirstUse`) and sets its renderer to
+the mime bundle JupyterLab reads, drawn as SVG: real <text> elements that the
+browser tests can measure.
 """
 
 from __future__ import annotations

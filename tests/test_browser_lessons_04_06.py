@@ -92,7 +92,10 @@ def test_retry_lab_fails_a_job_five_times_to_dead(page, jupyterlab):
     for n, wait in enumerate(["20 s", "40 s", "80 s", "160 s"], start=1):
         retry.locator(".pgq-fail").click()
         retry.locator(".pgq-status").filter(has_text=f"failure {n}: fail.sql set a wait of {wait}").wait_for()
-    assert retry.locator(".pgq-chart-box .vega-embed svg").count() == 1
+    # Vega draws a chart after the cell's outputs arrive, which may be after the status line
+    chart = retry.locator(".pgq-chart-box .vega-embed svg")
+    chart.first.wait_for()
+    assert chart.count() == 1
     assert chart_text_problems(retry.locator(".pgq-chart-box"), shots="06-retry-lab") == []
     retry.locator(".pgq-fail").click()
     retry.locator(".pgq-status").filter(has_text="dead").wait_for()

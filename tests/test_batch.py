@@ -57,10 +57,15 @@ def test_a_relaxed_batch_commits_in_one_statement_without_waiting_for_the_disk(d
     """durable=False on a connection of its own: one statement whose commit
     does not flush the WAL, and whose setting ends with it (the next durable
     statement on the session flushes again). Inside a caller's transaction
-    the caller's setting holds. PostgreSQL 18 counts flushes per session."""
+    the caller's setting holds. PostgreSQL 18 counts flushes per session.
+
+    A durable commit flushes once, unless another session's flush already
+    covered its WAL record (group commit, which a parallel test run makes
+    likely): each durable count is the most of three tries, one job each."""
     if db.server.major < 18:
         pytest.skip("WAL flushes per session are counted from PostgreSQL 18")
-    seed(conn, 8, kind="call_webhook")
+    seed(conn, 15, kind="call_webhook")
+    done: list = []
 
     def flushes_by(send) -> int:
         run(conn, "lab/flush_stats")
@@ -69,24 +74,40 @@ def test_a_relaxed_batch_commits_in_one_statement_without_waiting_for_the_disk(d
         run(conn, "lab/flush_stats")
         return run(conn, "lab/wal_flushes").fetchone()[0] - before
 
-    a, b, c, d = (pgq.claim(conn, batch=2) for _ in range(4))
-    assert flushes_by(lambda: pgq.complete_many(conn, a)) == 1  # durable: the control
+    def durable_flushes(complete) -> int:
+        tries = []
+        for _ in range(3):
+            job = pgq.claim(conn, batch=1)
+            tries.append(flushes_by(lambda job=job: complete(job)))
+            done.extend(job)
+            if tries[-1]:
+                break
+        return max(tries)
+
+    assert durable_flushes(lambda job: pgq.complete_many(conn, job)) == 1  # durable: the control
+    b, c = pgq.claim(conn, batch=2), pgq.claim(conn, batch=2)
     trips: list[int] = []
 
     def relaxed() -> None:
         trips.append(round_trips(conn, lambda: pgq.complete_many(conn, b, durable=False)))
 
     assert flushes_by(relaxed) == 0
+    done.extend(b)
     assert trips == [1]  # BEGIN, SET LOCAL, the UPDATE and COMMIT would be four round trips
     assert flushes_by(lambda: pgq.fail_many(conn, [(j, "down") for j in c], durable=False)) == 0
-    assert flushes_by(lambda: pgq.complete_many(conn, d[:1])) == 1  # the relaxed setting did not stay
+    # the relaxed setting did not stay: the next durable completion flushes again
+    assert durable_flushes(lambda job: pgq.complete_many(conn, job)) == 1
+    settings: list[str] = []
 
-    def in_a_transaction() -> None:
+    def in_a_transaction(job) -> None:
         with conn.transaction():
-            pgq.complete_many(conn, d[1:], durable=False)
+            pgq.complete_many(conn, job, durable=False)
+            settings.append(conn.execute("SHOW synchronous_commit").fetchone()[0])
 
-    assert flushes_by(in_a_transaction) == 1  # the caller's commit, under the caller's setting
-    assert counts(conn) == {"done": 6, "ready": 2}
+    assert durable_flushes(in_a_transaction) == 1  # the caller's commit, under the caller's setting
+    assert set(settings) == {"on"}  # the library sent the durable statement inside the transaction
+    assert {job_row(conn, j.id)["status"] for j in done} == {"done"}
+    assert [job_row(conn, j.id)["status"] for j in c] == ["ready", "ready"]  # failed, to retry later
 
 
 def test_batch_backoff_matches_fail_and_never_overflows(conn):

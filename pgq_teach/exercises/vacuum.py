@@ -71,7 +71,15 @@ class HolderScene:
 
     @property
     def extra(self) -> list[int]:
-        return [pid for pid in dict.fromkeys(self.found) if pid != self.culprit]
+        """The scene's own sessions named beside the culprit: the decoys, the idle one, the query's."""
+        return [pid for pid in dict.fromkeys(self.found) if pid != self.culprit and pid in self.names]
+
+    @property
+    def others(self) -> list[int]:
+        """Sessions the scene did not open, such as an autovacuum worker that happened to visit
+        the scratch database: a role sees every session's backend_xmin, but not its
+        backend_type, so no query of the learner's can tell them apart, and they are not counted."""
+        return [pid for pid in dict.fromkeys(self.found) if pid not in self.names]
 
 
 def stage_scene(scratch: Scratch, owner: psycopg.Connection, xid_holder: bool, staged: list) -> HolderScene:
@@ -170,8 +178,19 @@ def check_holder(
         ),
         Evidence(
             "no session that holds nothing back",
-            "; ".join(f"pid {pid}: {sc.names.get(pid, 'another session')}" for sc, pid in extra) or "none",
+            "; ".join(f"pid {pid}: {sc.names[pid]}" for sc, pid in extra) or "none",
             not extra,
+        ),
+        *(
+            [
+                Evidence(
+                    "also listed, not counted: sessions the scenes did not open (an autovacuum worker, say)",
+                    ", ".join(f"pid {pid}" for sc in scenes for pid in sc.others),
+                    None,
+                )
+            ]
+            if any(sc.others for sc in scenes)
+            else []
         ),
         Evidence(
             "VACUUM after ending the sessions you named",

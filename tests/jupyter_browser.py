@@ -283,6 +283,54 @@ def run_and_find(page, lab: LabServer, notebook: str, css: str, timeout_ms: int 
     return widget
 
 
+RESTART_KERNEL = """async () => {
+  const ctx = window.jupyterapp.shell.currentWidget.sessionContext;
+  await ctx.session.kernel.restart();
+}"""
+
+# Run the cells with these ids, in this order, each to its end; returns their indices.
+RUN_CELLS = """async ([path, ids]) => {
+  const app = window.jupyterapp;
+  const panel = app.shell.currentWidget;
+  if (!panel || !panel.context || panel.context.path !== path) throw new Error(`${path} is not open`);
+  const notebook = panel.content;
+  const indices = [];
+  for (const id of ids) {
+    const index = notebook.widgets.findIndex(cell => cell.model.id === id);
+    if (index < 0) throw new Error(`${path} has no cell ${id}`);
+    notebook.activeCellIndex = index;
+    notebook.deselectAll();
+    await app.commands.execute('notebook:run-cell');
+    indices.push(index);
+  }
+  return indices;
+}"""
+
+
+def restart_and_run(page, notebook: str, cell_ids: list[str], css: str, timeout_ms: int = 120_000):
+    """Restart the notebook's kernel, as a learner would, then run only the cells named
+    (by cell id: the lesson's first, and the widget's own), and return the widget with
+    the CSS class `css` in the last of them. A whole Run All again would prove nothing
+    more about what a widget keeps, and doubled the slowest browser tests' time."""
+    page.evaluate(RESTART_KERNEL)
+    page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=60_000)
+    indices = page.evaluate(RUN_CELLS, [notebook, cell_ids])
+    page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=timeout_ms)
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(indices[-1])
+    # The old outputs stay on the page across a restart: the prompt's count proves this run
+    # made the widget (a fresh kernel counts from 1, one per cell run).
+    prompt = cell.locator(".jp-InputArea-prompt").inner_text()
+    if prompt.strip() != f"[{len(cell_ids)}]:":
+        raise AssertionError(f"{notebook}: the widget's cell shows {prompt!r}: not this run's")
+    errors = cell.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    if errors.count():
+        raise AssertionError(f"{notebook} wrote to stderr or raised:\n{errors.first.inner_text()[:2000]}")
+    widget = cell.locator(css).first
+    widget.wait_for(timeout=timeout_ms)
+    widget.scroll_into_view_if_needed()
+    return widget
+
+
 # --- what every lab must show on screen (issue 25's done-when) ---------------------------------
 # Each check returns what it found wrong, so a test can report every lab's faults at once;
 # tests/test_browser_checks.py shows each one failing on a deliberately broken plain page.

@@ -10,9 +10,9 @@ import json
 from jupyter_browser import (
     ARTIFACTS,
     BROWSER_TESTS,
-    KERNEL_IDLE,
     assert_every_lab_finished,
     clipped_text,
+    restart_and_run,
     run_and_find,
 )
 
@@ -21,11 +21,6 @@ pytestmark = BROWSER_TESTS
 NOTEBOOK = "12-the-interview.ipynb"
 ANSWER = "How many orders at peak, and which jobs wait for the payment check?"
 FOLLOW_UP = "One shared token bucket per partner, not a cap per worker."
-
-RESTART = """async () => {
-  const ctx = window.jupyterapp.shell.currentWidget.sessionContext;
-  await ctx.session.kernel.restart();
-}"""
 
 
 def test_follow_up_answers_and_ticks_survive_a_kernel_restart_and_reach_the_summary(
@@ -50,9 +45,8 @@ def test_follow_up_answers_and_ticks_survive_a_kernel_restart_and_reach_the_summ
     assert clipped_text(widget) == []  # "Show model answer", "Ask the interviewer", ... whole
     assert assert_every_lab_finished(page, "12") >= 1  # Your turn, checked
 
-    page.evaluate(RESTART)
-    page.wait_for_function(KERNEL_IDLE, arg=NOTEBOOK, timeout=60_000)
-    widget = run_and_find(page, jupyterlab, NOTEBOOK, ".pgq-rehearsal")
+    # the lesson's first cell and the rehearsal's, in a fresh kernel
+    widget = restart_and_run(page, NOTEBOOK, ["0ccf17ab", "684a0d9b"], ".pgq-rehearsal")
     assert widget.locator(".pgq-answer textarea").input_value() == ANSWER
     assert widget.locator(".pgq-flags input[type=checkbox]").first.is_checked()
     assert widget.locator(".pgq-follow-up textarea").first.input_value() == FOLLOW_UP

@@ -8,20 +8,14 @@ import re
 from jupyter_browser import (
     ARTIFACTS,
     BROWSER_TESTS,
-    KERNEL_IDLE,
     assert_every_lab_finished,
     chart_text_problems,
     clipped_text,
+    restart_and_run,
     run_and_find,
 )
 
 pytestmark = BROWSER_TESTS
-
-
-RESTART = """async () => {
-  const ctx = window.jupyterapp.shell.currentWidget.sessionContext;
-  await ctx.session.kernel.restart();
-}"""
 
 
 def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page, jupyterlab):
@@ -55,8 +49,7 @@ def test_checklist_recommends_and_keeps_its_ticks_across_a_kernel_restart(page, 
     checklist.locator(".pgq-signal-fan-out input[type=checkbox]").check()
     checklist.locator(".pgq-recommendation[data-verdict='move']").wait_for()
     checklist.screenshot(path=str(ARTIFACTS / "11-when-to-switch.png"))
-    page.evaluate(RESTART)
-    page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=60_000)
-    checklist = run_and_find(page, jupyterlab, notebook, ".pgq-switch-checklist")
+    # the lesson's first cell and the checklist's, in a fresh kernel
+    checklist = restart_and_run(page, notebook, ["e09aab66", "c3b4bbc3"], ".pgq-switch-checklist")
     assert checklist.locator(".pgq-signal-fan-out input[type=checkbox]").is_checked()
     assert checklist.locator(".pgq-recommendation").get_attribute("data-verdict") == "move"

@@ -85,8 +85,12 @@ class LoadReport(RunReport):
             f"calls after done {self.calls_after_done}, duplicate effects {self.duplicate_effects}",
             f"  every job tried once after {self.first_pass_seconds:.1f} s "
             f"({s.jobs / self.first_pass_seconds if self.first_pass_seconds else 0:,.0f} jobs/s); "
-            f"drained in {self.elapsed:.1f} s (retries wait 20 s, then 40 s)",
+            f"drained in {self.elapsed:.1f} s ({BACKOFF_SKIPPED if s.skip_backoff else BACKOFF_WAITED})",
         ]
+
+
+BACKOFF_WAITED = "retries wait 20 s, then 40 s"
+BACKOFF_SKIPPED = "retries made due at once: skip_backoff"
 
 
 def run_load(
@@ -119,6 +123,8 @@ def run_load(
                 progress(p["done"] + p["dead"], s.jobs)
             if p["done"] + p["dead"] >= s.jobs or time.monotonic() - fleet.began > s.drain_timeout:
                 break
+            if s.skip_backoff:
+                fleet.session.rows("lab/make_all_due")
             time.sleep(0.25)
         report.stopped = stop.is_set()
     report.elapsed, report.crashes = fleet.elapsed, fleet.crashes

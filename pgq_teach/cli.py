@@ -217,16 +217,19 @@ def cmd_clean(args: argparse.Namespace) -> int:
             f"--all would remove {holder}, and your progress and copy of the lessons are in it "
             f"({learner.home()}): set PGQ_HOME to a folder outside it first"
         )
+    if args.all:  # ask before anything is dropped: a no leaves every database as it was
+        folder = embedded.data_dir()
+        question = (
+            f"stop PostgreSQL and remove {folder}, every database in it, and the broker's store? [y/N] "
+        )
+        if not args.yes and not _confirmed(question):
+            _say(f"left {folder} as it was")
+            return 1
     server = get_server()
     _say(server.line())
     _say(tidy.clean(server).line())
     if not args.all:
         return 0
-    folder = embedded.data_dir()
-    question = f"stop PostgreSQL and remove {folder}, every database in it, and the broker's store? [y/N] "
-    if not args.yes and not _confirmed(question):
-        _say(f"left {folder} as it was")
-        return 1
     the_broker = broker.Broker()
     if the_broker.stop():
         _say("stopped the NATS broker (lesson 11)")

@@ -112,8 +112,11 @@ def test_the_clean_line_says_one_database_in_the_singular(n, dropped, close):
 
 def test_clean_all_asks_first_and_without_a_yes_leaves_the_folder(own_server):
     _, folder = own_server
+    kept = databases.open_database("03-claim-with-a-lease", reset=True)
     done = clean("--all")
     assert done.returncode == 1 and folder.is_dir() and "left" in done.stdout
+    with kept.connection() as conn:  # asked before dropping anything: a no drops nothing
+        assert run_one(conn, "lab/count_jobs") == (0,)
     done = clean("--all", "--yes")
     assert done.returncode == 0, done.stderr
     assert not folder.exists() and "removed" in done.stdout.splitlines()[-1]

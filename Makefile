@@ -31,8 +31,10 @@ clean-notebooks:
 #    its own; a file's items stay on one worker, and so do the browser tests with the
 #    lessons they open, which share those lessons' databases (conftest.py, lesson_groups);
 #    the longest groups start first (conftest.py, expected_seconds);
-# 2. alone, the files and tests that restart or change the whole server, fingerprint it,
-#    or read what the other lessons recorded (conftest.py, SERIAL).
+#    A test that restarts or changes the whole server, or fingerprints it, runs there on an
+#    embedded server of its own (tests/conftest.py, alone);
+# 2. alone, the notebooks and browser tests that change the whole server, or read what the
+#    other lessons recorded (conftest.py, SERIAL).
 # The tests mostly wait on the server, so more workers than CPUs still pay: WORKERS=1
 # gives a one-at-a-time run. Exit status 5 (nothing selected, say by -k) is no failure.
 WORKERS ?= 3

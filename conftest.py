@@ -6,7 +6,9 @@ must fail even there, so every cell's streams pass through this check.
 
 `make test` runs the suite in passes (see the Makefile): most files on several
 pytest-xdist workers, and the files in SERIAL alone, after the rest
-(`--serial skip` leaves them out, `--serial only` runs only them).
+(`--serial skip` leaves them out, `--serial only` runs only them). A test that
+must be alone on its server but not after the rest has a server of its own in
+the parallel pass instead (tests/conftest.py, `alone`).
 """
 
 import json
@@ -23,32 +25,20 @@ ROOT = Path(__file__).resolve().parent
 
 # Files (or single tests, file::name) that cannot share the server with anything else
 # running, or must run after the other lessons, and why. A notebook's cells stay together.
+# A test that must only be alone on its server, and need not follow the lessons, gets an
+# embedded server of its own instead and stays in the parallel pass (tests/conftest.py,
+# `alone`): the fault run that restarts the server, the autovacuum lab that sets
+# autovacuum_naptime, the hostile tests that fingerprint the whole cluster or change the
+# learner's and checker's roles, and Run All of lesson 00 from the learner's copy. nbval runs
+# a notebook with no test's fixtures, and a browser test module's JupyterLab serves all of
+# its tests, so those use the shared server: the ones that must be alone stay here.
 SERIAL = {
-    "tests/test_faults.py::test_fault_run_loses_nothing_and_fences_every_stale_completion": "restarts the "
-    "server (PGQ_RESTART_CMD), ending every session on it",
-    "tests/test_operations.py"
-    "::test_the_autovacuum_lab_runs_defaults_and_the_guide_settings_under_the_same_churn": "sets "
-    "autovacuum_naptime server-wide, and times autovacuum, which other databases' churn delays",
-    "notebooks/10-operations.ipynb": "runs the same autovacuum lab, and a lab role's idle timeout "
-    "(tests/test_operations.py runs that on one worker in the parallel pass)",
+    "notebooks/10-operations.ipynb": "runs the autovacuum lab, which sets autovacuum_naptime "
+    "server-wide, and a lab role's idle timeout (tests/test_operations.py runs both, on one worker "
+    "in the parallel pass, the lab on a server of its own)",
     "tests/test_browser_lessons_10_12.py"
     "::test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction": "runs "
     "notebooks/10-operations.ipynb in JupyterLab",
-    # The hostile tests that fingerprint the whole cluster before and after an attack (roles and
-    # their settings, databases, the learner role's sessions), or read or change the learner's
-    # and checker's roles, which other workers' checks change; the rest of that file runs in
-    # the parallel pass, in scratch databases of its worker's, as tests/test_exercises.py does.
-    **dict.fromkeys(
-        [
-            "tests/test_exercises_hostile.py::test_hostile_sql_is_refused_and_leaves_the_cluster_as_it_was",
-            "tests/test_exercises_hostile.py::test_hostile_sql_that_runs_is_contained",
-            "tests/test_exercises_hostile.py::test_the_role_defaults_are_reset_on_every_check",
-            "tests/test_exercises_hostile.py::test_the_roles_own_nothing_and_create_nothing",
-        ],
-        "fingerprints the whole cluster, or reads or changes the learner's and checker's roles",
-    ),
-    "tests/test_learner_copy.py::test_run_all_from_the_copy_leaves_the_course_notebooks_untouched": "runs "
-    "lesson 00 in the lesson's own database, which nbval's run of notebooks/00-start-here.ipynb uses too",
     "notebooks/12-the-interview.ipynb": "quotes the measurements the other lessons record, "
     "so it runs after them, as in a run one notebook at a time",
 }

@@ -1,15 +1,23 @@
 """Every test runs on a real PostgreSQL (the course's own choice of server)
 and works in its own database, dropped afterwards: a copy of a template made
-once per run (per worker, under pytest-xdist) with the course's schema."""
+once per run (per worker, under pytest-xdist) with the course's schema.
+
+A test that must be alone on its server (it restarts it, sets something
+server-wide, or fingerprints every role and database) runs on an embedded
+server of its own instead, in a folder of its own (`own_server`, `alone`,
+`alone_db`), so it can run beside the others in the parallel pass."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import re
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from helpers import choosing, on_server, server_folder
 from pgq_teach import databases, server
 
 
@@ -69,6 +77,54 @@ def db(template, request):
 def conn(db):
     with db.connection() as c:
         yield c
+
+
+@pytest.fixture
+def own_server():
+    """A fresh embedded server for this test alone, chosen for the test (and the pgq-teach
+    commands it runs, with a learner folder beside it): (Server, its data folder)."""
+    with server_folder("pgq-teach-own-") as home, choosing(home / "pg18", PGQ_HOME=str(home / "learner")):
+        yield server.get_server(), home / "pg18"
+
+
+def needs_a_server_of_its_own(shared: server.Server) -> bool:
+    """Whether a test that must be alone gets an embedded server of its own: always in a
+    parallel run (pytest-xdist), and on the embedded backend (a start costs seconds). A
+    one-process run on PGQ_DSN or Docker (.ci/run) keeps that server, which nothing else is
+    using then, so the fault run still restarts it through PGQ_RESTART_CMD."""
+    return bool(os.environ.get("PYTEST_XDIST_WORKER")) or shared.backend == "embedded"
+
+
+@pytest.fixture(scope="module")
+def module_server(pg) -> Iterator[Path | None]:
+    """An embedded server started once for the tests of one module that ask for `alone`: its
+    data folder, stopped and removed after the module's last test (None: the shared server will
+    do, see needs_a_server_of_its_own)."""
+    if not needs_a_server_of_its_own(pg):
+        yield None
+        return
+    with server_folder("pgq-teach-alone-") as home:
+        with choosing(home / "pg18"):
+            server.get_server()  # start it now, so a test's own time is its own
+        yield home / "pg18"
+
+
+@pytest.fixture
+def alone(module_server) -> Iterator[server.Server]:
+    """Run this test on its module's embedded server (module_server), not the one the other
+    tests share: for a test that restarts the server, sets something server-wide, or
+    fingerprints the whole cluster. Worker processes, commands and kernels the test starts
+    inherit the choice. Ask for it before any fixture that opens a database."""
+    with on_server(module_server) as chosen:
+        yield chosen
+
+
+@pytest.fixture
+def alone_db(alone, request) -> Iterator[databases.Database]:
+    """The test's own database, with the course's tables, on its module's own server (alone)."""
+    label = _label(request.node.nodeid)
+    yield databases.open_database(label, reset=True)
+    databases.drop_database(label)
 
 
 # The browser tests' fixtures (jupyterlab, chromium, page, kernel_home), defined once with the

@@ -1,13 +1,18 @@
 """Small readers the tests share: they look at rows, never at mocks."""
 
+import contextlib
 import re
+import shutil
 import socket
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 from psycopg.rows import dict_row
 
+from pgq_teach import embedded, server
 from pgq_teach.queue import status_counts
 from pgq_teach.seeding import seed_jobs
 from pgq_teach.statements import run
@@ -142,3 +147,45 @@ def chart_rows(chart, mark: str) -> list[dict]:
 def shown_charts(box) -> list[dict]:
     """The Vega-Lite specs an Output widget shows (the charts a lab displayed)."""
     return [out["data"][VEGA_LITE] for out in box.outputs if VEGA_LITE in out.get("data", {})]
+
+
+@contextlib.contextmanager
+def choosing(folder: Path, **more: str | None) -> Iterator[None]:
+    """Choose the embedded server in `folder` (its PGQ_DATA_DIR) for this process and every
+    command or kernel it starts, with `more` variables set; on the way out the variables are
+    put back and the server chosen before is chosen again."""
+    values = {"PGQ_DATA_DIR": str(folder), "PGQ_BACKEND": "embedded", "PGQ_DSN": None, "PGQ_PG_MAJOR": None}
+    try:
+        with embedded.environment(**values, **more):
+            server.reset_choice()
+            yield
+    finally:
+        server.reset_choice()
+
+
+@contextlib.contextmanager
+def server_folder(prefix: str = "pgq-teach-test-") -> Iterator[Path]:
+    """A new folder for an embedded server of its own (its data in `pg18` inside, made when
+    the server first starts); afterwards, however the block ends, that server is stopped if it
+    runs and the folder is removed. Not under /root, where as root the wheel would open every
+    parent for traversal, and not under pytest's tmp_path, whose root another pytest run may
+    lock down to 0700 while the server's own user still needs in."""
+    home = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield home
+    finally:
+        with choosing(home / "pg18"):
+            if embedded.status()["running"]:
+                embedded.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def on_server(folder: Path | None) -> Iterator[server.Server]:
+    """Choose the embedded server in `folder` for the block (as choosing does), or with None
+    keep the server already chosen: the server either way."""
+    if folder is None:
+        yield server.get_server()
+        return
+    with choosing(folder):
+        yield server.get_server()

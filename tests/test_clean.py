@@ -1,19 +1,17 @@
 """`pgq-teach clean` gives back the disk a course run took, on a fresh embedded
-server of the test's own (clean drops every course database on its server, so
-it never runs on the server the other tests share)."""
+server of the test's own (tests/conftest.py, own_server: clean drops every course
+database on its server, so it never runs on the server the other tests share)."""
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from helpers import wait_for
-from pgq_teach import databases, embedded, seeding, server
+from pgq_teach import databases, embedded, seeding
 from pgq_teach.statements import run, run_one
 from pgq_teach.tidy import Cleaned, folder_size
 
@@ -21,27 +19,6 @@ from pgq_teach.tidy import Cleaned, folder_size
 # drains and resets that make WAL), where a full run left 25 databases and 562 MB.
 LESSONS = ["03-claim-with-a-lease", "08-indexes", "09-bloat-and-vacuum", "10-operations", "01_claim"]
 JOBS = 40_000
-
-
-@pytest.fixture
-def own_server():
-    """The embedded server in a folder of the test's own, chosen for this process and for the
-    pgq-teach commands it runs; the shared server is chosen again afterwards."""
-    home = Path(tempfile.mkdtemp(prefix="pgq-teach-clean-"))
-    values = {
-        "PGQ_DATA_DIR": str(home / "pg18"),
-        "PGQ_HOME": str(home / "learner"),
-        "PGQ_BACKEND": "embedded",
-        "PGQ_DSN": None,
-    }
-    try:
-        with embedded.environment(**values):
-            server.reset_choice()
-            yield server.get_server(), home / "pg18"
-            embedded.stop()
-    finally:
-        server.reset_choice()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def wal_settings_become(dsn: str, wanted: tuple) -> bool:

@@ -3,31 +3,25 @@ recovered after its postmaster is killed. Each test runs a private server in
 its own data directory, so the course's own server is never disturbed."""
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import psycopg
 import pytest
 
-from pgq_teach import embedded
+from helpers import choosing, server_folder
+from pgq_teach import databases, embedded
+from pgq_teach.statements import run
 
 
 @pytest.fixture
-def private(monkeypatch):
-    # Not under /root, where as root the wheel would open every parent for
-    # traversal, and not under pytest's tmp_path, whose root another pytest
-    # run may lock down to 0700 while the server's own user still needs in.
-    home = Path(tempfile.mkdtemp(prefix="pgq-teach-test-"))
-    monkeypatch.setenv("PGQ_DATA_DIR", str(home / "pg18"))
-    yield home / "pg18"
-    if embedded.status()["running"]:
-        embedded.stop()
-    shutil.rmtree(home, ignore_errors=True)
+def private():
+    """A data folder of the test's own, chosen but not started (helpers.server_folder): each
+    test starts the server its own way. Stopped and removed afterwards."""
+    with server_folder() as home, choosing(home / "pg18"):
+        yield home / "pg18"
 
 
 def cli(*args):
@@ -88,3 +82,23 @@ def test_environment_sets_and_unsets_for_the_duration_then_puts_each_back(monkey
     with pytest.raises(RuntimeError), embedded.environment(PGQ_TEST_KEPT="during"):
         raise RuntimeError("an error inside still puts it back")
     assert os.environ["PGQ_TEST_KEPT"] == "before"
+
+
+def test_a_test_alone_runs_on_a_server_of_its_own_and_so_do_its_commands(alone, pg):
+    """`alone` (tests/conftest.py) is not the shared server: a database made there is not on
+    the shared one, and a pgq-teach command the test starts reaches the same server."""
+    if pg.backend != "embedded" and not os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.skip("a one-process run on PGQ_DSN or Docker keeps the shared server for `alone`")
+    assert alone.dsn != pg.dsn and alone.backend == "embedded"
+    made = databases.open_database("alone_here", schema=False)
+    try:
+        assert made.server == alone
+        with psycopg.connect(pg.dsn, autocommit=True) as shared:
+            assert run(shared, "admin/database_exists", {"name": made.name}).fetchone() is None
+        with psycopg.connect(alone.dsn, autocommit=True) as own:
+            assert run(own, "admin/database_exists", {"name": made.name}).fetchone() == (1,)
+        status = cli("server", "status")
+        assert status.returncode == 0 and str(embedded.data_dir()) in status.stdout, status.stdout
+        assert str(embedded.data_dir()) in alone.dsn
+    finally:
+        databases.drop_database("alone_here")

@@ -14,7 +14,7 @@ import time
 import psycopg
 import pytest
 
-from helpers import wait_for
+from helpers import on_server, wait_for
 from pgq_teach import databases, exercises, learner
 from pgq_teach.exercises import learner_sql, sandbox
 from pgq_teach.exercises.learner_sql import Refused, read
@@ -45,13 +45,24 @@ def scratch(pg):
 
 
 @pytest.fixture(scope="module")
-def unchanged_scratch(pg):
+def unchanged_scratch(module_server):
     """One scratch database for the attacks that must leave it as it was: each test
     asserts its jobs table and the cluster unchanged after its attack, so the next
-    one starts from the same table (and a failure is still that attack's)."""
+    one starts from the same table (and a failure is still that attack's). On the
+    module's own server, as the tests that use it fingerprint the cluster (ALONE)."""
     label = f"{LABEL}_unchanged"
-    yield seeded_scratch(label)
-    databases.drop_database(f"scratch_{label}")
+    with on_server(module_server):
+        made = seeded_scratch(label)
+    yield made
+    with on_server(module_server):
+        databases.drop_database(f"scratch_{label}")
+
+
+# The tests that fingerprint the whole cluster before and after an attack (roles and their
+# settings, databases, the learner role's sessions), or change the learner's and checker's
+# roles, which the checks that other tests run at the same time change too: each runs on an
+# embedded server of this module's own (tests/conftest.py, alone), set up before its scratch.
+ALONE = pytest.mark.usefixtures("alone")
 
 
 def fingerprint(s, wait_s: float = 15) -> tuple:
@@ -463,6 +474,7 @@ REFUSED = [
 ]
 
 
+@ALONE
 @pytest.mark.parametrize("what, key, sql, says", REFUSED, ids=[r[0] for r in REFUSED])
 def test_hostile_sql_is_refused_and_leaves_the_cluster_as_it_was(request, tmp_path, what, key, sql, says):
     # A scratch of its own where the check may change the table (the index check seeds its
@@ -579,6 +591,7 @@ CONTAINED = [
 ]
 
 
+@ALONE
 @pytest.mark.parametrize("what, key, sql, says", CONTAINED, ids=[c[0] for c in CONTAINED])
 def test_hostile_sql_that_runs_is_contained(scratch, what, key, sql, says):
     before = fingerprint(scratch)
@@ -612,6 +625,7 @@ def test_the_watchdog_cancels_and_closes_whatever_the_session_says(scratch):
     assert conn.closed
 
 
+@ALONE
 def test_the_role_defaults_are_reset_on_every_check(scratch):
     before = fingerprint(scratch)
     with scratch.connect() as conn:  # a role may change its own defaults: the review's attack
@@ -634,6 +648,21 @@ def test_a_learner_session_cannot_end_or_cancel_a_sibling(scratch):
         assert sibling.execute("SELECT 1").fetchone() == (1,)
 
 
+@ALONE
+def test_the_fingerprint_sees_a_database_made_beside_the_scratch(scratch):
+    """The fingerprint is not blind on the server the attacks run on: a database made
+    there changes it, and once dropped the cluster reads as before (a role's default
+    changing it is shown above)."""
+    before = fingerprint(scratch)
+    databases.open_database(f"{LABEL}_beside", schema=False)
+    try:
+        assert fingerprint(scratch) != before
+    finally:
+        databases.drop_database(f"{LABEL}_beside")
+    assert fingerprint(scratch) == before
+
+
+@ALONE
 def test_the_roles_own_nothing_and_create_nothing(scratch):
     verdict = exercises.judge(
         exercises.exercise("08/index"), exercises.exercise("08/index").answer_text(), scratch=scratch

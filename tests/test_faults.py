@@ -39,14 +39,16 @@ def restart_possible(db) -> bool:
 
 
 @pytest.mark.slow
-def test_fault_run_loses_nothing_and_fences_every_stale_completion(db):
+def test_fault_run_loses_nothing_and_fences_every_stale_completion(alone_db):
     """Guide, leases and fencing: SIGKILLs mid-job, workers frozen past their
     lease, sessions ended (LISTEN included), a server restart and requeues of
     dead jobs, while 3,000 jobs fall due over 30 s. Every second job has one
     try only, so faults kill some and the requeues bring them back, and a
     frozen worker can come back after its job was requeued and claimed
     again: attempts then repeat, and only a fence that never repeats holds.
-    Sized for about 35 s."""
+    Sized for about 35 s. The restart ends every session on its server, so
+    the run has an embedded server of its own (alone_db)."""
+    db = alone_db
     report = faults.run_faults(db, faults.FaultSettings(jobs=3_000, workers=4, seconds=30, lease=1.5))
     print("\n" + report.summary())
     assert report.violations == [], report.summary()

@@ -66,7 +66,9 @@ def test_a_newer_course_lesson_is_named_and_fresh_keeps_the_old_copy(learner_hom
     assert len(list((workcopy.folder() / "earlier").iterdir())) == 2
 
 
-def test_run_all_from_the_copy_leaves_the_course_notebooks_untouched(learner_home, pg):
+def test_run_all_from_the_copy_leaves_the_course_notebooks_untouched(alone, learner_home):
+    # On an embedded server of its own (alone), which the kernel inherits: lesson 00's own
+    # database there is not the one nbval's run of notebooks/00-start-here.ipynb uses.
     before = course_hashes()
     folder = workcopy.prepare().folder
     copy = folder / f"{LESSON}.ipynb"

@@ -109,7 +109,10 @@ def test_bad_input_is_refused_before_anything_runs(db, call):
         call(db)
 
 
-def test_the_autovacuum_lab_runs_defaults_and_the_guide_settings_under_the_same_churn(db):
+def test_the_autovacuum_lab_runs_defaults_and_the_guide_settings_under_the_same_churn(alone_db):
+    # The lab sets autovacuum_naptime server-wide, and the launcher visits every database in
+    # turn, so other tests' databases would slow it: an embedded server of its own (alone_db).
+    db = alone_db
     r = operations.autovacuum_per_table(db, base_rows=50_000, churn_s=8, jobs_per_tick=200, guess=12_000)
     if r.skipped:
         pytest.skip(r.skipped)

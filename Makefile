@@ -28,13 +28,12 @@ clean-notebooks:
 #
 # Two passes, the second run whatever the first found, failing if either failed:
 # 1. the tests and the notebooks on $(WORKERS) pytest-xdist workers, each in databases of
-#    its own; a file's items stay on one worker, and so do the browser tests with the
-#    lessons they open, which share those lessons' databases (conftest.py, lesson_groups);
-#    the longest groups start first (conftest.py, expected_seconds);
-#    A test that restarts or changes the whole server, or fingerprints it, runs there on an
-#    embedded server of its own (tests/conftest.py, alone);
-# 2. alone, the notebooks and browser tests that change the whole server, or read what the
-#    other lessons recorded (conftest.py, SERIAL).
+#    its own; a file's items stay on one worker, the longest files start first (conftest.py,
+#    expected_seconds). What changes or reads the whole server runs there on an embedded
+#    server of its own: a test that asks for `alone` (tests/conftest.py), every browser test
+#    module's JupyterLab (tests/jupyter_browser.py), the notebooks in NOTEBOOKS_ALONE;
+# 2. alone, after the rest, lesson 12, which reads what the other lessons recorded
+#    (conftest.py, SERIAL).
 # The tests mostly wait on the server, so more workers than CPUs still pay: WORKERS=1
 # gives a one-at-a-time run. Exit status 5 (nothing selected, say by -k) is no failure.
 WORKERS ?= 3

@@ -11,9 +11,10 @@ must be alone on its server but not after the rest has a server of its own in
 the parallel pass instead (tests/conftest.py, `alone`).
 """
 
+import contextlib
 import json
 import os
-import re
+import sys
 from pathlib import Path
 
 import nbval.plugin as _nbval
@@ -23,25 +24,24 @@ from pgq_teach.databases import TAG_VARIABLE
 
 ROOT = Path(__file__).resolve().parent
 
-# Files (or single tests, file::name) that cannot share the server with anything else
-# running, or must run after the other lessons, and why. A notebook's cells stay together.
-# A test that must only be alone on its server, and need not follow the lessons, gets an
-# embedded server of its own instead and stays in the parallel pass (tests/conftest.py,
-# `alone`): the fault run that restarts the server, the autovacuum lab that sets
-# autovacuum_naptime, the hostile tests that fingerprint the whole cluster or change the
-# learner's and checker's roles, and Run All of lesson 00 from the learner's copy. nbval runs
-# a notebook with no test's fixtures, and a browser test module's JupyterLab serves all of
-# its tests, so those use the shared server: the ones that must be alone stay here.
+# Files (or single tests, file::name) that must run after the other lessons, alone, and why.
+# A notebook's cells stay together. A test that must only be alone on its server gets an
+# embedded server of its own instead and stays in the parallel pass: a test asks for one
+# with `alone` (tests/conftest.py), a browser test module's JupyterLab always has one
+# (tests/jupyter_browser.py), and a notebook in NOTEBOOKS_ALONE has one for its kernel.
 SERIAL = {
-    "notebooks/10-operations.ipynb": "runs the autovacuum lab, which sets autovacuum_naptime "
-    "server-wide, and a lab role's idle timeout (tests/test_operations.py runs both, on one worker "
-    "in the parallel pass, the lab on a server of its own)",
-    "tests/test_browser_lessons_10_12.py"
-    "::test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction": "runs "
-    "notebooks/10-operations.ipynb in JupyterLab",
     "notebooks/12-the-interview.ipynb": "quotes the measurements the other lessons record, "
     "so it runs after them, as in a run one notebook at a time",
 }
+
+# Notebooks that change something server-wide, and why: in a parallel run (or on the embedded
+# backend) nbval starts their kernel on an embedded server of their own, stopped after the
+# notebook's last cell (tests/helpers.py, needs_a_server_of_its_own).
+NOTEBOOKS_ALONE = {
+    "notebooks/10-operations.ipynb": "its autovacuum lab sets autovacuum_naptime server-wide and "
+    "times autovacuum, which other databases' churn delays; its idle-timeout demo makes a lab role",
+}
+OWN_SERVERS: dict[str, contextlib.ExitStack] = {}  # notebook -> its running server, until its last cell
 
 
 def _refuse_stderr(outputs):
@@ -76,26 +76,65 @@ def pytest_configure(config):
         )
 
 
+def relative_path(item: pytest.Item) -> str:
+    """The item's file, relative to the repository ("" for a file outside it)."""
+    try:
+        return Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return ""
+
+
 def is_serial(item: pytest.Item) -> bool:
     """Whether the item's file, or the test (all its parameters), is one of SERIAL."""
-    try:
-        path = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
-    except ValueError:  # a file outside the repository
-        return False
+    path = relative_path(item)
     return path in SERIAL or f"{path}::{getattr(item, 'originalname', item.name)}" in SERIAL
+
+
+def choose_own_server(item: pytest.Item) -> contextlib.ExitStack | None:
+    """For the first cell of a notebook in NOTEBOOKS_ALONE: start an embedded server of the
+    notebook's own (kept in OWN_SERVERS), and return the choice of it, for the kernel to
+    inherit as it starts; None for any other item, or where the shared server will do."""
+    path = relative_path(item)
+    if path not in NOTEBOOKS_ALONE or path in OWN_SERVERS:
+        return None
+    if str(ROOT / "tests") not in sys.path:  # a run of notebooks alone loads no tests/conftest.py
+        sys.path.insert(0, str(ROOT / "tests"))
+    from helpers import needs_a_server_of_its_own, on_server, server_folder
+    from pgq_teach import server
+
+    if not needs_a_server_of_its_own(server.get_server()):
+        return None
+    running = contextlib.ExitStack()
+    folder = running.enter_context(server_folder("pgq-teach-notebook-")) / "pg18"
+    OWN_SERVERS[path] = running
+    choice = contextlib.ExitStack()
+    choice.enter_context(on_server(folder))
+    return choice
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
-    # A notebook's kernel starts with its first cell's setup. It uses the lessons' own
-    # database names, as a learner's does (a notebook checks its name), so a parallel
-    # worker's tag (tests/conftest.py) stays out of its environment.
-    tag = os.environ.pop(TAG_VARIABLE, None) if isinstance(item, _nbval.IPyNbCell) else None
+    # A notebook's kernel starts with its first cell's setup, and inherits this process's
+    # environment then. It uses the lessons' own database names, as a learner's does (a
+    # notebook checks its name), so a parallel worker's tag (tests/conftest.py) stays out.
+    notebook = isinstance(item, _nbval.IPyNbCell)
+    tag = os.environ.pop(TAG_VARIABLE, None) if notebook else None
+    choice = choose_own_server(item) if notebook else None
     try:
         yield
     finally:
+        if choice is not None:
+            choice.close()  # the kernel has its server; the rest of this worker keeps the shared one
         if tag is not None:
             os.environ[TAG_VARIABLE] = tag
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield  # the notebook's kernel stops in its last cell's teardown: then its server may go
+    path = relative_path(item)
+    if path in OWN_SERVERS and (nextitem is None or relative_path(nextitem) != path):
+        OWN_SERVERS.pop(path).close()
 
 
 def pytest_itemcollected(item):
@@ -103,53 +142,22 @@ def pytest_itemcollected(item):
         item.add_marker(pytest.mark.serial)
 
 
-def lesson_groups() -> dict[str, str]:
-    """Which files must share a worker: each browser test file (named *browser*) with the
-    lessons it opens, by notebook name or by exercise key ("01/claim" is lesson 01's).
-    Their kernels and nbval's use the lessons' own database names (a notebook checks its
-    name), so two of them must never run one lesson at once. Returns file -> group."""
-    notebooks = {
-        p.name.split("-", 1)[0]: f"notebooks/{p.name}"  # "02", or "02b" for a lesson's second part
-        for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]*-*.ipynb"))
-    }
-    group: dict[str, str] = {}
-    for test in sorted((ROOT / "tests").glob("test_*browser*.py")):
-        text = test.read_text(encoding="utf-8")
-        opened = re.findall(r"\b(\d\d[a-z]?)-[a-z0-9-]+\.ipynb", text)  # "01-double-send.ipynb"
-        checked = re.findall(r"[\"'](\d\d)/[a-z_]+[\"']", text)  # YourTurn("01/claim")
-        lessons = set(opened) | set(checked)
-        members = [f"tests/{test.name}"] + [notebooks[n] for n in lessons if n in notebooks]
-        names = {group.get(m, m) for m in members}  # join any group a member is already in
-        joined = min(names)
-        for file, g in list(group.items()):
-            if g in names:
-                group[file] = joined
-        for m in members:
-            group[m] = joined
-    return group
-
-
 def pytest_xdist_make_scheduler(config, log):
-    """Under `--dist loadfile`: a file's items on one worker (a notebook's cells share its
-    kernel), and each group of lesson_groups() on one worker too. (xdist's loadgroup would
-    do it with markers, but under pytest 9.2 it no longer rewrites the node ids it groups by.)"""
+    """Under `--dist loadfile`, a file's items on one worker (a notebook's cells share its
+    kernel), the files that take longest handed out first. A browser test module's lessons
+    run on a server of its own, so it shares no database with nbval's runs of them and
+    needs no worker in common with them."""
     if config.getoption("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
-    groups = lesson_groups()
-
-    class LessonsTogether(LoadFileScheduling):
+    class LongestFirst(LoadFileScheduling):
         ordered = False
 
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return groups.get(path, path)
-
         def _assign_work_unit(self, node) -> None:
-            # xdist orders the units by their number of items, so a group with a few browser
-            # tests, the longest of all, would start last and keep one worker busy alone at the
-            # end: hand out the longest first instead (its items are the same either way).
+            # xdist orders the files by their number of items, so a browser test module, the
+            # longest of all with a few items, would start last and keep one worker busy alone
+            # at the end: hand out the longest first instead (its items are the same either way).
             if not self.ordered:
                 known = known_seconds()
                 longest_first = sorted(self.workqueue.items(), key=lambda u: -expected_seconds(u[1], known))
@@ -158,7 +166,7 @@ def pytest_xdist_make_scheduler(config, log):
                 self.ordered = True
             super()._assign_work_unit(node)
 
-    return LessonsTogether(config, log)
+    return LongestFirst(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import choosing, on_server, server_folder
+from helpers import choosing, needs_a_server_of_its_own, on_server, server_folder
 from pgq_teach import databases, server
 
 
@@ -85,14 +85,6 @@ def own_server():
     commands it runs, with a learner folder beside it): (Server, its data folder)."""
     with server_folder("pgq-teach-own-") as home, choosing(home / "pg18", PGQ_HOME=str(home / "learner")):
         yield server.get_server(), home / "pg18"
-
-
-def needs_a_server_of_its_own(shared: server.Server) -> bool:
-    """Whether a test that must be alone gets an embedded server of its own: always in a
-    parallel run (pytest-xdist), and on the embedded backend (a start costs seconds). A
-    one-process run on PGQ_DSN or Docker (.ci/run) keeps that server, which nothing else is
-    using then, so the fault run still restarts it through PGQ_RESTART_CMD."""
-    return bool(os.environ.get("PYTEST_XDIST_WORKER")) or shared.backend == "embedded"
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """Small readers the tests share: they look at rows, never at mocks."""
 
 import contextlib
+import os
 import re
 import shutil
 import socket
@@ -189,3 +190,11 @@ def on_server(folder: Path | None) -> Iterator[server.Server]:
         return
     with choosing(folder):
         yield server.get_server()
+
+
+def needs_a_server_of_its_own(shared: server.Server) -> bool:
+    """Whether a test that must be alone gets an embedded server of its own: always in a
+    parallel run (pytest-xdist), and on the embedded backend (a start costs seconds). A
+    one-process run on PGQ_DSN or Docker (.ci/run) keeps that server, which nothing else is
+    using then, so the fault run still restarts it through PGQ_RESTART_CMD."""
+    return bool(os.environ.get("PYTEST_XDIST_WORKER")) or shared.backend == "embedded"

@@ -13,6 +13,7 @@ marks its tests with `pytestmark = BROWSER_TESTS`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -26,6 +27,8 @@ import warnings
 from pathlib import Path
 
 import pytest
+
+from helpers import needs_a_server_of_its_own, on_server, server_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -228,14 +231,24 @@ def kernel_home(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def jupyterlab(tmp_path_factory, kernel_home, request):
-    # The kernels inherit PGQ_HOME from the server's environment.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PGQ_HOME", str(kernel_home))
-        name = f"jupyterlab-{request.module.__name__}"
-        server = LabServer(tmp_path_factory.mktemp("jupyterlab"), name).start()
-    yield server
-    server.stop()
+def jupyterlab(tmp_path_factory, kernel_home, request, pg):
+    """JupyterLab for one test module. Its kernels inherit PGQ_HOME and the server choice from
+    its environment: in a parallel run (or on the embedded backend) an embedded PostgreSQL of
+    the module's own, so the lessons it runs share no database, lab role, setting or broker
+    with nbval's runs of the same lessons or with another module's, and the modules need no
+    worker in common (tests/helpers.py, needs_a_server_of_its_own)."""
+    with contextlib.ExitStack() as keep:
+        folder = None
+        if needs_a_server_of_its_own(pg):
+            folder = keep.enter_context(server_folder("pgq-teach-lab-")) / "pg18"
+        with pytest.MonkeyPatch.context() as patch, on_server(folder):
+            patch.setenv("PGQ_HOME", str(kernel_home))
+            name = f"jupyterlab-{request.module.__name__}"
+            lab = LabServer(tmp_path_factory.mktemp("jupyterlab"), name).start()
+        try:
+            yield lab
+        finally:
+            lab.stop()
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from playwright.sync_api import expect
+
 from jupyter_browser import (
     ARTIFACTS,
     BROWSER_TESTS,
@@ -35,7 +37,7 @@ def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, j
     lease.locator(".pgq-status").filter(has_text="working on job 2").wait_for()
     board = crash.locator(".pgq-crash-board")
     board.locator("tr[data-job='2'][data-status='running']").wait_for()
-    assert "RowShareLock" in board.inner_text()
+    expect(board).to_contain_text("RowShareLock")  # the board is redrawn as it refreshes: poll it
     crash.screenshot(path=str(ARTIFACTS / "04-crash-lab-working.png"))
 
     # End the hold worker's session: a third worker takes job 1 at once.
@@ -54,7 +56,7 @@ def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, j
     crash.locator(".pgq-reap").click()
     crash.locator(".pgq-third-status").filter(has_text=re.compile(r"handed back [12] job")).wait_for()
     board.locator("tr[data-job='2'][data-status='ready']").wait_for()
-    assert "lease expired" in board.inner_text()
+    expect(board).to_contain_text("lease expired")
     crash.screenshot(path=str(ARTIFACTS / "04-crash-lab.png"))
     assert assert_every_lab_finished(page, "04") >= 3  # the crash and cleanup labs, Your turn
 
@@ -65,14 +67,13 @@ def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, jupyterlab):
     fencing.locator(".pgq-run").click()
     fencing.locator(".pgq-status").filter(has_text="Press Step").wait_for()
     fencing.locator(".pgq-step-button").click()
-    fencing.locator(".pgq-steps-table tr.pgq-step-row").first.wait_for()
-    assert fencing.locator(".pgq-steps-table tr.pgq-step-row").count() == 1
+    # Polled, not read once: a table or chart may be redrawn (Vega replaces its SVG) after the
+    # line a test waited for, so a count read straight after can catch it between two drawings.
+    expect(fencing.locator(".pgq-steps-table tr.pgq-step-row")).to_have_count(1)
     fencing.locator(".pgq-play").click()
     fencing.locator(".pgq-result", has_text="guide #10").wait_for()
-    assert fencing.locator(".pgq-steps-table tr.pgq-step-row").count() == 7
-    assert (
-        fencing.locator(".pgq-timeline .vega-embed g.mark-symbol.role-mark path").count() == 7
-    )  # the seven steps
+    expect(fencing.locator(".pgq-steps-table tr.pgq-step-row")).to_have_count(7)
+    expect(fencing.locator(".pgq-timeline .vega-embed g.mark-symbol.role-mark path")).to_have_count(7)
     assert chart_text_problems(fencing.locator(".pgq-timeline"), shots="05-fencing-lab") == []
     # the long-job panels' charts and the lesson's own, drawn by Run All
     assert chart_text_problems(page.locator(".jp-Notebook"), at_least=5, shots="05-lesson") == []
@@ -80,7 +81,8 @@ def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, jupyterlab):
     assert "A's completion updated 0 rows, B's 1" in result and "2 receipts" in result
     fencing.screenshot(path=str(ARTIFACTS / "05-fencing-lab.png"))
     fencing.locator(".pgq-status").filter(has_text="done: all 7 steps shown").wait_for()
-    assert fencing.locator(".pgq-step-button").is_disabled() and fencing.locator(".pgq-play").is_disabled()
+    expect(fencing.locator(".pgq-step-button")).to_be_disabled()
+    expect(fencing.locator(".pgq-play")).to_be_disabled()
     assert assert_every_lab_finished(page, "05") >= 4  # fencing, two long-job labs, Your turn
 
 
@@ -92,16 +94,23 @@ def test_retry_lab_fails_a_job_five_times_to_dead(page, jupyterlab):
     for n, wait in enumerate(["20 s", "40 s", "80 s", "160 s"], start=1):
         retry.locator(".pgq-fail").click()
         retry.locator(".pgq-status").filter(has_text=f"failure {n}: fail.sql set a wait of {wait}").wait_for()
-    # Vega draws a chart after the cell's outputs arrive, which may be after the status line
+    # Each failure clears the chart box and Vega draws the chart anew, after the status line: wait
+    # for the drawing with the fourth failure's bar (the one before may still be on the page, or
+    # none between the two), then poll the count.
     chart = retry.locator(".pgq-chart-box .vega-embed svg")
-    chart.first.wait_for()
-    assert chart.count() == 1
+    bars = retry.locator(".pgq-chart-box .vega-embed g.mark-rect.role-mark path")
+    expect(bars).to_have_count(4)
+    expect(chart).to_have_count(1)
     assert chart_text_problems(retry.locator(".pgq-chart-box"), shots="06-retry-lab") == []
     retry.locator(".pgq-fail").click()
     retry.locator(".pgq-status").filter(has_text="dead").wait_for()
-    assert rows.count() == 5
-    assert retry.locator(".pgq-failures-table tr.pgq-failure[data-status='dead']").count() == 1
-    assert retry.locator(".pgq-fail").is_disabled()
+    expect(rows).to_have_count(5)  # the table and the button change after the status line
+    expect(retry.locator(".pgq-failures-table tr.pgq-failure[data-status='dead']")).to_have_count(1)
+    expect(retry.locator(".pgq-fail")).to_be_disabled()
+    # the chart is drawn once more, with the result after it: wait for both before measuring
+    retry.locator(".pgq-result", has_text="guide").wait_for()
+    expect(bars).to_have_count(4)
+    expect(chart).to_have_count(1)
     retry.screenshot(path=str(ARTIFACTS / "06-retry-lab.png"))
     # the schedule (with the cap), the herds and the jitter lab's chart, drawn by Run All
     assert chart_text_problems(page.locator(".jp-Notebook"), at_least=5, shots="06-lesson") == []

@@ -5,6 +5,7 @@ figures reproduce on this server."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -401,13 +403,20 @@ def test_a_stop_keeps_what_was_measured(db):
 
 def test_ctrl_c_stops_cleanly_and_writes_what_it_had(tmp_path):
     exe = Path(sys.executable).with_name("pgq-teach")
-    proc = subprocess.Popen(
-        [str(exe), "reproduce", "--quick", "--only", "5,6", "--out", str(tmp_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ.copy(),
-    )
+    # Figure 6 cannot end before the signal lands: its quick run serialises 400 jobs of 10 ms
+    # behind one row lock (hold + FOR UPDATE), 4 s at the least. What can stop it is a SIGINT
+    # the command never hears: a test run started in the background of a non-interactive shell
+    # (`make test &`) ignores SIGINT, a child inherits that, and Python then installs no
+    # KeyboardInterrupt handler, so figure 6 ran to its end and the command exited 0. The child
+    # gets SIGINT's default here, as a command typed at a terminal has it.
+    with default_sigint():
+        proc = subprocess.Popen(
+            [str(exe), "reproduce", "--quick", "--only", "5,6", "--out", str(tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
     deadline = time.monotonic() + 60
     seen = ""
     while "#6" not in seen and time.monotonic() < deadline:  # wait until figure 6 has begun
@@ -420,6 +429,18 @@ def test_ctrl_c_stops_cleanly_and_writes_what_it_had(tmp_path):
     assert [x["figure"] for x in data["rows"]] == [5, 6]
     assert data["rows"][0]["values"]["every_job_once"] and data["rows"][1]["verdict"]["kind"] == STOPPED
     assert "stopping" in out
+
+
+@contextlib.contextmanager
+def default_sigint() -> Iterator[None]:
+    """While it is open, a process started here gets SIGINT's default disposition even when
+    this one ignores SIGINT: a handler (unlike SIG_IGN) is reset to the default by exec.
+    (preexec_fn would do it in the child, but is not safe beside the runner's threads.)"""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.skipif(

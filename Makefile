@@ -31,7 +31,7 @@ clean-notebooks:
 #    its own; a file's items stay on one worker, the longest files start first (conftest.py,
 #    expected_seconds). What changes or reads the whole server runs there on an embedded
 #    server of its own: a test that asks for `alone` (tests/conftest.py), every browser test
-#    module's JupyterLab (tests/jupyter_browser.py), the notebooks in NOTEBOOKS_ALONE;
+#    module's JupyterLab (tests/jupyter_browser.py), every notebook's kernel (conftest.py);
 # 2. alone, after the rest, lesson 12, which reads what the other lessons recorded
 #    (conftest.py, SERIAL).
 # The tests mostly wait on the server, so more workers than CPUs still pay: WORKERS=1

@@ -28,19 +28,19 @@ ROOT = Path(__file__).resolve().parent
 # A notebook's cells stay together. A test that must only be alone on its server gets an
 # embedded server of its own instead and stays in the parallel pass: a test asks for one
 # with `alone` (tests/conftest.py), a browser test module's JupyterLab always has one
-# (tests/jupyter_browser.py), and a notebook in NOTEBOOKS_ALONE has one for its kernel.
+# (tests/jupyter_browser.py), and so does every notebook's kernel (OWN_SERVERS below).
 SERIAL = {
     "notebooks/12-the-interview.ipynb": "quotes the measurements the other lessons record, "
     "so it runs after them, as in a run one notebook at a time",
 }
 
-# Notebooks that change something server-wide, and why: in a parallel run (or on the embedded
-# backend) nbval starts their kernel on an embedded server of their own, stopped after the
-# notebook's last cell (tests/helpers.py, needs_a_server_of_its_own).
-NOTEBOOKS_ALONE = {
-    "notebooks/10-operations.ipynb": "its autovacuum lab sets autovacuum_naptime server-wide and "
-    "times autovacuum, which other databases' churn delays; its idle-timeout demo makes a lab role",
-}
+# In a parallel run (or on the embedded backend) nbval starts each notebook's kernel on an
+# embedded server of the notebook's own, stopped after its last cell (tests/helpers.py,
+# needs_a_server_of_its_own), as a learner's Run All has a server to itself: lesson 10's
+# autovacuum lab sets autovacuum_naptime server-wide, and the lessons' checks read buffers,
+# dead rows and table sizes, which a write transaction open anywhere on a shared server
+# changes (on-access pruning recomputes its horizon only when the server's oldest
+# transaction moves on; measured in lesson 09's drain: 33.0 MB alone, up to 36.8 beside one).
 OWN_SERVERS: dict[str, contextlib.ExitStack] = {}  # notebook -> its running server, until its last cell
 
 
@@ -91,11 +91,11 @@ def is_serial(item: pytest.Item) -> bool:
 
 
 def choose_own_server(item: pytest.Item) -> contextlib.ExitStack | None:
-    """For the first cell of a notebook in NOTEBOOKS_ALONE: start an embedded server of the
-    notebook's own (kept in OWN_SERVERS), and return the choice of it, for the kernel to
-    inherit as it starts; None for any other item, or where the shared server will do."""
+    """For a notebook's first cell: start an embedded server of the notebook's own (kept in
+    OWN_SERVERS), and return the choice of it, for the kernel to inherit as it starts; None
+    for its other cells, or where the shared server will do."""
     path = relative_path(item)
-    if path not in NOTEBOOKS_ALONE or path in OWN_SERVERS:
+    if path in OWN_SERVERS:
         return None
     if str(ROOT / "tests") not in sys.path:  # a run of notebooks alone loads no tests/conftest.py
         sys.path.insert(0, str(ROOT / "tests"))

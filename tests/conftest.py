@@ -67,8 +67,14 @@ def template(pg):
 
 @pytest.fixture
 def db(template, request):
+    """The test's own database with the course's tables: a copy of the template, or, for a
+    test that asks for `alone`, made on its module's own server (the template is not there)."""
     label = _label(request.node.nodeid)
-    database = databases.clone_database(label, template)
+    if "alone" in request.fixturenames:
+        request.getfixturevalue("alone")  # chosen first, and so let go after this database
+        database = databases.open_database(label, reset=True)
+    else:
+        database = databases.clone_database(label, template)
     yield database
     databases.drop_database(label)
 

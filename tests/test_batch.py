@@ -53,15 +53,19 @@ def test_a_stale_workers_failures_are_fenced_row_by_row(conn):
     assert pgq.complete_many(conn, [fresh]) == [True]
 
 
+@pytest.mark.usefixtures("alone")
 def test_a_relaxed_batch_commits_in_one_statement_without_waiting_for_the_disk(db, conn):
     """durable=False on a connection of its own: one statement whose commit
     does not flush the WAL, and whose setting ends with it (the next durable
     statement on the session flushes again). Inside a caller's transaction
     the caller's setting holds. PostgreSQL 18 counts flushes per session.
 
-    A durable commit flushes once, unless another session's flush already
-    covered its WAL record (group commit, which a parallel test run makes
-    likely): each durable count is the most of three tries, one job each."""
+    A durable commit flushes at least once, unless another session's flush
+    already covered its WAL record (group commit): each durable count is the
+    most of three tries, one job each. It may flush more than once (finishing
+    a WAL segment, or writing out a dirty page for a busy neighbour, costs a
+    flush too), so the claim is the difference: a relaxed commit flushes
+    none. On a server of its own (alone), with no neighbour to flush for."""
     if db.server.major < 18:
         pytest.skip("WAL flushes per session are counted from PostgreSQL 18")
     seed(conn, 15, kind="call_webhook")
@@ -84,7 +88,7 @@ def test_a_relaxed_batch_commits_in_one_statement_without_waiting_for_the_disk(d
                 break
         return max(tries)
 
-    assert durable_flushes(lambda job: pgq.complete_many(conn, job)) == 1  # durable: the control
+    assert durable_flushes(lambda job: pgq.complete_many(conn, job)) >= 1  # durable: the control
     b, c = pgq.claim(conn, batch=2), pgq.claim(conn, batch=2)
     trips: list[int] = []
 
@@ -96,7 +100,7 @@ def test_a_relaxed_batch_commits_in_one_statement_without_waiting_for_the_disk(d
     assert trips == [1]  # BEGIN, SET LOCAL, the UPDATE and COMMIT would be four round trips
     assert flushes_by(lambda: pgq.fail_many(conn, [(j, "down") for j in c], durable=False)) == 0
     # the relaxed setting did not stay: the next durable completion flushes again
-    assert durable_flushes(lambda job: pgq.complete_many(conn, job)) == 1
+    assert durable_flushes(lambda job: pgq.complete_many(conn, job)) >= 1
     settings: list[str] = []
 
     def in_a_transaction(job) -> None:
@@ -104,7 +108,7 @@ def test_a_relaxed_batch_commits_in_one_statement_without_waiting_for_the_disk(d
             pgq.complete_many(conn, job, durable=False)
             settings.append(conn.execute("SHOW synchronous_commit").fetchone()[0])
 
-    assert durable_flushes(in_a_transaction) == 1  # the caller's commit, under the caller's setting
+    assert durable_flushes(in_a_transaction) >= 1  # the caller's commit, under the caller's setting
     assert set(settings) == {"on"}  # the library sent the durable statement inside the transaction
     assert {job_row(conn, j.id)["status"] for j in done} == {"done"}
     assert [job_row(conn, j.id)["status"] for j in c] == ["ready", "ready"]  # failed, to retry later

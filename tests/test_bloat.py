@@ -11,6 +11,12 @@ from helpers import chart_rows, counts, seed
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import bloat
 
+# Drains measure what on-access pruning leaves: the buffers a drain touches, the table's size.
+# A write transaction open anywhere on the server, in any database, holds that pruning back
+# (PostgreSQL recomputes the horizon only when the server's oldest transaction moves on), and
+# the parallel pass has plenty: every test here runs on an embedded server of its module's own.
+pytestmark = pytest.mark.usefixtures("alone")
+
 JOBS = 5_000  # big enough for an index of many pages, small enough to be quick
 
 
@@ -74,12 +80,12 @@ def test_an_idle_repeatable_read_transaction_stops_vacuum(db):
     assert not any(row["pid"] == pid for row in bloat.holders(db))
 
 
-def test_an_idle_snapshot_in_another_database_is_not_listed_and_holds_nothing_back(db, template):
+def test_an_idle_snapshot_in_another_database_is_not_listed_and_holds_nothing_back(db):
     """stats_sessions.sql lists this database's sessions only: since PostgreSQL 14 a
     snapshot held in another database does not hold back VACUUM of this one's tables."""
     from pgq_teach import databases
 
-    other = databases.clone_database("holder-elsewhere", template)
+    other = databases.open_database("holder-elsewhere", reset=True)  # on the same server as db
     idle = bloat.IdleTransaction(other)
     try:
         pid = idle.open()

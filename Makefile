@@ -20,7 +20,8 @@ lint: $(STAMP)
 clean-notebooks:
 	python3 tools/clean_notebooks.py
 
-# make test uses the embedded PostgreSQL unless PGQ_BACKEND or PGQ_DSN says otherwise:
+# make test uses the embedded PostgreSQL unless PGQ_BACKEND or PGQ_DSN says otherwise
+# (what must have a server to itself runs on embedded servers of its own in pass 1 anyway):
 # a Docker daemon that happens to run (and may reach no registry) does not change
 # what the tests run on, and no pull is tried. PGQ_BACKEND=docker make test opts in.
 # The notebooks' Your turn cells save verdicts: point them at a throwaway folder,

@@ -41,7 +41,7 @@ SERIAL = {
 # dead rows and table sizes, which a write transaction open anywhere on a shared server
 # changes (on-access pruning recomputes its horizon only when the server's oldest
 # transaction moves on; measured in lesson 09's drain: 33.0 MB alone, up to 36.8 beside one).
-OWN_SERVERS: dict[str, contextlib.ExitStack] = {}  # notebook -> its running server, until its last cell
+OWN_SERVERS: dict[str, tuple[contextlib.ExitStack, Path]] = {}  # notebook -> (its running server, folder)
 
 
 def _refuse_stderr(outputs):
@@ -71,8 +71,8 @@ def pytest_configure(config):
     parallel = not hasattr(config, "workerinput") and (config.getoption("numprocesses", None) or 0)
     if parallel and config.getoption("serial") != "skip":
         raise pytest.UsageError(
-            "some files restart or change the whole server (conftest.py SERIAL): with -n, add "
-            "--serial skip, then run them alone with --serial only (make test does both)"
+            "lesson 12 reads what the other lessons recorded, so it runs after them (conftest.py "
+            "SERIAL): with -n, add --serial skip, then run it with --serial only (make test does both)"
         )
 
 
@@ -90,13 +90,12 @@ def is_serial(item: pytest.Item) -> bool:
     return path in SERIAL or f"{path}::{getattr(item, 'originalname', item.name)}" in SERIAL
 
 
-def choose_own_server(item: pytest.Item) -> contextlib.ExitStack | None:
-    """For a notebook's first cell: start an embedded server of the notebook's own (kept in
-    OWN_SERVERS), and return the choice of it, for the kernel to inherit as it starts; None
-    for its other cells, or where the shared server will do."""
+def own_server_folder(item: pytest.Item) -> Path | None:
+    """The data folder of the notebook's own embedded server, started with its first cell and
+    kept in OWN_SERVERS until its last; None where the shared server will do."""
     path = relative_path(item)
     if path in OWN_SERVERS:
-        return None
+        return OWN_SERVERS[path][1]
     if str(ROOT / "tests") not in sys.path:  # a run of notebooks alone loads no tests/conftest.py
         sys.path.insert(0, str(ROOT / "tests"))
     from helpers import needs_a_server_of_its_own, on_server, server_folder
@@ -105,26 +104,36 @@ def choose_own_server(item: pytest.Item) -> contextlib.ExitStack | None:
     if not needs_a_server_of_its_own(server.get_server()):
         return None
     running = contextlib.ExitStack()
-    folder = running.enter_context(server_folder("pgq-teach-notebook-")) / "pg18"
-    OWN_SERVERS[path] = running
-    choice = contextlib.ExitStack()
-    choice.enter_context(on_server(folder))
-    return choice
+    try:
+        folder = running.enter_context(server_folder("pgq-teach-notebook-")) / "pg18"
+        with on_server(folder):  # started now, so a failure to start is this cell's error
+            pass
+    except BaseException:
+        running.close()
+        raise
+    OWN_SERVERS[path] = (running, folder)
+    return folder
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
-    # A notebook's kernel starts with its first cell's setup, and inherits this process's
-    # environment then. It uses the lessons' own database names, as a learner's does (a
+    # A notebook's kernel starts with a cell's setup (its first, unless that failed first),
+    # and inherits this process's environment then: the notebook's own server, chosen for
+    # every cell's setup. It uses the lessons' own database names, as a learner's does (a
     # notebook checks its name), so a parallel worker's tag (tests/conftest.py) stays out.
-    notebook = isinstance(item, _nbval.IPyNbCell)
-    tag = os.environ.pop(TAG_VARIABLE, None) if notebook else None
-    choice = choose_own_server(item) if notebook else None
-    try:
+    if not isinstance(item, _nbval.IPyNbCell):
         yield
+        return
+    tag = os.environ.pop(TAG_VARIABLE, None)
+    try:
+        with contextlib.ExitStack() as choice:
+            folder = own_server_folder(item)
+            if folder is not None:
+                from helpers import on_server  # tests/, on the path once own_server_folder has run
+
+                choice.enter_context(on_server(folder))
+            yield
     finally:
-        if choice is not None:
-            choice.close()  # the kernel has its server; the rest of this worker keeps the shared one
         if tag is not None:
             os.environ[TAG_VARIABLE] = tag
 
@@ -134,7 +143,13 @@ def pytest_runtest_teardown(item, nextitem):
     yield  # the notebook's kernel stops in its last cell's teardown: then its server may go
     path = relative_path(item)
     if path in OWN_SERVERS and (nextitem is None or relative_path(nextitem) != path):
-        OWN_SERVERS.pop(path).close()
+        OWN_SERVERS.pop(path)[0].close()
+
+
+def pytest_sessionfinish(session):
+    # A run stopped between a notebook's cells (Ctrl-C) tears no item down: stop what is left.
+    while OWN_SERVERS:
+        OWN_SERVERS.popitem()[1][0].close()
 
 
 def pytest_itemcollected(item):

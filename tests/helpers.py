@@ -13,7 +13,7 @@ from pathlib import Path
 
 from psycopg.rows import dict_row
 
-from pgq_teach import embedded, server
+from pgq_teach import broker, embedded, server
 from pgq_teach.queue import status_counts
 from pgq_teach.seeding import seed_jobs
 from pgq_teach.statements import run
@@ -176,6 +176,9 @@ def server_folder(prefix: str = "pgq-teach-test-") -> Iterator[Path]:
         yield home
     finally:
         with choosing(home / "pg18"):
+            # Lesson 11's broker keeps its state beside the data folder and runs in a session
+            # of its own: stopped here, or it outlives the folder with nothing left to stop it.
+            broker.Broker().stop()
             if embedded.status()["running"]:
                 embedded.stop()
         shutil.rmtree(home, ignore_errors=True)

@@ -266,8 +266,11 @@ def page(chromium, jupyterlab, request):
     """A fresh browser context and page; when the test fails, a screenshot of
     the last state and the tail of JupyterLab's log."""
     context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    from playwright.sync_api import expect
+
     page = context.new_page()
     page.set_default_timeout(STEP_MS)
+    expect.set_options(timeout=STEP_MS)  # Playwright's expect() has a 5 s default of its own
     yield page
     call = getattr(request.node, "rep_call", None)
     if call is None or call.failed:

@@ -106,7 +106,7 @@ def test_a_relaxed_batch_commits_in_one_statement_without_waiting_for_the_disk(d
     def in_a_transaction(job) -> None:
         with conn.transaction():
             pgq.complete_many(conn, job, durable=False)
-            settings.append(conn.execute("SHOW synchronous_commit").fetchone()[0])
+            settings.append(run(conn, "lab/synchronous_commit").fetchone()[0])
 
     assert durable_flushes(in_a_transaction) >= 1  # the caller's commit, under the caller's setting
     assert set(settings) == {"on"}  # the library sent the durable statement inside the transaction

@@ -4,10 +4,11 @@ not-yet-due jobs, decoy sessions), so a statement that writes one story's
 value into its text or ignores a column fails, for the lesson's reason, with
 a hint that names the fix. Every model answer still passes (tests/test_exercises.py)."""
 
+import psycopg
 import pytest
 
 from pgq_teach import exercises
-from pgq_teach.statements import statement
+from pgq_teach.statements import run, statement
 
 pytestmark = pytest.mark.usefixtures("pg")
 
@@ -129,3 +130,20 @@ def test_a_holder_query_on_backend_xmin_alone_misses_the_writer():
     assert not verdict.passed and "backend_xid" in verdict.hint
     first, second = verdict.numbers["scenes"]
     assert first["culprit"] in first["found"] and second["found"] == []
+
+
+def test_a_holder_query_that_names_a_client_session_outside_the_scenes_still_fails(db):
+    """The checker leaves out only what no learner query can tell apart (an autovacuum
+    worker visiting the scratch database): a client session the scenes did not open, here a
+    snapshot held in another database, which holds the scratch's VACUUM back not at all, counts."""
+    text = exercises.exercise("09/holder").answer_text()
+    assert "datname = current_database()\n  AND " in text
+    everywhere = text.replace("datname = current_database()\n  AND ", "")
+    with db.connection(autocommit=False) as elsewhere:
+        elsewhere.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        run(elsewhere, "lab/open_transaction")  # its snapshot: a backend_xmin every role sees
+        verdict = exercises.check("09/holder", everywhere, save=False)
+        pid = elsewhere.info.backend_pid
+    assert not verdict.passed
+    extra = next(e for e in verdict.evidence if e.what == "no session that holds nothing back")
+    assert f"pid {pid}: a client session the scene did not open" in extra.found

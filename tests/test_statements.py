@@ -87,6 +87,11 @@ def test_run_checks_parameters_before_sending(conn):
 # and the exercise tests, whose SQL is what a learner types into "Your turn":
 # the input under test, not the course's own statements.
 SQL_TEXT = re.compile(r"\b(SELECT|UPDATE|INSERT INTO|DELETE FROM)\b[^\n\"']*\b(FROM|SET|VALUES|WHERE)\b")
+# A string literal handed straight to execute(), however short ("SHOW ...", "SELECT 1").
+EXECUTED_TEXT = re.compile(
+    r"\.execute\(\s*[rf]?[\"']\s*(SHOW|SET|RESET|BEGIN|COMMIT|ROLLBACK|LISTEN|NOTIFY|CREATE|DROP|ALTER|"
+    r"VACUUM|ANALYZE|TRUNCATE|CHECKPOINT|SELECT|UPDATE|INSERT|DELETE)\b"
+)
 NO_SQL_EXEMPT = {
     "tests/test_statements.py",
     "tests/test_exercises_hostile.py",
@@ -130,7 +135,11 @@ def sources_that_must_hold_no_sql():
 def test_python_tests_and_notebooks_hold_no_inline_sql():
     seen = dict(sources_that_must_hold_no_sql())
     assert any(name.startswith("notebooks/") for name in seen) and "pgq_teach/queue.py" in seen
-    offenders = [name for name, text in seen.items() if name not in NO_SQL_EXEMPT and SQL_TEXT.search(text)]
+    offenders = [
+        name
+        for name, text in seen.items()
+        if name not in NO_SQL_EXEMPT and (SQL_TEXT.search(text) or EXECUTED_TEXT.search(text))
+    ]
     assert offenders == []
 
 
@@ -138,6 +147,8 @@ def test_the_sql_check_would_catch_inline_sql():
     assert SQL_TEXT.search('conn.execute("UPDATE jobs SET status = %s")')
     assert SQL_TEXT.search("cur.execute('SELECT id FROM jobs')")
     assert not SQL_TEXT.search('run(conn, "claim", {"batch": 1})')
+    assert EXECUTED_TEXT.search('conn.execute("SHOW synchronous_commit")')
+    assert not EXECUTED_TEXT.search('run(conn, "lab/synchronous_commit")')
     quoted = 'def f():\n    """UPDATE ... WHERE id = :id re-checks"""\n    conn.execute("DELETE FROM jobs WHERE id = 1")'  # noqa: E501 (the input under test, kept on one line)
     assert SQL_TEXT.search(without_docstrings(quoted)) and "UPDATE" not in without_docstrings(quoted)
 

@@ -33,6 +33,7 @@ from .sandbox import Scratch, execute, parse
 from .verdict import Evidence, Verdict
 
 JOBS = 1_000
+NOT_STAGED = "a client session the scene did not open"
 APP = "worker"  # every staged session has the same application_name: the state must tell them apart
 
 
@@ -61,6 +62,7 @@ class HolderScene:
     culprit: int
     names: dict[int, str]
     found: list[int] = field(default_factory=list)
+    kinds: dict[int, str] = field(default_factory=dict)  # backend_type of found pids the scene did not open
     held_before: int = 0
     removed: int = 0
     held_after: int = 0
@@ -69,17 +71,21 @@ class HolderScene:
     def named(self) -> bool:
         return self.culprit in self.found
 
+    def counted(self, pid: int) -> bool:
+        """Whether naming `pid` counts: a session of the scene's, or any other client session.
+        An autovacuum worker that happened to visit the scratch database does not count, nor a
+        process gone or of unknown kind by the time the checker asked (see session_kinds.sql)."""
+        return pid in self.names or self.kinds.get(pid) == "client backend"
+
     @property
     def extra(self) -> list[int]:
-        """The scene's own sessions named beside the culprit: the decoys, the idle one, the query's."""
-        return [pid for pid in dict.fromkeys(self.found) if pid != self.culprit and pid in self.names]
+        """The sessions named beside the culprit that count: decoys, the idle one, the query's own."""
+        return [pid for pid in dict.fromkeys(self.found) if pid != self.culprit and self.counted(pid)]
 
     @property
     def others(self) -> list[int]:
-        """Sessions the scene did not open, such as an autovacuum worker that happened to visit
-        the scratch database: a role sees every session's backend_xmin, but not its
-        backend_type, so no query of the learner's can tell them apart, and they are not counted."""
-        return [pid for pid in dict.fromkeys(self.found) if pid not in self.names]
+        """The sessions named that do not count (an autovacuum worker, say)."""
+        return [pid for pid in dict.fromkeys(self.found) if not self.counted(pid)]
 
 
 def stage_scene(scratch: Scratch, owner: psycopg.Connection, xid_holder: bool, staged: list) -> HolderScene:
@@ -131,6 +137,10 @@ def play(scratch: Scratch, learner: LearnerSQL, scene: HolderScene, staged: list
     if not all(isinstance(pid, int) for pid in scene.found):
         raise Refused("return the sessions' pids: a column named pid, from pg_stat_activity")
     scene.names[own_pid] = "your query's own session"
+    unknown = [pid for pid in scene.found if pid not in scene.names]
+    if unknown:  # asked at once, while they still run: as the owner, who may see their kinds
+        with scratch.db.connection() as owner:
+            scene.kinds = dict(run(owner, "exercise/session_kinds", {"pids": unknown}).fetchall())
     for conn in staged:  # end the sessions the query named, as a DBA would
         if not conn.closed and conn.info.backend_pid in scene.found:
             # ROLLBACK returns once the server has dropped the snapshot; a bare
@@ -178,14 +188,16 @@ def check_holder(
         ),
         Evidence(
             "no session that holds nothing back",
-            "; ".join(f"pid {pid}: {sc.names[pid]}" for sc, pid in extra) or "none",
+            "; ".join(f"pid {pid}: {sc.names.get(pid, NOT_STAGED)}" for sc, pid in extra) or "none",
             not extra,
         ),
         *(
             [
                 Evidence(
-                    "also listed, not counted: sessions the scenes did not open (an autovacuum worker, say)",
-                    ", ".join(f"pid {pid}" for sc in scenes for pid in sc.others),
+                    "also listed, not counted: processes the scenes did not open, not client sessions",
+                    "; ".join(
+                        f"pid {pid} ({sc.kinds.get(pid) or 'gone'})" for sc in scenes for pid in sc.others
+                    ),
                     None,
                 )
             ]

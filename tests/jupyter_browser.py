@@ -34,6 +34,10 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
 START_TIMEOUT = 90
 STEP_MS = 30_000  # the default wait for any one step in the page
+# The most a lesson's Run All may take in the browser. Quiet, the longest (lesson 10) takes about
+# 75 s; in `make test`'s start, three JupyterLabs, their servers and Chromiums start at once, and
+# lesson 01 (about 40 s quiet) once took over 120 s: a wide bound, as for any time.
+RUN_ALL_MS = 480_000
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -162,9 +166,17 @@ KERNEL_IDLE = """(path) => {
 NO_COUNTS = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
   .every(p => !/\\[\\d+\\]/.test(p.textContent))"""
 
-ALL_CELLS_RAN = """() => {
+# Run All's end: "ran" once every code cell has a count, or the error's text once a cell has
+# raised (JupyterLab then stops, the later cells never get a count, and nothing is queued).
+RUN_ALL_ENDED = """(path) => {
   const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];
-  return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+  if (prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent))) return 'ran';
+  const w = window.jupyterapp.shell.currentWidget;
+  const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+  if (!k || k.status !== 'idle' || prompts.some(p => p.textContent.includes('*'))) return false;
+  const error = document.querySelector(
+    ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']");
+  return error ? 'raised: ' + error.innerText.slice(0, 2000) : false;
 }"""
 
 
@@ -207,16 +219,18 @@ def open_page(page, lab: LabServer, url: str, timeout_ms: int = 120_000, label: 
         warnings.warn(f"{note}; loading the page once more", ThemeRetry, stacklevel=2)
 
 
-def open_and_run_all(page, lab: LabServer, notebook: str, timeout_ms: int = 120_000) -> None:
-    """Open a notebook, wait for its kernel, run every cell, wait until done."""
-    open_page(page, lab, lab.url(notebook), timeout_ms, label=Path(notebook).stem)
-    page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=timeout_ms)
+def open_and_run_all(page, lab: LabServer, notebook: str, timeout_ms: int = RUN_ALL_MS) -> None:
+    """Open a notebook, wait for its kernel, run every cell, wait until done (or a cell raised)."""
+    open_page(page, lab, lab.url(notebook), STEP_MS * 4, label=Path(notebook).stem)
+    page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=STEP_MS * 4)
     # Stored outputs carry execution counts; clear them so "every cell has a
     # count" means this run reached it.
     page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
-    page.wait_for_function(NO_COUNTS, timeout=timeout_ms)
+    page.wait_for_function(NO_COUNTS, timeout=STEP_MS)
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    page.wait_for_function(ALL_CELLS_RAN, timeout=timeout_ms, polling=500)
+    ended = page.wait_for_function(RUN_ALL_ENDED, arg=notebook, timeout=timeout_ms, polling=500).json_value()
+    if ended != "ran":
+        raise AssertionError(f"{notebook}: Run All stopped, a cell {ended}")
     page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=timeout_ms)
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     if errors.count():
@@ -290,7 +304,7 @@ def set_slider(panel, description: str, value: float) -> None:
     readout.press("Enter")
 
 
-def run_and_find(page, lab: LabServer, notebook: str, css: str, timeout_ms: int = 120_000):
+def run_and_find(page, lab: LabServer, notebook: str, css: str, timeout_ms: int = RUN_ALL_MS):
     """Open and run a notebook, then return its first widget with the CSS class
     `css` (a Playwright locator), scrolled into view."""
     open_and_run_all(page, lab, notebook, timeout_ms)

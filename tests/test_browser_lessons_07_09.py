@@ -40,14 +40,14 @@ def test_notify_rules_lab_runs_one_rule_then_all(page, jupyterlab):
 
 
 def test_index_labs_finish_and_show_their_done_state(page, jupyterlab):
-    run_and_find(page, jupyterlab, "08-indexes.ipynb", ".pgq-lab", timeout_ms=180_000)
+    run_and_find(page, jupyterlab, "08-indexes.ipynb", ".pgq-lab")
     # the index sizes and the drained index, in the panel and the cells
     assert chart_text_problems(page.locator(".jp-Notebook"), at_least=2, shots="08-lesson") == []
     assert assert_every_lab_finished(page, "08") >= 2  # the drained index, Your turn
 
 
 def test_idle_transaction_lab_holds_back_vacuum_until_ended(page, jupyterlab):
-    idle = run_and_find(page, jupyterlab, "09-bloat-and-vacuum.ipynb", ".pgq-idle-lab", timeout_ms=180_000)
+    idle = run_and_find(page, jupyterlab, "09-bloat-and-vacuum.ipynb", ".pgq-idle-lab")
     steps = idle.locator(".pgq-result tr.pgq-step")
     before = steps.count()  # the notebook's own run left its steps
 

@@ -21,7 +21,7 @@ pytestmark = BROWSER_TESTS
 def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page, jupyterlab):
     # Run All takes about 75 s on a quiet machine; a loaded one (a parallel pass on 4 workers
     # with other work beside it) took over 240 s once: a wide bound, as for any time
-    dash = run_and_find(page, jupyterlab, "10-operations.ipynb", ".pgq-dashboard", timeout_ms=480_000)
+    dash = run_and_find(page, jupyterlab, "10-operations.ipynb", ".pgq-dashboard")
     # Run All pressed Run on the autovacuum panel with its guess box empty: the table says so, not 0
     page.locator(".pgq-panel .pgq-compare td", has_text="no guess").first.wait_for()
     # n_dead_tup under both settings: the lab's run, its cell, and the stored run

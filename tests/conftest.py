@@ -127,4 +127,4 @@ def alone_db(alone, request) -> Iterator[databases.Database]:
 
 # The browser tests' fixtures (jupyterlab, chromium, page, kernel_home), defined once with the
 # rest of their machinery.
-from jupyter_browser import chromium, jupyterlab, kernel_home, page  # noqa: E402, F401
+from jupyter_browser import chromium, fresh_page, jupyterlab, kept_page, kernel_home, page  # noqa: E402, F401

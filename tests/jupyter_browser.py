@@ -166,6 +166,21 @@ KERNEL_IDLE = """(path) => {
 NO_COUNTS = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
   .every(p => !/\\[\\d+\\]/.test(p.textContent))"""
 
+# Close every open document without asking (a run leaves notebooks changed) and shut down
+# their kernels, so the page's next test starts with nothing open and no kernel left running.
+CLOSE_NOTEBOOKS = """async () => {
+  const app = window.jupyterapp;
+  for (const w of [...app.shell.widgets('main')]) {
+    if (w.context) w.context.model.dirty = false;
+    if (w.sessionContext && w.sessionContext.session) await w.sessionContext.shutdown();
+    w.dispose();
+  }
+}"""
+
+OPEN_NOTEBOOK = """async (path) => {
+  await window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+}"""
+
 # Run All's end: "ran" once every code cell has a count, or the error's text once a cell has
 # raised (JupyterLab then stops, the later cells never get a count, and nothing is queued).
 RUN_ALL_ENDED = """(path) => {
@@ -219,10 +234,24 @@ def open_page(page, lab: LabServer, url: str, timeout_ms: int = 120_000, label: 
         warnings.warn(f"{note}; loading the page once more", ThemeRetry, stacklevel=2)
 
 
+def loaded(page) -> bool:
+    """Whether the page holds a JupyterLab that has loaded."""
+    return page.url.startswith("http") and page.evaluate("() => !!window.jupyterapp")
+
+
+def open_notebook(page, lab: LabServer, notebook: str) -> None:
+    """Open a notebook and wait for its kernel: in the JupyterLab the page already holds, or by
+    loading JupyterLab on a fresh workspace (so no tab from elsewhere is current)."""
+    if loaded(page) and page.url.startswith(lab.base):
+        page.evaluate(OPEN_NOTEBOOK, notebook)
+    else:
+        open_page(page, lab, lab.url(notebook), STEP_MS * 4, label=Path(notebook).stem)
+    page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=STEP_MS * 4)
+
+
 def open_and_run_all(page, lab: LabServer, notebook: str, timeout_ms: int = RUN_ALL_MS) -> None:
     """Open a notebook, wait for its kernel, run every cell, wait until done (or a cell raised)."""
-    open_page(page, lab, lab.url(notebook), STEP_MS * 4, label=Path(notebook).stem)
-    page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=STEP_MS * 4)
+    open_notebook(page, lab, notebook)
     # Stored outputs carry execution counts; clear them so "every cell has a
     # count" means this run reached it.
     page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
@@ -275,23 +304,83 @@ def chromium():
         browser.close()
 
 
-@pytest.fixture
-def page(chromium, jupyterlab, request):
-    """A fresh browser context and page; when the test fails, a screenshot of
-    the last state and the tail of JupyterLab's log."""
-    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+def new_page(chromium):
+    """A fresh browser context and page, with the course's waits."""
     from playwright.sync_api import expect
 
-    page = context.new_page()
+    page = chromium.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     page.set_default_timeout(STEP_MS)
     expect.set_options(timeout=STEP_MS)  # Playwright's expect() has a 5 s default of its own
-    yield page
+    return page
+
+
+class KeptPage:
+    """One page for a module's tests: JupyterLab loads once (about 5 s of Chromium's CPU and
+    JupyterLab's serving each time), and each test opens its notebook in it (open_notebook).
+    After a test every notebook is closed and its kernel shut down; after a failed one the
+    page is thrown away, so a broken page never meets the next test."""
+
+    def __init__(self, chromium):
+        self.chromium = chromium
+        self.page = None
+
+    def get(self):
+        if self.page is None:
+            self.page = new_page(self.chromium)
+        return self.page
+
+    def after(self, failed: bool) -> None:
+        if self.page is None:
+            return
+        if not failed and loaded(self.page):
+            try:
+                self.page.evaluate(CLOSE_NOTEBOOKS)
+                return
+            except Exception:  # noqa: BLE001 - a page that cannot close its notebooks is replaced
+                pass
+        self.throw_away()
+
+    def throw_away(self) -> None:
+        if self.page is not None:
+            self.page.context.close()
+            self.page = None
+
+
+@pytest.fixture(scope="module")
+def kept_page(chromium):
+    keeper = KeptPage(chromium)
+    yield keeper
+    keeper.throw_away()
+
+
+def report_failure(page, jupyterlab, request) -> bool:
+    """Whether the test failed; if so, a screenshot of the last state and JupyterLab's log tail."""
     call = getattr(request.node, "rep_call", None)
-    if call is None or call.failed:
-        shot = ARTIFACTS / f"{request.node.name}-last.png"
-        page.screenshot(path=str(shot), full_page=True)
-        print(f"\nlast screenshot: {shot}\nJupyterLab log tail:\n{jupyterlab.log_tail()}")
-    context.close()
+    if call is not None and not call.failed:
+        return False
+    shot = ARTIFACTS / f"{request.node.name}-last.png"
+    page.screenshot(path=str(shot), full_page=True)
+    print(f"\nlast screenshot: {shot}\nJupyterLab log tail:\n{jupyterlab.log_tail()}")
+    return True
+
+
+@pytest.fixture
+def page(kept_page, jupyterlab, request):
+    """The module's page (KeptPage), with nothing open; when the test fails, a screenshot of
+    the last state and the tail of JupyterLab's log."""
+    page = kept_page.get()
+    yield page
+    kept_page.after(failed=report_failure(page, jupyterlab, request))
+
+
+@pytest.fixture
+def fresh_page(chromium, jupyterlab, request):
+    """A page of the test's own, for a test that loads JupyterLab itself or changes the page
+    (routes); the same report on failure."""
+    page = new_page(chromium)
+    yield page
+    report_failure(page, jupyterlab, request)
+    page.context.close()
 
 
 def set_slider(panel, description: str, value: float) -> None:

@@ -152,7 +152,8 @@ def reset(lock_lab) -> None:
     lock_lab.locator(".pgq-session-b .pgq-begin:not([disabled])").wait_for()
 
 
-def test_a_theme_that_fails_to_load_once_is_loaded_again_and_a_second_failure_fails(page, jupyterlab):
+def test_a_theme_that_fails_to_load_once_is_loaded_again_and_a_second_failure_fails(fresh_page, jupyterlab):
+    page = fresh_page  # it loads JupyterLab itself, and routes its theme
     url = f"{jupyterlab.base}/lab/workspaces/theme?reset&token={jupyterlab.token}"
     stylesheet = "**/lab/api/themes/@jupyterlab/theme-light-extension/index.css"
     aborted: list[str] = []

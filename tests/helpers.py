@@ -73,6 +73,13 @@ def recording_handler(dsn: str, worker: str, seconds: float = 0.0):
     return handle
 
 
+def gone(look, timeout: float = 10) -> bool:
+    """Whether `look()` (sessions a lab named, its threads) comes back empty within `timeout`:
+    a backend leaves pg_stat_activity a moment after its client closes, and under a loaded
+    parallel run that moment was long enough to be seen. Still there after 10 s: left open."""
+    return wait_for(lambda: look() == [], timeout)
+
+
 def runs_per_job(conn) -> dict[int, list[str]]:
     """Job id -> the workers that ran it, in order, as the ledger says."""
     return {row[0]: list(row[2]) for row in run(conn, "lab/runs_per_job")}

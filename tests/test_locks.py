@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from helpers import job_row, seed, wait_for
+from helpers import gone, job_row, seed
 from pgq_teach import BadInput
 from pgq_teach.experiments import locks
 from pgq_teach.experiments.locks import LockSession as Session
@@ -75,10 +75,8 @@ def test_skip_locked_takes_job_2_without_waiting(db):
 
 def test_replay_leaves_no_session_or_thread_behind(db):
     replay(db, "skip_locked", hold_seconds=0.5)
-    # A backend leaves pg_stat_activity a moment after its client closes (once failed here
-    # under a loaded parallel run): gone within a wide 10 s, or the replay left it open.
-    assert wait_for(lambda: activity(db) == [], timeout=10), activity(db)
-    assert wait_for(lambda: lab_threads() == [], timeout=10), lab_threads()
+    assert gone(lambda: activity(db)), activity(db)
+    assert gone(lab_threads), lab_threads()
 
 
 def test_replay_closes_everything_when_it_fails_midway(db, monkeypatch):
@@ -89,8 +87,8 @@ def test_replay_closes_everything_when_it_fails_midway(db, monkeypatch):
     with pytest.raises(RuntimeError, match="pg_stat_activity"):
         replay(db, "for_update", hold_seconds=0.5)
     monkeypatch.undo()
-    assert wait_for(lambda: activity(db) == [], timeout=10), activity(db)  # as above
-    assert wait_for(lambda: lab_threads() == [], timeout=10), lab_threads()
+    assert gone(lambda: activity(db)), activity(db)
+    assert gone(lab_threads), lab_threads()
 
 
 @pytest.mark.parametrize(
@@ -218,8 +216,8 @@ def test_close_cancels_a_waiting_claim_and_ends_the_thread(two_jobs):
     finally:
         a.close()
         b.close()  # twice is fine
-    assert activity(two_jobs) == []
-    assert lab_threads() == []
+    assert gone(lambda: activity(two_jobs)), activity(two_jobs)
+    assert gone(lab_threads), lab_threads()
 
 
 def test_an_error_in_the_sessions_thread_is_raised_again_on_wait(two_jobs):
@@ -284,7 +282,8 @@ def test_only_the_first_waiter_waits_on_the_transaction_the_rest_on_the_tuple(db
     assert result.blockers("C") == ("B",) and result.c_waits_behind_b
     assert sorted(result.blockers("D")) == ["B", "C"]
     assert sorted(result.jobs.values(), key=str) == [2, None, None] and result.served_first in result.pids
-    assert activity(db) == [] and lab_threads() == []
+    assert gone(lambda: activity(db)), activity(db)
+    assert gone(lab_threads), lab_threads()
 
 
 def test_a_session_runs_any_named_statement_and_records_its_timeline(two_jobs):

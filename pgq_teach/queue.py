@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import psycopg
-from psycopg.pq import TransactionStatus
+from psycopg.pq import PipelineStatus, TransactionStatus
 from psycopg.rows import dict_row
 
 from . import checks, tables
@@ -38,8 +38,10 @@ class Job:
     retry count (requeue_dead resets it), never the fence.
 
     `lost` is set when the Worker learns this claim no longer holds the job (a
-    heartbeat found it fenced, or gave its lease up after failed beats); a
-    handler can look with `still_mine()` or wait on the event, and stop."""
+    heartbeat found it fenced, or gave its lease up after failed beats, with
+    an eighth of the lease still to spare: each renewal try is bounded, see
+    pgq_teach/worker.py); a handler can look with `still_mine()` or wait on the
+    event, and stop."""
 
     id: int
     kind: str
@@ -152,10 +154,24 @@ def enqueue_many(
 def atomic(conn: psycopg.Connection) -> contextlib.AbstractContextManager[Any]:
     """What makes one statement atomic here: on an idle autocommit connection
     the statement is its own transaction already (BEGIN and COMMIT would cost
-    two more round trips); inside a caller's transaction, a savepoint."""
-    if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+    two more round trips); inside a caller's transaction, a savepoint. Inside
+    a pipeline the status reads idle too, yet the statements up to the
+    pipeline's Sync share one implicit transaction, so there it is an explicit
+    transaction of its own."""
+    if _own_transaction(conn):
         return contextlib.nullcontext()
     return conn.transaction()
+
+
+def _own_transaction(conn: psycopg.Connection) -> bool:
+    """Whether the next statement sent on `conn` commits on its own: an idle
+    autocommit connection, not in pipeline mode (there the statements up to
+    the next Sync run in one implicit transaction, though the status says idle)."""
+    return (
+        conn.autocommit
+        and conn.info.transaction_status == TransactionStatus.IDLE
+        and conn.info.pipeline_status == PipelineStatus.OFF
+    )
 
 
 def claim(conn: psycopg.Connection, *, batch: int = 1, lease: timedelta | float = DEFAULT_LEASE) -> list[Job]:
@@ -228,8 +244,10 @@ def _finish_many(conn: psycopg.Connection, name: str, params: dict[str, Any], du
     to reach disk, set inside the statement, so it is one round trip where
     BEGIN, SET LOCAL, the statement and COMMIT were four. Pipeline mode was
     measured for those four: over the Unix socket its client-side cost
-    outweighed the round trips it saved."""
-    if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+    outweighed the round trips it saved. In a caller's pipeline the relaxed
+    setting would last until the pipeline's Sync and relax the caller's later
+    statements too, so there it is the plain statement in a transaction."""
+    if _own_transaction(conn):
         return run(conn, name if durable else f"{name}_relaxed", params).fetchall()
     with conn.transaction():
         return run(conn, name, params).fetchall()

@@ -5,9 +5,10 @@
 -- exactly this statement's commit and is gone after it. The other way, BEGIN,
 -- SET LOCAL synchronous_commit = off, the UPDATE and COMMIT, costs four round
 -- trips for the same commit.
--- Safe: yes, sent on its own (autocommit); inside a caller's transaction it
---   would relax the caller's commit too, so the library sends complete_many.sql
---   there. A server crash in the next moment (about 3 x wal_writer_delay,
+-- Safe: yes, sent on its own (autocommit); inside a caller's transaction, or
+--   a caller's pipeline (its statements up to the Sync share one implicit
+--   transaction), it would relax the caller's commit too, so the library sends
+--   complete_many.sql there. A server crash in the next moment (about 3 x wal_writer_delay,
 --   600 ms by default) may lose the completion, never corrupt the database or
 --   expose half a transaction: the job is still running, the reaper returns it
 --   after its lease and it runs again, which an at-least-once queue allows.

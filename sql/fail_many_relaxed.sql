@@ -3,9 +3,10 @@
 -- complete_many_relaxed.sql (which says why that is safe for completions and
 -- failures only): set_config(..., true) covers exactly this statement's commit
 -- when it is sent on its own.
--- Safe: yes, sent on its own (autocommit); inside a caller's transaction it
---   would relax the caller's commit too, so the library sends fail_many.sql
---   there. Locks its rows in id order, like complete_many.sql.
+-- Safe: yes, sent on its own (autocommit); inside a caller's transaction, or
+--   a caller's pipeline (its statements up to the Sync share one implicit
+--   transaction), it would relax the caller's commit too, so the library sends
+--   fail_many.sql there. Locks its rows in id order, like complete_many.sql.
 -- Parameters: ids (bigint[]), fence_tokens (bigint[]), errors (text[]), all
 --   the same length, in the same order.
 

@@ -114,6 +114,20 @@ def test_a_relaxed_batch_commits_in_one_statement_without_waiting_for_the_disk(d
     assert [job_row(conn, j.id)["status"] for j in c] == ["ready", "ready"]  # failed, to retry later
 
 
+def test_a_relaxed_batch_inside_a_pipeline_leaves_the_pipeline_durable(conn):
+    """Inside conn.pipeline() the transaction status reads idle, yet the
+    statements up to the pipeline's Sync share one implicit transaction: the
+    relaxed twin's setting would relax the caller's later statements too. The
+    server says the next statement in the pipeline still commits durably."""
+    seed(conn, 2)
+    jobs = pgq.claim(conn, batch=2)
+    with conn.pipeline():
+        assert pgq.complete_many(conn, jobs, durable=False) == [True, True]
+        setting = run(conn, "lab/synchronous_commit").fetchone()[0]
+    assert setting == "on"
+    assert {job_row(conn, j.id)["status"] for j in jobs} == {"done"}
+
+
 def test_batch_backoff_matches_fail_and_never_overflows(conn):
     """fail_many backs off like fail.sql: 10 s x 2^attempts, capped at an hour,
     even at a retry count where 2^attempts would overflow an interval."""

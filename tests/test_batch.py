@@ -1,6 +1,7 @@
 """Batch completion (issue 13): outcomes sent together, still fenced row by
 row, locked in one order so any number of workers never deadlock."""
 
+import random
 import threading
 import time
 from datetime import timedelta
@@ -166,7 +167,9 @@ def test_bad_batches_are_refused_before_any_sql(conn, call):
 def test_sixteen_workers_never_deadlock_nor_retry(db, conn):
     """16 workers at batch 10 drain 4,000 jobs: every job done once, no
     deadlock detected by the server, no worker error or reconnect, nothing
-    fenced (no lease ran out), and no failure retried."""
+    fenced (no lease ran out), and no failure retried. Their claims never
+    share a row, so this drain alone could not deadlock; the next test's
+    batches share every row."""
     seed(conn, 4_000, kind="noop")
     before = run(conn, "lab/deadlocks").fetchone()[0]
     workers = [pgq.Worker(db.dsn, {"noop": lambda job: None}, batch=10) for _ in range(16)]
@@ -189,6 +192,59 @@ def test_sixteen_workers_never_deadlock_nor_retry(db, conn):
     assert counts(conn) == {"done": 4_000}
     assert sum(w.report.retried + w.report.fenced + w.report.reconnects for w in workers) == 0
     assert all(w.report.last_error is None for w in workers)
+    time.sleep(1.1)  # a backend reports its deadlock count within a second
+    with db.connection() as fresh:
+        assert run(fresh, "lab/deadlocks").fetchone()[0] == before
+
+
+def test_batches_that_share_rows_in_different_orders_never_deadlock(db, conn):
+    """Eight sessions send batch statements over one shared set of 120
+    claimed jobs at once, each naming a random 40 of them in a random order:
+    25 rounds of heartbeats (extend_leases) each, then a completion or a
+    failure batch of 60, durable or not, so every lock set overlaps every
+    other. A statement that locked its rows in the order it was given would
+    deadlock here (two sessions each holding a row the other wants): without
+    the ORDER BY the plan locks rows where it meets them, scanning the
+    running jobs where they lie on disk, and every update moves a row, so
+    sessions meet the shared rows in different orders (taking the ORDER BY
+    out of the statements made this test fail). Locked in id order, none
+    deadlocks: no session errs, the server's deadlock count does not move,
+    and every job gets exactly one outcome."""
+    seed(conn, 5_000, kind="noop")
+    claimed = pgq.claim(conn, batch=120, lease=timedelta(minutes=5))
+    before = run(conn, "lab/deadlocks").fetchone()[0]
+    start = threading.Barrier(8, timeout=30)
+    errors: list[BaseException] = []
+    matched: list[int] = []
+
+    def send(n: int) -> None:
+        pick = random.Random(n)
+        try:
+            with db.connection() as mine:
+                start.wait()
+                for _ in range(25):
+                    pgq.extend_leases(mine, pick.sample(claimed, 40), timedelta(minutes=5))
+                jobs = pick.sample(claimed, 60)
+                if n % 2:
+                    said = pgq.complete_many(mine, jobs, durable=n % 4 == 1)
+                    matched.extend(job.id for job, ok in zip(jobs, said, strict=True) if ok)
+                else:
+                    said = pgq.fail_many(mine, [(job, "down") for job in jobs], durable=n % 4 == 2)
+                    matched.extend(
+                        job.id for job, outcome in zip(jobs, said, strict=True) if outcome != "fenced"
+                    )
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == [] and not any(t.is_alive() for t in threads)
+    assert len(matched) == len(set(matched))  # no job finished twice
+    rest = [job for job in claimed if job.id not in set(matched)]
+    assert pgq.complete_many(conn, rest) == [True] * len(rest)  # and none lost its claim
     time.sleep(1.1)  # a backend reports its deadlock count within a second
     with db.connection() as fresh:
         assert run(fresh, "lab/deadlocks").fetchone()[0] == before

@@ -232,11 +232,14 @@ def _pg_ctl(*args: str) -> None:
     ep.pg_ctl(list(args), pgdata=data_dir(), user=user, timeout=60)
 
 
-def stop() -> bool:
-    """Stop the server if it runs; True if it was running."""
+def stop(*, immediate: bool = False) -> bool:
+    """Stop the server if it runs; True if it was running. `immediate` stops
+    it as a crash would (pg_ctl's immediate mode): no checkpoint, and a commit
+    whose WAL was still in the server's memory (synchronous_commit off) is
+    lost; the next start recovers from the WAL on disk."""
     if _pid(data_dir()) is None:
         return False
-    _pg_ctl("-w", "-m", "fast", "stop")
+    _pg_ctl("-w", "-m", "immediate" if immediate else "fast", "stop")
     return True
 
 

@@ -11,6 +11,7 @@ import pytest
 
 import pgq_teach as pgq
 from helpers import counts, expire_leases, job_row, round_trips, seed
+from pgq_teach import databases, embedded
 from pgq_teach.statements import run
 
 
@@ -127,6 +128,45 @@ def test_a_relaxed_batch_inside_a_pipeline_leaves_the_pipeline_durable(conn):
         setting = run(conn, "lab/synchronous_commit").fetchone()[0]
     assert setting == "on"
     assert {job_row(conn, j.id)["status"] for j in jobs} == {"done"}
+
+
+def test_a_relaxed_completion_a_crash_takes_runs_again_and_a_later_durable_commit_keeps_one(own_server):
+    """What durable=False promises across a crash (pg_ctl stop -m immediate,
+    on a server of this test's own): a relaxed completion may be lost, never
+    half of one batch; a later durable commit (here the next claim) keeps the
+    relaxed ones before it; a claim is never lost, so a job whose completion
+    was lost is still running under its claim's token, and once its lease
+    passes it runs again while the stale claim's completion is fenced. At
+    least once, no more. With wal_writer_delay at 10 s (200 ms by default)
+    the last relaxed commit is almost always still in the server's memory at
+    the crash, so the path where it runs again is the one tested; the test
+    holds either way."""
+    db = databases.open_database("relaxed-crash", reset=True)
+    with db.connection() as conn:
+        run(conn, "admin/alter_system", {"value": "10s"}, idents={"name": "wal_writer_delay"})
+        run(conn, "admin/reload_config")
+        seed(conn, 5)
+        early = pgq.claim(conn, batch=2)
+        assert pgq.complete_many(conn, early, durable=False) == [True, True]
+        later = pgq.claim(conn, batch=3)  # durable: its commit flushes the WAL before it
+        assert pgq.complete_many(conn, later[:2], durable=False) == [True, True]
+    embedded.stop(immediate=True)  # a crash, the moment after the relaxed commit
+    embedded.start()
+    with db.connection() as conn:
+        rows = {job.id: job_row(conn, job.id) for job in early + later}
+        assert [rows[job.id]["status"] for job in early] == ["done", "done"]
+        assert {rows[job.id]["status"] for job in later[:2]} in ({"done"}, {"running"})  # never half
+        unfinished = [job for job in later if rows[job.id]["status"] == "running"]
+        assert later[2] in unfinished  # its claim survived: it still runs
+        assert [rows[job.id]["fence_token"] for job in unfinished] == [job.fence_token for job in unfinished]
+        expire_leases(conn, unfinished)  # their leases pass (staged)
+        ran: list[int] = []
+        report = pgq.Worker(db.dsn, {"send_receipt": lambda job: ran.append(job.id)}, poll=0.2).run(
+            until_idle=True
+        )
+        assert sorted(ran) == sorted(job.id for job in unfinished) and report.reaped == len(unfinished)
+        assert pgq.complete_many(conn, unfinished) == [False] * len(unfinished)  # the stale claims: fenced
+        assert counts(conn) == {"done": 5}
 
 
 def test_batch_backoff_matches_fail_and_never_overflows(conn):

@@ -38,10 +38,8 @@ class Job:
     retry count (requeue_dead resets it), never the fence.
 
     `lost` is set when the Worker learns this claim no longer holds the job (a
-    heartbeat found it fenced, or gave its lease up after failed beats, with
-    an eighth of the lease still to spare: each renewal try is bounded, see
-    pgq_teach/worker.py); a handler can look with `still_mine()` or wait on the
-    event, and stop."""
+    heartbeat found it fenced, or gave its lease up after failed beats); a
+    handler can look with `still_mine()` or wait on the event, and stop."""
 
     id: int
     kind: str
@@ -156,8 +154,10 @@ def atomic(conn: psycopg.Connection) -> contextlib.AbstractContextManager[Any]:
     the statement is its own transaction already (BEGIN and COMMIT would cost
     two more round trips); inside a caller's transaction, a savepoint. Inside
     a pipeline the status reads idle too, yet the statements up to the
-    pipeline's Sync share one implicit transaction, so there it is an explicit
-    transaction of its own."""
+    pipeline's Sync share one implicit transaction, so there it is wrapped in
+    an explicit transaction that commits when the call returns. That
+    transaction is not the statement's alone: its BEGIN takes in whatever the
+    caller sent in the pipeline since the last Sync, which commits with it."""
     if _own_transaction(conn):
         return contextlib.nullcontext()
     return conn.transaction()
@@ -246,7 +246,9 @@ def _finish_many(conn: psycopg.Connection, name: str, params: dict[str, Any], du
     measured for those four: over the Unix socket its client-side cost
     outweighed the round trips it saved. In a caller's pipeline the relaxed
     setting would last until the pipeline's Sync and relax the caller's later
-    statements too, so there it is the plain statement in a transaction."""
+    statements too, so there it is the plain statement in an explicit
+    transaction (see `atomic`: it also takes in the caller's statements
+    sent since the pipeline's last Sync)."""
     if _own_transaction(conn):
         return run(conn, name if durable else f"{name}_relaxed", params).fetchall()
     with conn.transaction():

@@ -223,15 +223,20 @@ class _Faults:
     def terminate(self, now: float) -> None:
         """End every session of one worker (LISTEN and heartbeat included) with
         pg_terminate_backend. Frozen workers are left alone: they are there to
-        come back late."""
-        victim = self.rng.choice(self.fleet.pool.alive(paused=False) or [None])
-        if victim is not None:
+        come back late. The victim is the first, in a random order, that has a
+        session to end: on a loaded machine a worker just started after a kill
+        may not have connected yet, and a round that ends nothing tests nothing."""
+        alive = self.fleet.pool.alive(paused=False)
+        if alive:
+            self.report.terminations += 1
+        for victim in self.rng.sample(alive, len(alive)):
             ended = self.fleet.session.rows("lab/terminate_sessions_named", {"name": victim.name})
             ended += self.fleet.session.rows(
                 "lab/terminate_sessions_named", {"name": f"{victim.name} heartbeat"}
             )
-            self.report.terminations += 1
             self.report.sessions_ended += len(ended)
+            if ended:
+                break
         self.next_term = now + self.s.terminate_every
 
     def end_heartbeat(self, now: float) -> None:

@@ -225,10 +225,14 @@ def cmd_clean(args: argparse.Namespace) -> int:
         if not args.yes and not _confirmed(question):
             _say(f"left {folder} as it was")
             return 1
-    server = get_server()
+    stopped = backend == "embedded" and not embedded.status()["running"]
+    server = get_server()  # started, if it was stopped: dropping a database needs it
     _say(server.line())
     _say(tidy.clean(server).line())
     if not args.all:
+        if stopped:  # leave it as clean found it
+            embedded.stop()
+            _say("stopped the embedded PostgreSQL again, as clean found it")
         return 0
     the_broker = broker.Broker()
     if the_broker.stop():

@@ -42,8 +42,10 @@ class Cleaned:
 
     def line(self) -> str:
         """One line: what was dropped and how much it freed."""
+        # Each by name: anything named pgq_ counts as the course's, a database made by hand too.
+        named = f" ({', '.join(self.dropped)})" if self.dropped else ""
         text = (
-            f"dropped {tables.count(len(self.dropped), 'course database')}; freed {mib(self.freed)} "
+            f"dropped {tables.count(len(self.dropped), 'course database')}{named}; freed {mib(self.freed)} "
             f"({self.measured}: {mib(self.before)} before, {mib(self.after)} after)"
         )
         if self.in_use:

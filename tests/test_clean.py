@@ -64,7 +64,9 @@ def test_clean_frees_what_the_course_took_and_keeps_what_is_not_its(own_server):
     # What the course added beyond a fresh server, at least 90% of it given back.
     assert before - after >= 0.9 * (before - fresh), (fresh, before, after, done.stdout)
     line = done.stdout.splitlines()[-1]
-    assert line.startswith(f"dropped {len(LESSONS)} course databases; freed ") and " MB" in line, line
+    named = ", ".join(sorted(databases.database_name(label) for label in LESSONS))
+    assert line.startswith(f"dropped {len(LESSONS)} course databases ({named}); freed "), line
+    assert " MB" in line, line
     freed_mb = float(line.split("freed ", 1)[1].split(" MB", 1)[0].replace(",", ""))
     assert abs(freed_mb - (before - after) / 2**20) < 5, (freed_mb, before, after)
     assert "kept 1 in use (pgq_02_row_locks" in line and "): close its notebook" in line
@@ -77,14 +79,27 @@ def test_clean_frees_what_the_course_took_and_keeps_what_is_not_its(own_server):
 @pytest.mark.parametrize(
     "n, dropped, close",
     [
-        (1, "dropped 1 course database;", "close its notebook"),
-        (2, "dropped 2 course databases;", "close their notebooks"),
+        (1, "dropped 1 course database (pgq_00);", "close its notebook"),
+        (2, "dropped 2 course databases (pgq_00, pgq_01);", "close their notebooks"),
     ],
 )
 def test_the_clean_line_says_one_database_in_the_singular(n, dropped, close):
     names = [f"pgq_{i:02}" for i in range(n)]
     line = Cleaned(dropped=names, in_use=names, before=2 * 2**20, after=2**20).line()
     assert line.startswith(f"{dropped} freed 1.0 MB") and line.endswith(f"): {close}"), line
+
+
+def test_clean_on_a_stopped_server_names_what_it_drops_and_stops_it_again(own_server):
+    srv, _ = own_server
+    with psycopg.connect(srv.dsn, autocommit=True) as admin:  # made by hand, with the course's prefix
+        run(admin, "admin/create_database", idents={"name": "pgq_my_scratch"})
+    assert embedded.stop()
+    done = clean()
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-2].startswith("dropped 1 course database (pgq_my_scratch); freed "), lines
+    assert lines[-1] == "stopped the embedded PostgreSQL again, as clean found it"
+    assert not embedded.status()["running"]
 
 
 def test_clean_all_asks_first_and_without_a_yes_leaves_the_folder(own_server):
@@ -136,7 +151,8 @@ def test_clean_leaves_a_template_and_odd_names_and_still_finishes(own_server):
     done = clean()
 
     assert done.returncode == 0 and done.stderr == "", done.stderr
-    assert done.stdout.splitlines()[-1].startswith("dropped 2 course databases;"), done.stdout
+    dropped = f"dropped 2 course databases (pgq_b_lesson, {odd});"  # the odd name, as it is
+    assert done.stdout.splitlines()[-1].startswith(dropped), done.stdout
     with psycopg.connect(srv.dsn, autocommit=True) as admin:
         names = {row[0] for row in run(admin, "admin/database_names")}
     assert {"pgq_a_template", "PGQ_SHOUTED", "postgres"} <= names

@@ -226,13 +226,18 @@ def cmd_clean(args: argparse.Namespace) -> int:
             _say(f"left {folder} as it was")
             return 1
     stopped = backend == "embedded" and not embedded.status()["running"]
+    folder = embedded.data_dir()
+    if stopped and not args.all and (not folder.is_dir() or not any(folder.iterdir())):
+        _say(f"no embedded PostgreSQL in {folder} yet: nothing to clean")
+        return 0
     server = get_server()  # started, if it was stopped: dropping a database needs it
-    _say(server.line())
-    _say(tidy.clean(server).line())
+    try:
+        _say(server.line())
+        _say(tidy.clean(server).line())
+    finally:
+        if stopped and not args.all:  # leave it as clean found it, unless someone came meanwhile
+            _say(tidy.stop_if_alone(server))
     if not args.all:
-        if stopped:  # leave it as clean found it
-            embedded.stop()
-            _say("stopped the embedded PostgreSQL again, as clean found it")
         return 0
     the_broker = broker.Broker()
     if the_broker.stop():

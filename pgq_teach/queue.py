@@ -156,8 +156,9 @@ def atomic(conn: psycopg.Connection) -> contextlib.AbstractContextManager[Any]:
     a pipeline the status reads idle too, yet the statements up to the
     pipeline's Sync share one implicit transaction, so there it is wrapped in
     an explicit transaction that commits when the call returns. That
-    transaction is not the statement's alone: its BEGIN takes in whatever the
-    caller sent in the pipeline since the last Sync, which commits with it."""
+    transaction may not be the statement's alone: psycopg syncs what is still
+    queued first, but statements of the caller's whose results were already
+    read (since the last Sync) are taken in by its BEGIN and commit with it."""
     if _own_transaction(conn):
         return contextlib.nullcontext()
     return conn.transaction()

@@ -21,7 +21,9 @@ import psycopg
 from . import broker, embedded, learner, tables
 from .databases import PREFIX
 from .server import Server
-from .statements import run
+from .statements import run, run_one
+
+NAMES_SHOWN = 10  # databases named in clean's line; after an aborted test run there can be hundreds
 
 
 @dataclass
@@ -42,8 +44,11 @@ class Cleaned:
 
     def line(self) -> str:
         """One line: what was dropped and how much it freed."""
-        # Each by name: anything named pgq_ counts as the course's, a database made by hand too.
-        named = f" ({', '.join(self.dropped)})" if self.dropped else ""
+        # Each by name (the first ten): anything named pgq_ counts as the course's, one made by
+        # hand too. repr-quoted only where a name needs it, so no name can break the line.
+        shown = [n if n.isprintable() else repr(n) for n in self.dropped[:NAMES_SHOWN]]
+        more = len(self.dropped) - len(shown)
+        named = f" ({', '.join(shown)}{f', and {more} more' if more else ''})" if shown else ""
         text = (
             f"dropped {tables.count(len(self.dropped), 'course database')}{named}; freed {mib(self.freed)} "
             f"({self.measured}: {mib(self.before)} before, {mib(self.after)} after)"
@@ -100,6 +105,18 @@ def clean(server: Server) -> Cleaned:
         if embedded_here:
             result.after = folder_size(folder)
     return result
+
+
+def stop_if_alone(server: Server) -> str:
+    """Stop the embedded server clean started, unless another client session has come
+    meanwhile (a notebook, `pgq-teach lab`): one line saying which."""
+    with psycopg.connect(server.dsn, autocommit=True, connect_timeout=5) as conn:
+        (others,) = run_one(conn, "admin/other_client_sessions")
+    if others:
+        came = tables.count(others, "other session")
+        return f"left the embedded PostgreSQL running: {came} connected meanwhile"
+    embedded.stop()
+    return "stopped the embedded PostgreSQL again, as clean found it"
 
 
 def _let_wal_go(conn: psycopg.Connection) -> str:

@@ -160,6 +160,6 @@ def alone_db(alone, request) -> Iterator[databases.Database]:
     databases.drop_database(label)
 
 
-# The browser tests' fixtures (jupyterlab, chromium, page, kernel_home), defined once with the
-# rest of their machinery.
+# The browser tests' fixtures (jupyterlab, chromium, page, kept_page, fresh_page, kernel_home),
+# defined once with the rest of their machinery.
 from jupyter_browser import chromium, fresh_page, jupyterlab, kept_page, kernel_home, page  # noqa: E402, F401

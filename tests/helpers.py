@@ -74,10 +74,10 @@ def recording_handler(dsn: str, worker: str, seconds: float = 0.0):
 
 
 def gone(look, timeout: float = 10) -> bool:
-    """Whether `look()` (sessions a lab named, its threads) comes back empty within `timeout`:
+    """Whether `look()` (the sessions a lab named) comes back empty within `timeout`:
     a backend leaves pg_stat_activity a moment after its client closes, and under a loaded
     parallel run that moment was long enough to be seen. Still there after 10 s: left open."""
-    return wait_for(lambda: look() == [], timeout)
+    return wait_for(lambda: look() == [], timeout, step=0.1)
 
 
 def runs_per_job(conn) -> dict[int, list[str]]:

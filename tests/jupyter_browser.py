@@ -6,9 +6,10 @@ never touches the course's files). Chromium is Debian's /usr/bin/chromium
 (or $PGQ_CHROMIUM), driven by Playwright: test tools cannot download their
 own browsers here, and a learner's laptop may not allow it either.
 
-The fixtures every browser test module uses (`jupyterlab`, `chromium`, `page`,
-`kernel_home`) are defined here once; tests/conftest.py imports them. A module
-marks its tests with `pytestmark = BROWSER_TESTS`.
+The fixtures every browser test module uses (`jupyterlab`, `chromium`, `page`
+and the `kept_page` behind it, `fresh_page`, `kernel_home`) are defined here
+once; tests/conftest.py imports them. A module marks its tests with
+`pytestmark = BROWSER_TESTS`.
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
 START_TIMEOUT = 90
 STEP_MS = 30_000  # the default wait for any one step in the page
-# The most a lesson's Run All may take in the browser. Quiet, the longest (lesson 10) takes about
-# 75 s; in `make test`'s start, three JupyterLabs, their servers and Chromiums start at once, and
-# lesson 01 (about 40 s quiet) once took over 120 s: a wide bound, as for any time.
-RUN_ALL_MS = 480_000
+# The most a lesson's Run All may take in the browser: quiet, the longest (lesson 10) takes about
+# 75 s, and a loaded run took over 240 s once. A wide bound, as for any time, that still leaves
+# room for the page to open and the test's own steps within pytest-timeout's 600 s per test.
+RUN_ALL_MS = 400_000
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -177,21 +178,30 @@ CLOSE_NOTEBOOKS = """async () => {
   }
 }"""
 
+OPEN_DOCUMENTS = """() => [...window.jupyterapp.shell.widgets('main')]
+  .filter(w => w.context).map(w => w.context.path)"""
+
 OPEN_NOTEBOOK = """async (path) => {
   await window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'});
 }"""
 
-# Run All's end: "ran" once every code cell has a count, or the error's text once a cell has
-# raised (JupyterLab then stops, the later cells never get a count, and nothing is queued).
+# Run All's end: "ran" once every code cell has a count; otherwise, once the kernel is idle with
+# some cells run and none queued (JupyterLab stops at a raised cell, and the later cells never get
+# a count), what stopped it: the last error shown, or that none was (the kernel died, say).
 RUN_ALL_ENDED = """(path) => {
   const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];
-  if (prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent))) return 'ran';
+  const counted = prompts.filter(p => /\\[\\d+\\]/.test(p.textContent)).length;
+  if (prompts.length > 0 && counted === prompts.length) return 'ran';
   const w = window.jupyterapp.shell.currentWidget;
   const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
-  if (!k || k.status !== 'idle' || prompts.some(p => p.textContent.includes('*'))) return false;
-  const error = document.querySelector(
+  if (!k || k.status !== 'idle' || counted === 0 || prompts.some(p => p.textContent.includes('*'))) {
+    return false;
+  }
+  const errors = document.querySelectorAll(
     ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']");
-  return error ? 'raised: ' + error.innerText.slice(0, 2000) : false;
+  const last = errors[errors.length - 1];
+  return last ? 'raised: ' + last.innerText.slice(0, 2000)
+              : `stopped after ${counted} of ${prompts.length} cells, with no error shown`;
 }"""
 
 
@@ -242,7 +252,10 @@ def loaded(page) -> bool:
 def open_notebook(page, lab: LabServer, notebook: str) -> None:
     """Open a notebook and wait for its kernel: in the JupyterLab the page already holds, or by
     loading JupyterLab on a fresh workspace (so no tab from elsewhere is current)."""
-    if loaded(page) and page.url.startswith(lab.base):
+    if loaded(page) and page.url.startswith(lab.base + "/"):
+        open_now = page.evaluate(OPEN_DOCUMENTS)
+        if open_now:  # page-wide locators would match the other notebook's cells too
+            raise AssertionError(f"{notebook}: the page still has {open_now} open")
         page.evaluate(OPEN_NOTEBOOK, notebook)
     else:
         open_page(page, lab, lab.url(notebook), STEP_MS * 4, label=Path(notebook).stem)
@@ -256,10 +269,12 @@ def open_and_run_all(page, lab: LabServer, notebook: str, timeout_ms: int = RUN_
     # count" means this run reached it.
     page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
     page.wait_for_function(NO_COUNTS, timeout=STEP_MS)
-    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    # Start it, not await it: evaluate waits for a returned promise, and Run All's resolves only
+    # when every cell has run, so RUN_ALL_ENDED's timeout would never be the bound.
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     ended = page.wait_for_function(RUN_ALL_ENDED, arg=notebook, timeout=timeout_ms, polling=500).json_value()
     if ended != "ran":
-        raise AssertionError(f"{notebook}: Run All stopped, a cell {ended}")
+        raise AssertionError(f"{notebook}: Run All stopped: {ended}")
     page.wait_for_function(KERNEL_IDLE, arg=notebook, timeout=timeout_ms)
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     if errors.count():
@@ -332,10 +347,12 @@ class KeptPage:
     def after(self, failed: bool) -> None:
         if self.page is None:
             return
-        if not failed and loaded(self.page):
+        if not failed:
             try:
-                self.page.evaluate(CLOSE_NOTEBOOKS)
-                return
+                # A dialog left open (none is today) would sit over the next test's page.
+                if loaded(self.page) and not self.page.locator(".jp-Dialog").count():
+                    self.page.evaluate(CLOSE_NOTEBOOKS)
+                    return
             except Exception:  # noqa: BLE001 - a page that cannot close its notebooks is replaced
                 pass
         self.throw_away()
@@ -370,7 +387,11 @@ def page(kept_page, jupyterlab, request):
     the last state and the tail of JupyterLab's log."""
     page = kept_page.get()
     yield page
-    kept_page.after(failed=report_failure(page, jupyterlab, request))
+    failed = True
+    try:
+        failed = report_failure(page, jupyterlab, request)
+    finally:  # even if the screenshot fails, a failed test's page never meets the next test
+        kept_page.after(failed)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from helpers import wait_for
-from pgq_teach import databases, embedded, seeding
+from pgq_teach import databases, embedded, seeding, tidy
 from pgq_teach.statements import run, run_one
 from pgq_teach.tidy import Cleaned, folder_size
 
@@ -31,13 +31,14 @@ def wal_settings_become(dsn: str, wanted: tuple) -> bool:
     return wait_for(lambda: now() == wanted, timeout=10, step=0.1)
 
 
-def clean(*args: str) -> subprocess.CompletedProcess:
+def clean(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pgq_teach.cli", "clean", *args],
         capture_output=True,
         text=True,
         timeout=120,
         stdin=subprocess.DEVNULL,
+        env=env,
     )
 
 
@@ -100,6 +101,31 @@ def test_clean_on_a_stopped_server_names_what_it_drops_and_stops_it_again(own_se
     assert lines[-2].startswith("dropped 1 course database (pgq_my_scratch); freed "), lines
     assert lines[-1] == "stopped the embedded PostgreSQL again, as clean found it"
     assert not embedded.status()["running"]
+
+
+def test_clean_line_names_ten_and_counts_the_rest_and_a_newline_cannot_break_it():
+    names = [f"pgq_t_{i:02}" for i in range(12)] + ["pgq_a\nb"]
+    line = Cleaned(dropped=names).line()
+    assert "\n" not in line and "(pgq_t_00, " in line and "pgq_t_09, and 3 more);" in line, line
+    assert repr("pgq_a\nb") in Cleaned(dropped=["pgq_a\nb"]).line()
+
+
+def test_a_server_clean_started_is_left_running_if_someone_connected_meanwhile(own_server):
+    srv, _ = own_server
+    with psycopg.connect(srv.dsn, autocommit=True):  # a notebook, say
+        said = tidy.stop_if_alone(srv)
+    assert said == "left the embedded PostgreSQL running: 1 other session connected meanwhile"
+    assert embedded.status()["running"]
+    assert tidy.stop_if_alone(srv) == "stopped the embedded PostgreSQL again, as clean found it"
+    assert not embedded.status()["running"]
+
+
+def test_clean_where_no_server_was_ever_made_says_so_and_makes_none(tmp_path):
+    folder = tmp_path / "pg18"
+    done = clean(env={**os.environ, "PGQ_DATA_DIR": str(folder), "PGQ_BACKEND": "embedded"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"no embedded PostgreSQL in {folder} yet: nothing to clean"]
+    assert not folder.exists()
 
 
 def test_clean_all_asks_first_and_without_a_yes_leaves_the_folder(own_server):

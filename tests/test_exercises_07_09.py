@@ -54,6 +54,8 @@ def test_the_wake_up_exercise_refuses_ddl():
 def test_the_guides_query_without_leaving_itself_out_names_its_own_session():
     text = model("09/holder").replace("AND pid <> pg_backend_pid()", "")
     verdict = exercises.check("09/holder", text, save=False)
+    # A verdict with no numbers judged nothing (a refusal or an error): say which, not KeyError.
+    assert "culprit" in verdict.numbers, verdict.summary()
     assert not verdict.passed and verdict.numbers["culprit"] in verdict.numbers["found"]
     assert any("your query's own session" in e.found for e in verdict.failures)
     assert "pg_backend_pid()" in verdict.hint
@@ -62,6 +64,8 @@ def test_the_guides_query_without_leaving_itself_out_names_its_own_session():
 def test_a_query_that_finds_nothing_fails_and_vacuum_stays_held_back():
     text = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle'"
     verdict = exercises.check("09/holder", text, save=False)
+    # A verdict with no numbers judged nothing (a refusal or an error): say which, not KeyError.
+    assert "culprit" in verdict.numbers, verdict.summary()
     assert not verdict.passed and verdict.numbers["culprit"] not in verdict.numbers["found"]
     assert verdict.numbers["held_before"] == verdict.numbers["held_after"] > 0  # the snapshot still held
     assert all(sc["held_after"] == sc["held_before"] > 0 for sc in verdict.numbers["scenes"])  # and the xid

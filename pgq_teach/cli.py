@@ -217,8 +217,8 @@ def cmd_clean(args: argparse.Namespace) -> int:
             f"--all would remove {holder}, and your progress and copy of the lessons are in it "
             f"({learner.home()}): set PGQ_HOME to a folder outside it first"
         )
+    folder = embedded.data_dir()
     if args.all:  # ask before anything is dropped: a no leaves every database as it was
-        folder = embedded.data_dir()
         question = (
             f"stop PostgreSQL and remove {folder}, every database in it, and the broker's store? [y/N] "
         )
@@ -226,7 +226,6 @@ def cmd_clean(args: argparse.Namespace) -> int:
             _say(f"left {folder} as it was")
             return 1
     stopped = backend == "embedded" and not embedded.status()["running"]
-    folder = embedded.data_dir()
     if stopped and not args.all and (not folder.is_dir() or not any(folder.iterdir())):
         _say(f"no embedded PostgreSQL in {folder} yet: nothing to clean")
         return 0

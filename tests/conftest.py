@@ -48,6 +48,31 @@ def pytest_runtest_makereport(item, call):
     setattr(item, f"rep_{rep.when}", rep)
 
 
+@pytest.hookimpl(trylast=True)  # after -k, -m and --serial have chosen
+def pytest_collection_modifyitems(config, items):
+    # A lesson that a selected browser test runs whole is checked there, on the browser's
+    # run, by nbval's own code, instead of being run a second time by nbval
+    # (tests/jupyter_browser.py, IN_BROWSER).
+    taken = take_lessons_for_browser(items)
+    if taken:
+        config.hook.pytest_deselected(items=taken)
+        gone = set(map(id, taken))
+        items[:] = [item for item in items if id(item) not in gone]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    result = yield
+    for marker in item.iter_markers("runs_lesson"):
+        lesson = marker.args[0]
+        if lesson in IN_BROWSER and lesson not in CHECKED:
+            raise AssertionError(
+                f"{item.name} is marked runs_lesson({lesson!r}), so nbval left that "
+                "lesson out, but the test never ran it whole (open_and_run_all)"
+            )
+    return result
+
+
 @pytest.fixture(scope="session")
 def pg():
     return server.get_server()
@@ -162,4 +187,14 @@ def alone_db(alone, request) -> Iterator[databases.Database]:
 
 # The browser tests' fixtures (jupyterlab, chromium, page, kept_page, fresh_page, kernel_home),
 # defined once with the rest of their machinery.
-from jupyter_browser import chromium, fresh_page, jupyterlab, kept_page, kernel_home, page  # noqa: E402, F401
+from jupyter_browser import (  # noqa: E402, F401
+    CHECKED,
+    IN_BROWSER,
+    chromium,
+    fresh_page,
+    jupyterlab,
+    kept_page,
+    kernel_home,
+    page,
+    take_lessons_for_browser,
+)

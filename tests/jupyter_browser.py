@@ -15,6 +15,7 @@ once; tests/conftest.py imports them. A module marks its tests with
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import secrets
@@ -27,7 +28,10 @@ import urllib.request
 import warnings
 from pathlib import Path
 
+import nbformat
+import nbval.plugin as nbval
 import pytest
+from nbformat.v4.rwbase import rejoin_lines
 
 from helpers import needs_a_server_of_its_own, on_server, server_folder
 
@@ -279,12 +283,24 @@ def open_and_run_all(page, lab: LabServer, notebook: str, timeout_ms: int = RUN_
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     if errors.count():
         raise AssertionError(f"{notebook} wrote to stderr or raised:\n{errors.first.inner_text()[:2000]}")
+    if notebook in IN_BROWSER:
+        problems = nbval_problems(IN_BROWSER[notebook], ran_cells(page, notebook))
+        if problems:
+            raise AssertionError(f"{notebook}, as nbval checks it:\n" + "\n\n".join(problems))
+        CHECKED.add(notebook)
 
 
 @pytest.fixture(scope="module")
-def kernel_home(tmp_path_factory) -> Path:
-    """The learner's folder (PGQ_HOME) for the lab's kernels: a throwaway one, so
-    a test's guesses, answers and verdicts never reach a real learner's files."""
+def kernel_home(tmp_path_factory, request) -> Path:
+    """The learner's folder (PGQ_HOME) for the lab's kernels: a throwaway one, so a test's
+    guesses, answers and verdicts never reach a real learner's files. A module that runs
+    lessons in nbval's place (IN_BROWSER) uses the run's PGQ_HOME when one is set, as nbval's
+    kernels would have: `make test` sets a throwaway one, and lesson 12, run after the rest,
+    quotes what lesson 11 recorded there."""
+    mine = [item for item in request.session.items if getattr(item, "module", None) is request.module]
+    runs = {marker.args[0] for item in mine for marker in item.iter_markers("runs_lesson")}
+    if runs & IN_BROWSER.keys() and os.environ.get("PGQ_HOME"):
+        return Path(os.environ["PGQ_HOME"])
     return tmp_path_factory.mktemp("learner")
 
 
@@ -412,6 +428,82 @@ def set_slider(panel, description: str, value: float) -> None:
     readout.press("Control+A")
     readout.type(str(value))
     readout.press("Enter")
+
+
+# A lesson runs once in `make test`, not twice. A browser test marked `runs_lesson(notebook)`
+# runs the whole lesson with Run All; nbval's items for that notebook are taken out of the run
+# (tests/conftest.py) and kept here, and once the Run All has ended every one is checked as nbval
+# checks it, with nbval's own code, on the outputs the browser's kernel gave: no error, no stderr
+# (conftest.py), and outputs equal to the stored ones where nbval compares them.
+IN_BROWSER: dict[str, list[nbval.IPyNbCell]] = {}  # notebook -> its nbval items, in order
+CHECKED: set[str] = set()  # the notebooks whose Run All passed those checks
+
+# The notebook as the page holds it now, outputs and all (nbformat's JSON).
+NOTEBOOK_JSON = """(path) => {
+  const w = window.jupyterapp.shell.currentWidget;
+  return w && w.context && w.context.path === path ? w.context.model.toJSON() : null;
+}"""
+
+
+def take_lessons_for_browser(items: list[pytest.Item]) -> list[pytest.Item]:
+    """nbval's items for the notebooks that a selected browser test runs whole (its marker
+    `runs_lesson`), kept in IN_BROWSER: the items to leave out of the run. None without
+    Chromium, where the browser tests are skipped and nbval must run every lesson."""
+    if chromium_path() is None:
+        return []
+    lessons = {m.args[0] for item in items for m in item.iter_markers("runs_lesson")}
+    taken = [
+        item
+        for item in items
+        if isinstance(item, nbval.IPyNbCell)
+        and Path(str(item.path)).parent == ROOT / "notebooks"
+        and Path(str(item.path)).name in lessons
+    ]
+    for item in taken:
+        cells = IN_BROWSER.setdefault(Path(str(item.path)).name, [])
+        if not cells:
+            item.parent.setup_sanitize_files()  # what nbval's setup reads, without its kernel
+        cells.append(item)
+    return taken
+
+
+def ran_cells(page, notebook: str) -> list[nbformat.NotebookNode]:
+    """The notebook's code cells as the browser ran them."""
+    content = page.evaluate(NOTEBOOK_JSON, notebook)
+    if content is None:
+        raise AssertionError(f"{notebook} is no longer the page's current notebook")
+    code = nbformat.from_dict({"cells": [c for c in content["cells"] if c["cell_type"] == "code"]})
+    return rejoin_lines(code).cells  # multi-line strings joined, as nbformat.read gives them to nbval
+
+
+def nbval_problems(items: list[nbval.IPyNbCell], ran: list[nbformat.NotebookNode]) -> list[str]:
+    """What nbval would have failed, cell by cell (nbval 0.11's IPyNbCell.runtest after the
+    kernel's reply, with its own option, coalescing and comparison code)."""
+    if len(ran) != len(items):
+        return [f"the browser ran {len(ran)} code cells; nbval found {len(items)}"]
+    problems = []
+    for item in items:
+        outputs = ran[item.cell_num].outputs
+        where = f"Cell {item.cell_num} ({item.cell.source.splitlines()[0] if item.cell.source else ''})"
+        if item.options["skip"]:
+            continue
+        raised = [o for o in outputs if o.output_type == "error"]
+        if raised and not item.options["check_exception"]:
+            problems.append(f"{where} raised {raised[0].ename}: {raised[0].evalue}")
+            continue
+        try:
+            got = nbval.coalesce_streams(copy.deepcopy(outputs))  # refuses stderr (conftest.py)
+        except AssertionError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        if item.cell.execution_count is None:
+            if item.cell.outputs:
+                problems.append(f"{where}: unrun reference cell has outputs")
+            continue
+        stored = nbval.coalesce_streams(copy.deepcopy(item.cell.outputs))
+        if item.options["check"] and not item.compare_outputs(got, stored):
+            problems.append(f"{where}: outputs differ\n" + "\n".join(item.comparison_traceback))
+    return problems
 
 
 def run_and_find(page, lab: LabServer, notebook: str, css: str, timeout_ms: int = RUN_ALL_MS):

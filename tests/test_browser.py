@@ -51,6 +51,7 @@ def assert_cells_are_padded(table) -> None:
         assert left >= 4 and right >= 4, (left, right)
 
 
+@pytest.mark.runs_lesson("00-start-here.ipynb")
 def test_start_here_connects_and_prints_the_server_version(page, jupyterlab):
     open_and_run_all(page, jupyterlab, "00-start-here.ipynb")
     line = page.locator(".jp-OutputArea-output", has_text="backend").first
@@ -63,6 +64,7 @@ def test_start_here_connects_and_prints_the_server_version(page, jupyterlab):
     page.screenshot(path=str(ARTIFACTS / "00-start-here.png"), full_page=False)
 
 
+@pytest.mark.runs_lesson("01-double-send.ipynb")
 def test_race_lab_runs_from_its_run_button(page, jupyterlab):
     panel = run_and_find(page, jupyterlab, "01-double-send.ipynb", ".pgq-race-lab")
     set_slider(panel, "workers", 8)
@@ -96,6 +98,7 @@ def test_race_lab_runs_from_its_run_button(page, jupyterlab):
     assert assert_every_lab_finished(page, "01") >= 5  # three race labs, the sweep, Your turn
 
 
+@pytest.mark.runs_lesson("02-row-locks.ipynb")
 def test_lock_lab_shows_waiting_then_served_and_skip_locked_at_once(page, jupyterlab):
     lock_lab = run_and_find(page, jupyterlab, "02-row-locks.ipynb", ".pgq-lock-lab")
     a, b = lock_lab.locator(".pgq-session-a"), lock_lab.locator(".pgq-session-b")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from jupyter_browser import (
@@ -19,6 +20,7 @@ from jupyter_browser import (
 pytestmark = BROWSER_TESTS
 
 
+@pytest.mark.runs_lesson("04-crashed-workers.ipynb")
 def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, jupyterlab):
     crash = run_and_find(page, jupyterlab, "04-crashed-workers.ipynb", ".pgq-crash-lab")
     hold, lease = crash.locator(".pgq-hold-worker"), crash.locator(".pgq-lease-worker")
@@ -61,6 +63,7 @@ def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, j
     assert assert_every_lab_finished(page, "04") >= 3  # the crash and cleanup labs, Your turn
 
 
+@pytest.mark.runs_lesson("05-stalled-workers-and-fencing.ipynb")
 def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, jupyterlab):
     fencing = run_and_find(page, jupyterlab, "05-stalled-workers-and-fencing.ipynb", ".pgq-fencing-lab")
     fencing.locator("button", has_text="plain").click()
@@ -86,6 +89,7 @@ def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, jupyterlab):
     assert assert_every_lab_finished(page, "05") >= 4  # fencing, two long-job labs, Your turn
 
 
+@pytest.mark.runs_lesson("06-retries-and-dead-jobs.ipynb")
 def test_retry_lab_fails_a_job_five_times_to_dead(page, jupyterlab):
     retry = run_and_find(page, jupyterlab, "06-retries-and-dead-jobs.ipynb", ".pgq-retry-lab")
     retry.locator(".pgq-reset").click()

@@ -3,6 +3,8 @@ NOTIFY rules lab and the idle-transaction lab, clicked as a learner would."""
 
 from __future__ import annotations
 
+import pytest
+
 from jupyter_browser import (
     ARTIFACTS,
     BROWSER_TESTS,
@@ -16,6 +18,7 @@ pytestmark = BROWSER_TESTS
 DRAIN_MS = 120_000  # a 100,000-job drain with the idle transaction open, on a busy machine
 
 
+@pytest.mark.runs_lesson("07-wake-ups.ipynb")
 def test_notify_rules_lab_runs_one_rule_then_all(page, jupyterlab):
     rules = run_and_find(page, jupyterlab, "07-wake-ups.ipynb", ".pgq-notify-lab")
     result, status = rules.locator(".pgq-result"), rules.locator(".pgq-status")
@@ -39,6 +42,7 @@ def test_notify_rules_lab_runs_one_rule_then_all(page, jupyterlab):
     assert assert_every_lab_finished(page, "07") >= 4  # rules, latency, cost, Your turn
 
 
+@pytest.mark.runs_lesson("08-indexes.ipynb")
 def test_index_labs_finish_and_show_their_done_state(page, jupyterlab):
     run_and_find(page, jupyterlab, "08-indexes.ipynb", ".pgq-lab")
     # the index sizes and the drained index, in the panel and the cells
@@ -46,6 +50,7 @@ def test_index_labs_finish_and_show_their_done_state(page, jupyterlab):
     assert assert_every_lab_finished(page, "08") >= 2  # the drained index, Your turn
 
 
+@pytest.mark.runs_lesson("09-bloat-and-vacuum.ipynb")
 def test_idle_transaction_lab_holds_back_vacuum_until_ended(page, jupyterlab):
     idle = run_and_find(page, jupyterlab, "09-bloat-and-vacuum.ipynb", ".pgq-idle-lab")
     steps = idle.locator(".pgq-result tr.pgq-step")

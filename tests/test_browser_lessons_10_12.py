@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from jupyter_browser import (
     ARTIFACTS,
     BROWSER_TESTS,
@@ -18,6 +20,7 @@ from jupyter_browser import (
 pytestmark = BROWSER_TESTS
 
 
+@pytest.mark.runs_lesson("10-operations.ipynb")
 def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page, jupyterlab):
     # Run All takes about 75 s on a quiet machine; a loaded one (a parallel pass on 4 workers
     # with other work beside it) took over 240 s once: a wide bound, as for any time
@@ -40,6 +43,7 @@ def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page
     assert assert_every_lab_finished(page, "10") >= 3  # the dashboard, autovacuum, Your turn
 
 
+@pytest.mark.runs_lesson("11-when-to-switch.ipynb")
 def test_checklist_recommends_and_keeps_its_ticks_across_a_kernel_restart(page, jupyterlab):
     notebook = "11-when-to-switch.ipynb"
     checklist = run_and_find(page, jupyterlab, notebook, ".pgq-switch-checklist")

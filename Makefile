@@ -4,17 +4,23 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test lint install server-stop clean clean-notebooks
+.PHONY: lab test lint quick-lint types install server-stop clean clean-notebooks
 
 lab: $(STAMP)
 	$(BIN)/pgq-teach lab
 
-# Lint and types first: they take seconds, and a failure there needs no server.
-lint: $(STAMP)
+# Lint and types. make test runs the quick part (style and the notebook cleaner, a second)
+# first, since a failure there needs no server, and mypy (about 22 s of one CPU on a clean
+# clone) beside its first pass, where the tests leave a CPU idle a fifth of the time.
+lint: quick-lint types
+
+quick-lint: $(STAMP)
 	$(BIN)/ruff check pgq_teach tools tests conftest.py
 	$(BIN)/ruff format --check pgq_teach tools tests conftest.py
-	$(BIN)/mypy
 	$(BIN)/python tools/clean_notebooks.py --verify
+
+types: $(STAMP)
+	$(BIN)/mypy
 
 # After re-executing a lesson: strip saved widget state and run timestamps (see tools/clean_notebooks.py).
 clean-notebooks:
@@ -43,16 +49,18 @@ clean-notebooks:
 # 5 (nothing selected, say by -k) is no failure.
 WORKERS ?= 3
 
-test: $(STAMP) lint
+test: $(STAMP) quick-lint
 	export PGQ_BACKEND="$${PGQ_BACKEND:-$${PGQ_DSN:+dsn}}"; export PGQ_BACKEND="$${PGQ_BACKEND:-embedded}"; \
-	export PGQ_HOME="$$(mktemp -d)"; \
+	export PGQ_HOME="$$(mktemp -d)"; types="$$(mktemp)"; \
 	$(BIN)/pgq-teach server start || exit 1; \
+	$(BIN)/mypy > "$$types" 2>&1 & mypy=$$!; trap 'kill $$mypy 2>/dev/null; exit 130' INT TERM; \
 	failed=0; \
 	for pass in "-n $(WORKERS) --dist loadfile --serial skip" "--serial only"; do \
 	  echo "== pytest $$pass"; \
 	  $(BIN)/pytest --nbval --nbval-current-env $$pass tests notebooks $(PYTEST_ARGS); status=$$?; \
 	  [ $$status -eq 0 ] || [ $$status -eq 5 ] || failed=1; \
 	done; \
+	wait $$mypy || failed=1; echo "== mypy (beside the first pass)"; cat "$$types"; rm -f "$$types"; \
 	exit $$failed
 
 install: $(STAMP)

@@ -38,7 +38,9 @@ clean-notebooks:
 #    its own; a file's items stay on one worker, the longest files start first (conftest.py,
 #    expected_seconds). What changes or reads the whole server runs there on an embedded
 #    server of its own: a test that asks for `alone` (tests/conftest.py), every browser test
-#    module's JupyterLab (tests/jupyter_browser.py), every notebook's kernel (conftest.py);
+#    module's JupyterLab (tests/jupyter_browser.py), every notebook's kernel (conftest.py).
+#    A lesson a browser test runs whole is checked there, by nbval's own code, not run
+#    again by nbval (tests/jupyter_browser.py, IN_BROWSER);
 # 2. alone, after the rest, lesson 12, which reads what the other lessons recorded
 #    (conftest.py, SERIAL).
 # The tests wait on the server and the browser much of the time, so more workers than

@@ -40,6 +40,19 @@ def test_a_notify_on_another_channel_wakes_nobody():
     assert "LISTEN on jobs_ready" in verdict.hint
 
 
+def test_two_notifications_in_one_commit_are_both_heard_and_fail():
+    # the grader stops waiting once the first arrives, then listens QUIET_S more: the second,
+    # sent by the same commit, must still be counted (a different payload, or the server folds it)
+    text = model("07/notify").replace(
+        "pg_notify('jobs_ready', id::text)", "pg_notify('jobs_ready', id::text), pg_notify('jobs_ready', 'x')"
+    )
+    verdict = exercises.check("07/notify", text, save=False)
+    assert not verdict.passed
+    found = {e.what: e.found for e in verdict.evidence}
+    assert found["exactly one notification on jobs_ready after each COMMIT"] == "2 heard, 2 heard"
+    assert "notify once" in verdict.hint
+
+
 def test_a_notify_without_an_enqueue_fails_on_the_job():
     verdict = exercises.check("07/notify", "SELECT pg_notify('jobs_ready', :'kind')", save=False)
     assert not verdict.passed

@@ -815,3 +815,35 @@ def test_every_model_answer_and_seeded_attempt_stays_far_below_the_growth_limit(
     for text in (ex.answer_text(), ex.attempt_text()):
         grown = learner_sql.expansion(read(text, ex.params, ex.words, exercise=key).tree)
         assert grown * 10 < learner_sql.MAX_EXPANSION, (key, grown)
+
+
+def test_role_setups_run_at_once_take_turns(pg):
+    """Roles are cluster-wide: two checks setting them up at once (two pytest workers here; two
+    notebooks, or a notebook and the CLI, for a learner) would update the same pg_authid rows,
+    and one failed with "tuple concurrently updated" before exercise/learner_role.sql locked
+    pg_authid (an advisory lock would not do: it belongs to one database, and each check has a
+    scratch database of its own). Four sessions, each on its own scratch database, run it together."""
+    labels = [f"{LABEL}_turns_{n}" for n in range(4)]
+    scratches = [sandbox.open_scratch(label) for label in labels]
+    start, errors = threading.Barrier(len(labels)), []
+
+    def set_up(db) -> None:
+        try:
+            with db.connection() as conn:
+                start.wait(timeout=30)
+                for _ in range(15):
+                    sandbox.set_up_roles(conn, db.name)
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion below
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=set_up, args=(s.db,)) for s in scratches]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not any(t.is_alive() for t in threads)
+        assert errors == []
+    finally:
+        for label in labels:
+            databases.drop_database(f"scratch_{label}")

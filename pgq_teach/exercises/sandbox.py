@@ -144,6 +144,25 @@ class Scratch:
         return conn
 
 
+def set_up_roles(conn: psycopg.Connection, database: str) -> None:
+    """The learner's and the checker's roles, their limits, and their grants in `database`
+    (the scratch database `conn` is on): exercise/learner_role.sql."""
+    params = {
+        "password": PASSWORDS[ROLE],
+        "checker_password": PASSWORDS[CHECKER_ROLE],
+        "statement_timeout": f"{STATEMENT_TIMEOUT_S}s",
+        "lock_timeout": f"{LOCK_TIMEOUT_S}s",
+        "checker_timeout": f"{CHECKER_TIMEOUT_S}s",
+        "temp_file_limit": TEMP_FILE_LIMIT,
+    }
+    run(
+        conn,
+        "exercise/learner_role",
+        params,
+        idents={"role": ROLE, "checker": CHECKER_ROLE, "database": database},
+    )
+
+
 def open_scratch(exercise: str) -> Scratch:
     """A fresh scratch database for one exercise, with the course's tables
     (and the fencing token column), the learner role's grants and the checker
@@ -151,16 +170,7 @@ def open_scratch(exercise: str) -> Scratch:
     db = open_database(f"scratch_{exercise}", reset=True)
     db.apply("exercise/add_fence_token")
     with db.connection() as conn:
-        params = {
-            "password": PASSWORDS[ROLE],
-            "checker_password": PASSWORDS[CHECKER_ROLE],
-            "statement_timeout": f"{STATEMENT_TIMEOUT_S}s",
-            "lock_timeout": f"{LOCK_TIMEOUT_S}s",
-            "checker_timeout": f"{CHECKER_TIMEOUT_S}s",
-            "temp_file_limit": TEMP_FILE_LIMIT,
-        }
-        roles = {"role": ROLE, "checker": CHECKER_ROLE, "database": db.name}
-        run(conn, "exercise/learner_role", params, idents=roles)
+        set_up_roles(conn, db.name)
     return Scratch(
         db,
         make_conninfo(db.dsn, user=ROLE, password=PASSWORDS[ROLE]),

@@ -20,9 +20,19 @@
 --   checker_password (text), database (identifier), statement_timeout (text,
 --   for example '3s'), lock_timeout (text), checker_timeout (text),
 --   temp_file_limit (text, for example '64MB').
+-- Concurrency: two checks setting the roles up at once (two workers, or a notebook
+--   and the CLI, on one server) would update the same pg_authid rows, and the
+--   second failed with "tuple concurrently updated". They work in different
+--   scratch databases, and an advisory lock belongs to one database, so the
+--   script locks pg_authid itself (a shared catalog: the lock holds across the
+--   cluster) in SHARE ROW EXCLUSIVE mode: it conflicts with itself and with the
+--   ROW EXCLUSIVE any ALTER ROLE takes, not with the ACCESS SHARE a login takes.
+--   The script is sent as one query message, which the server runs as one
+--   transaction, so the lock is held until its COMMIT and the setups take turns.
 
 SET pgq.learner_role TO :"role";
 SET pgq.checker_role TO :"checker";
+LOCK TABLE pg_catalog.pg_authid IN SHARE ROW EXCLUSIVE MODE;
 
 DO $learner$
 DECLARE

@@ -92,36 +92,15 @@ def template(pg):
     databases.drop_database("test_template")
 
 
-# A test's database is dropped with the next DROP_BATCH - 1 others, not at once. DROP DATABASE
-# makes the server take an immediate checkpoint (pg_stat_checkpointer.num_requested counts one
-# per drop), which writes out every dirty buffer of the shared server, and every page written
-# after it then goes to the WAL whole once more: about 1,000 of those a run, each in the middle
-# of the other workers' tests. Dropped back to back, the checkpoints after the first find little
-# to write. A batch holds at most DROP_BATCH copies of the template (8 MB each on PostgreSQL 18).
-DROP_BATCH = 40
-
-
 class AdminSession:
     """One autocommit session to the shared server, kept for the run, that clones and drops the
     tests' databases: two new sessions per test cost the server about as much as the copy
     (measured: 72 ms of its CPU per clone and drop, 34 through a kept session). Made anew when
-    the server has dropped it (a one-process run on PGQ_DSN restarts that server). Drops wait
-    for a batch (DROP_BATCH), and the rest go when the session closes."""
+    the server has dropped it (a one-process run on PGQ_DSN restarts that server)."""
 
     def __init__(self, dsn: str):
         self.dsn = dsn
         self.conn: psycopg.Connection | None = None
-        self.pending: list[str] = []  # labels of finished tests' databases, not dropped yet
-
-    def drop_later(self, label: str) -> None:
-        self.pending.append(label)
-        if len(self.pending) >= DROP_BATCH:
-            self.drop_pending()
-
-    def drop_pending(self) -> None:
-        while self.pending:
-            databases.drop_database(self.pending[-1], self.get())
-            self.pending.pop()
 
     def get(self) -> psycopg.Connection:
         if self.conn is not None and not self.conn.closed:
@@ -134,11 +113,8 @@ class AdminSession:
         return self.conn
 
     def close(self) -> None:
-        try:
-            self.drop_pending()
-        finally:
-            if self.conn is not None:
-                self.conn.close()
+        if self.conn is not None:
+            self.conn.close()
 
 
 @pytest.fixture(scope="session")
@@ -160,7 +136,7 @@ def db(template, admin, request):
         databases.drop_database(label)
         return
     yield databases.clone_database(label, template, admin.get())
-    admin.drop_later(label)
+    databases.drop_database(label, admin.get())
 
 
 @pytest.fixture

@@ -31,7 +31,9 @@ clean-notebooks:
 # a Docker daemon that happens to run (and may reach no registry) does not change
 # what the tests run on, and no pull is tried. PGQ_BACKEND=docker make test opts in.
 # The notebooks' Your turn cells save verdicts: point them at a throwaway folder,
-# so a test run never writes into the learner's own progress and answers.
+# so a test run never writes into the learner's own progress and answers (PGQ_TEST_HOME
+# names it as the run's own, for the browser modules that run lessons in nbval's place).
+# Ctrl-C ends the pass that is running (pytest prints what it had), then mypy, then the run.
 #
 # Two passes, the second run whatever the first found, failing if either failed:
 # 1. the tests and the notebooks on $(WORKERS) pytest-xdist workers, each in databases of
@@ -53,9 +55,10 @@ WORKERS ?= 3
 
 test: $(STAMP) quick-lint
 	export PGQ_BACKEND="$${PGQ_BACKEND:-$${PGQ_DSN:+dsn}}"; export PGQ_BACKEND="$${PGQ_BACKEND:-embedded}"; \
-	export PGQ_HOME="$$(mktemp -d)"; types="$$(mktemp)"; \
+	export PGQ_HOME="$$(mktemp -d)"; export PGQ_TEST_HOME="$$PGQ_HOME"; \
 	$(BIN)/pgq-teach server start || exit 1; \
-	$(BIN)/mypy > "$$types" 2>&1 & mypy=$$!; trap 'kill $$mypy 2>/dev/null; exit 130' INT TERM; \
+	types="$$(mktemp)"; $(BIN)/mypy > "$$types" 2>&1 & mypy=$$!; \
+	trap 'kill $$mypy 2>/dev/null; rm -f "$$types"; exit 130' INT; \
 	failed=0; \
 	for pass in "-n $(WORKERS) --dist loadfile --serial skip" "--serial only"; do \
 	  echo "== pytest $$pass"; \

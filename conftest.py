@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parent
 SERIAL = {
     "notebooks/12-the-interview.ipynb": "quotes the measurements the other lessons record, "
     "so it runs after them, as in a run one notebook at a time",
+    "tests/test_measurements.py::test_the_run_recorded_lesson_11s_drain_for_lesson_12": "checks the "
+    "measurement lesson 12 quotes was recorded by the rest of the run",
 }
 
 # In a parallel run (or on the embedded backend) nbval starts each notebook's kernel on an

@@ -294,13 +294,13 @@ def open_and_run_all(page, lab: LabServer, notebook: str, timeout_ms: int = RUN_
 def kernel_home(tmp_path_factory, request) -> Path:
     """The learner's folder (PGQ_HOME) for the lab's kernels: a throwaway one, so a test's
     guesses, answers and verdicts never reach a real learner's files. A module that runs
-    lessons in nbval's place (IN_BROWSER) uses the run's PGQ_HOME when one is set, as nbval's
-    kernels would have: `make test` sets a throwaway one, and lesson 12, run after the rest,
-    quotes what lesson 11 recorded there."""
+    lessons in nbval's place (IN_BROWSER) uses the run's own throwaway folder instead when
+    `make test` names one (PGQ_TEST_HOME), as nbval's kernels would have: lesson 12, run after
+    the rest, then quotes the drain lesson 11 recorded there (tests/test_measurements.py checks)."""
     mine = [item for item in request.session.items if getattr(item, "module", None) is request.module]
     runs = {marker.args[0] for item in mine for marker in item.iter_markers("runs_lesson")}
-    if runs & IN_BROWSER.keys() and os.environ.get("PGQ_HOME"):
-        return Path(os.environ["PGQ_HOME"])
+    if runs & IN_BROWSER.keys() and os.environ.get("PGQ_TEST_HOME"):
+        return Path(os.environ["PGQ_TEST_HOME"])
     return tmp_path_factory.mktemp("learner")
 
 
@@ -479,10 +479,11 @@ def ran_cells(page, notebook: str) -> list[nbformat.NotebookNode]:
 def nbval_problems(items: list[nbval.IPyNbCell], ran: list[nbformat.NotebookNode]) -> list[str]:
     """What nbval would have failed, cell by cell (nbval 0.11's IPyNbCell.runtest after the
     kernel's reply, with its own option, coalescing and comparison code)."""
-    if len(ran) != len(items):
-        return [f"the browser ran {len(ran)} code cells; nbval found {len(items)}"]
+    cells = sum(cell.cell_type == "code" for cell in items[0].parent.nb.cells)
+    if len(ran) != cells:
+        return [f"the browser ran {len(ran)} code cells; the notebook has {cells}"]
     problems = []
-    for item in items:
+    for item in items:  # the chosen ones: -k may have left some of nbval's items out
         outputs = ran[item.cell_num].outputs
         where = f"Cell {item.cell_num} ({item.cell.source.splitlines()[0] if item.cell.source else ''})"
         if item.options["skip"]:

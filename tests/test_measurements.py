@@ -43,3 +43,18 @@ def test_nothing_records_or_reads_around_the_registry():
         if re.search(r"record_measurement\(|learner\.measurement\(", text)
     ]
     assert not around, f"these modules record or read a measurement by a key of their own: {around}"
+
+
+def test_the_run_recorded_lesson_11s_drain_for_lesson_12():
+    """In `make test` lesson 11 runs only in the browser suite, whose kernels write to the run's
+    learner folder (PGQ_TEST_HOME, tests/jupyter_browser.py kernel_home), as nbval's did; lesson
+    12, alone after the rest, quotes that drain. Run with it (conftest.py SERIAL)."""
+    import os
+
+    from jupyter_browser import chromium_path
+
+    if not os.environ.get("PGQ_TEST_HOME") or chromium_path() is None:
+        pytest.skip("only in make test's second pass, with the browser suite run")
+    assert os.environ.get("PGQ_HOME") == os.environ["PGQ_TEST_HOME"]
+    drain = measurements.read(measurements.DRAIN_JOBS_PER_S_11)
+    assert drain is not None and float(drain["value"]) > 0, drain

@@ -71,5 +71,14 @@ def test_a_cell_that_raised_fails(items, ran):
 
 def test_a_run_of_another_shape_fails(items, ran):
     assert nbval_problems(items, ran[:-1]) == [
-        f"the browser ran {len(ran) - 1} code cells; nbval found {len(items)}"
+        f"the browser ran {len(ran) - 1} code cells; the notebook has {len(ran)}"
     ]
+
+
+def test_a_chosen_part_of_the_lesson_is_checked_against_the_whole_run(items, ran):
+    # -k can leave some of nbval's items out; the browser still ran every cell
+    n = first_checked_with_stdout(items)
+    chosen = [item for item in items if item.cell_num >= n]
+    assert nbval_problems(chosen, ran) == []
+    next(o for o in ran[n].outputs if o.get("name") == "stdout").text += "more"
+    assert len(nbval_problems(chosen, ran)) == 1

@@ -25,10 +25,12 @@
 --   second failed with "tuple concurrently updated". They work in different
 --   scratch databases, and an advisory lock belongs to one database, so the
 --   script locks pg_authid itself (a shared catalog: the lock holds across the
---   cluster) in SHARE ROW EXCLUSIVE mode: it conflicts with itself and with the
---   ROW EXCLUSIVE any ALTER ROLE takes, not with the ACCESS SHARE a login takes.
---   The script is sent as one query message, which the server runs as one
---   transaction, so the lock is held until its COMMIT and the setups take turns.
+--   cluster) in SHARE ROW EXCLUSIVE mode. That mode conflicts with itself, so the
+--   setups take turns, and with the ROW EXCLUSIVE lock a change to a role's own
+--   row takes (LOGIN, PASSWORD, CONNECTION LIMIT), not with the ACCESS SHARE a
+--   login takes; ALTER ROLE ... SET and RESET write pg_db_role_setting instead,
+--   which this lock leaves free. The script is sent as one query message, which
+--   the server runs as one transaction: the lock is held until its COMMIT.
 
 SET pgq.learner_role TO :"role";
 SET pgq.checker_role TO :"checker";

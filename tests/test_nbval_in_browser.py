@@ -82,3 +82,27 @@ def test_a_chosen_part_of_the_lesson_is_checked_against_the_whole_run(items, ran
     assert nbval_problems(chosen, ran) == []
     next(o for o in ran[n].outputs if o.get("name") == "stdout").text += "more"
     assert len(nbval_problems(chosen, ran)) == 1
+
+
+ROOT = NOTEBOOK.parent.parent
+# What JupyterLab and nbval treat differently, so the browser's outputs would no longer be the
+# ones nbval saw: a cleared or updated output (nbval keeps the first), output captured into an
+# Output widget by `with` (nbval counts it as the cell's), a cell Run All runs but nbval skips,
+# or one allowed to raise (the page's stderr check stops it first). Charts reach an Output
+# through append_display_data, which sends the cell nothing.
+APART = ("clear_output(", "update_display(", "display_id", ".capture(")
+APART_TAGS = {"nbval-skip", "raises-exception"}
+
+
+def test_the_lessons_use_nothing_that_jupyterlab_and_nbval_treat_apart():
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            tags = set(cell.metadata.get("tags", [])) & APART_TAGS
+            words = [w for w in (*APART, "NBVAL_SKIP", "NBVAL_RAISES_EXCEPTION") if w in cell.source]
+            if tags or words:
+                found.append(f"{path.name}: {sorted(tags) + words}")
+    for path in sorted((ROOT / "pgq_teach").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        found += [f"{path.relative_to(ROOT)}: {w}" for w in APART if w in text]
+    assert found == [], "check tests/jupyter_browser.py nbval_problems still holds for these"

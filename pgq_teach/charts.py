@@ -18,6 +18,8 @@ browser tests can measure.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,10 +38,43 @@ class OnFirstUse:
 
     def __getattr__(self, name: str) -> Any:
         if self.module is None:
+            defer_iri_grammar()
             module = importlib.import_module("altair")
             module.renderers.enable("mimetype", embed_options={"renderer": "svg", "actions": False})
             self.module = module
         return getattr(self.module, name)
+
+
+IRI_GRAMMAR = "rfc3987_syntax"
+
+
+class DeferredIriGrammar(ModuleType):
+    """Stands in for rfc3987_syntax until something uses it, then loads it and hands over."""
+
+    def load(self) -> ModuleType:
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return importlib.import_module(self.__name__)
+
+    def is_valid_syntax(self, term: str, value: str) -> bool:
+        return bool(self.load().is_valid_syntax(term, value))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # the import system asks for __path__ and the like: not a use
+            raise AttributeError(name)
+        return getattr(self.load(), name)
+
+
+def defer_iri_grammar() -> None:
+    """Why: Altair imports jsonschema, and jsonschema imports rfc3987_syntax as it loads, which
+    builds an Earley parser for RFC 3987's grammar: 1.6 s of CPU in every kernel's first chart,
+    more than the rest of Altair's import, though no chart checks an IRI. Until something does,
+    a stand-in takes its place (jsonschema's IRI check then loads it, and behaves the same:
+    tests/test_chart_text.py). Nothing to do where it is loaded already or not installed."""
+    if IRI_GRAMMAR in sys.modules or importlib.util.find_spec(IRI_GRAMMAR) is None:
+        return
+    stand_in = DeferredIriGrammar(IRI_GRAMMAR)
+    sys.modules[IRI_GRAMMAR] = stand_in
 
 
 if TYPE_CHECKING:

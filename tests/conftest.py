@@ -1,6 +1,8 @@
 """Every test runs on a real PostgreSQL (the course's own choice of server)
-and works in its own database, dropped afterwards: a copy of a template made
-once per run (per worker, under pytest-xdist) with the course's schema.
+and works in a database of its worker's (`db`) with the course's schema: a copy
+of a template made once per run (per worker, under pytest-xdist), emptied for
+each next test, and copied anew after a test that changed its schema
+(helpers.ReusedDatabase says why and how).
 
 A test that must be alone on its server (it restarts it, sets something
 server-wide, or fingerprints every role and database) runs on an embedded
@@ -18,7 +20,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from helpers import choosing, needs_a_server_of_its_own, on_server, server_folder
+from helpers import ReusedDatabase, choosing, needs_a_server_of_its_own, on_server, server_folder
 from pgq_teach import databases, server
 from pgq_teach.statements import run
 
@@ -126,17 +128,24 @@ def admin(pg) -> Iterator[AdminSession]:
 
 @pytest.fixture
 def db(template, admin, request):
-    """The test's own database with the course's tables: a copy of the template, or, for a
-    test that asks for `alone`, made on its module's own server (the template is not there)."""
-    label = _label(request.node.nodeid)
+    """The test's database with the course's tables and no rows: its worker's, emptied since
+    the last test or copied anew from the template (`reused`), or, for a test that asks for
+    `alone`, made on its module's own server (the template is not there)."""
     if "alone" in request.fixturenames:
         request.getfixturevalue("alone")  # chosen first, and so let go after this database
+        label = _label(request.node.nodeid)
         database = databases.open_database(label, reset=True)
         yield database
         databases.drop_database(label)
         return
-    yield databases.clone_database(label, template, admin.get())
-    databases.drop_database(label, admin.get())
+    yield request.getfixturevalue("reused").next_test(admin.get())
+
+
+@pytest.fixture(scope="session")
+def reused(template, admin) -> Iterator[ReusedDatabase]:
+    keeper = ReusedDatabase(template)
+    yield keeper
+    keeper.drop(admin.get())
 
 
 @pytest.fixture

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 
+import psycopg
 import pytest
 
 import pgq_teach as pgq
-from helpers import counts
+from helpers import ReusedDatabase, counts
 from pgq_teach import databases
+from pgq_teach.experiments import indexes
 from pgq_teach.statements import run, run_one
 
 
@@ -63,3 +65,48 @@ def test_lock_holders_are_read_in_this_database_only(template, db):
 def test_an_empty_label_is_refused(label):
     with pytest.raises(pgq.BadInput, match="label"):
         databases.database_name(label)
+
+
+@pytest.fixture
+def keeper(template, admin):
+    """A reused database of the test's own, beside the one its worker's tests take turns in."""
+    kept = ReusedDatabase(template, label="t_reuse_check")
+    yield kept
+    kept.drop(admin.get())
+
+
+def test_a_reused_database_reaches_the_next_test_empty_with_no_session_left(keeper, admin):
+    first = keeper.next_test(admin.get())
+    left_open = first.connect()
+    with first.connection() as conn:
+        ids = [pgq.enqueue(conn, "send_receipt", {"n": n}) for n in range(3)]
+        assert counts(conn) == {"ready": 3}
+    second = keeper.next_test(admin.get())
+    assert second.name == first.name  # emptied, not made anew
+    with pytest.raises(psycopg.OperationalError):
+        run(left_open, "lab/ping")  # ended, as DROP DATABASE ... WITH (FORCE) ended them
+    left_open.close()
+    with second.connection() as conn:
+        assert counts(conn) == {}
+        assert pgq.enqueue(conn, "send_receipt", {"n": 0}) == ids[0]  # identities restarted
+
+
+def claims(db) -> list:
+    with db.connection() as conn:
+        return pgq.claim(conn)  # returns the fence token: fails where the column is gone
+
+
+@pytest.mark.parametrize(
+    "change, back",
+    [
+        ("exercise/drop_ready_index", lambda db: "jobs_ready_idx" in indexes.sizes(db)),  # rows go
+        ("lab/drop_fence_token", lambda db: claims(db) == []),  # a row is rewritten
+    ],
+    ids=["a dropped index", "a dropped column"],
+)
+def test_a_test_that_changed_the_schema_leaves_the_next_one_a_fresh_copy(keeper, admin, change, back):
+    changed = keeper.next_test(admin.get())
+    with changed.connection() as conn:
+        run(conn, change)
+    fresh = keeper.next_test(admin.get())
+    assert back(fresh)

@@ -1,0 +1,37 @@
+-- admin/catalog_mark.sql: a mark of this database's schema and settings: the
+-- newest row (highest xmin) and the number of rows across the catalogs DDL
+-- writes (tables and their columns, indexes, constraints, triggers, functions,
+-- types, schemas, extensions, dependencies), and the database's own row and
+-- settings (ALTER DATABASE). A CREATE or ALTER adds or rewrites a row, so the
+-- newest changes; a DROP removes rows, so the count does. Taken after the tests
+-- empty a database they reuse and compared before the next test: a different
+-- mark means a test changed the schema, and the database is made anew.
+-- VACUUM's and ANALYZE's updates to pg_class are made in place and keep xmin;
+-- statistics (pg_statistic) are not looked at.
+-- Safe: yes, read-only.
+-- Parameters: none.
+
+WITH catalog_rows AS (
+  SELECT xmin FROM pg_class
+  UNION ALL SELECT xmin FROM pg_attribute
+  UNION ALL SELECT xmin FROM pg_attrdef
+  UNION ALL SELECT xmin FROM pg_index
+  UNION ALL SELECT xmin FROM pg_constraint
+  UNION ALL SELECT xmin FROM pg_trigger
+  UNION ALL SELECT xmin FROM pg_proc
+  UNION ALL SELECT xmin FROM pg_type
+  UNION ALL SELECT xmin FROM pg_namespace
+  UNION ALL SELECT xmin FROM pg_extension
+  UNION ALL SELECT xmin FROM pg_depend
+  UNION ALL SELECT xmin FROM pg_rewrite
+  UNION ALL SELECT xmin FROM pg_sequence
+  UNION ALL SELECT xmin FROM pg_policy
+  UNION ALL SELECT xmin FROM pg_inherits
+)
+SELECT (SELECT max(xmin::text::bigint) FROM catalog_rows) AS newest,
+       (SELECT count(*) FROM catalog_rows) AS rows,
+       (SELECT xmin::text FROM pg_database WHERE datname = current_database()) AS database_row,
+       (SELECT setconfig::text FROM pg_db_role_setting
+         WHERE setrole = 0
+           AND setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())
+       ) AS settings;

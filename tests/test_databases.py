@@ -77,18 +77,30 @@ def keeper(template, admin):
 
 def test_a_reused_database_reaches_the_next_test_empty_with_no_session_left(keeper, admin):
     first = keeper.next_test(admin.get())
+    first_oid = oid(first)
     left_open = first.connect()
     with first.connection() as conn:
         ids = [pgq.enqueue(conn, "send_receipt", {"n": n}) for n in range(3)]
-        assert counts(conn) == {"ready": 3}
+        assert counts(conn) == {"ready": 3}  # a scan of jobs, counted with the inserts
     second = keeper.next_test(admin.get())
-    assert second.name == first.name  # emptied, not made anew
+    assert oid(second) == first_oid  # the same database, emptied rather than made anew
     with pytest.raises(psycopg.OperationalError):
         run(left_open, "lab/ping")  # ended, as DROP DATABASE ... WITH (FORCE) ended them
     left_open.close()
     with second.connection() as conn:
+        assert run(conn, "admin/jobs_counters").fetchone() == (0, 0, 0)  # counters zeroed
         assert counts(conn) == {}
         assert pgq.enqueue(conn, "send_receipt", {"n": 0}) == ids[0]  # identities restarted
+
+
+def oid(db) -> int:
+    with db.connection() as conn:
+        return run(conn, "admin/catalog_mark").fetchone()[2]
+
+
+def counters(db) -> tuple:
+    with db.connection() as conn:
+        return run(conn, "admin/jobs_counters").fetchone()
 
 
 def claims(db) -> list:
@@ -101,12 +113,14 @@ def claims(db) -> list:
     [
         ("exercise/drop_ready_index", lambda db: "jobs_ready_idx" in indexes.sizes(db)),  # rows go
         ("lab/drop_fence_token", lambda db: claims(db) == []),  # a row is rewritten
+        ("lab/analyze_jobs", lambda db: counters(db)[2] == 0),  # ANALYZE's rows
     ],
-    ids=["a dropped index", "a dropped column"],
+    ids=["a dropped index", "a dropped column", "the planner's statistics"],
 )
 def test_a_test_that_changed_the_schema_leaves_the_next_one_a_fresh_copy(keeper, admin, change, back):
     changed = keeper.next_test(admin.get())
     with changed.connection() as conn:
+        pgq.enqueue(conn, "send_receipt", {"n": 1})
         run(conn, change)
     fresh = keeper.next_test(admin.get())
     assert back(fresh)

@@ -1,7 +1,6 @@
--- admin/empty_course_tables.sql: empty every table in the public schema,
--- restart their identity columns, and zero this database's statistics
--- counters, so a database the tests reuse reads as a fresh copy of their
--- template would. Needs a superuser (pg_stat_reset), as the tests' server has.
+-- admin/empty_course_tables.sql: empty every table in the public schema and
+-- restart their identity columns, so a database the tests reuse reads as a
+-- fresh copy of their template would (admin/reset_statistics.sql follows).
 -- Safe: NO: it deletes every row in the database's own tables. Used by tests
 --   only, on databases they made (pgq_...).
 -- Parameters: none.
@@ -15,6 +14,5 @@ BEGIN
   IF tables IS NOT NULL THEN
     EXECUTE 'TRUNCATE ' || tables || ' RESTART IDENTITY CASCADE';
   END IF;
-  PERFORM pg_stat_reset();
 END
 $$;

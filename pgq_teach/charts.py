@@ -18,9 +18,11 @@ browser tests can measure.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import sys
 import textwrap
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -49,18 +51,28 @@ IRI_GRAMMAR = "rfc3987_syntax"
 
 
 class DeferredIriGrammar(ModuleType):
-    """Stands in for rfc3987_syntax until something uses it, then loads it and hands over."""
+    """Stands in for rfc3987_syntax until something uses it, then loads it and hands over.
+    It carries the real module's spec, file and path, so importing a submodule or asking
+    where it lives still works; one lock, so two threads' first checks load it once."""
+
+    def __init__(self, spec: importlib.machinery.ModuleSpec):
+        super().__init__(spec.name)
+        self.__spec__, self.__file__ = spec, spec.origin
+        if spec.submodule_search_locations is not None:
+            self.__path__ = list(spec.submodule_search_locations)
+        self.__loading = threading.Lock()
 
     def load(self) -> ModuleType:
-        if sys.modules.get(self.__name__) is self:
-            del sys.modules[self.__name__]
-        return importlib.import_module(self.__name__)
+        with self.__loading:
+            if sys.modules.get(self.__name__) is self:
+                del sys.modules[self.__name__]
+            return importlib.import_module(self.__name__)
 
     def is_valid_syntax(self, term: str, value: str) -> bool:
         return bool(self.load().is_valid_syntax(term, value))
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):  # the import system asks for __path__ and the like: not a use
+        if name.startswith("__") and name != "__all__":  # the import system asking: not a use
             raise AttributeError(name)
         return getattr(self.load(), name)
 
@@ -70,11 +82,10 @@ def defer_iri_grammar() -> None:
     builds an Earley parser for RFC 3987's grammar: 1.6 s of CPU in every kernel's first chart,
     more than the rest of Altair's import, though no chart checks an IRI. Until something does,
     a stand-in takes its place (jsonschema's IRI check then loads it, and behaves the same:
-    tests/test_chart_text.py). Nothing to do where it is loaded already or not installed."""
-    if IRI_GRAMMAR in sys.modules or importlib.util.find_spec(IRI_GRAMMAR) is None:
-        return
-    stand_in = DeferredIriGrammar(IRI_GRAMMAR)
-    sys.modules[IRI_GRAMMAR] = stand_in
+    tests/test_charts.py). Nothing to do where it is loaded already or not installed."""
+    spec = None if IRI_GRAMMAR in sys.modules else importlib.util.find_spec(IRI_GRAMMAR)
+    if spec is not None:
+        sys.modules[IRI_GRAMMAR] = DeferredIriGrammar(spec)
 
 
 if TYPE_CHECKING:

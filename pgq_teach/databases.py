@@ -1,5 +1,5 @@
-"""Each lesson and each test works in its own database, so they run in any
-order and never touch the learner's own tables."""
+"""Each lesson works in its own database, and the tests in theirs, so they run
+in any order and never touch the learner's own tables."""
 
 from __future__ import annotations
 

@@ -13,7 +13,11 @@ FIRST_CHART = textwrap.dedent(
     import json, sys
     from pgq_teach import charts
 
-    charts.alt.Chart  # the first use imports Altair, and jsonschema with it
+    chart = charts.bars(
+        [{"claim": "one", "s": 1.0}], label="claim", value="s", heading="h",
+        value_axis=charts.axis("s", "s", ",.1f"),
+    )
+    chart.to_dict()  # built and validated against Vega-Lite's schema, as JupyterLab gets it
     import jsonschema
     grammar = "rfc3987_syntax.syntax_helpers"
     seen = {"jsonschema": "jsonschema._format" in sys.modules, "grammar_after_chart": grammar in sys.modules}

@@ -244,7 +244,8 @@ class ReusedDatabase:
         """Whether the database was emptied for the next test (False: make it anew, as after
         anything unexpected: the database gone, a lock not granted within LOCK_WAIT)."""
         try:
-            (left_running,) = run(admin, "admin/end_sessions_in_database", {"name": database.name}).fetchone()
+            run(admin, "admin/end_sessions_in_database", {"name": database.name})
+            (left_running,) = run(admin, "admin/sessions_in_database", {"name": database.name}).fetchone()
             if left_running:
                 return False
             with database.connection(options=f"-c lock_timeout={self.LOCK_WAIT}") as conn:

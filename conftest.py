@@ -17,10 +17,21 @@ import os
 import sys
 from pathlib import Path
 
-import nbval.plugin as _nbval
 import pytest
 
-from pgq_teach.databases import TAG_VARIABLE
+from pgq_teach.charts import defer_iri_grammar
+
+# nbval imports nbformat, nbformat imports jsonschema, and jsonschema builds the parser of RFC
+# 3987's grammar as it loads: 2.5 to 2.8 CPU-seconds on a 2-CPU machine, in each of a make test's
+# five pytest processes, though no test run checks an IRI with it. So nbval is loaded here, after
+# the stand-in that waits for the grammar's first use (pgq_teach/charts.py), and not as pytest
+# loads its installed plugins, which is before any conftest.py (pyproject.toml: -p no:nbval).
+defer_iri_grammar()
+import nbval.plugin as _nbval  # noqa: E402
+
+from pgq_teach.databases import TAG_VARIABLE  # noqa: E402
+
+pytest_plugins = ["nbval.plugin"]
 
 ROOT = Path(__file__).resolve().parent
 

@@ -198,6 +198,13 @@ def _explain_fence(conn: psycopg.Connection, job: Job, verb: str) -> bool:
     return False
 
 
+def completed_by(conn: psycopg.Connection, job: Job) -> bool:
+    """Whether `job` is done, and by this claim (its fencing token): what a worker asks after
+    it sent the completion as its connection broke, when it cannot tell whether it committed."""
+    row = run(conn, "job_state", {"id": job.id}).fetchone()
+    return row is not None and row[0] == "done" and row[2] == job.fence_token
+
+
 def complete(conn: psycopg.Connection, job: Job) -> bool:
     """Mark a claimed job done. False when a newer claim or the reaper fenced it out."""
     job = _check_job(job)

@@ -12,6 +12,8 @@ the handlers. The outcomes go in batches over the work connection (one fenced
 statement for the done jobs, one for the failed ones): the producer sends
 those of every executor that finished its batch in one go before it claims
 again, and an executor sends its own mid-batch when `flush_after` says so.
+Outcomes a broken connection did not confirm are held and sent again; a
+completion that had committed all the same counts as done, not fenced.
 A notification is a hint and can be lost, so an idle producer also
 claims every `poll` seconds.
 
@@ -326,6 +328,9 @@ class Worker:
         self._work: psycopg.Connection | None = None
         self._listen: psycopg.Connection | None = None
         self._done: list[queue.Job] = []
+        # Claims whose completion was sent as the connection broke: it may have committed with
+        # no answer back, so when sent again it matches no running row. See _own_earlier.
+        self._unsure: set[tuple[int, int]] = set()
         self._failed: list[tuple[queue.Job, Exception]] = []
         self._held_since: float | None = None  # when the oldest held outcome was added
         self._busy = 0  # executors with a batch
@@ -638,11 +643,13 @@ class Worker:
             try:
                 work = self._work_conn()
                 completed = queue.complete_many(work, done, durable=durable) if done else []
+                completed = self._own_earlier(work, done, completed)
                 sent_done, done = done, []
                 outcomes = queue.fail_many(work, failed, durable=durable) if failed else []
             except BaseException:
                 with self._lock:
                     self._done[:0], self._failed[:0] = done, failed
+                    self._unsure.update(_claim_key(job) for job in done)
                     self._held_since = self._held_since or time.monotonic()
                 raise
         self.leases.release(sent_done + [job for job, _ in failed])
@@ -658,6 +665,25 @@ class Worker:
                 self._count("fenced", job)
         for (job, _), outcome in zip(failed, outcomes, strict=True):
             self._count("retried" if outcome == "ready" else outcome, job)  # ready again: a retry
+
+    def _own_earlier(
+        self, work: psycopg.Connection, jobs: list[queue.Job], completed: list[bool]
+    ) -> list[bool]:
+        """`completed`, with a job this claim had already completed counted as completed, not
+        fenced: its completion was sent as the connection broke and committed, though no answer
+        came back (a server restart, a cut network). Only this claim's token completes a job
+        with that token, since a newer claim takes a new one (queue.completed_by)."""
+        with self._lock:
+            unsure = {_claim_key(job) for job in jobs} & self._unsure
+        if not unsure:
+            return completed
+        checked = [
+            ok or (_claim_key(job) in unsure and queue.completed_by(work, job))
+            for job, ok in zip(jobs, completed, strict=True)
+        ]
+        with self._lock:
+            self._unsure -= unsure
+        return checked
 
     def _count(self, event: str, job: queue.Job | None) -> None:
         with self._lock:

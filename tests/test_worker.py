@@ -1,15 +1,20 @@
 """The Worker: handlers by kind, failures recorded, LISTEN wake-ups with a
 fallback poll, reconnection, and a clean stop."""
 
+import contextlib
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from datetime import timedelta
 
 import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 import pgq_teach as pgq
 from helpers import counts, job_row, wait_for
@@ -218,3 +223,77 @@ def test_cli_worker_runs_processes_of_executors(db, conn):
     reports = [int(n) for n in re.findall(r", done (\d+),", proc.stdout)]
     assert len(reports) == 2 and sum(reports) == 40
     assert counts(conn) == {"done": 40}
+
+
+class CutAfterCommit:
+    """A Unix-socket relay to the server that cuts one session at the moment its completion's
+    answer comes back: the server has committed it (the answer is sent after the commit), the
+    client never hears. What a server restart or a cut network can do to a worker."""
+
+    MARK = b"SET status = 'done'"  # in complete_many.sql's text, as the client sends it
+
+    def __init__(self, server_dsn: str):
+        info = conninfo_to_dict(server_dsn)
+        host, port = info.get("host") or "/tmp", info.get("port") or "5432"
+        # the server's Unix socket (the embedded one has no other), or its TCP port (PGQ_DSN, Docker)
+        self.upstream = (
+            (socket.AF_UNIX, f"{host}/.s.PGSQL.{port}")
+            if host.startswith("/")
+            else (socket.AF_INET, (host, int(port)))
+        )
+        self.folder = tempfile.mkdtemp(prefix="pgq-cut-")
+        self.listener = socket.socket(socket.AF_UNIX)
+        self.listener.bind(f"{self.folder}/.s.PGSQL.{port}")
+        self.listener.listen()
+        self.dsn = make_conninfo(server_dsn, host=self.folder)
+        self.cut = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.socket(self.upstream[0])
+            server.connect(self.upstream[1])
+            armed = threading.Event()
+            threading.Thread(target=self._pump, args=(client, server, armed, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, armed, False), daemon=True).start()
+
+    def _pump(self, source, sink, armed, from_client):
+        try:
+            while data := source.recv(65536):
+                if from_client and self.MARK in data:
+                    armed.set()
+                if not from_client and armed.is_set() and not self.cut.is_set() and b"UPDATE" in data:
+                    self.cut.set()
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        for end in (source, sink):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            end.close()
+
+    def close(self):
+        self.listener.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def test_a_completion_that_committed_as_the_connection_broke_is_counted_done_not_fenced(db, conn):
+    job_id = pgq.enqueue(conn, "send_receipt", {})
+    relay = CutAfterCommit(db.dsn)
+    ran = []
+    worker = pgq.Worker(relay.dsn, {"send_receipt": lambda job: ran.append(job.id)}, poll=0.05)
+    running = Running(worker)
+    try:
+        assert wait_for(lambda: worker.report.done + worker.report.fenced >= 1, 15), worker.report
+    finally:
+        running.join()
+        relay.close()
+    assert relay.cut.is_set()  # the answer to the completion never reached the worker
+    assert job_row(conn, job_id)["status"] == "done" and ran == [job_id]  # committed, run once
+    assert worker.report.reconnects >= 1
+    assert (worker.report.done, worker.report.fenced) == (1, 0)  # its own completion, not a newer claim's

@@ -7,6 +7,7 @@ import os
 
 import psycopg
 import pytest
+from psycopg.rows import dict_row
 
 import pgq_teach as pgq
 from helpers import ReusedDatabase, counts
@@ -95,7 +96,12 @@ def test_a_reused_database_reaches_the_next_test_empty_with_no_session_left(keep
 
 def oid(db) -> int:
     with db.connection() as conn:
-        return run(conn, "admin/catalog_mark").fetchone()[2]
+        return run(conn, "admin/catalog_mark", row_factory=dict_row).fetchone()["database_oid"]
+
+
+def options(db) -> list | None:
+    with db.connection() as conn:
+        return run(conn, "admin/jobs_options").fetchone()[0]
 
 
 def counters(db) -> tuple:
@@ -114,8 +120,9 @@ def claims(db) -> list:
         ("exercise/drop_ready_index", lambda db: "jobs_ready_idx" in indexes.sizes(db)),  # rows go
         ("lab/drop_fence_token", lambda db: claims(db) == []),  # a row is rewritten
         ("lab/analyze_jobs", lambda db: counters(db)[2] == 0),  # ANALYZE's rows
+        ("lab/autovacuum_off", lambda db: options(db) is None),  # a table's own settings (pg_class)
     ],
-    ids=["a dropped index", "a dropped column", "the planner's statistics"],
+    ids=["a dropped index", "a dropped column", "the planner's statistics", "a table's settings"],
 )
 def test_a_test_that_changed_the_schema_leaves_the_next_one_a_fresh_copy(keeper, admin, change, back):
     changed = keeper.next_test(admin.get())
@@ -124,3 +131,18 @@ def test_a_test_that_changed_the_schema_leaves_the_next_one_a_fresh_copy(keeper,
         run(conn, change)
     fresh = keeper.next_test(admin.get())
     assert back(fresh)
+
+
+def test_a_test_that_truncated_its_tables_still_leaves_the_database_to_reuse(keeper, admin):
+    """TRUNCATE gives a table (and its indexes and sequence) new files, rewriting their pg_class
+    rows: no change of schema, so the database is emptied and kept, not copied anew."""
+    first = keeper.next_test(admin.get())
+    first_oid = oid(first)
+    with first.connection() as conn:
+        pgq.enqueue(conn, "send_receipt", {"n": 1})
+        run(conn, "lab/reset_jobs")
+        pgq.enqueue(conn, "send_receipt", {"n": 2})
+    second = keeper.next_test(admin.get())
+    assert oid(second) == first_oid  # the same database, not a copy made under the same name
+    with second.connection() as conn:
+        assert counts(conn) == {}

@@ -26,12 +26,13 @@ from pgq_teach.charts import defer_iri_grammar
 # five pytest processes, though no test run checks an IRI with it. So nbval is loaded here, after
 # the stand-in that waits for the grammar's first use (pgq_teach/charts.py), and not as pytest
 # loads its installed plugins, which is before any conftest.py (pyproject.toml: -p no:nbval).
+LOADED_BY_PYTEST = "nbval.plugin" in sys.modules  # as it was before (-o addopts="", -p nbval)
 defer_iri_grammar()
 import nbval.plugin as _nbval  # noqa: E402
 
 from pgq_teach.databases import TAG_VARIABLE  # noqa: E402
 
-pytest_plugins = ["nbval.plugin"]
+pytest_plugins = [] if LOADED_BY_PYTEST else ["nbval.plugin"]
 
 ROOT = Path(__file__).resolve().parent
 

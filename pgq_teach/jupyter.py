@@ -14,6 +14,7 @@ from pgq_teach.charts import defer_iri_grammar
 
 def main() -> int:
     defer_iri_grammar()
+    sys.argv[0] = "jupyter-lab"  # the name its usage and errors give, as `jupyter lab` has it
     from jupyterlab.labapp import main as lab  # what `jupyter lab` runs
 
     return lab() or 0

@@ -707,6 +707,8 @@ class Worker:
 
     def _lost(self, job: queue.Job, why: str) -> None:
         with self._lock:
+            if _claim_key(job) in self._unsure:
+                return  # its completion may have committed: sent again, it is counted done or fenced
             self.report.leases_lost += 1
         self.on_event("lost", job)
 

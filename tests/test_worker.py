@@ -232,8 +232,10 @@ class CutAfterCommit:
 
     MARK = b"SET status = 'done'"  # in complete_many.sql's text, as the client sends it
 
-    def __init__(self, server_dsn: str, on_cut=lambda: None):
+    def __init__(self, server_dsn: str, on_cut=lambda: None, refuse_for: float = 0.0):
         self.on_cut = on_cut  # called as the answer is held back: what the database says then
+        self.refuse_for = refuse_for  # after the cut, new sessions are refused this long (a restart)
+        self.refused_until = 0.0
         info = conninfo_to_dict(server_dsn)
         host, port = info.get("host") or "/tmp", info.get("port") or "5432"
         # the server's Unix socket (the embedded one has no other), or its TCP port (PGQ_DSN, Docker)
@@ -256,6 +258,9 @@ class CutAfterCommit:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            if time.monotonic() < self.refused_until:
+                client.close()
+                continue
             server = socket.socket(self.upstream[0])
             server.connect(self.upstream[1])
             armed = threading.Event()
@@ -269,6 +274,7 @@ class CutAfterCommit:
                     armed.set()
                 if not from_client and armed.is_set() and not self.cut.is_set() and b"UPDATE" in data:
                     self.on_cut()
+                    self.refused_until = time.monotonic() + self.refuse_for
                     self.cut.set()
                     break
                 sink.sendall(data)
@@ -287,9 +293,13 @@ class CutAfterCommit:
 def test_a_completion_that_committed_as_the_connection_broke_is_counted_done_not_fenced(db, conn):
     job_id = pgq.enqueue(conn, "send_receipt", {})
     at_cut = []
-    relay = CutAfterCommit(db.dsn, on_cut=lambda: at_cut.append(job_row(conn, job_id)["status"]))
+    relay = CutAfterCommit(
+        db.dsn, on_cut=lambda: at_cut.append(job_row(conn, job_id)["status"]), refuse_for=1.0
+    )
     ran = []
-    worker = pgq.Worker(relay.dsn, {"send_receipt": lambda job: ran.append(job.id)}, poll=0.05)
+    # a 1 s lease: the heartbeat (its own session, not cut) beats every 0.25 s while the work
+    # session cannot reconnect, and finds the job no longer running
+    worker = pgq.Worker(relay.dsn, {"send_receipt": lambda job: ran.append(job.id)}, poll=0.05, lease=1.0)
     running = Running(worker)
     try:
         assert wait_for(lambda: worker.report.done + worker.report.fenced >= 1, 15), worker.report
@@ -300,3 +310,4 @@ def test_a_completion_that_committed_as_the_connection_broke_is_counted_done_not
     assert job_row(conn, job_id)["status"] == "done" and ran == [job_id]  # committed, run once
     assert worker.report.reconnects >= 1
     assert (worker.report.done, worker.report.fenced) == (1, 0)  # its own completion, not a newer claim's
+    assert worker.report.beats >= 1 and worker.report.leases_lost == 0  # a beat found it done: no lease lost

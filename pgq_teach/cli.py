@@ -625,11 +625,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    out = checks.output_folder("--out", args.out)  # before the experiments' import, a second of CPU
     from . import reproduce as rp
     from .reproduce import runner, terminal
 
     figures = rp.parse_only(args.only)  # bad input: one line and exit 2, before anything runs
-    out = checks.output_folder("--out", args.out)
     if args.compare:
         runner.check_compare()
     bar = terminal.ProgressBar()

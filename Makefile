@@ -19,7 +19,7 @@ bytecode: $(STAMP)
 	$(BIN)/python -m compileall -q pgq_teach tests || true
 
 # Lint and types. make test runs the quick part (style and the notebook cleaner, a second)
-# first, since a failure there needs no server, and mypy (about 22 s of one CPU on a clean
+# first, since a failure there needs no server, and mypy (about 10 CPU-seconds on a clean
 # clone) beside its first pass, where the tests leave a CPU idle a fifth of the time.
 lint: quick-lint types
 

@@ -86,11 +86,18 @@ def runs_per_job(conn) -> dict[int, list[str]]:
     return {row[0]: list(row[2]) for row in run(conn, "lab/runs_per_job")}
 
 
+def claimed(by_status: dict[str, int]) -> int:
+    """How many jobs have been claimed: running, or done already."""
+    return by_status.get("running", 0) + by_status.get("done", 0)
+
+
 def serve_recording_worker(spec: dict) -> None:
-    """A second worker PROCESS for the tests: once `running` jobs are running
-    (claimed by the test's own worker), work with a recording handler for
-    `seconds` (or, with `stop_after_run`, until it has run one job), then
-    print the report's counts as JSON."""
+    """A second worker PROCESS for the tests: prints "ready" once it has loaded and connected
+    (the test waits for that line before its own worker claims), then, once the test's worker
+    has claimed `running` jobs (running, or done already), works with a recording handler for
+    `seconds` (or, with `stop_after_run`, until it has run one job), then prints the report's
+    counts as JSON. Why the handshake: on a loaded machine loading this process once took
+    longer than the test's three 0.8 s jobs, so it missed them all and never started."""
     import json
     from datetime import timedelta
 
@@ -99,7 +106,8 @@ def serve_recording_worker(spec: dict) -> None:
     from pgq_teach.worker import Worker
 
     with psycopg.connect(spec["dsn"], autocommit=True) as conn:
-        wait_for(lambda: counts(conn).get("running", 0) >= spec["running"], 30, step=0.01)
+        print("ready", flush=True)
+        wait_for(lambda: claimed(counts(conn)) >= spec["running"], 30, step=0.01)
     record = recording_handler(spec["dsn"], spec["name"], spec["work"])
 
     def handler(job) -> None:

@@ -48,7 +48,8 @@ def second_process(
     db, *, running: int, seconds: float, work: float = 0.0, stop_after_run: bool = False
 ) -> subprocess.Popen:
     """Another worker process (lease 1 s, polling every 50 ms, reaping as it
-    claims) that starts working once `running` jobs are running."""
+    claims) that starts working once `running` jobs have been claimed; returned
+    once it has loaded and connected (helpers.serve_recording_worker)."""
     spec = {
         "dsn": db.dsn,
         "name": "second",
@@ -59,13 +60,16 @@ def second_process(
         "lease": 1.0,
         "stop_after_run": stop_after_run,
     }
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-c", SECOND, json.dumps(spec)],
         cwd=TESTS,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    if proc.stdout.readline().strip() != "ready":  # '' if it exited first
+        raise AssertionError(f"the second worker process did not start:\n{proc.communicate(timeout=60)[1]}")
+    return proc
 
 
 def finish(proc: subprocess.Popen) -> dict:

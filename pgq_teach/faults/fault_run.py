@@ -264,15 +264,17 @@ class _Faults:
         self.next_beat_kill = now + self.s.beat_kill_every
 
     def pause(self, now: float) -> None:
-        """SIGSTOP a worker inside a job, past its lease. Every other pause
-        prefers a fragile job (one try): its lost lease kills it, a requeue
-        brings it back, and the worker stays frozen until another claim has
-        taken it (HOLD_LEASES leases at the most), so it comes back to a job
-        requeued and claimed again, however long that took on a loaded
-        machine. Any other pause lasts two leases and half a second."""
+        """SIGSTOP a worker inside a job, past its lease. Every other pause,
+        and every pause until one on a fragile job (one try) is under way or
+        has seen its job claimed again, prefers such a job: its lost lease
+        kills it, a requeue brings it back, and the worker stays frozen until
+        another claim has taken it (HOLD_LEASES leases at the most), so it
+        comes back to a job requeued and claimed again, however long that
+        took on a loaded machine. Any other pause lasts two leases and half
+        a second."""
         running = self.fleet.pool.alive(paused=False)
         if len(running) > 1:  # keep a worker running
-            prefer = self.report.pauses % 2 == 0
+            prefer = self.s.fragile_every > 0 and (self.report.pauses % 2 == 0 or not self.fragile_met())
             in_hand = self.fleet.in_hand(running)
             names = {j.name for j in in_hand if j.fragile} if prefer else set()
             names = names or {j.name for j in in_hand}
@@ -302,6 +304,11 @@ class _Faults:
             victim.paused_until = time.monotonic() + fixed
         self.report.pauses += 1
         self.next_pause = now + self.s.pause_every
+
+    def fragile_met(self) -> bool:
+        """A pause on a fragile job is under way, or one has seen its job claimed again."""
+        held = any(c.until_claimed is not None for c in self.fleet.pool.frozen())
+        return held or self.report.pauses_claimed_again > 0
 
     def watch(self, now: float, child: Child) -> None:
         """A worker frozen until its job is claimed again: once the job's

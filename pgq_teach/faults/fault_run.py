@@ -266,18 +266,19 @@ class _Faults:
     def pause(self, now: float) -> None:
         """SIGSTOP a worker inside a job, past its lease. Every other pause,
         and every pause until one on a fragile job (one try) is under way or
-        has seen its job claimed again, prefers such a job: its lost lease
-        kills it, a requeue brings it back, and the worker stays frozen until
-        another claim has taken it (HOLD_LEASES leases at the most), so it
-        comes back to a job requeued and claimed again, however long that
-        took on a loaded machine. Any other pause lasts two leases and half
-        a second."""
+        has seen its job claimed again, prefers such a job, and takes any job
+        only after half a second of finding none: its lost lease kills it, a
+        requeue brings it back, and the worker stays frozen until another
+        claim has taken it (HOLD_LEASES leases at the most), so it comes back
+        to a job requeued and claimed again, however long that took on a
+        loaded machine. Any other pause lasts two leases and half a second."""
         running = self.fleet.pool.alive(paused=False)
         if len(running) > 1:  # keep a worker running
             prefer = self.s.fragile_every > 0 and (self.report.pauses % 2 == 0 or not self.fragile_met())
             in_hand = self.fleet.in_hand(running)
             names = {j.name for j in in_hand if j.fragile} if prefer else set()
-            names = names or {j.name for j in in_hand}
+            if not names and (not prefer or now >= self.next_pause + 0.5):
+                names = {j.name for j in in_hand}
             mid = [c for c in running if c.name in names]
             if mid:
                 self.strike_pause(now, self.rng.choice(mid), prefer)

@@ -7,10 +7,12 @@ both a `RunSettings`), checked when it is made, before any database is touched.
 running the library's Worker with a short lease, drain a queue while we
 SIGKILL them mid-job and start replacements, freeze them (SIGSTOP) past their
 lease and let them go on, end their sessions with pg_terminate_backend (LISTEN
-connection included), restart PostgreSQL once, and requeue dead jobs, so a
-frozen worker can come back after its job was requeued and claimed again. The
-handler is idempotent: one effect row per job, keyed on the job id, plus an
-append-only log of every call.
+connection included), restart PostgreSQL once, and requeue dead jobs. A worker
+frozen on a job with one try stays frozen until its lease has run out, the job
+has died, been requeued and been claimed again, so it comes back to a claim
+that holds the same attempts as its own and only the fencing token tells them
+apart. The handler is idempotent: one effect row per job, keyed on the job id,
+plus an append-only log of every call.
 
 `run_load` (the load run, `pgq-teach load`): many workers, many jobs, a planned 10% of handler
 calls raising, max_attempts 3, no faults injected. The plan is known in

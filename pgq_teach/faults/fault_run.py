@@ -2,7 +2,8 @@
 while they drain a queue; then judge from the database that nothing was lost,
 no effect happened twice and no stale completion was accepted. Dead jobs are
 requeued as the run goes, so the verdict also covers a worker that comes back
-after its job was requeued and claimed again."""
+after its job was requeued and claimed again: a worker frozen on a job with one
+try stays frozen until that has happened."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ..databases import Database
 from ..experiments.results import Progress
 from .fleet import (
     SHARED_INVARIANTS,
+    Child,
     Fleet,
     RunReport,
     broken,
@@ -24,6 +26,9 @@ from .fleet import (
     restart_server,
 )
 from .settings import FaultSettings
+
+# The longest, in leases, a worker frozen on a one-try job waits for another claim to take it.
+HOLD_LEASES = 10
 
 # What the fault run must never see, as (report field, what a count of one means, what a
 # larger count means).
@@ -60,6 +65,8 @@ class FaultReport(RunReport):
     kills: int = 0
     kills_mid_job: int = 0
     pauses: int = 0
+    fragile_pauses: int = 0
+    pauses_claimed_again: int = 0
     terminations: int = 0
     sessions_ended: int = 0
     heartbeats_ended: int = 0
@@ -94,7 +101,9 @@ class FaultReport(RunReport):
             f"({tables.count(self.processes_started, 'process')} started), lease {s.lease:g} s, "
             f"faults for {s.seconds:g} s",
             f"  faults: {tables.count(self.kills, 'SIGKILL')} ({self.kills_mid_job} mid-job), "
-            f"{tables.count(self.pauses, 'SIGSTOP pause')} past the lease, "
+            f"{tables.count(self.pauses, 'SIGSTOP pause')} past the lease "
+            f"({self.fragile_pauses} on a one-try job, {self.pauses_claimed_again} of them held "
+            "until another claim took it), "
             f"{tables.count(self.terminations, 'pg_terminate_backend round')} "
             f"({tables.count(self.sessions_ended, 'session')}), "
             f"{tables.count(self.restarts, 'server restart')}"
@@ -194,11 +203,15 @@ class _Faults:
             self.requeue(now)
 
     def over(self, now: float, progress: Progress | None) -> bool:
-        """Every quarter second: report progress; True once every job is done
-        after the faults, or the drain timeout has passed."""
+        """Every quarter second: report progress and end the pauses whose job
+        was claimed again; True once every job is done after the faults, or
+        the drain timeout has passed."""
         if now < self.next_look:
             return False
         self.next_look = now + 0.25
+        for child in self.fleet.pool.frozen():
+            if child.until_claimed is not None:
+                self.watch(now, child)
         p = self.fleet.progress()
         self.report.longest_overdue = max(self.report.longest_overdue, p["overdue_seconds"])
         if progress:
@@ -251,26 +264,66 @@ class _Faults:
         self.next_beat_kill = now + self.s.beat_kill_every
 
     def pause(self, now: float) -> None:
-        """SIGSTOP a worker inside a job for longer than its lease. Every other
-        pause prefers a fragile job, whose lost lease kills it: requeued and
-        claimed again, it meets the frozen worker coming back."""
+        """SIGSTOP a worker inside a job, past its lease. Every other pause,
+        and every pause until one on a fragile job (one try) is under way or
+        has seen its job claimed again, prefers such a job, and takes any job
+        only after half a second of finding none: its lost lease kills it, a
+        requeue brings it back, and the worker stays frozen until another
+        claim has taken it (HOLD_LEASES leases at the most), so it comes back
+        to a job requeued and claimed again, however long that took on a
+        loaded machine. Any other pause lasts two leases and half a second."""
         running = self.fleet.pool.alive(paused=False)
-        fragile = self.report.pauses % 2 == 0
-        mid = self.fleet.busy(running, fragile=fragile) or self.fleet.busy(running)
-        if mid and len(running) > 1:
-            victim = self.rng.choice(mid)
-            self.fleet.strike(victim, "pause", 2 * self.s.lease + 0.5)
-            self.fleet.pool.pause(victim, 2 * self.s.lease + 0.5)
-            # Frozen now: is it still inside that job? If not, let it go at
-            # once and try again on the next round.
-            if self.fleet.busy([victim]):
-                self.report.pauses += 1
-                self.next_pause = now + self.s.pause_every
-            else:
-                victim.paused_until = 0.0
-                self.fleet.pool.resume_due()
+        if len(running) > 1:  # keep a worker running
+            prefer = self.s.fragile_every > 0 and (self.report.pauses % 2 == 0 or not self.fragile_met())
+            in_hand = self.fleet.in_hand(running)
+            names = {j.name for j in in_hand if j.fragile} if prefer else set()
+            if not names and (not prefer or now >= self.next_pause + 0.5):
+                names = {j.name for j in in_hand}
+            mid = [c for c in running if c.name in names]
+            if mid:
+                self.strike_pause(now, self.rng.choice(mid), prefer)
         if now >= self.next_pause + 1.0:
             self.next_pause = now + self.s.pause_every  # nobody was inside a job for a second
+
+    def strike_pause(self, now: float, victim: Child, prefer_fragile: bool) -> None:
+        """Freeze `victim`; then, frozen, is it still inside a job? If not,
+        let it go at once and try again on the next round."""
+        fixed = 2 * self.s.lease + 0.5
+        longest = HOLD_LEASES * self.s.lease if prefer_fragile else fixed
+        self.fleet.strike(victim, "pause", longest)  # its true end is noted as it goes on
+        self.fleet.pool.pause(victim, longest)
+        in_hand = self.fleet.in_hand([victim])
+        if not in_hand:
+            victim.paused_until = 0.0
+            self.fleet.resume_due()
+            return
+        fragile = next((j for j in in_hand if j.fragile), None) if prefer_fragile else None
+        if fragile is not None:
+            victim.until_claimed = (fragile.job_id, fragile.fence_token)
+            self.report.fragile_pauses += 1
+        else:
+            victim.paused_until = time.monotonic() + fixed
+        self.report.pauses += 1
+        self.next_pause = now + self.s.pause_every
+
+    def fragile_met(self) -> bool:
+        """A pause on a fragile job is under way, or one has seen its job claimed again."""
+        held = any(c.until_claimed is not None for c in self.fleet.pool.frozen())
+        return held or self.report.pauses_claimed_again > 0
+
+    def watch(self, now: float, child: Child) -> None:
+        """A worker frozen until its job is claimed again: once the job's
+        fencing token has moved on (only a claim moves it), let the worker go
+        on the next round. Until then, once a requeue has made the job ready,
+        put it first in line, so a claim takes it even behind a backlog."""
+        assert child.until_claimed is not None
+        job_id, token = child.until_claimed
+        state = self.fleet.job_state(job_id)
+        if state is None or state["fence_token"] > token:
+            child.paused_until, child.until_claimed = now, None
+            self.report.pauses_claimed_again += 1
+        elif state["status"] == "ready":
+            self.fleet.first_in_line(job_id)
 
     def restart(self) -> None:
         self.restart_at = None

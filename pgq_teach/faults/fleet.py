@@ -33,7 +33,7 @@ from psycopg.rows import dict_row
 from .. import embedded, queue, seeding, tables
 from ..databases import Database
 from ..errors import PgqError
-from ..statements import run
+from ..statements import records, run
 from ..worker import Worker
 from .plan import planned_error, planned_failure
 from .settings import RunSettings
@@ -205,15 +205,33 @@ def _serve(spec: dict) -> None:
 # --- the parent's side ---------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class InHand:
+    """A job a worker is in the middle of: the worker, the job, its claim's
+    fencing token, and its max_attempts (fragile: one try only)."""
+
+    name: str
+    job_id: int
+    fence_token: int
+    max_attempts: int
+
+    @property
+    def fragile(self) -> bool:
+        return self.max_attempts == 1
+
+
 @dataclass
 class Child:
-    """One worker process of a run: its name, process, report file and log, and when a pause ends."""
+    """One worker process of a run: its name, process, report file and log,
+    and, while it is frozen, when its pause ends at the latest and the job
+    whose next claim ends it sooner (job id, the fencing token it holds)."""
 
     name: str
     process: subprocess.Popen
     report: Path
     log: Path
     paused_until: float | None = None
+    until_claimed: tuple[int, int] | None = None
     told: bool = True  # False if it exited before it read its settings
 
     def alive(self) -> bool:
@@ -276,15 +294,17 @@ class Pool:
         del self.children[child.name]
 
     def pause(self, child: Child, seconds: float) -> None:
+        """SIGSTOP a worker for `seconds` at the most (Fleet.resume_due lets it go)."""
         child.process.send_signal(signal.SIGSTOP)
         child.paused_until = time.monotonic() + seconds
 
-    def resume_due(self, *, all_now: bool = False) -> None:
-        for child in self.children.values():
-            if child.paused_until is not None and (all_now or time.monotonic() >= child.paused_until):
-                if child.alive():
-                    child.process.send_signal(signal.SIGCONT)
-                child.paused_until = None
+    def frozen(self) -> list[Child]:
+        return [c for c in self.children.values() if c.paused_until is not None]
+
+    def resume(self, child: Child) -> None:
+        if child.alive():
+            child.process.send_signal(signal.SIGCONT)
+        child.paused_until = child.until_claimed = None
 
     def collect_crashes(self) -> int:
         """Children that exited on their own: a crash. The count; the caller replaces them."""
@@ -302,7 +322,8 @@ class Pool:
 
     def stop_all(self) -> None:
         """SIGCONT the frozen, SIGTERM everyone, wait, SIGKILL stragglers."""
-        self.resume_due(all_now=True)
+        for child in self.frozen():
+            self.resume(child)
         for child in self.children.values():
             if child.alive():
                 child.process.terminate()
@@ -518,26 +539,54 @@ class Fleet:
 
     def replace_crashed(self) -> None:
         """Let frozen workers whose time is up go on, and replace any that exited on their own."""
-        self.pool.resume_due()
+        self.resume_due()
         for _ in range(self.pool.collect_crashes()):
             self.pool.start()
+
+    def resume_due(self) -> None:
+        """Let go the frozen workers whose pause is over, each one's strike
+        ended first (lab/fault_strike_end.sql), so a claim it makes once it
+        goes on is never taken for one made while it was frozen."""
+        now = time.monotonic()
+        for child in self.pool.frozen():
+            if child.paused_until is not None and now >= child.paused_until:
+                self.session.rows("lab/fault_strike_end", {"worker": child.name})
+                self.pool.resume(child)
 
     def progress(self) -> dict[str, Any]:
         """Jobs by status, never claimed, and the most overdue lease (lab/fault_progress.sql)."""
         return self.session.row("lab/fault_progress")
 
-    def busy(self, children: list[Child], *, fragile: bool | None = None) -> list[Child]:
-        """Those of `children` in the middle of a job (by the call log); with
-        `fragile` True or False, only those on a job allowed one try, or more."""
+    def in_hand(self, children: list[Child]) -> list[InHand]:
+        """The jobs `children` are in the middle of (by the call log: lab/fault_busy_workers.sql)."""
         if not children:
             return []
-        rows = self.session.rows("lab/fault_busy_workers", {"names": [c.name for c in children]})
-        names = {name for name, max_attempts in rows if fragile is None or (max_attempts == 1) == fragile}
+        names = [c.name for c in children]
+        return self.session.call(
+            lambda conn: run(
+                conn, "lab/fault_busy_workers", {"names": names}, row_factory=records(InHand)
+            ).fetchall()
+        )
+
+    def busy(self, children: list[Child]) -> list[Child]:
+        """Those of `children` in the middle of a job (by the call log)."""
+        names = {j.name for j in self.in_hand(children)}
         return [c for c in children if c.name in names]
+
+    def job_state(self, job_id: int) -> dict[str, Any] | None:
+        """One job's status, attempts and fencing token (job_state.sql); None if there is no such job."""
+        return self.session.call(
+            lambda conn: run(conn, "job_state", {"id": job_id}, row_factory=dict_row).fetchone()
+        )
+
+    def first_in_line(self, job_id: int) -> None:
+        """Make a ready job due before every other (lab/fault_first_in_line.sql)."""
+        self.session.rows("lab/fault_first_in_line", {"id": job_id})
 
     def strike(self, child: Child, kind: str, seconds: float | None = None) -> None:
         """Note a fault that takes a worker's jobs from it by right (a kill, or
-        a pause of `seconds`), before it strikes: the judge excuses them."""
+        a pause of `seconds` at the most, whose true end resume_due notes),
+        before it strikes: the judge excuses them."""
         self.session.rows("lab/fault_strike", {"worker": child.name, "kind": kind, "seconds": seconds})
 
     def requeue_dead(self) -> int:

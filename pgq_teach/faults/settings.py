@@ -82,7 +82,10 @@ class FaultSettings(RunSettings):
     on, each on its own clock; dead jobs are requeued every `requeue_every`
     seconds until the queue drains. Every `fragile_every`-th job (none if 0)
     gets one try only, so the faults kill some jobs for the requeues to bring
-    back. `restart`: restart the server once, 40% into the faults. Each
+    back. Every `pause_every` seconds a worker inside a job is frozen past its
+    lease: every other time on such a job, until the job has been requeued and
+    claimed again (ten leases at the most), otherwise for two leases and half
+    a second. `restart`: restart the server once, 40% into the faults. Each
     worker process is a heartbeat pool: `concurrency` executors claiming
     `batch` jobs each; every `long_every`-th job (none if 0) works one and a
     half leases, so only its heartbeat keeps it; every `beat_kill_every`

@@ -43,10 +43,11 @@ def test_fault_run_loses_nothing_and_fences_every_stale_completion(alone_db):
     """Guide, leases and fencing: SIGKILLs mid-job, workers frozen past their
     lease, sessions ended (LISTEN included), a server restart and requeues of
     dead jobs, while 3,000 jobs fall due over 30 s. Every second job has one
-    try only, so faults kill some and the requeues bring them back, and a
-    worker frozen on such a job is held frozen until its job has been
-    requeued and claimed again, however long a loaded machine takes: it comes
-    back when attempts repeat, and only a fence that never repeats holds.
+    try only, so faults kill some and the requeues bring them back, and every
+    other pause freezes a worker on such a job and holds it until its job has
+    been requeued and claimed again (ten leases at the most, however long a
+    loaded machine takes within that): it comes back when attempts repeat, and
+    only a fence that never repeats holds.
     Sized for about 35 s. The restart ends every session on its server, so
     the run has an embedded server of its own (alone_db)."""
     db = alone_db

@@ -67,7 +67,10 @@ def second_process(
         stderr=subprocess.PIPE,
         text=True,
     )
+    # Its only line before the final JSON: finish()'s communicate() reads the pipe itself, past
+    # this file object's buffer, so nothing else may be printed in between.
     if proc.stdout.readline().strip() != "ready":  # '' if it exited first
+        proc.kill()
         raise AssertionError(f"the second worker process did not start:\n{proc.communicate(timeout=60)[1]}")
     return proc
 

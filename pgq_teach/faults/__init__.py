@@ -7,11 +7,13 @@ both a `RunSettings`), checked when it is made, before any database is touched.
 running the library's Worker with a short lease, drain a queue while we
 SIGKILL them mid-job and start replacements, freeze them (SIGSTOP) past their
 lease and let them go on, end their sessions with pg_terminate_backend (LISTEN
-connection included), restart PostgreSQL once, and requeue dead jobs. A worker
-frozen on a job with one try stays frozen until its lease has run out, the job
-has died, been requeued and been claimed again, so it comes back to a claim
-that holds the same attempts as its own and only the fencing token tells them
-apart. The handler is idempotent: one effect row per job, keyed on the job id,
+connection included), restart PostgreSQL once, and requeue dead jobs. Every
+other pause (and every pause until one such hold is under way or over) freezes
+a worker on a job with one try and holds it frozen until its lease has run
+out, the job has died, been requeued and been claimed again (ten leases at the
+most), so it comes back to a claim that holds the same attempts as its own and
+only the fencing token tells them apart; any other pause lasts two leases and
+half a second. The handler is idempotent: one effect row per job, keyed on the job id,
 plus an append-only log of every call.
 
 `run_load` (the load run, `pgq-teach load`): many workers, many jobs, a planned 10% of handler

@@ -2,8 +2,9 @@
 while they drain a queue; then judge from the database that nothing was lost,
 no effect happened twice and no stale completion was accepted. Dead jobs are
 requeued as the run goes, so the verdict also covers a worker that comes back
-after its job was requeued and claimed again: a worker frozen on a job with one
-try stays frozen until that has happened."""
+after its job was requeued and claimed again: every other pause freezes a worker
+on a job with one try and holds it until that has happened (ten leases at the
+most)."""
 
 from __future__ import annotations
 

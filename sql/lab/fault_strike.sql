@@ -3,8 +3,8 @@
 -- end) or a SIGSTOP past the lease (ends `seconds` later at the latest;
 -- lab/fault_strike_end.sql notes its true end as the worker goes on).
 -- Safe: yes, in a fault run's own database (lab/fault_setup.sql first).
--- Parameters: worker (text), kind (text: kill or pause), seconds (float8, or
---   NULL for a kill: the longest the pause may last).
+-- Parameters: worker (text), kind (text: kill or pause), seconds (float8: the
+--   longest the pause may last; NULL for a kill).
 
 INSERT INTO fault_strikes (worker, kind, until)
 VALUES (:'worker', :'kind', clock_timestamp() + make_interval(secs => :seconds));

@@ -94,6 +94,29 @@ def test_an_acked_message_survives_a_kill_9(nats, client):
     assert kept - {"while-down"} == {f"k{n}" for n in range(50)}
 
 
+def test_a_fetch_that_times_out_midway_does_not_end_the_read(client, monkeypatch):
+    """A starved client's fetch can time out with messages still to come (a loaded test run
+    once read 1,000 of 1,200): read_all goes on until the broker has none left for it. The
+    broker is real; one fetch, the second, times out as a starved one would."""
+    from nats.errors import TimeoutError as NatsTimeout
+    from nats.js.client import JetStreamContext
+
+    fetch, calls = JetStreamContext.PullSubscription.fetch, []
+
+    async def second_times_out(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise NatsTimeout
+        return await fetch(self, *args, **kwargs)
+
+    client.make_stream("SLOW", ["slow.>"])
+    client.publish_many("slow.x", 1_200)
+    monkeypatch.setattr(JetStreamContext.PullSubscription, "fetch", second_times_out)
+    read = client.read_all("SLOW", "slow.>")
+    assert len(calls) >= 3  # the timeout happened, and the read went on
+    assert sorted(seq for seq, _, _ in read) == list(range(1, 1_201))
+
+
 def test_duplicate_publishes_within_the_window_are_dropped_and_counted(client):
     client.make_stream("DUP", ["dup.>"], duplicate_window_s=60)
     acks = [client.publish("dup.x", b"{}", str(n % 10)) for n in range(25)]

@@ -11,6 +11,7 @@ server of its own instead, in a folder of its own (`own_server`, `alone`,
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -157,9 +158,25 @@ def conn(db):
 @pytest.fixture
 def own_server():
     """A fresh embedded server for this test alone, chosen for the test (and the pgq-teach
-    commands it runs, with a learner folder beside it): (Server, its data folder)."""
-    with server_folder("pgq-teach-own-") as home, choosing(home / "pg18", PGQ_HOME=str(home / "learner")):
-        yield server.get_server(), home / "pg18"
+    commands it runs, with a learner folder beside it): (Server, its data folder). Its data
+    is a copy of the run's template (helpers.server_folder), as its first start left it."""
+    with own_embedded_server(fresh=False) as chosen:
+        yield chosen
+
+
+@pytest.fixture
+def own_fresh_server():
+    """own_server, its data made by its own first start (initdb, then what embedded.start()
+    sets once), as a learner's is: for a test of what that first start does."""
+    with own_embedded_server(fresh=True) as chosen:
+        yield chosen
+
+
+@contextlib.contextmanager
+def own_embedded_server(fresh: bool) -> Iterator[tuple[server.Server, Path]]:
+    with server_folder("pgq-teach-own-", fresh=fresh) as home:
+        with choosing(home / "pg18", PGQ_HOME=str(home / "learner")):
+            yield server.get_server(), home / "pg18"
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,17 @@
 """Small readers the tests share: they look at rows, never at mocks."""
 
+import atexit
 import contextlib
+import functools
 import os
 import re
 import shutil
 import socket
+import subprocess
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -180,15 +184,87 @@ def choosing(folder: Path, **more: str | None) -> Iterator[None]:
         server.reset_choice()
 
 
+# What a stopped server's folder holds beside its cluster, of the one server that ran there: its
+# start options and log, the wheel's list of the processes holding a handle on it, and its
+# statistics (a fresh cluster starts with none). The template is rid of them once, before any copy.
+NOT_CLUSTER = ("postmaster.opts", "log", ".handle_pids.json", "pg_stat/pgstat.stat")
+
+
+@functools.cache  # once per process: each pytest-xdist worker makes its own
+def data_template() -> Path | None:
+    """A stopped PostgreSQL 18 data folder that this process made the first time it was asked
+    for: initdb'd and started once by embedded.start(), so it holds what that start sets
+    (max_connections, the WAL settings) as a learner's server does after its first start, then
+    stopped cleanly. A copy starts without initdb and without that first start's restart.
+    PostgreSQL 18's alone: `choosing` unsets PGQ_PG_MAJOR, and a test that picks 16 in a
+    server_folder gets its files beside pg18, where no copy goes, so its start runs initdb as
+    before. None if it could not be made: every server then makes its own, as before."""
+    home = Path(tempfile.mkdtemp(prefix="pgq-teach-template-"))  # not under /root: server_folder says why
+    atexit.register(remove_at_exit, home, os.getpid())
+    try:
+        return made_and_stopped(home / "pg18")
+    except Exception as exc:  # the run goes on with an initdb per server, as before the template
+        warnings.warn(f"no template data folder for the tests' own servers: {exc}", stacklevel=2)
+        return None
+
+
+def remove_at_exit(folder: Path, maker: int) -> None:
+    """Remove `folder` as the process that made it exits (a child forked from it runs the same
+    exit hooks, and must leave it to its parent)."""
+    if os.getpid() == maker:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def made_and_stopped(pgdata: Path) -> Path:
+    """`pgdata` initdb'd and started by embedded.start(), then stopped, with NOT_CLUSTER gone."""
+    # The environment alone, not `choosing`: the server this process had chosen stays chosen.
+    with embedded.environment(
+        PGQ_DATA_DIR=str(pgdata), PGQ_BACKEND="embedded", PGQ_DSN=None, PGQ_PG_MAJOR=None
+    ):
+        try:
+            embedded.start()
+        finally:
+            embedded.stop()
+    if (pgdata / "postmaster.pid").exists() or any(pgdata.glob(".s.PGSQL.*")):
+        raise OSError(f"the server in {pgdata} did not stop cleanly")
+    for name in NOT_CLUSTER:
+        (pgdata / name).unlink(missing_ok=True)
+    return pgdata
+
+
+def copy_template(pgdata: Path) -> None:
+    """Copy the process's template (data_template) to `pgdata`, or leave `pgdata` absent if
+    there is none or the copy fails (the server's first start then runs initdb). cp -a keeps
+    each file's owner and mode (as root the wheel runs the server as its own system user, which
+    owns what initdb made), in about half the CPU time of shutil.copytree's file by file."""
+    template = data_template()
+    if template is None:
+        return
+    try:
+        subprocess.run(
+            ["cp", "-a", "--", str(template), str(pgdata)], check=True, capture_output=True, text=True
+        )
+    except (OSError, subprocess.CalledProcessError) as exc:
+        said = getattr(exc, "stderr", None) or exc
+        warnings.warn(
+            f"the template data folder was not copied, so this server runs initdb: {said}", stacklevel=2
+        )
+        shutil.rmtree(pgdata, ignore_errors=True)
+
+
 @contextlib.contextmanager
-def server_folder(prefix: str = "pgq-teach-test-") -> Iterator[Path]:
-    """A new folder for an embedded server of its own (its data in `pg18` inside, made when
-    the server first starts); afterwards, however the block ends, that server is stopped if it
-    runs and the folder is removed. Not under /root, where as root the wheel would open every
-    parent for traversal, and not under pytest's tmp_path, whose root another pytest run may
-    lock down to 0700 while the server's own user still needs in."""
+def server_folder(prefix: str = "pgq-teach-test-", *, fresh: bool = False) -> Iterator[Path]:
+    """A new folder for an embedded server of its own, its data in `pg18` inside: a copy of the
+    process's template (data_template), so its first start runs no initdb and no restart, or with
+    `fresh` none, made by the server's first start as a learner's is (for a test of that start).
+    Afterwards, however the block ends, that server is stopped if it runs and the folder is
+    removed. Not under /root, where as root the wheel would open every parent for traversal, and
+    not under pytest's tmp_path, whose root another pytest run may lock down to 0700 while the
+    server's own user still needs in."""
     home = Path(tempfile.mkdtemp(prefix=prefix))
     try:
+        if not fresh:
+            copy_template(home / "pg18")
         yield home
     finally:
         with choosing(home / "pg18"):

@@ -149,8 +149,8 @@ def test_clean_refuses_a_server_it_did_not_start(tmp_path):
     assert done.stderr.count("\n") == 1 and "--this-server" in done.stderr
 
 
-def test_the_wal_settings_are_set_once_and_a_learners_own_value_stays(own_server):
-    srv, _ = own_server
+def test_the_wal_settings_are_set_once_and_a_learners_own_value_stays(own_fresh_server):
+    srv, _ = own_fresh_server  # set by its own first start, not copied from the run's template
     assert wal_settings_become(srv.dsn, (256, "off"))
     with psycopg.connect(srv.dsn, autocommit=True) as admin:
         run(admin, "admin/alter_system", {"value": "512MB"}, idents={"name": "max_wal_size"})

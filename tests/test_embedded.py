@@ -18,9 +18,18 @@ from pgq_teach.statements import run
 
 @pytest.fixture
 def private():
-    """A data folder of the test's own, chosen but not started (helpers.server_folder): each
-    test starts the server its own way. Stopped and removed afterwards."""
+    """A data folder of the test's own, chosen but not started (helpers.server_folder: a copy
+    of the run's template): each test starts the server its own way. Stopped and removed
+    afterwards."""
     with server_folder() as home, choosing(home / "pg18"):
+        yield home / "pg18"
+
+
+@pytest.fixture
+def private_empty():
+    """As private, but nothing in the folder yet, as a learner's before the first start: the
+    start runs initdb, then raises max_connections with a restart."""
+    with server_folder(fresh=True) as home, choosing(home / "pg18"):
         yield home / "pg18"
 
 
@@ -34,7 +43,7 @@ def cli(*args):
     )
 
 
-def test_server_start_status_stop_through_the_cli(private):
+def test_server_start_status_stop_through_the_cli(private_empty):
     started = cli("server", "start")
     assert started.returncode == 0 and "backend embedded" in started.stdout, started.stderr
     assert started.stderr == ""

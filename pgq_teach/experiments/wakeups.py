@@ -335,6 +335,17 @@ class LatencyResult(Result):
         )
 
 
+def settle(worker: Worker, empties: int, stop: threading.Event, timeout: float) -> None:
+    """Wait until `worker` has claimed again and found nothing (more than `empties` empty
+    claims): it then waits for its next poll or notification. Why: a worker whose batch was full
+    claims again as soon as its executor is free, so on a busy machine an executor that finished
+    late would claim the next job at once, neither polled nor woken."""
+    deadline = time.monotonic() + timeout
+    while worker.report.empty_claims <= empties and time.monotonic() < deadline:
+        if stop.wait(0.005):
+            return
+
+
 def pickup_latency(
     db: Database,
     *,
@@ -368,6 +379,7 @@ def pickup_latency(
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     pickups: list[Pickup] = []
+    last_claim: float | None = None  # when the worker claimed the job before
     try:
         with db.connection() as conn:
             for n in range(jobs):
@@ -378,6 +390,7 @@ def pickup_latency(
                 notify = n % 2 == 0
                 job_id = queue.enqueue(conn, KIND, {"n": n}, notify=notify)
                 committed = time.monotonic()
+                empties = worker.report.empty_claims
                 with picked:
 
                     def seen(job_id: int = job_id) -> bool:
@@ -388,7 +401,13 @@ def pickup_latency(
                     if stop.is_set():
                         break
                     raise RuntimeError(f"the worker did not claim job {job_id} within {poll_s * 3 + 5:g} s")
-                pickups.append(Pickup(job_id, notify, claimed[job_id] - committed, pause))
+                # The time since the last claim as it passed, not the pause asked for: on a busy
+                # machine this thread wakes late from both waits, and the job then lands later in
+                # the worker's poll cycle than the pause says.
+                after_claim = pause if last_claim is None else committed - last_claim
+                pickups.append(Pickup(job_id, notify, claimed[job_id] - committed, after_claim))
+                last_claim = claimed[job_id]
+                settle(worker, empties, stop, poll_s * 3 + 5)
                 tell(progress, n + 1, jobs)
     finally:
         worker.stop()

@@ -157,7 +157,7 @@ def conn(db):
 
 @pytest.fixture
 def own_server():
-    """A fresh embedded server for this test alone, chosen for the test (and the pgq-teach
+    """An embedded server for this test alone, chosen for the test (and the pgq-teach
     commands it runs, with a learner folder beside it): (Server, its data folder). Its data
     is a copy of the run's template (helpers.server_folder), as its first start left it."""
     with own_embedded_server(fresh=False) as chosen:

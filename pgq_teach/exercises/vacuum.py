@@ -150,6 +150,18 @@ def play(scratch: Scratch, learner: LearnerSQL, scene: HolderScene, staged: list
     scene.removed, scene.held_after = vacuum_counts(scratch)
 
 
+def extra_text(extra: list[tuple[HolderScene, int]]) -> str:
+    """The sessions named that should not have been: the scenes' own one by one, then
+    every other client session in one item, since a busy server can have many."""
+    staged = [f"pid {pid}: {sc.names[pid]}" for sc, pid in extra if pid in sc.names]
+    others = [str(pid) for sc, pid in extra if pid not in sc.names]
+    if len(others) == 1:
+        staged.append(f"pid {others[0]}: {NOT_STAGED}")
+    elif others:
+        staged.append(f"{len(others)} client sessions the scene did not open: pid {', '.join(others)}")
+    return "; ".join(staged) or "none"
+
+
 def check_holder(
     scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None
 ) -> Verdict:
@@ -188,7 +200,7 @@ def check_holder(
         ),
         Evidence(
             "no session that holds nothing back",
-            "; ".join(f"pid {pid}: {sc.names.get(pid, NOT_STAGED)}" for sc, pid in extra) or "none",
+            extra_text(extra),
             not extra,
         ),
         *(
@@ -243,6 +255,7 @@ def check_holder(
                 {
                     "culprit": sc.culprit,
                     "found": sc.found,
+                    "extra": sc.extra,
                     "held_before": sc.held_before,
                     "held_after": sc.held_after,
                 }

@@ -78,7 +78,8 @@ class WorkerReport:
     after a backoff), dead and fenced (a completion the fence refused, or a
     job not started because the process no longer held it); jobs reaped and
     reaper passes (a pass may reap nothing); claim statements and the empty
-    ones; wake-ups (notifications that ended a wait), polls and reconnects;
+    ones (counted when the claim, and any reap and second claim after it, are
+    over); wake-ups (notifications that ended a wait), polls and reconnects;
     heartbeat statements, failed beats, and leases lost (held jobs a beat or
     check found fenced, or gave up after failed beats)."""
 
@@ -331,6 +332,9 @@ class Worker:
         # Claims whose completion was sent as the connection broke: it may have committed with
         # no answer back, so when sent again it matches no running row. See _own_earlier.
         self._unsure: set[tuple[int, int]] = set()
+        # Claims whose outcome is being sent: a beat that waited on their rows may find them
+        # done already, and that is no lost lease. See _lost.
+        self._sending: set[tuple[int, int]] = set()
         self._failed: list[tuple[queue.Job, Exception]] = []
         self._held_since: float | None = None  # when the oldest held outcome was added
         self._busy = 0  # executors with a batch
@@ -429,10 +433,7 @@ class Worker:
             self._inbox.put(None)
         for thread in threads[-self.concurrency :]:
             thread.join()
-        try:
-            self._send_outcomes()
-        except psycopg.Error as exc:  # their leases pass and the jobs run again: at least once
-            self.report.last_error = _error_line(exc)
+        self._send_what_is_left()
         self._closing.set()
         self._ring_doorbell()
         for thread in threads[: -self.concurrency]:
@@ -442,6 +443,27 @@ class Worker:
         for end in self._doorbell or ():
             end.close()
         self._doorbell = None
+
+    def _send_what_is_left(self, tries: int = 3) -> None:
+        """Send every held outcome before stopping: a second claim of one job goes in a
+        statement of its own, and a lost connection is tried again on a fresh one. Outcomes
+        still unsent after `tries` failures are left: their leases pass and the jobs run
+        again (at least once)."""
+        failures = 0
+        while self._done or self._failed:  # the executors have stopped: only this thread adds
+            try:
+                self._send_outcomes()
+            except _LOST as exc:
+                self._connection_lost(exc)
+                self._close_work()
+                failures += 1
+                if failures >= tries:
+                    return
+                time.sleep(0.1 * failures)
+            except psycopg.Error as exc:
+                with self._lock:
+                    self.report.last_error = _error_line(exc)
+                return
 
     def _ring_doorbell(self) -> None:
         try:
@@ -459,9 +481,17 @@ class Worker:
             work = self._work_conn()
             reaped_now = self._reap(work, force=False)
             jobs = self._claim_on(work, batch)
+            empty = int(not jobs)
             if not jobs and not reaped_now:
                 self._reap(work, force=True)
                 jobs = self._claim_on(work, batch)
+                empty += not jobs
+        # Counted once the round is over, before any "claimed" event: a count that rises after
+        # a watcher saw one (lesson 07's latency lab) means run() has stopped looking until its
+        # next poll or notification (run(until_idle=True) looks again at each finished batch).
+        if empty:
+            with self._lock:
+                self.report.empty_claims += empty
         if self.on_event is not _no_event:
             for job in jobs:
                 self.on_event("claimed", job)
@@ -473,7 +503,6 @@ class Worker:
         self.leases.hold(jobs, since)
         with self._lock:
             self.report.claims += 1
-            self.report.empty_claims += not jobs
             self.report.claimed += len(jobs)
         return jobs
 
@@ -640,31 +669,50 @@ class Worker:
             if not (done or failed):
                 return
             durable = self.durable_completions
+            sending = {_claim_key(job) for job in done} | {_claim_key(job) for job, _ in failed}
+            with self._lock:
+                self._sending |= sending
             try:
                 work = self._work_conn()
                 completed = queue.complete_many(work, done, durable=durable) if done else []
                 completed = self._own_earlier(work, done, completed)
-                sent_done, done = done, []
-                outcomes = queue.fail_many(work, failed, durable=durable) if failed else []
             except BaseException:
-                with self._lock:
-                    self._done[:0], self._failed[:0] = done, failed
-                    self._unsure.update(_claim_key(job) for job in done)
-                    self._held_since = self._held_since or time.monotonic()
+                self._hold_again(done, failed, sending)
                 raise
-        self.leases.release(sent_done + [job for job, _ in failed])
-        finished = [job for job, ok in zip(sent_done, completed, strict=True) if ok]
+            # The completions have committed: whatever happens to the failures, count them.
+            error: BaseException | None = None
+            try:
+                outcomes = queue.fail_many(work, failed, durable=durable) if failed else []
+            except BaseException as exc:
+                self._hold_again([], failed, {_claim_key(job) for job, _ in failed})
+                error, failed, outcomes = exc, [], []
+        self.leases.release(done + [job for job, _ in failed])
+        finished = [job for job, ok in zip(done, completed, strict=True) if ok]
         with self._lock:  # once for the batch, not once per job
+            self._sending -= sending
             self.report.done += len(finished)
             self.report.done_ids.extend(job.id for job in finished)
         if self.on_event is not _no_event:
             for job in finished:
                 self.on_event("done", job)
-        for job, ok in zip(sent_done, completed, strict=True):
+        for job, ok in zip(done, completed, strict=True):
             if not ok:
                 self._count("fenced", job)
         for (job, _), outcome in zip(failed, outcomes, strict=True):
             self._count("retried" if outcome == "ready" else outcome, job)  # ready again: a retry
+        if error is not None:
+            raise error
+
+    def _hold_again(
+        self, done: list[queue.Job], failed: list[tuple[queue.Job, Exception]], sending: set[tuple[int, int]]
+    ) -> None:
+        """Outcomes a send could not deliver go back to the front, to be sent again. A completion
+        may have committed as the connection broke, so it is marked unsure (see _own_earlier)."""
+        with self._lock:
+            self._done[:0], self._failed[:0] = done, failed
+            self._unsure.update(_claim_key(job) for job in done)
+            self._held_since = self._held_since or time.monotonic()
+            self._sending -= sending
 
     def _own_earlier(
         self, work: psycopg.Connection, jobs: list[queue.Job], completed: list[bool]
@@ -707,8 +755,10 @@ class Worker:
 
     def _lost(self, job: queue.Job, why: str) -> None:
         with self._lock:
-            if _claim_key(job) in self._unsure:
-                return  # its completion may have committed: sent again, it is counted done or fenced
+            key = _claim_key(job)
+            if key in self._unsure or key in self._sending:
+                # Its outcome is on its way, or may have committed: it is counted done or fenced.
+                return
             self.report.leases_lost += 1
         self.on_event("lost", job)
 

@@ -95,7 +95,7 @@ def test_notify_wakes_a_waiting_worker_quickly_and_plain_insert_waits_for_the_po
     )
     running = Running(worker)
     try:
-        time.sleep(0.5)  # let it go idle on LISTEN
+        assert wait_for(lambda: worker.report.empty_claims >= 1, 10)  # idle on LISTEN
         empty = worker.report.empty_claims
         sent = time.monotonic()
         loud = pgq.enqueue(conn, "send_receipt", {})
@@ -311,3 +311,89 @@ def test_a_completion_that_committed_as_the_connection_broke_is_counted_done_not
     assert worker.report.reconnects >= 1
     assert (worker.report.done, worker.report.fenced) == (1, 0)  # its own completion, not a newer claim's
     assert worker.report.beats >= 1 and worker.report.leases_lost == 0  # a beat found it done: no lease lost
+
+
+def blocked_on(conn, name: str, holder_pid: int) -> bool:
+    """Whether a session named `name` waits on a row lock that `holder_pid` holds."""
+    rows = run(conn, "lab/lock_lab_sessions", {"prefix": name}).fetchall()
+    return any(row[1] == name and holder_pid in row[5] for row in rows)
+
+
+def cut_while_blocked(conn, holder, name: str) -> None:
+    """Once the Worker's work session waits on `holder`'s row lock, end the sessions named
+    `name` (work and LISTEN; the heartbeat's has a name of its own), and once they are gone
+    let the row go: the waiting statement never runs."""
+    assert wait_for(lambda: blocked_on(conn, name, holder.info.backend_pid), 10)
+    ended = {row[0] for row in run(conn, "lab/terminate_sessions_named", {"name": name}).fetchall()}
+    assert ended and wait_for(
+        lambda: not ended & {row[0] for row in run(conn, "lab/lock_lab_sessions", {"prefix": name})}, 10
+    )
+    holder.rollback()
+
+
+def test_completions_that_committed_before_the_failures_statement_broke_are_counted_done(db, conn):
+    """One send holds a completion and a failure, each its own statement. The completion
+    commits; the session is cut while the failure waits on a row lock. The completion is
+    counted done and lets its lease go (no lost lease), and the failure is sent again."""
+    name = "pgq-test-split-send"
+    go, started = threading.Event(), threading.Event()
+
+    def fails(job):
+        started.set()
+        go.wait(10)
+        raise RuntimeError("planned")
+
+    fine = pgq.enqueue(conn, "fine", {})  # the lower id: first in the claim and the batch
+    failing = pgq.enqueue(conn, "fails", {})
+    # a 60 s lease: no heartbeat beats (and waits on the locked row) while the test runs
+    worker = pgq.Worker(
+        make_conninfo(db.dsn, application_name=name),
+        {"fine": lambda job: None, "fails": fails},
+        batch=2,
+        poll=0.05,
+        lease=60,
+    )
+    running = Running(worker)
+    with db.connection(autocommit=False) as holder:
+        try:
+            assert started.wait(10)
+            run(holder, "exercise/touch_job", {"id": failing})  # the failure's statement waits on it
+            go.set()
+            cut_while_blocked(conn, holder, name)
+            assert wait_for(lambda: worker.report.retried >= 1, 15), worker.report
+        finally:
+            go.set()
+            running.join()
+    assert job_row(conn, fine)["status"] == "done" and job_row(conn, failing)["status"] == "ready"
+    report = worker.report
+    assert (report.done, report.retried, report.fenced, report.leases_lost) == (1, 1, 0, 0), report
+    assert report.done_ids == [fine] and report.reconnects >= 1 and worker.leases.held() == []
+
+
+def test_stop_sends_what_is_held_again_when_its_last_send_breaks(db, conn):
+    """stop() lets the executor finish, then sends the held completion. That send waits on a
+    row lock and its session is cut: stop() sends it again on a fresh connection, rather than
+    leave a finished job to run again after its lease."""
+    name = "pgq-test-last-send"
+    go, started = threading.Event(), threading.Event()
+
+    def slow(job):
+        started.set()
+        go.wait(10)
+
+    job_id = pgq.enqueue(conn, "slow", {})
+    worker = pgq.Worker(make_conninfo(db.dsn, application_name=name), {"slow": slow}, poll=0.05, lease=60)
+    running = Running(worker)
+    with db.connection(autocommit=False) as holder:
+        try:
+            assert started.wait(10)
+            run(holder, "exercise/touch_job", {"id": job_id})
+            worker.stop()
+            go.set()  # the executor ends its batch; run() is stopping, so the shutdown sends it
+            cut_while_blocked(conn, holder, name)
+        finally:
+            go.set()
+            running.join()
+    assert job_row(conn, job_id)["status"] == "done"
+    report = worker.report
+    assert (report.done, report.fenced) == (1, 0) and report.reconnects >= 1, report

@@ -367,12 +367,16 @@ def pickup_latency(
     with db.connection() as conn:
         run(conn, "lab/reset_jobs")
     claimed: dict[int, float] = {}
+    # the worker's empty claims when it claimed each job: its claim round has ended by then,
+    # so a count above this one means it looked again after the job and found nothing
+    empties_then: dict[int, int] = {}
     picked = threading.Condition()
 
     def on_event(name: str, job) -> None:
         if name == "claimed":
             with picked:
                 claimed[job.id] = time.monotonic()
+                empties_then[job.id] = worker.report.empty_claims
                 picked.notify_all()
 
     worker = Worker(db.dsn, {KIND: lambda job: None}, poll=poll_s, on_event=on_event)
@@ -381,6 +385,7 @@ def pickup_latency(
     pickups: list[Pickup] = []
     last_claim: float | None = None  # when the worker claimed the job before
     try:
+        settle(worker, 0, stop, poll_s * 3 + 5)  # the first job finds it listening, its queue empty
         with db.connection() as conn:
             for n in range(jobs):
                 # a random moment within the poll cycle, so silent jobs wait anything up to the poll
@@ -390,7 +395,6 @@ def pickup_latency(
                 notify = n % 2 == 0
                 job_id = queue.enqueue(conn, KIND, {"n": n}, notify=notify)
                 committed = time.monotonic()
-                empties = worker.report.empty_claims
                 with picked:
 
                     def seen(job_id: int = job_id) -> bool:
@@ -407,7 +411,7 @@ def pickup_latency(
                 after_claim = pause if last_claim is None else committed - last_claim
                 pickups.append(Pickup(job_id, notify, claimed[job_id] - committed, after_claim))
                 last_claim = claimed[job_id]
-                settle(worker, empties, stop, poll_s * 3 + 5)
+                settle(worker, empties_then[job_id], stop, poll_s * 3 + 5)
                 tell(progress, n + 1, jobs)
     finally:
         worker.stop()

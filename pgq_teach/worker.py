@@ -145,6 +145,17 @@ class Leases:
         with self._lock:
             self._until.update(held)
 
+    def take(self, jobs: Sequence[queue.Job]) -> dict[tuple[int, int], tuple[queue.Job, float]]:
+        """Stop holding these jobs while their outcomes are sent; what was held, for put_back."""
+        keys = [_claim_key(job) for job in jobs]
+        with self._lock:
+            return {key: entry for key in keys if (entry := self._until.pop(key, None)) is not None}
+
+    def put_back(self, taken: dict[tuple[int, int], tuple[queue.Job, float]]) -> None:
+        """Hold again what take() returned (a send that failed)."""
+        with self._lock:
+            self._until.update(taken)
+
     def release(self, jobs: Sequence[queue.Job]) -> None:
         """Jobs whose outcome was sent, or that were never started."""
         keys = [_claim_key(job) for job in jobs]
@@ -332,9 +343,6 @@ class Worker:
         # Claims whose completion was sent as the connection broke: it may have committed with
         # no answer back, so when sent again it matches no running row. See _own_earlier.
         self._unsure: set[tuple[int, int]] = set()
-        # Claims whose outcome is being sent: a beat that waited on their rows may find them
-        # done already, and that is no lost lease. See _lost.
-        self._sending: set[tuple[int, int]] = set()
         self._failed: list[tuple[queue.Job, Exception]] = []
         self._held_since: float | None = None  # when the oldest held outcome was added
         self._busy = 0  # executors with a batch
@@ -433,16 +441,18 @@ class Worker:
             self._inbox.put(None)
         for thread in threads[-self.concurrency :]:
             thread.join()
-        self._send_what_is_left()
-        self._closing.set()
-        self._ring_doorbell()
-        for thread in threads[: -self.concurrency]:
-            thread.join()
-        self._close_work()
-        self.leases.close()
-        for end in self._doorbell or ():
-            end.close()
-        self._doorbell = None
+        try:
+            self._send_what_is_left()
+        finally:  # even if an on_event callback raised: no heartbeat may hold leases on
+            self._closing.set()
+            self._ring_doorbell()
+            for thread in threads[: -self.concurrency]:
+                thread.join()
+            self._close_work()
+            self.leases.close()
+            for end in self._doorbell or ():
+                end.close()
+            self._doorbell = None
 
     def _send_what_is_left(self, tries: int = 3) -> None:
         """Send every held outcome before stopping: a second claim of one job goes in a
@@ -669,27 +679,28 @@ class Worker:
             if not (done or failed):
                 return
             durable = self.durable_completions
-            sending = {_claim_key(job) for job in done} | {_claim_key(job) for job, _ in failed}
-            with self._lock:
-                self._sending |= sending
+            # Not held while their outcome is on its way: a beat that waited on their rows and
+            # finds them finished counts no lost lease. A send that fails holds them again.
+            taken = self.leases.take(done + [job for job, _ in failed])
             try:
                 work = self._work_conn()
                 completed = queue.complete_many(work, done, durable=durable) if done else []
                 completed = self._own_earlier(work, done, completed)
             except BaseException:
-                self._hold_again(done, failed, sending)
+                self.leases.put_back(taken)
+                self._hold_again(done, failed)
                 raise
             # The completions have committed: whatever happens to the failures, count them.
             error: BaseException | None = None
             try:
                 outcomes = queue.fail_many(work, failed, durable=durable) if failed else []
             except BaseException as exc:
-                self._hold_again([], failed, {_claim_key(job) for job, _ in failed})
+                failing = {_claim_key(job) for job, _ in failed}
+                self.leases.put_back({key: held for key, held in taken.items() if key in failing})
+                self._hold_again([], failed)
                 error, failed, outcomes = exc, [], []
-        self.leases.release(done + [job for job, _ in failed])
         finished = [job for job, ok in zip(done, completed, strict=True) if ok]
         with self._lock:  # once for the batch, not once per job
-            self._sending -= sending
             self.report.done += len(finished)
             self.report.done_ids.extend(job.id for job in finished)
         if self.on_event is not _no_event:
@@ -703,16 +714,13 @@ class Worker:
         if error is not None:
             raise error
 
-    def _hold_again(
-        self, done: list[queue.Job], failed: list[tuple[queue.Job, Exception]], sending: set[tuple[int, int]]
-    ) -> None:
+    def _hold_again(self, done: list[queue.Job], failed: list[tuple[queue.Job, Exception]]) -> None:
         """Outcomes a send could not deliver go back to the front, to be sent again. A completion
         may have committed as the connection broke, so it is marked unsure (see _own_earlier)."""
         with self._lock:
             self._done[:0], self._failed[:0] = done, failed
             self._unsure.update(_claim_key(job) for job in done)
             self._held_since = self._held_since or time.monotonic()
-            self._sending -= sending
 
     def _own_earlier(
         self, work: psycopg.Connection, jobs: list[queue.Job], completed: list[bool]
@@ -755,10 +763,8 @@ class Worker:
 
     def _lost(self, job: queue.Job, why: str) -> None:
         with self._lock:
-            key = _claim_key(job)
-            if key in self._unsure or key in self._sending:
-                # Its outcome is on its way, or may have committed: it is counted done or fenced.
-                return
+            if _claim_key(job) in self._unsure:
+                return  # its completion may have committed: sent again, it is counted done or fenced
             self.report.leases_lost += 1
         self.on_event("lost", job)
 

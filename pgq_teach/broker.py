@@ -43,6 +43,9 @@ START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
 PORT_WAIT_S = 5.0  # how long a restart waits for its old port, so clients find it again
 MAX_PAYLOAD = 1024 * 1024  # the server's limit on any message (NATS' default, said out loud)
+# How often JetStream forces its files to disk (its default, said out loud). An ack comes
+# before that: one server survives its process being killed, not a power cut (lesson 11).
+SYNC_INTERVAL = "2m"
 ACK_WAIT_S = 1.0  # a consumer's unacked message comes again after this (JetStream's default: 30 s)
 MSG_ID = "Nats-Msg-Id"  # the header JetStream de-duplicates publishes on, within the stream's window
 EXTRA = "pip install 'pgq-teach[broker]' (in a clone: make install)"
@@ -243,6 +246,7 @@ def _config(port: int, jetstream_dir: Path) -> str:
         f"  store_dir: {json.dumps(str(jetstream_dir))}\n"
         "  max_memory_store: 64MB\n"
         "  max_file_store: 1GB\n"
+        f"  sync_interval: {json.dumps(SYNC_INTERVAL)}\n"
         "}\n"
     )
 

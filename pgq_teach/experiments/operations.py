@@ -411,6 +411,8 @@ def cleanup_vs_bulk_delete(
 
 # --- partitioned history: drop a day, or delete it --------------------------------
 
+MB = 1024 * 1024
+
 
 @dataclass(kw_only=True)
 class PartitionComparison(Result):
@@ -420,6 +422,11 @@ class PartitionComparison(Result):
     dead_after_delete: int
     dead_after_drop: int  # dead rows across all of history after the DROP, less before it
     partitions_left: list[str]
+    # bytes on disk (lab/history_bytes.sql): the deleted day's before and just after its DELETE,
+    # the dropped day's just before its DROP, and all of history just before and after it
+    deleted_day_bytes: tuple[int, int] = (0, 0)
+    dropped_day_bytes: int = 0
+    history_bytes_around_drop: tuple[int, int] = (0, 0)
     drop_locks_on_parent: list[str] = field(default_factory=list)  # what the DROP held on jobs_history
     guess: float | None = None  # dead rows left by dropping a day
     guide: GuideFigure = GUIDE_PARTITION
@@ -444,6 +451,13 @@ class PartitionComparison(Result):
                     f"  DROP the day's table  : {self.drop_s * 1000:8.1f} ms, "
                     f"dead rows left {self.dead_after_drop:,} (your guess: {guess_text(self.guess)})"
                 ),
+                (
+                    f"  on disk: the deleted day {self.deleted_day_bytes[0] / MB:.1f} MB before its DELETE, "
+                    f"{self.deleted_day_bytes[1] / MB:.1f} MB after; all of history "
+                    f"{self.history_bytes_around_drop[0] / MB:.1f} MB before the DROP, "
+                    f"{self.history_bytes_around_drop[1] / MB:.1f} MB after "
+                    f"(the dropped day was {self.dropped_day_bytes / MB:.1f} MB)"
+                ),
                 f"  until it commits, the DROP holds on jobs_history: {', '.join(self.drop_locks_on_parent)}",
                 f"  partitions left: {', '.join(self.partitions_left)}",
             ]
@@ -462,6 +476,11 @@ def wait_for_total_dead(conn, at_least: int, timeout: float = 1.0) -> int:
     while (dead := total_dead(conn)) < at_least and time.monotonic() < deadline:
         time.sleep(0.1)
     return dead
+
+
+def history_bytes(conn) -> dict[str, int]:
+    """{table: bytes on disk} for jobs_history and each of its partitions."""
+    return dict(run(conn, "lab/history_bytes").fetchall())
 
 
 def partition_name(day: date) -> str:
@@ -494,6 +513,7 @@ def partition_drop_vs_delete(
         tell(progress, 1, 3)
         run(conn, "lab/flush_stats")
         deleted_day, dropped_day = days[0], days[1]
+        deleted_before = history_bytes(conn)[partition_name(deleted_day)]
         began = time.perf_counter()
         run(
             conn,
@@ -501,10 +521,12 @@ def partition_drop_vs_delete(
             {"day": deleted_day.isoformat(), "next_day": (deleted_day + timedelta(days=1)).isoformat()},
         )
         delete_s = time.perf_counter() - began
+        deleted_after = history_bytes(conn)[partition_name(deleted_day)]  # before any VACUUM could come
         run(conn, "lab/flush_stats")
         dead_deleted = wait_for_dead(conn, partition_name(deleted_day), rows_per_day)
         dead_before_drop = total_dead(conn)
         tell(progress, 2, 3)
+        before_drop = history_bytes(conn)
         began = time.perf_counter()
         with conn.transaction(), db.connection() as other:
             run(conn, "lab/history_drop_day", idents={"name": partition_name(dropped_day)})
@@ -512,6 +534,7 @@ def partition_drop_vs_delete(
             # asked from another session before the DROP commits: the parent's lock it holds
             held = run(other, "lab/locks_held_on", {"pid": conn.info.backend_pid, "table": "jobs_history"})
             parent_locks = [mode for (mode,) in held.fetchall()]
+        after_drop = history_bytes(conn)
         run(conn, "lab/flush_stats")
         # dead rows across all of history, after the drop less before it: what the drop left
         # behind (a DELETE of the same day would add rows_per_day here; wait long enough to see them)
@@ -527,6 +550,9 @@ def partition_drop_vs_delete(
         dead_after_drop=dead_added_by_drop,
         partitions_left=left,
         drop_locks_on_parent=parent_locks,
+        deleted_day_bytes=(deleted_before, deleted_after),
+        dropped_day_bytes=before_drop[partition_name(dropped_day)],
+        history_bytes_around_drop=(sum(before_drop.values()), sum(after_drop.values())),
         guess=guess,
         **server_fields(db),
     )
@@ -611,13 +637,14 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: float | None = 
                 run(worker, "lab/open_transaction")  # BEGIN ... and the worker forgets it
                 began = time.monotonic()
                 time.sleep(timeout_s + 0.5)
+                # Asked before the client sends anything, so the server alone can have ended it.
+                gone = session_ends(admin, pid, within_s=2.0)
                 sqlstate, error = None, ""
                 try:
                     run(worker, "lab/count_jobs")
                 except psycopg.Error as exc:
                     sqlstate, error = exc.sqlstate, (exc.diag.message_primary or str(exc)).strip()
                 ended = time.monotonic() - began
-            alive = run_one(admin, "lab/session_alive", {"pid": pid})[0]
             other_survived = admin_transaction_survives(db, timeout_s)
             conninfo = make_conninfo(db.dsn, user=LAB_ROLE, password=password)
             active = {name: active_statement_ends(conninfo, name, timeout_s) for name in TIMEOUTS}
@@ -630,7 +657,7 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: float | None = 
         ended_after_s=ended,
         sqlstate=sqlstate,
         error=error,
-        session_gone=not alive,
+        session_gone=gone,
         **demo,
     )
 
@@ -663,6 +690,17 @@ def active_statement_ends(conninfo: str, timeout: str, timeout_s: float) -> str 
     return None
 
 
+def session_ends(admin: psycopg.Connection, pid: int, within_s: float) -> bool:
+    """Whether the server process `pid` is gone, or goes within `within_s` (a session the
+    server ends exits a moment after its timeout fires)."""
+    deadline = time.monotonic() + within_s
+    while run_one(admin, "lab/session_alive", {"pid": pid})[0]:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def admin_transaction_survives(db: Database, timeout_s: float) -> bool:
     """Whether a transaction the admin role opens and forgets is still usable
     after the lab role's timeout has passed: the timeout is on the role, not the server."""
@@ -671,7 +709,7 @@ def admin_transaction_survives(db: Database, timeout_s: float) -> bool:
         time.sleep(timeout_s + 0.5)
         try:
             run(other, "lab/count_jobs")
-        except psycopg.OperationalError:
+        except psycopg.Error:  # 25P03 arrives as an InternalError, a lost server as an OperationalError
             return False
         other.rollback()
         return True
@@ -702,9 +740,12 @@ NAPTIMES = (LAB_NAPTIME, DEFAULT_NAPTIME)
 STORED_DEFAULT_NAPTIME_RUN = Path(__file__).resolve().parent.parent / "data" / "autovacuum_naptime_1min.json"
 TICK_S = 0.1
 FREE_WORKER_WAIT_S = 20.0  # how long a run waits for autovacuum workers busy in other databases
-# The launcher starts at most one worker every 100 ms (MIN_AUTOVAC_SLEEPTIME in autovacuum.c), visiting
-# the databases in turn: with N of them it comes back to any one only every max(naptime, N x 0.1 s).
+# The launcher spreads its visits to the N databases over the naptime (rebuild_database_list in
+# autovacuum.c), but never closer than 100 ms (MIN_AUTOVAC_SLEEPTIME): when naptime / N would be
+# that short it spaces them 110 ms apart, so it comes back to any one only every N x 0.11 s. It
+# counts only the databases with statistics, which every database a session has used has.
 LAUNCHER_MIN_SLEEP_S = 0.1
+LAUNCHER_SPACING_S = 0.11
 NAPTIME_UNITS_S = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0}
 
 
@@ -767,7 +808,8 @@ class AutovacuumComparison(Result):
     naptime: str
     skipped: str = ""
     # the server-wide knobs behind the result, as the server had them during the run
-    # (autovacuum_naptime, max_workers, the cost limit and delay; lab/autovacuum_knobs.sql)
+    # (autovacuum_naptime, max_workers, the cost limit and delay, the insert threshold and
+    # scale factor; lab/autovacuum_knobs.sql)
     knobs: dict[str, str] = field(default_factory=dict)
     databases: int = 0  # databases the launcher visits in turn (lab/database_count.sql)
     recorded_on: str = ""  # a stored run's UTC date; empty for a run made just now
@@ -786,9 +828,12 @@ class AutovacuumComparison(Result):
 
     @property
     def visit_every_s(self) -> float:
-        """How often the launcher comes back to this database: every naptime, or
-        every 0.1 s per database when there are more databases than that allows."""
-        return max(naptime_seconds(self.naptime or "60s"), LAUNCHER_MIN_SLEEP_S * self.databases)
+        """How often the launcher comes back to this database: every naptime, or every
+        0.11 s per database when the naptime would space them 0.1 s or less apart."""
+        naptime = naptime_seconds(self.naptime or "60s")
+        if not self.databases or naptime / self.databases > LAUNCHER_MIN_SLEEP_S:
+            return naptime
+        return LAUNCHER_SPACING_S * self.databases
 
     @property
     def dead_per_visit(self) -> float:
@@ -860,9 +905,9 @@ class AutovacuumComparison(Result):
                 )
         if self.databases:
             lines.append(
-                f"  the launcher visits this server's {self.databases} databases in turn, at most one every "
-                f"0.1 s, so this one about every {self.visit_every_s:.1f} s ({self.dead_per_visit:,.0f} dead "
-                "rows of churn)"
+                f"  the launcher visits this server's {self.databases} databases in turn, never closer "
+                f"than 0.1 s apart, so this one about every {self.visit_every_s:.1f} s "
+                f"({self.dead_per_visit:,.0f} dead rows of churn)"
                 + ("" if self.visits_in_time else ": too seldom for the guide's settings to show")
             )
         lines.append(f"  your guess for the defaults' peak: {guess_text(self.guess)}")

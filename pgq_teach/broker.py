@@ -44,7 +44,8 @@ STOP_TIMEOUT_S = 5.0
 PORT_WAIT_S = 5.0  # how long a restart waits for its old port, so clients find it again
 MAX_PAYLOAD = 1024 * 1024  # the server's limit on any message (NATS' default, said out loud)
 # How often JetStream forces its files to disk (its default, said out loud). An ack comes
-# before that: one server survives its process being killed, not a power cut (lesson 11).
+# before that: one server survives its process being killed, not necessarily a power cut
+# (lesson 11).
 SYNC_INTERVAL = "2m"
 ACK_WAIT_S = 1.0  # a consumer's unacked message comes again after this (JetStream's default: 30 s)
 MSG_ID = "Nats-Msg-Id"  # the header JetStream de-duplicates publishes on, within the stream's window

@@ -48,10 +48,11 @@ def test_dropping_a_day_partition_leaves_no_dead_rows(db):
     assert r.dead_after_delete == 5_000 and r.dead_after_drop == 0
     assert "AccessExclusiveLock" in r.drop_locks_on_parent  # seen from a second session before the commit
     assert r.partitions_left == ["jobs_history_20261101", "jobs_history_20261103"]
-    # the DELETE kept its day's file as large as before; history shrank by the dropped day's size
+    # the DELETE kept its day's file as large as before; the database shrank by the dropped day's
+    # size once the DROP committed (within 64 kB: a catalog page or two may move meanwhile)
     assert r.deleted_day_bytes[1] == r.deleted_day_bytes[0] > 0
-    before, after = r.history_bytes_around_drop
-    assert abs(before - after - r.dropped_day_bytes) <= 0.01 * r.dropped_day_bytes and r.dropped_day_bytes > 0
+    before, after = r.database_bytes_around_drop
+    assert r.dropped_day_bytes > 0 and abs(before - after - r.dropped_day_bytes) <= 64 * 1024
 
 
 def test_idle_in_transaction_timeout_ends_the_session_with_25p03(db):

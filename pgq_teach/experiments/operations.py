@@ -422,11 +422,12 @@ class PartitionComparison(Result):
     dead_after_delete: int
     dead_after_drop: int  # dead rows across all of history after the DROP, less before it
     partitions_left: list[str]
-    # bytes on disk (lab/history_bytes.sql): the deleted day's before and just after its DELETE,
-    # the dropped day's just before its DROP, and all of history just before and after it
+    # bytes on disk: the deleted day's before and just after its DELETE, the dropped day's just
+    # before its DROP (lab/history_bytes.sql), and the whole database's just before the DROP and
+    # just after it committed (lab/database_bytes.sql)
     deleted_day_bytes: tuple[int, int] = (0, 0)
     dropped_day_bytes: int = 0
-    history_bytes_around_drop: tuple[int, int] = (0, 0)
+    database_bytes_around_drop: tuple[int, int] = (0, 0)
     drop_locks_on_parent: list[str] = field(default_factory=list)  # what the DROP held on jobs_history
     guess: float | None = None  # dead rows left by dropping a day
     guide: GuideFigure = GUIDE_PARTITION
@@ -453,9 +454,9 @@ class PartitionComparison(Result):
                 ),
                 (
                     f"  on disk: the deleted day {self.deleted_day_bytes[0] / MB:.1f} MB before its DELETE, "
-                    f"{self.deleted_day_bytes[1] / MB:.1f} MB after; all of history "
-                    f"{self.history_bytes_around_drop[0] / MB:.1f} MB before the DROP, "
-                    f"{self.history_bytes_around_drop[1] / MB:.1f} MB after "
+                    f"{self.deleted_day_bytes[1] / MB:.1f} MB after; the database "
+                    f"{self.database_bytes_around_drop[0] / MB:.1f} MB before the DROP, "
+                    f"{self.database_bytes_around_drop[1] / MB:.1f} MB once it committed "
                     f"(the dropped day was {self.dropped_day_bytes / MB:.1f} MB)"
                 ),
                 f"  until it commits, the DROP holds on jobs_history: {', '.join(self.drop_locks_on_parent)}",
@@ -526,7 +527,8 @@ def partition_drop_vs_delete(
         dead_deleted = wait_for_dead(conn, partition_name(deleted_day), rows_per_day)
         dead_before_drop = total_dead(conn)
         tell(progress, 2, 3)
-        before_drop = history_bytes(conn)
+        dropped_bytes = history_bytes(conn)[partition_name(dropped_day)]
+        database_before = run_one(conn, "lab/database_bytes")[0]
         began = time.perf_counter()
         with conn.transaction(), db.connection() as other:
             run(conn, "lab/history_drop_day", idents={"name": partition_name(dropped_day)})
@@ -534,7 +536,7 @@ def partition_drop_vs_delete(
             # asked from another session before the DROP commits: the parent's lock it holds
             held = run(other, "lab/locks_held_on", {"pid": conn.info.backend_pid, "table": "jobs_history"})
             parent_locks = [mode for (mode,) in held.fetchall()]
-        after_drop = history_bytes(conn)
+        database_after = run_one(conn, "lab/database_bytes")[0]  # committed: the file is cut to zero
         run(conn, "lab/flush_stats")
         # dead rows across all of history, after the drop less before it: what the drop left
         # behind (a DELETE of the same day would add rows_per_day here; wait long enough to see them)
@@ -551,8 +553,8 @@ def partition_drop_vs_delete(
         partitions_left=left,
         drop_locks_on_parent=parent_locks,
         deleted_day_bytes=(deleted_before, deleted_after),
-        dropped_day_bytes=before_drop[partition_name(dropped_day)],
-        history_bytes_around_drop=(sum(before_drop.values()), sum(after_drop.values())),
+        dropped_day_bytes=dropped_bytes,
+        database_bytes_around_drop=(database_before, database_after),
         guess=guess,
         **server_fields(db),
     )

@@ -158,10 +158,7 @@ class Leases:
 
     def release(self, jobs: Sequence[queue.Job]) -> None:
         """Jobs whose outcome was sent, or that were never started."""
-        keys = [_claim_key(job) for job in jobs]
-        with self._lock:
-            for key in keys:
-                self._until.pop(key, None)
+        self.take(jobs)
 
     def held(self) -> list[queue.Job]:
         with self._lock:

@@ -411,8 +411,6 @@ def cleanup_vs_bulk_delete(
 
 # --- partitioned history: drop a day, or delete it --------------------------------
 
-MB = 1024 * 1024
-
 
 @dataclass(kw_only=True)
 class PartitionComparison(Result):
@@ -453,11 +451,11 @@ class PartitionComparison(Result):
                     f"dead rows left {self.dead_after_drop:,} (your guess: {guess_text(self.guess)})"
                 ),
                 (
-                    f"  on disk: the deleted day {self.deleted_day_bytes[0] / MB:.1f} MB before its DELETE, "
-                    f"{self.deleted_day_bytes[1] / MB:.1f} MB after; the database "
-                    f"{self.database_bytes_around_drop[0] / MB:.1f} MB before the DROP, "
-                    f"{self.database_bytes_around_drop[1] / MB:.1f} MB once it committed "
-                    f"(the dropped day was {self.dropped_day_bytes / MB:.1f} MB)"
+                    f"  on disk: the deleted day {tables.size(self.deleted_day_bytes[0])} before its DELETE, "
+                    f"{tables.size(self.deleted_day_bytes[1])} after; the database "
+                    f"{tables.size(self.database_bytes_around_drop[0])} before the DROP, "
+                    f"{tables.size(self.database_bytes_around_drop[1])} once it committed "
+                    f"(the dropped day was {tables.size(self.dropped_day_bytes)})"
                 ),
                 f"  until it commits, the DROP holds on jobs_history: {', '.join(self.drop_locks_on_parent)}",
                 f"  partitions left: {', '.join(self.partitions_left)}",

@@ -2,6 +2,7 @@
 the claim's plans, stopping, and bad input."""
 
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -39,6 +40,7 @@ def test_batch_drain_claims_every_job_once_and_no_batch_over_its_limit(db):
     assert result.largest_batch == 100 and result.workers == 4
     assert result.total_claimed == 5_000
     assert result.every_job_once and result.run_more_than_once == 0
+    assert result.attempts_spent == {1: 5_000}  # the server's count, not the sessions' record
     assert result.status_counts == {"running": 5_000}
     assert not result.stopped
     assert progress.calls[-1] == (5_000, 5_000)
@@ -50,6 +52,13 @@ def test_batch_drain_ends_with_the_remainder(db):
     result = claims.batch_drain(db, jobs=250, batch=100, workers=1)
     assert result.batch_sizes == [100, 100, 50]
     assert result.every_job_once
+
+
+def test_every_job_once_needs_the_servers_count_too(db):
+    """A job the server counts two attempts on fails the check, though the sessions'
+    own record of their batches shows each job once."""
+    result = claims.batch_drain(db, jobs=250, batch=100, workers=1)
+    assert replace(result, attempts_spent={1: 249, 2: 1}).every_job_once is False
 
 
 def test_five_way_runs_every_mode_and_only_naive_runs_jobs_twice(db):

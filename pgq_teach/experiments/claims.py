@@ -57,6 +57,9 @@ class BatchDrainResult(Result):
     claims_per_job: Counter
     elapsed_s: float
     status_counts: dict[str, int]
+    # jobs by their attempts, as the server counts them (lab/attempts_spent.sql): each claim adds
+    # one, so a job two batches took shows 2 even if the client's own record missed it
+    attempts_spent: dict[int, int] = field(default_factory=dict)
     guide: GuideFigure = field(default_factory=lambda: figure(5))
 
     @property
@@ -77,11 +80,13 @@ class BatchDrainResult(Result):
 
     @property
     def every_job_once(self) -> bool:
-        """Each seeded id (1..jobs) claimed by exactly one batch, and no other."""
+        """Each seeded id (1..jobs) claimed by exactly one batch, and no other: by the batches
+        the sessions got back, and by the server's count of one attempt on every job."""
         return (
             not self.stopped
             and set(self.claims_per_job) == set(range(1, self.jobs + 1))
             and self.run_more_than_once == 0
+            and self.attempts_spent == {1: self.jobs}
         )
 
     def comparison(self) -> list[Comparison]:
@@ -169,6 +174,7 @@ def batch_drain(
         progress(jobs, jobs)
     with db.connection() as conn:
         counts = queue.status_counts(conn)
+        attempts = dict(run(conn, "lab/attempts_spent", {"kind": race.KIND}).fetchall())
     return BatchDrainResult(
         jobs=jobs,
         batch=batch,
@@ -177,6 +183,7 @@ def batch_drain(
         claims_per_job=claims,
         elapsed_s=elapsed,
         status_counts=counts,
+        attempts_spent=attempts,
         stopped=stop.is_set() and sum(sizes) < jobs,
         guess=guess,
         **server_fields(db),

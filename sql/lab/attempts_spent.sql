@@ -1,5 +1,6 @@
 -- lab/attempts_spent.sql: LAB HELPER. How many jobs of a kind used how many
--- tries, for the relay's no-burn check (an outage must spend none).
+-- tries: the relay's no-burn check (an outage must spend none), and the batch
+-- drain's one claim per job.
 -- Safe: yes, read-only.
 -- Parameters: kind (text).
 

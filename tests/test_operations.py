@@ -249,3 +249,14 @@ def test_the_cleanup_subquery_reads_past_dead_rows_unless_its_scan_is_synchroniz
     assert first < 200  # one batch's pages, about 80
     assert synchronized < 3 * first, (first, synchronized)
     assert from_first_page > pages // 3, (pages, from_first_page)  # past the deleted half
+
+
+def test_the_loads_forgotten_session_is_gone_from_the_server_only_after_stop(db):
+    load = operations.Load(db, rate=10, workers=1)
+    load.start()
+    try:
+        assert load.forgotten_session_gone(wait_s=0.5) is False  # still idle in transaction
+    finally:
+        load.stop()
+    assert load.forgotten_session_gone()
+    assert operations.Load(db, stuck_session=False).forgotten_session_gone() is False  # none opened

@@ -113,6 +113,7 @@ class Load:
         self.workers: list[Worker] = []
         self.enqueued = 0
         self.stuck: psycopg.Connection | None = None
+        self.stuck_pid: int | None = None  # its server process, kept after Stop to ask about
         self.errors: list[BaseException] = []
 
     def start(self) -> None:
@@ -130,6 +131,7 @@ class Load:
             # REPEATABLE READ keeps its snapshot while idle, as in guide #18
             self.stuck = self.db.connect(autocommit=False)
             self.stuck.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            self.stuck_pid = self.stuck.info.backend_pid
             run(self.stuck, "lab/open_transaction")  # BEGIN, then nothing: idle in transaction
         for t in self.threads:
             t.start()
@@ -171,6 +173,20 @@ class Load:
     @property
     def done(self) -> int:
         return sum(w.report.done for w in self.workers)
+
+    def forgotten_session_gone(self, wait_s: float = 5.0) -> bool:
+        """Whether the server no longer has the forgotten transaction's session, asked of
+        pg_stat_activity: its process exits a moment after the client lets go, so this
+        asks again for up to `wait_s`. False if no such session was ever opened."""
+        if self.stuck_pid is None:
+            return False
+        deadline = time.monotonic() + wait_s
+        with self.db.connection() as conn:
+            while run_one(conn, "lab/session_alive", {"pid": self.stuck_pid})[0]:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.05)
+        return True
 
 
 # --- cleanup in batches against one big DELETE ------------------------------------

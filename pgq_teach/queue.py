@@ -188,7 +188,7 @@ def _explain_fence(conn: psycopg.Connection, job: Job, verb: str) -> bool:
     row = run(conn, "job_state", {"id": job.id}).fetchone()
     if row is None:
         raise NotClaimed(f"cannot {verb} job {job.id}: there is no such job")
-    status, _attempts, fence_token = row
+    status, _attempts, fence_token, _error = row
     if fence_token == 0:
         raise NotClaimed(f"cannot {verb} job {job.id}: it was never claimed (status {status})")
     if fence_token == job.fence_token and status == "done":
@@ -203,6 +203,18 @@ def completed_by(conn: psycopg.Connection, job: Job) -> bool:
     it sent the completion as its connection broke, when it cannot tell whether it committed."""
     row = run(conn, "job_state", {"id": job.id}).fetchone()
     return row is not None and row[0] == "done" and row[2] == job.fence_token
+
+
+def failed_by(conn: psycopg.Connection, job: Job, error: Any) -> str | None:
+    """The outcome ("ready" or "dead") if this claim's failure of `job`, with this error, is what
+    the row holds: what a worker asks after it sent the failure as its connection broke. Its
+    claim's token and attempts, and its error text, tell it from the reaper's "lease expired"
+    (same token) and from a newer claim (a new token) or a requeue (attempts back to 0)."""
+    row = run(conn, "job_state", {"id": job.id}).fetchone()
+    if row is None or row[0] not in ("ready", "dead"):
+        return None
+    same = (row[1], row[2], row[3]) == (job.attempts, job.fence_token, _error_text(error))
+    return row[0] if same else None
 
 
 def complete(conn: psycopg.Connection, job: Job) -> bool:

@@ -13,7 +13,8 @@ statement for the done jobs, one for the failed ones): the producer sends
 those of every executor that finished its batch in one go before it claims
 again, and an executor sends its own mid-batch when `flush_after` says so.
 Outcomes a broken connection did not confirm are held and sent again; a
-completion that had committed all the same counts as done, not fenced.
+completion or a failure that had committed all the same counts as what it
+did (done, retried or dead), not fenced.
 A notification is a hint and can be lost, so an idle producer also
 claims every `poll` seconds.
 
@@ -691,6 +692,7 @@ class Worker:
             error: BaseException | None = None
             try:
                 outcomes = queue.fail_many(work, failed, durable=durable) if failed else []
+                outcomes = self._own_earlier_failures(work, failed, outcomes)
             except BaseException as exc:
                 failing = {_claim_key(job) for job, _ in failed}
                 self.leases.put_back({key: held for key, held in taken.items() if key in failing})
@@ -712,11 +714,12 @@ class Worker:
             raise error
 
     def _hold_again(self, done: list[queue.Job], failed: list[tuple[queue.Job, Exception]]) -> None:
-        """Outcomes a send could not deliver go back to the front, to be sent again. A completion
-        may have committed as the connection broke, so it is marked unsure (see _own_earlier)."""
+        """Outcomes a send could not deliver go back to the front, to be sent again. Either may
+        have committed as the connection broke, so it is marked unsure (see _own_earlier)."""
         with self._lock:
             self._done[:0], self._failed[:0] = done, failed
             self._unsure.update(_claim_key(job) for job in done)
+            self._unsure.update(_claim_key(job) for job, _ in failed)
             self._held_since = self._held_since or time.monotonic()
 
     def _own_earlier(
@@ -733,6 +736,25 @@ class Worker:
         checked = [
             ok or (_claim_key(job) in unsure and queue.completed_by(work, job))
             for job, ok in zip(jobs, completed, strict=True)
+        ]
+        with self._lock:
+            self._unsure -= unsure
+        return checked
+
+    def _own_earlier_failures(
+        self, work: psycopg.Connection, failed: list[tuple[queue.Job, Exception]], outcomes: list[str]
+    ) -> list[str]:
+        """`outcomes`, with a failure this claim had already recorded counted as what it made of
+        the job (a retry or dead), not fenced: as _own_earlier does for completions."""
+        with self._lock:
+            unsure = {_claim_key(job) for job, _ in failed} & self._unsure
+        if not unsure:
+            return outcomes
+        checked = [
+            (queue.failed_by(work, job, error) or outcome)
+            if outcome == "fenced" and _claim_key(job) in unsure
+            else outcome
+            for (job, error), outcome in zip(failed, outcomes, strict=True)
         ]
         with self._lock:
             self._unsure -= unsure
@@ -761,7 +783,7 @@ class Worker:
     def _lost(self, job: queue.Job, why: str) -> None:
         with self._lock:
             if _claim_key(job) in self._unsure:
-                return  # its completion may have committed: sent again, it is counted done or fenced
+                return  # its outcome may have committed: sent again, it is counted as such or fenced
             self.report.leases_lost += 1
         self.on_event("lost", job)
 

@@ -313,6 +313,37 @@ def test_a_completion_that_committed_as_the_connection_broke_is_counted_done_not
     assert worker.report.beats >= 1 and worker.report.leases_lost == 0  # a beat found it done: no lease lost
 
 
+class CutAfterFailure(CutAfterCommit):
+    MARK = b"last_error = mine.error"  # in fail_many.sql's text, as the client sends it
+
+
+def test_a_failure_that_committed_as_the_connection_broke_is_counted_retried_not_fenced(db, conn):
+    job_id = pgq.enqueue(conn, "send_receipt", {})
+    at_cut = []
+    relay = CutAfterFailure(
+        db.dsn, on_cut=lambda: at_cut.append(job_row(conn, job_id)["status"]), refuse_for=1.0
+    )
+    ran = []
+
+    def broken(job):
+        ran.append(job.id)
+        raise RuntimeError("the mail server said no")
+
+    worker = pgq.Worker(relay.dsn, {"send_receipt": broken}, poll=0.05, lease=1.0)
+    running = Running(worker)
+    try:
+        assert wait_for(lambda: worker.report.retried + worker.report.fenced >= 1, 15), worker.report
+    finally:
+        running.join()
+        relay.close()
+    assert at_cut == ["ready"]  # cut once, the failure committed (a retry later), its answer never delivered
+    row = job_row(conn, job_id)
+    assert row["status"] == "ready" and row["attempts"] == 1 and ran == [job_id]  # recorded once, run once
+    assert worker.report.reconnects >= 1
+    assert (worker.report.retried, worker.report.fenced) == (1, 0)  # its own failure, not a newer claim's
+    assert worker.report.leases_lost == 0  # a beat that found it no longer running counted no lost lease
+
+
 def blocked_on(conn, name: str, holder_pid: int) -> bool:
     """Whether a session named `name` waits on a row lock that `holder_pid` holds."""
     rows = run(conn, "lab/lock_lab_sessions", {"prefix": name}).fetchall()

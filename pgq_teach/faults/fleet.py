@@ -574,7 +574,8 @@ class Fleet:
         return [c for c in children if c.name in names]
 
     def job_state(self, job_id: int) -> dict[str, Any] | None:
-        """One job's status, attempts and fencing token (job_state.sql); None if there is no such job."""
+        """One job's status, attempts, fencing token and last error (job_state.sql); None if
+        there is no such job."""
         return self.session.call(
             lambda conn: run(conn, "job_state", {"id": job_id}, row_factory=dict_row).fetchone()
         )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 
 import pytest
 
@@ -134,89 +133,52 @@ def test_the_broker_rejects_an_oversized_event_for_its_own_sake(client):
 def relay_setup(db, client, orders: int):
     """Orders with two events each, written in the outbox; the stream refuses everything."""
     with db.connection() as conn:
-        switching.prepare_outbox(conn, client, duplicate_window_s=60)
-        desk = switching.OrderDesk(db, max_attempts=5)
-        for n in range(orders):
-            desk.write(conn, n + 1, 1)
-        for n in range(orders):
-            desk.write(conn, n + 1, 2)
-    client.set_max_msg_size(switching.STREAM, 10)
-    return desk
+        return switching.refused_backlog(conn, db, client, orders=orders, max_attempts=5)
 
 
-@pytest.mark.parametrize("in_key_order", [True, False])
-def test_per_key_order_across_a_publish_error(db, client, in_key_order):
-    """The broker refuses every first event; the per-key claim holds each order's
-    second event back until the first is sent. The plain claim sends it ahead."""
-    relay_setup(db, client, orders=3)
-    relay = switching.Relay(db, client, batch=3, in_key_order=in_key_order)
-    with db.connection() as conn:
-        assert relay.run_once(conn)[0] == 3  # the three first events, refused: a try spent each
-        assert relay.stats.rejected == 3 and queue.status_counts(conn) == {"ready": 6}
-        client.set_max_msg_size(switching.STREAM, 4096)
-        relay.run_once(conn)  # the first events wait out their backoff
-        run(conn, "lab/make_all_due")
-        while relay.run_once(conn)[0]:
-            pass
-        assert queue.status_counts(conn) == {"done": 6}
-    consumer = switching.OrderConsumer()
-    for _, _, body in client.read_all(switching.STREAM, "orders.>"):
-        consumer.take(body)
-    assert consumer.duplicates_absorbed == 0
-    assert consumer.out_of_order == (0 if in_key_order else 3)
+def test_per_key_order_across_a_refusal_behind_a_dead_head_and_with_two_relays(db, nats):
+    """Lesson 11's order checks, each on its own empty outbox and ORDERS stream.
+    A refusal: the broker refuses each order's first event once; the per-key claim holds
+    each second event back until its first is sent, the plain claim sends it ahead.
+    A dead head: refused once at max_attempts=1, each order's first event is dead, and
+    its second stays unsent (a claim that counted dead as gone sent all three ahead, out
+    of order); after requeue_dead the first goes, then the second, in order.
+    Two relays, each on its own session, broker connection and thread, drain one backlog."""
+    r = switching.order_under_refusal(
+        db, orders=3, backlog=400, batch=25, drain_timeout_s=120, the_broker=nats
+    )
+    per_key, plain = r.refusals
+    assert (per_key.claim, plain.claim) == ("per-key claim", "plain claim")
+    for heads in (per_key, plain):
+        assert heads.refused == 3 and heads.after_refusal == {"ready": 6}  # a try spent each, not dead
+        assert heads.end == {"done": 6} and heads.in_stream == 6 and heads.duplicates == 0
+    assert per_key.sent_ahead == 0 and per_key.out_of_order == 0 and per_key.applied == 6
+    assert plain.sent_ahead == 3 and plain.out_of_order == 3 and plain.applied == 3
+
+    dead = r.dead_heads
+    assert dead.refused == 3 and dead.while_dead == {"dead": 3, "ready": 3}
+    assert dead.claimed_while_dead == 0  # the second events wait behind their dead heads
+    assert dead.lag_events == 3  # the stuck orders show in the alarm
+    assert dead.in_stream_before == 0 and dead.requeued == 3
+    assert dead.end == {"done": 6} and dead.applied == 6 and dead.out_of_order == 0
+
+    two = r.two_relays
+    assert two.left == 0 and all(n > 0 for n in two.sent)  # drained, and both relays took part
+    assert two.events == sum(two.sent) == two.in_stream == 1200
+    assert two.applied == 1200 and two.out_of_order == 0 and two.duplicates == 0
+
+    assert r.comparison()[1][1:] == ("no guess", 3, None)  # the plain claim's row: the guess beside it
+    assert "your guess for the plain claim: no guess" in r.summary() and "this server" in r.summary()
 
 
-def test_a_dead_head_holds_its_orders_later_events_until_a_person_requeues_it(db, client):
-    """Refused once at max_attempts=1, each order's first event is dead. Its second
-    event stays unsent (a claim that counted dead as gone sent all three ahead, out of
-    order); after requeue_dead the first goes, then the second, in order."""
-    with db.connection() as conn:
-        switching.prepare_outbox(conn, client, duplicate_window_s=60)
-        desk = switching.OrderDesk(db, max_attempts=1)
-        for seq in (1, 2):
-            for n in range(3):
-                desk.write(conn, n + 1, seq)
-        client.set_max_msg_size(switching.STREAM, 10)
-        relay = switching.Relay(db, client, batch=10)
-        assert relay.run_once(conn)[0] == 3 and relay.stats.rejected == 3
-        client.set_max_msg_size(switching.STREAM, 4096)
-        assert relay.run_once(conn)[0] == 0  # the second events wait behind their dead heads
-        assert queue.status_counts(conn) == {"dead": 3, "ready": 3}
-        assert switching.outbox_lag(conn)[0] == 3  # the stuck orders show in the alarm
-        assert client.stream_messages(switching.STREAM) == 0
-        assert queue.requeue_dead(conn, switching.OUTBOX_KIND) == 3
-        while relay.run_once(conn)[0]:
-            pass
-        assert queue.status_counts(conn) == {"done": 6}
-    consumer = switching.OrderConsumer()
-    for _, _, body in client.read_all(switching.STREAM, "orders.>"):
-        consumer.take(body)
-    assert consumer.applied == 6 and consumer.out_of_order == 0
-
-
-def test_two_relays_at_once_keep_each_orders_order_and_send_each_event_once(db, client):
-    """Two relays, each on its own session and thread, drain one backlog together."""
-    with db.connection() as conn:
-        switching.prepare_outbox(conn, client, duplicate_window_s=60)
-        run(conn, "lab/seed_order_events", {"kind": switching.OUTBOX_KIND, "orders": 400})
-    relays = [switching.Relay(db, client, batch=25) for _ in range(2)]
-    threads = [threading.Thread(target=r.run, daemon=True) for r in relays]
-    for t in threads:
-        t.start()
-    try:
-        with db.connection() as conn:
-            assert wait_for(lambda: switching.outbox_lag(conn)[0] == 0, timeout=120)
-    finally:
-        for r in relays:
-            r.stop_event.set()
-        for t in threads:
-            t.join(30)
-    assert all(r.stats.sent > 0 for r in relays)  # both relays took part
-    assert sum(r.stats.sent for r in relays) == 1200 and client.stream_messages(switching.STREAM) == 1200
-    consumer = switching.OrderConsumer()
-    for _, _, body in client.read_all(switching.STREAM, "orders.>"):
-        consumer.take(body)
-    assert consumer.applied == 1200 and consumer.out_of_order == 0 and consumer.duplicates_absorbed == 0
+@pytest.mark.parametrize(
+    "kwargs", [{"orders": 0}, {"orders": 1_001}, {"backlog": 0}, {"batch": 0}, {"drain_timeout_s": "long"}]
+)
+def test_the_order_lab_refuses_bad_input_before_anything_runs(db, tmp_path, kwargs):
+    fresh = broker.Broker(tmp_path / "never")
+    with pytest.raises(switching.BadInput):
+        switching.order_under_refusal(db, the_broker=fresh, **kwargs)
+    assert not fresh.status().running  # refused before the broker was started
 
 
 def test_an_event_whose_ack_was_lost_is_handed_back_and_its_retry_acked_as_a_duplicate(db, nats, client):

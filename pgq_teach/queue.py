@@ -185,10 +185,10 @@ def claim(conn: psycopg.Connection, *, batch: int = 1, lease: timedelta | float 
 def _explain_fence(conn: psycopg.Connection, job: Job, verb: str) -> bool:
     """After a fenced statement touched no row: False if a newer claim or the
     reaper fenced this worker out, an error if the call itself was wrong."""
-    row = run(conn, "job_state", {"id": job.id}).fetchone()
+    row = job_state(conn, job)
     if row is None:
         raise NotClaimed(f"cannot {verb} job {job.id}: there is no such job")
-    status, _attempts, fence_token, _error = row
+    status, fence_token = row["status"], row["fence_token"]
     if fence_token == 0:
         raise NotClaimed(f"cannot {verb} job {job.id}: it was never claimed (status {status})")
     if fence_token == job.fence_token and status == "done":
@@ -198,23 +198,34 @@ def _explain_fence(conn: psycopg.Connection, job: Job, verb: str) -> bool:
     return False
 
 
+def job_state(conn: psycopg.Connection, job: Job) -> dict[str, Any] | None:
+    """The job's row as job_state.sql reads it, by column name; None if there is no such job."""
+    return run(conn, "job_state", {"id": job.id}, row_factory=dict_row).fetchone()
+
+
 def completed_by(conn: psycopg.Connection, job: Job) -> bool:
     """Whether `job` is done, and by this claim (its fencing token): what a worker asks after
     it sent the completion as its connection broke, when it cannot tell whether it committed."""
-    row = run(conn, "job_state", {"id": job.id}).fetchone()
-    return row is not None and row[0] == "done" and row[2] == job.fence_token
+    row = job_state(conn, job)
+    return row is not None and row["status"] == "done" and row["fence_token"] == job.fence_token
 
 
 def failed_by(conn: psycopg.Connection, job: Job, error: Any) -> str | None:
-    """The outcome ("ready" or "dead") if this claim's failure of `job`, with this error, is what
-    the row holds: what a worker asks after it sent the failure as its connection broke. Its
-    claim's token and attempts, and its error text, tell it from the reaper's "lease expired"
-    (same token) and from a newer claim (a new token) or a requeue (attempts back to 0)."""
-    row = run(conn, "job_state", {"id": job.id}).fetchone()
-    if row is None or row[0] not in ("ready", "dead"):
+    """The outcome ("ready" or "dead") if the row still holds this claim's failure of `job`,
+    with this error: what a worker asks after it sent the failure as its connection broke.
+    The claim's token, its attempts and the error text tell that failure from the reaper's
+    (same token, "lease expired"). None once anything else has changed the row: a newer claim
+    (a new token) or a requeue (attempts back to 0), even if the failure had committed before
+    it; the worker then cannot tell, and counts it fenced."""
+    row = job_state(conn, job)
+    if row is None or row["status"] not in ("ready", "dead"):
         return None
-    same = (row[1], row[2], row[3]) == (job.attempts, job.fence_token, _error_text(error))
-    return row[0] if same else None
+    same = (row["attempts"], row["fence_token"], row["last_error"]) == (
+        job.attempts,
+        job.fence_token,
+        _error_text(error),
+    )
+    return row["status"] if same else None
 
 
 def complete(conn: psycopg.Connection, job: Job) -> bool:

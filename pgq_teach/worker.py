@@ -76,8 +76,10 @@ LISTEN_TIMEOUT = 1.0
 @dataclass
 class WorkerReport:
     """What one Worker did: jobs claimed, done, retried (failed, ready again
-    after a backoff), dead and fenced (a completion the fence refused, or a
-    job not started because the process no longer held it); jobs reaped and
+    after a backoff), dead and fenced (an outcome the fence refused, or a
+    job not started because the process no longer held it; an outcome that
+    committed as the connection broke counts as what it did, unless a newer
+    claim or a requeue changed the job before it was sent again); jobs reaped and
     reaper passes (a pass may reap nothing); claim statements and the empty
     ones (counted when the claim, and any reap and second claim after it, are
     over); wake-ups (notifications that ended a wait), polls and reconnects;
@@ -686,7 +688,7 @@ class Worker:
                 completed = self._own_earlier(work, done, completed)
             except BaseException:
                 self.leases.put_back(taken)
-                self._hold_again(done, failed)
+                self._hold_again(done, failed, failures_sent=False)
                 raise
             # The completions have committed: whatever happens to the failures, count them.
             error: BaseException | None = None
@@ -696,7 +698,7 @@ class Worker:
             except BaseException as exc:
                 failing = {_claim_key(job) for job, _ in failed}
                 self.leases.put_back({key: held for key, held in taken.items() if key in failing})
-                self._hold_again([], failed)
+                self._hold_again([], failed, failures_sent=True)
                 error, failed, outcomes = exc, [], []
         finished = [job for job, ok in zip(done, completed, strict=True) if ok]
         with self._lock:  # once for the batch, not once per job
@@ -713,13 +715,17 @@ class Worker:
         if error is not None:
             raise error
 
-    def _hold_again(self, done: list[queue.Job], failed: list[tuple[queue.Job, Exception]]) -> None:
-        """Outcomes a send could not deliver go back to the front, to be sent again. Either may
-        have committed as the connection broke, so it is marked unsure (see _own_earlier)."""
+    def _hold_again(
+        self, done: list[queue.Job], failed: list[tuple[queue.Job, Exception]], *, failures_sent: bool
+    ) -> None:
+        """Outcomes a send could not deliver go back to the front, to be sent again. What was
+        sent may have committed as the connection broke, so it is marked unsure (see
+        _own_earlier): the completions always, the failures if their statement went out."""
         with self._lock:
             self._done[:0], self._failed[:0] = done, failed
             self._unsure.update(_claim_key(job) for job in done)
-            self._unsure.update(_claim_key(job) for job, _ in failed)
+            if failures_sent:
+                self._unsure.update(_claim_key(job) for job, _ in failed)
             self._held_since = self._held_since or time.monotonic()
 
     def _own_earlier(
@@ -745,7 +751,8 @@ class Worker:
         self, work: psycopg.Connection, failed: list[tuple[queue.Job, Exception]], outcomes: list[str]
     ) -> list[str]:
         """`outcomes`, with a failure this claim had already recorded counted as what it made of
-        the job (a retry or dead), not fenced: as _own_earlier does for completions."""
+        the job (a retry or dead), not fenced, as _own_earlier does for completions: while no
+        newer claim or requeue has changed the row since (queue.failed_by)."""
         with self._lock:
             unsure = {_claim_key(job) for job, _ in failed} & self._unsure
         if not unsure:

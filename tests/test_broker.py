@@ -154,6 +154,7 @@ def test_per_key_order_across_a_refusal_behind_a_dead_head_and_with_two_relays(d
         assert heads.end == {"done": 6} and heads.in_stream == 6 and heads.duplicates == 0
     assert per_key.sent_ahead == 0 and per_key.out_of_order == 0 and per_key.applied == 6
     assert plain.sent_ahead == 3 and plain.out_of_order == 3 and plain.applied == 3
+    assert per_key.tries_after_refusal == plain.tries_after_refusal == {0: 3, 1: 3}  # a try on each head
 
     dead = r.dead_heads
     assert dead.refused == 3 and dead.while_dead == {"dead": 3, "ready": 3}

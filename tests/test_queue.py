@@ -9,6 +9,7 @@ import pytest
 
 import pgq_teach as pgq
 from helpers import counts, expire_leases, job_row, seed
+from pgq_teach import queue
 from pgq_teach.statements import run
 
 
@@ -116,6 +117,28 @@ def test_fenced_after_reap_before_reclaim(conn):
     assert pgq.complete(conn, a) is False
     assert pgq.fail(conn, a, "late") == "fenced"
     assert job_row(conn, a.id)["status"] == "ready"
+
+
+def test_failed_by_names_this_claims_failure_and_nothing_else(conn):
+    """What a worker asks after sending a failure as its connection broke."""
+    job_id = pgq.enqueue(conn, "send_receipt", {}, max_attempts=3)
+    error = RuntimeError("the mail server said no")
+    [a] = pgq.claim(conn)
+    assert queue.failed_by(conn, a, error) is None  # still running: not failed yet
+    assert pgq.fail(conn, a, error) == "ready"
+    assert queue.failed_by(conn, a, error) == "ready"  # the row holds this claim's failure
+    assert queue.failed_by(conn, a, RuntimeError("another error")) is None
+    run(conn, "lab/make_due", {"id": job_id})
+    [b] = pgq.claim(conn)
+    expire_leases(conn, [b])
+    pgq.reap(conn)  # the reaper's "lease expired", with b's own token and attempts
+    assert queue.failed_by(conn, b, error) is None and queue.failed_by(conn, a, error) is None
+    run(conn, "lab/make_due", {"id": job_id})
+    [c] = pgq.claim(conn)
+    assert pgq.fail(conn, c, error) == "dead"
+    assert queue.failed_by(conn, c, error) == "dead"
+    assert pgq.requeue_dead(conn, "send_receipt") == 1
+    assert queue.failed_by(conn, c, error) is None  # a requeue changed the row since
 
 
 def test_five_failures_back_off_then_die(conn):

@@ -317,8 +317,11 @@ class CutAfterFailure(CutAfterCommit):
     MARK = b"last_error = mine.error"  # in fail_many.sql's text, as the client sends it
 
 
-def test_a_failure_that_committed_as_the_connection_broke_is_counted_retried_not_fenced(db, conn):
-    job_id = pgq.enqueue(conn, "send_receipt", {})
+@pytest.mark.parametrize("max_attempts, outcome", [(5, "ready"), (1, "dead")])
+def test_a_failure_that_committed_as_the_connection_broke_is_counted_as_it_ended_not_fenced(
+    db, conn, max_attempts, outcome
+):
+    job_id = pgq.enqueue(conn, "send_receipt", {}, max_attempts=max_attempts)
     at_cut = []
     relay = CutAfterFailure(
         db.dsn, on_cut=lambda: at_cut.append(job_row(conn, job_id)["status"]), refuse_for=1.0
@@ -332,15 +335,17 @@ def test_a_failure_that_committed_as_the_connection_broke_is_counted_retried_not
     worker = pgq.Worker(relay.dsn, {"send_receipt": broken}, poll=0.05, lease=1.0)
     running = Running(worker)
     try:
-        assert wait_for(lambda: worker.report.retried + worker.report.fenced >= 1, 15), worker.report
+        report = worker.report
+        assert wait_for(lambda: report.retried + report.dead + report.fenced >= 1, 15), report
     finally:
         running.join()
         relay.close()
-    assert at_cut == ["ready"]  # cut once, the failure committed (a retry later), its answer never delivered
+    assert at_cut == [outcome]  # cut once, the failure committed, its answer never delivered
     row = job_row(conn, job_id)
-    assert row["status"] == "ready" and row["attempts"] == 1 and ran == [job_id]  # recorded once, run once
+    assert row["status"] == outcome and row["attempts"] == 1 and ran == [job_id]  # recorded once, run once
     assert worker.report.reconnects >= 1
-    assert (worker.report.retried, worker.report.fenced) == (1, 0)  # its own failure, not a newer claim's
+    counted = {"ready": worker.report.retried, "dead": worker.report.dead, "fenced": worker.report.fenced}
+    assert counted == {"ready": 0, "dead": 0, "fenced": 0} | {outcome: 1}  # its own failure, as it ended
     assert worker.report.leases_lost == 0  # a beat that found it no longer running counted no lost lease
 
 

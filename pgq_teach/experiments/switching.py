@@ -1322,6 +1322,7 @@ class RefusedHeads:
     claim: str
     refused: int  # first events the broker refused (a try spent each)
     after_refusal: dict[str, int]  # jobs by status after the refusing round
+    tries_after_refusal: dict[int, int]  # jobs by attempts then, as the server counts them
     sent_ahead: int  # messages in the stream while the refused heads waited: later events sent first
     end: dict[str, int]  # jobs by status once the relay had drained the outbox
     in_stream: int
@@ -1455,6 +1456,7 @@ def order_under_refusal(
             relay = Relay(db, client, batch=orders, in_key_order=in_key_order)
             relay.run_once(conn)  # every first event refused: a try spent, a backoff to wait out
             after_refusal = queue.status_counts(conn)
+            tries = dict(run(conn, "lab/attempts_spent", {"kind": OUTBOX_KIND}).fetchall())
             client.set_max_msg_size(STREAM, MAX_MSG_SIZE)
             relay.run_once(conn)  # the broker takes everything now; the refused heads still wait
             sent_ahead = client.stream_messages(STREAM)
@@ -1467,6 +1469,7 @@ def order_under_refusal(
                     claim="per-key claim" if in_key_order else "plain claim",
                     refused=relay.stats.rejected,
                     after_refusal=after_refusal,
+                    tries_after_refusal=tries,
                     sent_ahead=sent_ahead,
                     end=queue.status_counts(conn),
                     in_stream=client.stream_messages(STREAM),

@@ -59,6 +59,12 @@ def test_a_racing_claim_names_the_job_two_workers_got(pg):
     assert verdict.hint.startswith("two workers got job ") and "lock the row it picks" in verdict.hint
 
 
+def test_a_nowait_claim_is_refused_for_the_error_it_raises_not_for_a_wait(pg):
+    text = exercises.exercise("03/claim").answer_text().replace("SKIP LOCKED", "NOWAIT")
+    verdict = exercises.check("03/claim", text)
+    assert verdict.refused and "raised an error (NOWAIT)" in verdict.headline, verdict.summary()
+
+
 def test_the_guarded_update_counts_wasted_attempts_and_has_no_lock(pg):
     verdict = exercises.check("01/guarded_update", exercises.exercise("01/guarded_update").answer_text())
     assert verdict.passed and verdict.numbers["run_more_than_once"] == 0

@@ -2,13 +2,17 @@
 verdict from its evidence, and `sandbox.sessions` / `sandbox.stage` set up the
 scratch database the same way for each check."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from pgq_teach import databases
+from pgq_teach.exercises import claim, exercise
 from pgq_teach.exercises.learner_sql import Refused, read
 from pgq_teach.exercises.sandbox import open_scratch, sessions, stage
 from pgq_teach.exercises.verdict import Evidence, Verdict
 from pgq_teach.guide import figure
+from pgq_teach.seeding import reset_and_seed
 from pgq_teach.statements import run, statement
 
 PASSED = {"passed_headline": "all good", "passed_hint": "well done"}
@@ -89,3 +93,65 @@ def test_sessions_seed_the_jobs_and_stage_puts_them_in_the_story(scratch):
         assert job["leased_until"] is not None
     assert (jobs[3]["status"], jobs[3]["max_attempts"], jobs[3]["leased_until"]) == ("ready", 9, None)
     assert jobs[4]["status"] == "ready" and jobs[4]["attempts"] == 0
+
+
+def batch_claim(text: str):
+    ex = exercise("03/batch_claim")
+    return read(text, ex.params, ex.words, exercise=ex.key)
+
+
+def test_a_later_claim_takes_the_first_ones_jobs_only_when_the_claim_neither_skips_nor_rechecks(scratch):
+    ex = exercise("03/batch_claim")
+    wrong = claim.two_claims(scratch, batch_claim(ex.attempt_text()), claim.BATCH)
+    assert len(wrong.first) == claim.BATCH and wrong.both == sorted(wrong.first) and wrong.waited
+    right = claim.two_claims(scratch, batch_claim(ex.answer_text()), claim.BATCH)
+    assert len(right.first) == len(right.second) == len(right.after) == claim.BATCH
+    assert right.both == [] and not right.waited  # SKIP LOCKED: no wait
+
+
+def test_the_guarded_update_waits_for_the_first_claim_and_then_takes_nothing(scratch):
+    ex = exercise("01/guarded_update")
+    guarded = claim.two_claims(scratch, read(ex.answer_text(), ex.params, ex.words, exercise=ex.key), 1)
+    assert len(guarded.first) == 1 and guarded.second == [] and guarded.waited
+    assert guarded.after and guarded.both == []
+
+
+def test_a_claim_that_locks_but_marks_nothing_is_taken_again_once_the_first_commits(scratch):
+    text = statement("exercise/wrong/claim_locks_only").text
+    locks_only = claim.two_claims(scratch, batch_claim(text), claim.BATCH)
+    assert not locks_only.waited and set(locks_only.first).isdisjoint(locks_only.second)
+    assert locks_only.both == sorted(locks_only.after) == sorted(locks_only.first)
+
+
+def test_a_flaw_one_worker_never_shows_still_fails_the_claim_check(scratch):
+    wrong = batch_claim(exercise("03/batch_claim").attempt_text())
+    found = claim.race_claim(scratch, wrong, batch=10, workers=1)
+    verdict = claim.claim_verdict("03/batch_claim", found, need_lock_in_with=False)
+    assert found.race.run_more_than_once == 0 and verdict.numbers["taken_again"] == 10
+    twice = next(e for e in verdict.failures if e.what == "jobs run more than once")
+    assert twice.found.startswith(f"0 of {found.race.jobs} in the race, but a second claim took jobs 1, 2,")
+    assert verdict.hint.startswith("a second claim got job 1 too: does your statement lock")
+    assert verdict.guide == figure(1)
+
+
+def test_the_lock_poll_sees_a_session_wait_for_a_row_and_not_an_idle_one(scratch):
+    with scratch.db.connection() as owner:
+        reset_and_seed(owner, "send_receipt", 1)
+        with scratch.connect(autocommit=False) as holder, scratch.connect() as waiter:
+            run(holder, "exercise/touch_job", {"id": 1})
+            with ThreadPoolExecutor(1) as pool:
+                blocked = pool.submit(run, waiter, "exercise/touch_job", {"id": 1})
+                try:
+                    idle = claim.wait_for_lock_or_end(owner, holder.info.backend_pid, blocked, within_s=0.3)
+                    waits = claim.wait_for_lock_or_end(owner, waiter.info.backend_pid, blocked)
+                finally:
+                    holder.commit()
+                assert blocked.result().rowcount == 1
+    assert waits and not idle
+
+
+def test_a_race_past_its_budget_is_refused(scratch):
+    """Eight workers need 2.5 s for 400 jobs of 50 ms each, however fast the claim."""
+    model = batch_claim(exercise("03/batch_claim").answer_text())
+    with pytest.raises(Refused, match=r"^the race ran past 0.3 s and was stopped"):
+        claim.race_claim(scratch, model, batch=1, work_ms=50, budget_s=0.3)

@@ -224,7 +224,14 @@ def judge(ex: Exercise, sql: str, *, scratch: Scratch | None = None, progress=No
             f"it ran longer than the {STATEMENT_TIMEOUT_S} s statement timeout and was "
             "cancelled; a queue statement takes milliseconds",
         )
-    except psycopg.errors.LockNotAvailable:
+    except psycopg.errors.LockNotAvailable as exc:
+        # The same SQLSTATE for a wait past lock_timeout and for NOWAIT; the text tells
+        # them apart (a translated text falls back to the wait's wording).
+        if "could not obtain lock" in (exc.diag.message_primary or ""):
+            return refused(
+                ex.key,
+                "it met a row another session holds and raised an error (NOWAIT); SKIP LOCKED passes over it",
+            )
         return refused(ex.key, f"it waited over {LOCK_TIMEOUT_S} s for a lock and was cancelled")
     except psycopg.errors.InsufficientPrivilege as exc:
         return refused(

@@ -12,12 +12,19 @@ order, and a few not due yet among the lowest ids. The first claim must take
 the oldest due jobs and write the lease it was given; no call may take a job
 that is not due. A claim with no ORDER BY, no run_at check, or a lease
 written into its text fails there, whatever the race shows.
+
+Last, two claims in turn (`two_claims`): a second claim runs while the
+first's transaction is still open, a third once it has committed. A claim
+that takes a job the first took fails there every time, where the race
+catches it only when two workers happen to overlap.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import psycopg
@@ -27,7 +34,7 @@ from ..experiments.race import RaceResult, run_race
 from ..guide import figure
 from ..statements import run, run_one
 from .learner_sql import LearnerSQL, Refused
-from .sandbox import Scratch, execute, locking, parse, plan
+from .sandbox import LOCK_TIMEOUT_S, RACE_TIMEOUT_S, WATCHDOG_GRACE_S, Scratch, execute, locking, parse, plan
 from .scenes import draw, falls_due
 from .verdict import Evidence, Verdict
 
@@ -36,6 +43,13 @@ KIND = "send_receipt"
 SCENES = 2
 SCENE_JOBS = 12  # at least; a batch claim gets three batches' worth
 NOT_DUE = 2  # jobs staged with run_at ahead, among the lowest ids
+# How long the first of two claims holds its transaction open for the second to
+# block behind it or finish; well under LOCK_TIMEOUT_S, which would cancel the wait.
+PAIR_WAIT_S = LOCK_TIMEOUT_S / 2
+RACE_DEADLINE_S = RACE_TIMEOUT_S + WATCHDOG_GRACE_S  # the watchdog's, for a race's session
+# The whole race's: a claim that takes milliseconds drains it in about a second, and a
+# slow one would otherwise run in every session, each statement up to RACE_TIMEOUT_S.
+RACE_BUDGET_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +75,22 @@ class ClaimScene:
         )
 
 
+@dataclass(frozen=True)
+class TwoClaims:
+    """Claims in turn (`two_claims`): the jobs each took, and whether the
+    second waited on the first's locks."""
+
+    first: list[int]
+    second: list[int]  # while the first's transaction was open
+    after: list[int]  # once the first had committed
+    waited: bool
+
+    @property
+    def both(self) -> list[int]:
+        """The first's jobs that a later claim took again: each would run twice."""
+        return sorted(set(self.first) & (set(self.second) | set(self.after)))
+
+
 @dataclass
 class ClaimCounts:
     """What the workers saw, counted across all of them."""
@@ -80,17 +110,20 @@ class LearnerClaimer:
         self.scratch, self.learner, self.values, self.limit, self.jobs = scratch, learner, values, limit, jobs
         self.counts = ClaimCounts()
         self.sessions: list[psycopg.Connection] = []
+        self.budget_spent: float | None = None  # the budget, once the race has spent it
 
     def __call__(self, _race_conn: psycopg.Connection):
-        conn = self.scratch.connect()
+        conn = self.scratch.connect(timeout_s=RACE_TIMEOUT_S)
         self.sessions.append(conn)
         pending: list[int] = []
 
         def claim_one():
             while not pending:
+                if self.budget_spent is not None:
+                    raise Refused(self.why_cancelled())
                 if self.counts.runaway:
                     return None
-                rows = execute(conn, self.learner, self.values).fetchall()
+                rows = execute(conn, self.learner, self.values, seconds=RACE_DEADLINE_S).fetchall()
                 if not rows and run_one(conn, "exercise/due_left")[0] == 0:
                     return None
                 self._count(len(rows))
@@ -116,6 +149,26 @@ class LearnerClaimer:
             raise Refused(f"the claim's first column must be the job's id; it returned {row[0]!r}")
         return row[0]
 
+    def end_race(self, budget_s: float) -> None:
+        """The race has run `budget_s`: cancel each session's statement; the next claim is refused."""
+        self.budget_spent = budget_s
+        for conn in list(self.sessions):
+            try:
+                conn.cancel_safe(timeout=2)
+            except psycopg.Error:
+                pass  # the session is gone already
+
+    def why_cancelled(self) -> str:
+        if self.budget_spent is not None:
+            return (
+                f"the race ran past {self.budget_spent:g} s and was stopped; with a claim that takes "
+                "milliseconds it takes about a second"
+            )
+        return (
+            f"a claim in the race ran past the race's {RACE_TIMEOUT_S} s statement timeout and was "
+            "cancelled; a queue statement takes milliseconds, even waiting for other workers' commits"
+        )
+
     def close(self) -> None:
         for conn in self.sessions:
             conn.close()
@@ -132,6 +185,7 @@ class ClaimRace:
     locks_in_with: bool
     modifies: bool
     scenes: tuple[ClaimScene, ...] = ()
+    pair: TwoClaims | None = None
 
     @property
     def elapsed_s(self) -> float:
@@ -158,6 +212,11 @@ class ClaimRace:
         shared = sorted(j for j, w in workers.items() if len(w) > 1)
         return (shared[0], len(workers[shared[0]])) if shared else None
 
+    @property
+    def taken_again(self) -> list[int]:
+        """The jobs a claim took that a later claim took again (`two_claims`)."""
+        return self.pair.both if self.pair else []
+
 
 def race_claim(
     scratch: Scratch,
@@ -169,6 +228,7 @@ def race_claim(
     work_ms: float = 5,
     progress=None,
     stop=None,
+    budget_s: float = RACE_BUDGET_S,
 ) -> ClaimRace:
     values = {"batch": batch, "lease": LEASE}
     with scratch.connect() as conn:
@@ -179,8 +239,16 @@ def race_claim(
                 "(RETURNING id, ... or SELECT id, ...)"
             )
         tree = plan(conn, learner, values)
+        # Alone first, within a lone statement's timeout, so a slow statement is refused
+        # before the race's sessions run it; RACE_BUDGET_S bounds one that slows later.
+        with scratch.db.connection() as owner:
+            seeding.reset_and_seed(owner, KIND, jobs)
+        claimed(conn, learner, values)
     locks, in_with = locking(tree)
     claimer = LearnerClaimer(scratch, learner, values, batch, jobs)
+    budget = threading.Timer(budget_s, claimer.end_race, args=(budget_s,))
+    budget.daemon = True
+    budget.start()
     try:
         race = run_race(
             scratch.db,
@@ -191,14 +259,18 @@ def race_claim(
             stop=stop,
             claimer=claimer,
         )
+    except psycopg.errors.QueryCanceled:  # the budget's cancel or the race's timeout; Stop is judged later
+        raise Refused(claimer.why_cancelled()) from None
     finally:
+        budget.cancel()
         claimer.close()
     # The scenes come after the race, so a statement the race shows to be slow or wrong meets the
     # race's own verdict first; a stopped race skips them.
     rng = draw()
     scenes = () if race.stopped else tuple(claim_scene(scratch, learner, batch, rng) for _ in range(SCENES))
+    pair = None if race.stopped else two_claims(scratch, learner, batch)
     modifies = tree.get("Node Type") == "ModifyTable"
-    return ClaimRace(race, claimer.counts, batch, locks, in_with, modifies, scenes)
+    return ClaimRace(race, claimer.counts, batch, locks, in_with, modifies, scenes, pair)
 
 
 def claim_scene(scratch: Scratch, learner: LearnerSQL, batch: int, rng) -> ClaimScene:
@@ -230,6 +302,50 @@ def claim_scene(scratch: Scratch, learner: LearnerSQL, batch: int, rng) -> Claim
     return ClaimScene(lease_s, oldest, got, left, taken)
 
 
+def claimed(conn: psycopg.Connection, learner: LearnerSQL, values: dict) -> list[int]:
+    """The ids of the jobs one call of the learner's claim took."""
+    return [LearnerClaimer.job_id(r) for r in execute(conn, learner, values).fetchall()]
+
+
+def two_claims(scratch: Scratch, learner: LearnerSQL, batch: int) -> TwoClaims:
+    """Claim in one session; claim again in a second while the first's
+    transaction is still open, and commit the first once the second waits on
+    its locks or is done; then claim once more.
+
+    The race meets a claim's flaw only when two workers happen to overlap;
+    this meets it every time. A claim that neither skips locked rows nor
+    re-checks the status picks from a snapshot in which the first's jobs are
+    still ready, so it takes them again once the first commits; one that
+    marks nothing takes them again afterwards."""
+    values = {"batch": batch, "lease": LEASE}
+    with scratch.db.connection() as owner:
+        seeding.reset_and_seed(owner, KIND, 3 * batch)
+        with scratch.connect(autocommit=False) as first, scratch.connect() as second:
+            took = claimed(first, learner, values)
+            with ThreadPoolExecutor(1) as pool:
+                later = pool.submit(claimed, second, learner, values)
+                try:
+                    waited = wait_for_lock_or_end(owner, second.info.backend_pid, later)
+                finally:
+                    first.commit()  # whatever the wait did: the second may be blocked on these locks
+                during = later.result()
+            return TwoClaims(took, during, claimed(second, learner, values), waited)
+
+
+def wait_for_lock_or_end(
+    owner: psycopg.Connection, pid: int, claim: Future, within_s: float = PAIR_WAIT_S
+) -> bool:
+    """Wait until session `pid` waits for a lock (True) or `claim` is done or
+    `within_s` has passed (False). `owner` is autocommit, so each look at
+    pg_stat_activity is a fresh one."""
+    deadline = time.monotonic() + within_s
+    while not claim.done() and time.monotonic() < deadline:
+        if run_one(owner, "exercise/session_waits_on_lock", {"pid": pid})[0]:
+            return True
+        time.sleep(0.005)
+    return False
+
+
 def _hint(found: ClaimRace) -> str:
     shared = found.shared_job()
     if shared and not found.modifies:
@@ -239,6 +355,14 @@ def _hint(found: ClaimRace) -> str:
         )
     if shared:
         return f"two workers got job {shared[0]}: does your statement lock the row it picks?"
+    again = found.taken_again
+    if again and not found.modifies:
+        return (
+            f"a second claim got job {again[0]} too: your statement only reads, so nothing marks the job "
+            "taken; mark it running in the same statement that picks it."
+        )
+    if again:
+        return f"a second claim got job {again[0]} too: does your statement lock the row it picks?"
     if found.counts.over_limit:
         return (
             f"one claim returned {found.counts.biggest} rows with a LIMIT of {found.limit}: pick and lock "
@@ -319,14 +443,20 @@ def _scene_hint(scenes: tuple[ClaimScene, ...]) -> str:
     return "; ".join(fixes) + "." if fixes else ""
 
 
+def _run_twice(found: ClaimRace) -> str:
+    """The race's count, and what two claims at once showed if the race showed nothing."""
+    race, again = found.race, found.taken_again
+    text = f"{race.run_more_than_once:,} of {race.jobs:,}"
+    if again and not race.run_more_than_once:
+        text += f" in the race, but a second claim {_took(again)} the first had"
+    return text
+
+
 def claim_evidence(found: ClaimRace) -> list[Evidence]:
     race, c = found.race, found.counts
+    once = not race.run_more_than_once and not found.taken_again
     return [
-        Evidence(
-            "jobs run more than once",
-            f"{race.run_more_than_once:,} of {race.jobs:,}",
-            race.run_more_than_once == 0,
-        ),
+        Evidence("jobs run more than once", _run_twice(found), once),
         Evidence(
             "jobs never run",
             f"{found.never_run:,}" + (" (stopped: over 10 claims per job)" if c.runaway else ""),
@@ -373,9 +503,10 @@ def claim_verdict(exercise: str, found: ClaimRace, *, need_lock_in_with: bool) -
             else None
         ),
         server_version=found.race.server_version,
-        guide=figure(1) if found.race.run_more_than_once else figure(6),
+        guide=figure(1) if found.race.run_more_than_once or found.taken_again else figure(6),
         numbers={
             "run_more_than_once": found.race.run_more_than_once,
+            "taken_again": len(found.taken_again),
             "never_run": found.never_run,
             "over_limit": found.counts.over_limit,
             "wasted": found.counts.wasted,
@@ -400,11 +531,12 @@ def check_guarded_update(scratch, learner, *, exercise: str, progress=None, stop
         raise Refused("this exercise asks for one UPDATE statement whose subquery picks the job")
     found = race_claim(scratch, learner, progress=progress, stop=stop)
     verdict = claim_verdict(exercise, found, need_lock_in_with=False)
-    shared = found.shared_job()
-    if shared:
+    shared, again = found.shared_job(), found.taken_again
+    if shared or again:
+        who = f"two workers got job {shared[0]}" if shared else f"a second claim got job {again[0]} too"
         verdict.hint = (
-            f"two workers got job {shared[0]}: the worker that waited re-checks its WHERE on the row the "
-            "winner committed. Does your WHERE still hold once the job is running?"
+            f"{who}: the one that waited re-checks its WHERE on the row the winner committed. "
+            "Does your WHERE still hold once the job is running?"
         )
     if verdict.passed:
         verdict.headline = f"no job ran twice; {found.counts.wasted:,} attempts were wasted"

@@ -185,7 +185,7 @@ def claim(conn: psycopg.Connection, *, batch: int = 1, lease: timedelta | float 
 def _explain_fence(conn: psycopg.Connection, job: Job, verb: str) -> bool:
     """After a fenced statement touched no row: False if a newer claim or the
     reaper fenced this worker out, an error if the call itself was wrong."""
-    row = job_state(conn, job)
+    row = job_state(conn, job.id)
     if row is None:
         raise NotClaimed(f"cannot {verb} job {job.id}: there is no such job")
     status, fence_token = row["status"], row["fence_token"]
@@ -198,15 +198,16 @@ def _explain_fence(conn: psycopg.Connection, job: Job, verb: str) -> bool:
     return False
 
 
-def job_state(conn: psycopg.Connection, job: Job) -> dict[str, Any] | None:
-    """The job's row as job_state.sql reads it, by column name; None if there is no such job."""
-    return run(conn, "job_state", {"id": job.id}, row_factory=dict_row).fetchone()
+def job_state(conn: psycopg.Connection, job_id: int) -> dict[str, Any] | None:
+    """The job's status, attempts, fencing token and last error, as job_state.sql reads them,
+    by column name; None if there is no such job."""
+    return run(conn, "job_state", {"id": job_id}, row_factory=dict_row).fetchone()
 
 
 def completed_by(conn: psycopg.Connection, job: Job) -> bool:
     """Whether `job` is done, and by this claim (its fencing token): what a worker asks after
     it sent the completion as its connection broke, when it cannot tell whether it committed."""
-    row = job_state(conn, job)
+    row = job_state(conn, job.id)
     return row is not None and row["status"] == "done" and row["fence_token"] == job.fence_token
 
 
@@ -217,7 +218,7 @@ def failed_by(conn: psycopg.Connection, job: Job, error: Any) -> str | None:
     (same token, "lease expired"). None once anything else has changed the row: a newer claim
     (a new token) or a requeue (attempts back to 0), even if the failure had committed before
     it; the worker then cannot tell, and counts it fenced."""
-    row = job_state(conn, job)
+    row = job_state(conn, job.id)
     if row is None or row["status"] not in ("ready", "dead"):
         return None
     same = (row["attempts"], row["fence_token"], row["last_error"]) == (

@@ -735,17 +735,7 @@ class Worker:
         fenced: its completion was sent as the connection broke and committed, though no answer
         came back (a server restart, a cut network). Only this claim's token completes a job
         with that token, since a newer claim takes a new one (queue.completed_by)."""
-        with self._lock:
-            unsure = {_claim_key(job) for job in jobs} & self._unsure
-        if not unsure:
-            return completed
-        checked = [
-            ok or (_claim_key(job) in unsure and queue.completed_by(work, job))
-            for job, ok in zip(jobs, completed, strict=True)
-        ]
-        with self._lock:
-            self._unsure -= unsure
-        return checked
+        return self._settle_unsure(jobs, completed, lambda i, ok: ok or queue.completed_by(work, jobs[i]))
 
     def _own_earlier_failures(
         self, work: psycopg.Connection, failed: list[tuple[queue.Job, Exception]], outcomes: list[str]
@@ -753,15 +743,24 @@ class Worker:
         """`outcomes`, with a failure this claim had already recorded counted as what it made of
         the job (a retry or dead), not fenced, as _own_earlier does for completions: while no
         newer claim or requeue has changed the row since (queue.failed_by)."""
+
+        def settle(i: int, outcome: str) -> str:
+            return (queue.failed_by(work, *failed[i]) or outcome) if outcome == "fenced" else outcome
+
+        return self._settle_unsure([job for job, _ in failed], outcomes, settle)
+
+    def _settle_unsure(
+        self, jobs: list[queue.Job], outcomes: list[T], settle: Callable[[int, T], T]
+    ) -> list[T]:
+        """`outcomes`, with the i-th replaced by `settle(i, outcome)` for each job whose last send
+        may have committed unseen (marked unsure by _hold_again); those jobs are then sure."""
         with self._lock:
-            unsure = {_claim_key(job) for job, _ in failed} & self._unsure
+            unsure = {_claim_key(job) for job in jobs} & self._unsure
         if not unsure:
             return outcomes
         checked = [
-            (queue.failed_by(work, job, error) or outcome)
-            if outcome == "fenced" and _claim_key(job) in unsure
-            else outcome
-            for (job, error), outcome in zip(failed, outcomes, strict=True)
+            settle(i, outcome) if _claim_key(job) in unsure else outcome
+            for i, (job, outcome) in enumerate(zip(jobs, outcomes, strict=True))
         ]
         with self._lock:
             self._unsure -= unsure

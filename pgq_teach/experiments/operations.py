@@ -180,13 +180,8 @@ class Load:
         asks again for up to `wait_s`. False if no such session was ever opened."""
         if self.stuck_pid is None:
             return False
-        deadline = time.monotonic() + wait_s
         with self.db.connection() as conn:
-            while run_one(conn, "lab/session_alive", {"pid": self.stuck_pid})[0]:
-                if time.monotonic() > deadline:
-                    return False
-                time.sleep(0.05)
-        return True
+            return session_ends(conn, self.stuck_pid, wait_s)
 
 
 # --- cleanup in batches against one big DELETE ------------------------------------

@@ -574,11 +574,9 @@ class Fleet:
         return [c for c in children if c.name in names]
 
     def job_state(self, job_id: int) -> dict[str, Any] | None:
-        """One job's status, attempts, fencing token and last error (job_state.sql); None if
+        """One job's status, attempts, fencing token and last error (queue.job_state); None if
         there is no such job."""
-        return self.session.call(
-            lambda conn: run(conn, "job_state", {"id": job_id}, row_factory=dict_row).fetchone()
-        )
+        return self.session.call(lambda conn: queue.job_state(conn, job_id))
 
     def first_in_line(self, job_id: int) -> None:
         """Make a ready job due before every other (lab/fault_first_in_line.sql)."""

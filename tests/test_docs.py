@@ -34,3 +34,15 @@ def test_every_relative_link_resolves(page):
         if not path.exists():
             broken.append(target)
     assert not broken, f"{page.name} links to missing files: {broken}"
+
+
+def test_the_readmes_checker_limits_are_the_checkers_own():
+    from pgq_teach.exercises import claim, sandbox
+
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    lone, race = sandbox.STATEMENT_TIMEOUT_S, sandbox.RACE_TIMEOUT_S
+    assert (
+        f"the server's statement timeout is {lone} s ({race} s for a claim racing other workers, as it "
+        f"waits on their commits), the checker's watchdog {lone + sandbox.WATCHDOG_GRACE_S:g} s "
+        f"({claim.RACE_DEADLINE_S:g} s), at most {sandbox.MAX_ROWS:,} rows"
+    ) in text

@@ -13,10 +13,10 @@ the oldest due jobs and write the lease it was given; no call may take a job
 that is not due. A claim with no ORDER BY, no run_at check, or a lease
 written into its text fails there, whatever the race shows.
 
-Last, two claims in turn (`two_claims`): a second claim runs while the
-first's transaction is still open, a third once it has committed. A claim
-that takes a job the first took fails there every time, where the race
-catches it only when two workers happen to overlap.
+Last, claims in turn (`two_claims`): a second claim runs while the first's
+transaction is still open, a third once it has committed. A claim that takes
+a job the first took fails there every time, where the race catches it only
+when two workers happen to overlap.
 """
 
 from __future__ import annotations
@@ -444,7 +444,7 @@ def _scene_hint(scenes: tuple[ClaimScene, ...]) -> str:
 
 
 def _run_twice(found: ClaimRace) -> str:
-    """The race's count, and what two claims at once showed if the race showed nothing."""
+    """The race's count, and what the claims in turn showed if the race showed nothing."""
     race, again = found.race, found.taken_again
     text = f"{race.run_more_than_once:,} of {race.jobs:,}"
     if again and not race.run_more_than_once:

@@ -196,8 +196,7 @@ class Leases:
                         self._until[key] = (job, sent + self.seconds)
                 elif self._until.pop(key, None) is not None:
                     lost.append(job)
-        for job in lost:
-            self._lose(job, "fenced")
+        self._lose(lost, "fenced")
         return kept
 
     def open(self) -> None:
@@ -239,8 +238,7 @@ class Leases:
     def give_up(self, jobs: Sequence[queue.Job]) -> None:
         """Stop holding these jobs and tell their handlers they are lost."""
         self.release(jobs)
-        for job in jobs:
-            self._lose(job, "given up")
+        self._lose(jobs, "given up")
 
     def give_up_passed(self) -> None:
         """Give up every job whose lease may have passed without a renewal."""
@@ -249,12 +247,21 @@ class Leases:
             passed = [job for job, until in self._until.values() if until <= now]
             for job in passed:
                 del self._until[_claim_key(job)]
-        for job in passed:
-            self._lose(job, "given up")
+        self._lose(passed, "given up")
 
-    def _lose(self, job: queue.Job, why: str) -> None:
-        if not job.lost.is_set():
+    def earliest_end(self) -> float:
+        """The soonest moment (monotonic) a held lease may pass; infinity if none is held."""
+        with self._lock:
+            return min((until for _, until in self._until.values()), default=float("inf"))
+
+    def _lose(self, jobs: Sequence[queue.Job], why: str) -> None:
+        # Every job is marked lost before any callback runs: a callback may block (a
+        # fault run's ledger waits out a server restart), and a job still marked
+        # as held meanwhile would run on after another worker has taken it.
+        fresh = [job for job in jobs if not job.lost.is_set()]
+        for job in fresh:
             job.lost.set()
+        for job in fresh:
             self.on_lost(job, why)
 
     def backend_pid(self) -> int | None:
@@ -774,9 +781,17 @@ class Worker:
     # --- the heartbeat and the listener ---------------------------------------
 
     def _heartbeat_loop(self) -> None:
+        """Beat every beat_every, counted from each beat's start, so a slow beat does not
+        push the next one later; and wake at the soonest lease end between beats, to give
+        up a job whose lease may have passed though no beat failed (beats that succeed
+        slowly can let it)."""
         self.leases.open()
-        while not self._closing.wait(self.beat_every):
-            self.leases.beat(self._closing)
+        next_beat = time.monotonic() + self.beat_every
+        while not self._closing.wait(max(0.0, min(next_beat, self.leases.earliest_end()) - time.monotonic())):
+            self.leases.give_up_passed()
+            if time.monotonic() >= next_beat:
+                next_beat = time.monotonic() + self.beat_every
+                self.leases.beat(self._closing)
 
     def _beat_done(self, outcome: str, error: str | None) -> None:
         with self._lock:

@@ -274,3 +274,37 @@ def test_a_stale_claim_and_a_newer_one_of_the_same_job_are_told_apart(db, conn):
     with pytest.raises(pgq.BadInput, match="twice"):
         pgq.complete_many(conn, [stale, fresh])
     assert pgq.complete_many(conn, [stale]) == [False] and pgq.complete_many(conn, [fresh]) == [True]
+
+
+def test_every_job_lost_at_once_is_marked_before_any_handler_is_told(db):
+    """A lost-callback may block (a fault run's ledger waits out a server restart): the
+    other jobs lost at the same moment are marked already, so none runs on as held."""
+    from pgq_teach.worker import Leases
+
+    jobs = [pgq.Job(i, "slow", {}, 1, fence_token=1) for i in (1, 2, 3)]
+    seen = []
+    leases = Leases(
+        db.dsn,
+        timedelta(seconds=1),
+        lambda job, why: seen.append([j.lost.is_set() for j in jobs]),
+        lambda *_: None,
+    )
+    leases.hold(jobs, time.monotonic() - 2)  # every lease has passed
+    leases.give_up_passed()
+    assert seen == [[True, True, True]] * 3
+
+
+def test_the_heartbeat_gives_up_a_job_at_its_lease_end_though_no_beat_failed(db):
+    """Beats that succeed slowly can let a lease end between them: the heartbeat wakes at
+    the end itself, not at its next beat (a minute's lease beats every 15 s)."""
+    worker = pgq.Worker(db, {"slow": lambda job: None}, lease=60)
+    job = pgq.Job(1, "slow", {}, 1, fence_token=1)
+    worker.leases.hold([job], time.monotonic() - 59.7)  # its lease ends 0.3 s from now
+    beats = threading.Thread(target=worker._heartbeat_loop, daemon=True)  # the producer's thread
+    beats.start()
+    try:
+        assert job.lost.wait(5)
+    finally:
+        worker._closing.set()
+        beats.join(5)
+    assert worker.leases.held() == [] and worker.report.beats == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -65,6 +66,21 @@ class Job:
         """False once the Worker has learnt that this claim lost the job."""
         event = self.__dict__.get("_lost")  # no Event yet: nobody has set it
         return event is None or not event.is_set()
+
+    @property
+    def lost_at(self) -> float | None:
+        """When (time.time()) the Worker learnt this claim lost the job; None while it holds it."""
+        return self.__dict__.get("_lost_at")
+
+    def mark_lost(self) -> bool:
+        """Note the moment this claim is learnt lost, then set `lost`. True for the first
+        caller only: two threads can learn it at once (a beat and an executor's check), and
+        only one may tell the handler. setdefault is one atomic step, so the caller whose own
+        stamp was stored is that one."""
+        stamp = time.time()
+        first = self.__dict__.setdefault("_lost_at", stamp) is stamp
+        self.lost.set()
+        return first
 
 
 class NotClaimed(BadInput):

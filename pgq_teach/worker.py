@@ -23,7 +23,11 @@ so every job the process holds is covered, the ones waiting in a batch too.
 A failed beat is retried at once on a fresh connection, with backoff, until
 the lease would pass; only then is the job given up. Even if a whole beat is
 missed, the next one is due half a lease after the last good one, with half
-the lease still to spare: one missed beat can never lose a lease.
+the lease still to spare: one missed beat can never lose a lease. Apart from
+the beats, a lease-clock thread that does no I/O gives a job up a tenth of its
+lease before the end the process knows of, even while a beat is stuck on the
+network, so the process stops counting a job as its own before a reaper can
+take it.
 
 Before it starts a job an executor checks that the process still holds it:
 the lease the last beat (or the claim) wrote has at least half its length
@@ -37,8 +41,9 @@ that keep a CPU busy hold Python's GIL, so run several processes instead
 (`pgq-teach worker --processes M`), each a producer with its executors.
 
 It never prints. What happened is counted in `Worker.report`, and optional
-`on_event(name, job)` calls, from the producer's and the executors' threads,
-let experiments and widgets watch.
+`on_event(name, job)` calls, from the producer's and the executors' threads
+(and `lost` from the heartbeat's and the lease clock's), let experiments and
+widgets watch. Keep them quick: a callback that blocks holds up its thread.
 """
 
 from __future__ import annotations
@@ -118,7 +123,8 @@ class Leases:
     """Every job one process holds, with the moment (on this process's
     monotonic clock) until which its lease surely runs: the time just before
     the statement that wrote the lease was sent, plus the lease. It renews
-    leases on its own connection, one statement at a time."""
+    leases on its own connection, one statement at a time, and gives a job up
+    a margin before that moment (see `margin`)."""
 
     def __init__(
         self,
@@ -133,7 +139,14 @@ class Leases:
         # Keyed by claim, (id, fence_token): a process can hold a stale claim
         # of a job and a newer one of the same job at once.
         self._until: dict[tuple[int, int], tuple[queue.Job, float]] = {}
-        self._lock = threading.Lock()  # guards _until
+        # Taken out for their outcome's send: not renewed (the send finishes them), but still
+        # given up at their end, since a send that outlasts the lease may be fenced.
+        self._sending: dict[tuple[int, int], tuple[queue.Job, float]] = {}
+        self._lock = threading.Lock()  # guards _until and _sending
+        # A reaper may take a job as soon as the server's lease ends, only a claim's round
+        # trip after our `until`, while the thread that gives it up can wake late by a busy
+        # scheduler's delay. Giving up a tenth of the lease early keeps our end before any reap.
+        self.margin = self.seconds / 10
         self._conn_lock = threading.Lock()  # one statement at a time on the connection
         self._conn: psycopg.Connection | None = None
         # Its own name in pg_stat_activity, so an operator (or a fault run)
@@ -149,19 +162,30 @@ class Leases:
             self._until.update(held)
 
     def take(self, jobs: Sequence[queue.Job]) -> dict[tuple[int, int], tuple[queue.Job, float]]:
-        """Stop holding these jobs while their outcomes are sent; what was held, for put_back."""
+        """Renew these jobs no more while their outcomes are sent (give_up_passed still
+        watches their end); what was held, for put_back or sent."""
         keys = [_claim_key(job) for job in jobs]
         with self._lock:
-            return {key: entry for key in keys if (entry := self._until.pop(key, None)) is not None}
+            taken = {key: entry for key in keys if (entry := self._until.pop(key, None)) is not None}
+            self._sending.update(taken)
+        return taken
 
     def put_back(self, taken: dict[tuple[int, int], tuple[queue.Job, float]]) -> None:
-        """Hold again what take() returned (a send that failed)."""
+        """Hold again what take() returned (a send that failed), but for a job given up meanwhile."""
         with self._lock:
-            self._until.update(taken)
+            for key, entry in taken.items():
+                if self._sending.pop(key, None) is not None and entry[0].still_mine():
+                    self._until[key] = entry
+
+    def sent(self, taken: dict[tuple[int, int], tuple[queue.Job, float]]) -> None:
+        """Forget what take() returned once its send has finished (what put_back restored stays)."""
+        with self._lock:
+            for key in taken:
+                self._sending.pop(key, None)
 
     def release(self, jobs: Sequence[queue.Job]) -> None:
         """Jobs whose outcome was sent, or that were never started."""
-        self.take(jobs)
+        self.sent(self.take(jobs))
 
     def held(self) -> list[queue.Job]:
         with self._lock:
@@ -227,11 +251,7 @@ class Leases:
             except psycopg.Error as exc:
                 self.on_beat("beat_failed", _error_line(exc))
             self.give_up_passed()
-            with self._lock:
-                deadlines = [until for _, until in self._until.values()]
-            if not deadlines:
-                return
-            if closing.wait(max(0.0, min(backoff, min(deadlines) - time.monotonic()))):
+            if closing.wait(max(0.0, min(backoff, self.earliest_end() - time.monotonic()))):
                 return
             backoff = min(backoff * 2, self.seconds / 8)
 
@@ -241,26 +261,29 @@ class Leases:
         self._lose(jobs, "given up")
 
     def give_up_passed(self) -> None:
-        """Give up every job whose lease may have passed without a renewal."""
-        now = time.monotonic()
+        """Give up every job whose lease may pass within the margin without a renewal,
+        those whose outcome is on its way too."""
+        end = time.monotonic() + self.margin
         with self._lock:
-            passed = [job for job, until in self._until.values() if until <= now]
+            passed = [job for job, until in self._until.values() if until <= end]
             for job in passed:
                 del self._until[_claim_key(job)]
+            passed += [job for job, until in self._sending.values() if until <= end and job.still_mine()]
         self._lose(passed, "given up")
 
     def earliest_end(self) -> float:
-        """The soonest moment (monotonic) a held lease may pass; infinity if none is held."""
+        """The soonest moment (monotonic) a job is to be given up, its lease's end less the
+        margin; infinity if none is."""
         with self._lock:
-            return min((until for _, until in self._until.values()), default=float("inf"))
+            ends = [until for _, until in self._until.values()]
+            ends += [until for job, until in self._sending.values() if job.still_mine()]
+        return min(ends, default=float("inf")) - self.margin
 
     def _lose(self, jobs: Sequence[queue.Job], why: str) -> None:
         # Every job is marked lost before any callback runs: a callback may block (a
         # fault run's ledger waits out a server restart), and a job still marked
         # as held meanwhile would run on after another worker has taken it.
-        fresh = [job for job in jobs if not job.lost.is_set()]
-        for job in fresh:
-            job.lost.set()
+        fresh = [job for job in jobs if job.mark_lost()]
         for job in fresh:
             self.on_lost(job, why)
 
@@ -432,7 +455,8 @@ class Worker:
         self._doorbell = socket.socketpair()
         helpers = [threading.Thread(target=self._listen_loop, daemon=True, name="pgq-listen")]
         if self.heartbeat:
-            helpers.append(threading.Thread(target=self._heartbeat_loop, daemon=True, name="pgq-heartbeat"))
+            for loop, name in ((self._heartbeat_loop, "heartbeat"), (self._lease_clock_loop, "lease-clock")):
+                helpers.append(threading.Thread(target=loop, daemon=True, name=f"pgq-{name}"))
         executors = [
             threading.Thread(target=self._execute, daemon=True, name=f"pgq-executor-{i}")
             for i in range(self.concurrency)
@@ -707,6 +731,7 @@ class Worker:
                 self.leases.put_back({key: held for key, held in taken.items() if key in failing})
                 self._hold_again([], failed, failures_sent=True)
                 error, failed, outcomes = exc, [], []
+            self.leases.sent(taken)
         finished = [job for job, ok in zip(done, completed, strict=True) if ok]
         with self._lock:  # once for the batch, not once per job
             self.report.done += len(finished)
@@ -782,16 +807,23 @@ class Worker:
 
     def _heartbeat_loop(self) -> None:
         """Beat every beat_every, counted from each beat's start, so a slow beat does not
-        push the next one later; and wake at the soonest lease end between beats, to give
-        up a job whose lease may have passed though no beat failed (beats that succeed
-        slowly can let it)."""
+        push the next one later."""
         self.leases.open()
         next_beat = time.monotonic() + self.beat_every
-        while not self._closing.wait(max(0.0, min(next_beat, self.leases.earliest_end()) - time.monotonic())):
+        while not self._closing.wait(max(0.0, next_beat - time.monotonic())):
+            next_beat = time.monotonic() + self.beat_every
+            self.leases.beat(self._closing)
+
+    def _lease_clock_loop(self) -> None:
+        """Give each job up at its end (Leases.earliest_end), though no beat failed: beats
+        that succeed slowly can let a lease end between them. A thread of its own, with no
+        I/O, so a beat stuck on the network (a connect to a restarting server can take
+        seconds) cannot make it late. It wakes at least every beat_every, well before the
+        end of any job claimed meanwhile."""
+        while not self._closing.wait(
+            max(0.0, min(self.leases.earliest_end(), time.monotonic() + self.beat_every) - time.monotonic())
+        ):
             self.leases.give_up_passed()
-            if time.monotonic() >= next_beat:
-                next_beat = time.monotonic() + self.beat_every
-                self.leases.beat(self._closing)
 
     def _beat_done(self, outcome: str, error: str | None) -> None:
         with self._lock:
@@ -803,9 +835,10 @@ class Worker:
 
     def _lost(self, job: queue.Job, why: str) -> None:
         with self._lock:
-            if _claim_key(job) in self._unsure:
-                return  # its outcome may have committed: sent again, it is counted as such or fenced
-            self.report.leases_lost += 1
+            # Not counted if its outcome may have committed: sent again, it is counted as such
+            # or fenced. It is announced all the same: this process no longer holds the claim.
+            if _claim_key(job) not in self._unsure:
+                self.report.leases_lost += 1
         self.on_event("lost", job)
 
     def _listen_loop(self) -> None:

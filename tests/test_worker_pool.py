@@ -12,6 +12,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 
 import pgq_teach as pgq
@@ -278,33 +279,86 @@ def test_a_stale_claim_and_a_newer_one_of_the_same_job_are_told_apart(db, conn):
 
 def test_every_job_lost_at_once_is_marked_before_any_handler_is_told(db):
     """A lost-callback may block (a fault run's ledger waits out a server restart): the
-    other jobs lost at the same moment are marked already, so none runs on as held."""
+    other jobs lost at the same moment are marked already, with the moment they were,
+    so none runs on as held, and none seems to have been learnt lost late."""
     from pgq_teach.worker import Leases
 
     jobs = [pgq.Job(i, "slow", {}, 1, fence_token=1) for i in (1, 2, 3)]
     seen = []
-    leases = Leases(
-        db.dsn,
-        timedelta(seconds=1),
-        lambda job, why: seen.append([j.lost.is_set() for j in jobs]),
-        lambda *_: None,
-    )
+
+    def told(job, why):
+        seen.append([j.lost.is_set() and j.lost_at is not None for j in jobs])
+        time.sleep(0.2)
+
+    leases = Leases(db.dsn, timedelta(seconds=1), told, lambda *_: None)
+    before = time.time()
     leases.hold(jobs, time.monotonic() - 2)  # every lease has passed
     leases.give_up_passed()
     assert seen == [[True, True, True]] * 3
+    assert all(before <= job.lost_at < before + 0.2 for job in jobs)
+    assert not jobs[0].mark_lost()  # learnt twice (a beat and a check at once): told once
 
 
-def test_the_heartbeat_gives_up_a_job_at_its_lease_end_though_no_beat_failed(db):
-    """Beats that succeed slowly can let a lease end between them: the heartbeat wakes at
-    the end itself, not at its next beat (a minute's lease beats every 15 s)."""
+def test_a_job_whose_outcome_is_on_its_way_is_still_given_up_at_its_end(db):
+    """A send that outlasts the lease may be fenced, so a job taken out for its outcome's
+    send is not renewed but is still given up at its end, and a failed send does not hold
+    it again."""
+    from pgq_teach.worker import Leases
+
+    job = pgq.Job(1, "slow", {}, 1, fence_token=1)
+    told = []
+    leases = Leases(db.dsn, timedelta(seconds=1), lambda j, why: told.append((j.id, why)), lambda *_: None)
+    leases.hold([job], time.monotonic() - 2)  # its lease has passed
+    taken = leases.take([job])
+    assert leases.held() == [] and leases.earliest_end() < time.monotonic()
+    leases.give_up_passed()
+    assert told == [(1, "given up")] and not job.still_mine()
+    leases.put_back(taken)
+    assert leases.held() == [] and leases.earliest_end() == float("inf")
+
+
+def test_the_lease_clock_gives_up_a_job_at_its_end_though_no_beat_failed(db):
+    """Beats that succeed slowly can let a lease end between them: the lease clock wakes
+    at the end itself (a tenth of the lease early), not at the next beat (a minute's lease
+    beats every 15 s)."""
     worker = pgq.Worker(db, {"slow": lambda job: None}, lease=60)
     job = pgq.Job(1, "slow", {}, 1, fence_token=1)
-    worker.leases.hold([job], time.monotonic() - 59.7)  # its lease ends 0.3 s from now
-    beats = threading.Thread(target=worker._heartbeat_loop, daemon=True)  # the producer's thread
-    beats.start()
+    worker.leases.hold([job], time.monotonic() - 53.7)  # 0.3 s before its end less 6 s
+    clock = threading.Thread(target=worker._lease_clock_loop, daemon=True)
+    clock.start()
     try:
+        assert not job.lost.wait(0.1)
         assert job.lost.wait(5)
     finally:
         worker._closing.set()
-        beats.join(5)
+        clock.join(5)
     assert worker.leases.held() == [] and worker.report.beats == 0
+
+
+def test_a_job_is_given_up_before_its_lease_ends_while_a_beat_is_stuck(db, conn):
+    """A beat that cannot finish holds up the heartbeat's thread (here it waits on a row
+    lock; in a fault run, on a connect to a restarting server), not the job's end: the lease
+    clock gives the job up and tells its handler before the server's lease ends, so no
+    reaper can take it first, though no beat failed and nothing fenced it."""
+    [job_id] = pgq.enqueue_many(conn, "slow", [{}])
+    started, seen = threading.Event(), {}
+
+    def handler(job):
+        seen["job"] = job
+        started.set()
+        seen["lost"] = job.lost.wait(10)
+
+    worker = pgq.Worker(db, {"slow": handler}, lease=2.0)
+    running = Running(worker)
+    try:
+        assert started.wait(10)
+        with db.connection() as blocker:
+            with blocker.transaction():  # every beat waits on this update's row lock
+                run(blocker, "lab/fence_job", {"id": job_id, "lease": "1 minute"})
+                assert wait_for(lambda: "lost" in seen, 10)
+                ends = job_row(conn, job_id)["leased_until"]  # the lease the claim or a beat wrote
+                raise psycopg.Rollback()  # the fence never happened
+    finally:
+        running.join()
+    assert seen["lost"] and seen["job"].lost_at < ends.timestamp()
+    assert worker.report.beat_failures == 0 and worker.report.leases_lost == 1

@@ -293,7 +293,7 @@ def claim_scene(scratch: Scratch, learner: LearnerSQL, batch: int, rng) -> Claim
         # In id order: the rows' new versions then lie in id order, the order a scan meets them.
         falls_due(owner, {i: ahead[i] if i in ahead else -ages[i] for i in range(1, jobs + 1)})
         run(owner, "lab/analyze_jobs")  # the planner then knows the table is tiny, and scans it
-        got = [LearnerClaimer.job_id(r) for r in execute(conn, learner, values).fetchall()]
+        got = claimed(conn, learner, values)
         left = [run_one(owner, "lab/lease_left", {"id": i})[2] for i in got]
         for _ in range(jobs):  # the rest, one claim at a time, until it comes back empty
             if not execute(conn, learner, values).fetchall():

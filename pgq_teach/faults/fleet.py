@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue as threads_queue
 import random
 import shutil
 import signal
@@ -104,6 +105,39 @@ class WorkerSession:
         self.conn = None
 
 
+class LostLog:
+    """Writes the jobs a worker learnt it lost (lab/fault_lost.sql) from a thread and a
+    session of its own. The Worker tells of a lost job on its lease clock's thread, and a
+    write that waits out a server restart there would make every later job's end late;
+    each row carries the moment the Worker marked the job (job.lost_at), not the write's."""
+
+    def __init__(self, conninfo: str, name: str):
+        self.name = name
+        self.session = WorkerSession(conninfo)
+        self.rows: threads_queue.SimpleQueue[tuple[int, int, float] | None] = threads_queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._write, daemon=True, name="pgq-fault-lost-log")
+        self.thread.start()
+
+    def add(self, job) -> None:
+        self.rows.put((job.id, job.attempts, job.lost_at or time.time()))
+
+    def close(self) -> None:
+        """Write what is left (each row rides out an outage for up to RETRY_SECONDS), then stop."""
+        self.rows.put(None)
+        self.thread.join()
+        self.session.close()
+
+    def _write(self) -> None:
+        while (row := self.rows.get()) is not None:
+            job_id, attempts, at = row
+            try:
+                self.session.rows(
+                    "lab/fault_lost", {"job_id": job_id, "attempts": attempts, "worker": self.name, "at": at}
+                )
+            except psycopg.Error:
+                pass  # a lower bound, as the outcome log is
+
+
 def worker_process() -> None:
     """Entry point of one worker process: its settings arrive as JSON on stdin
     (not argv, where a password in the DSN would show in `ps`). Its stdout and
@@ -131,6 +165,7 @@ def _serve(spec: dict) -> None:
     long_every = spec.get("long_every", 0)
 
     started: set[tuple[int, int]] = set()  # claims whose handler ran here
+    lost_log = LostLog(conninfo, name)
 
     def handle(job):
         started.add((job.id, job.attempts))
@@ -147,11 +182,7 @@ def _serve(spec: dict) -> None:
 
     def on_event(event, job):
         if job is not None and event == "lost":
-            params = {"job_id": job.id, "attempts": job.attempts, "worker": name, "at": time.time()}
-            try:
-                ledger.rows("lab/fault_lost", params)
-            except psycopg.Error:
-                pass
+            lost_log.add(job)
             return
         if job is None or event not in OUTCOMES:
             return
@@ -188,6 +219,7 @@ def _serve(spec: dict) -> None:
 
     threading.Thread(target=watchdog, daemon=True).start()
     report = worker.run()
+    lost_log.close()
     ledger.close()
     Path(spec["report"]).write_text(
         json.dumps(

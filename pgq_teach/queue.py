@@ -39,8 +39,9 @@ class Job:
     retry count (requeue_dead resets it), never the fence.
 
     `lost` is set when the Worker learns this claim no longer holds the job (a
-    heartbeat found it fenced, or gave its lease up after failed beats); a
-    handler can look with `still_mine()` or wait on the event, and stop."""
+    beat found it fenced, or the lease clock gave it up before its lease's end),
+    and `lost_at` says when; a handler can look with `still_mine()` or wait on
+    the event, and stop."""
 
     id: int
     kind: str

@@ -20,21 +20,23 @@ claims every `poll` seconds.
 
 The heartbeat rule: beat every quarter of the lease, counted from the claim,
 so every job the process holds is covered, the ones waiting in a batch too.
-A failed beat is retried at once on a fresh connection, with backoff, until
-the lease would pass; only then is the job given up. Even if a whole beat is
-missed, the next one is due half a lease after the last good one, with half
-the lease still to spare: one missed beat can never lose a lease. Apart from
-the beats, a lease-clock thread that does no I/O gives a job up a tenth of its
-lease before the end the process knows of, even while a beat is stuck on the
-network, so the process stops counting a job as its own before a reaper can
-take it.
+A failed beat is retried at once on a fresh connection, with backoff. Even if
+a whole beat is missed, the next one is due half a lease after the last good
+one, with half the lease still to spare: one missed beat can never lose a
+lease. A job is given up a tenth of its lease before the end the last good
+beat (or the claim) wrote, by a lease-clock thread that does no I/O, so that
+a beat stuck on the network cannot delay it, and the process stops counting a
+job as its own before a reaper can take it: failed beats, beats that succeed
+too slowly, or an outcome's send that outlasts the lease.
 
 Before it starts a job an executor checks that the process still holds it:
 the lease the last beat (or the claim) wrote has at least half its length
 left, or a fenced renewal of that one job matches. A job no longer held is
 counted `fenced` and not started. A handler learns that it lost its job
 through `job.lost` (a threading.Event) or `job.still_mine()`, set when a beat
-finds the job fenced or gives its lease up.
+finds the job fenced or the lease clock gives it up (`job.lost_at` says when).
+With `heartbeat=False` there is neither heartbeat nor lease clock: only the
+check before each job.
 
 Threads suit handlers that wait (on the network, on the database). Handlers
 that keep a CPU busy hold Python's GIL, so run several processes instead
@@ -89,7 +91,8 @@ class WorkerReport:
     ones (counted when the claim, and any reap and second claim after it, are
     over); wake-ups (notifications that ended a wait), polls and reconnects;
     heartbeat statements, failed beats, and leases lost (held jobs a beat or
-    check found fenced, or gave up after failed beats)."""
+    check found fenced, or given up at their lease's end; not counted for an
+    outcome that may have committed, which is counted as above)."""
 
     claimed: int = 0
     done: int = 0
@@ -113,6 +116,11 @@ class WorkerReport:
 def _claim_key(job: queue.Job) -> tuple[int, int]:
     """One claim of one job: its id and the fencing token that claim took."""
     return job.id, job.fence_token
+
+
+def _marked(jobs: Sequence[queue.Job]) -> list[queue.Job]:
+    """Mark these claims lost (job.mark_lost); those not marked before, whose handlers are to be told."""
+    return [job for job in jobs if job.mark_lost()]
 
 
 def _error_line(exc: BaseException) -> str:
@@ -220,7 +228,8 @@ class Leases:
                         self._until[key] = (job, sent + self.seconds)
                 elif self._until.pop(key, None) is not None:
                     lost.append(job)
-        self._lose(lost, "fenced")
+            fresh = _marked(lost)
+        self._tell(fresh, "fenced")
         return kept
 
     def open(self) -> None:
@@ -269,7 +278,17 @@ class Leases:
             for job in passed:
                 del self._until[_claim_key(job)]
             passed += [job for job, until in self._sending.values() if until <= end and job.still_mine()]
-        self._lose(passed, "given up")
+            fresh = _marked(passed)  # under the lock: a put_back meanwhile must see them lost
+        self._tell(fresh, "given up")
+
+    def give_up_all(self) -> None:
+        """Give up every job still held or on its way: the process stops holding any."""
+        with self._lock:
+            jobs = [job for job, _ in [*self._until.values(), *self._sending.values()]]
+            self._until.clear()
+            self._sending.clear()
+            fresh = _marked(jobs)
+        self._tell(fresh, "given up")
 
     def earliest_end(self) -> float:
         """The soonest moment (monotonic) a job is to be given up, its lease's end less the
@@ -280,11 +299,12 @@ class Leases:
         return min(ends, default=float("inf")) - self.margin
 
     def _lose(self, jobs: Sequence[queue.Job], why: str) -> None:
-        # Every job is marked lost before any callback runs: a callback may block (a
-        # fault run's ledger waits out a server restart), and a job still marked
-        # as held meanwhile would run on after another worker has taken it.
-        fresh = [job for job in jobs if job.mark_lost()]
-        for job in fresh:
+        self._tell(_marked(jobs), why)
+
+    def _tell(self, jobs: Sequence[queue.Job], why: str) -> None:
+        # Called once every job lost at the same moment is marked (_marked): a callback may
+        # block, and a job still marked as held meanwhile would run on after a reaper took it.
+        for job in jobs:
             self.on_lost(job, why)
 
     def backend_pid(self) -> int | None:
@@ -479,6 +499,7 @@ class Worker:
             self._ring_doorbell()
             for thread in threads[: -self.concurrency]:
                 thread.join()
+            self.leases.give_up_all()  # outcomes left unsent: their jobs will run again
             self._close_work()
             self.leases.close()
             for end in self._doorbell or ():
@@ -710,16 +731,18 @@ class Worker:
             if not (done or failed):
                 return
             durable = self.durable_completions
-            # Not held while their outcome is on its way: a beat that waited on their rows and
-            # finds them finished counts no lost lease. A send that fails holds them again.
+            # Not renewed while their outcome is on its way: a beat that waited on their rows and
+            # found them finished would count a lost lease. The lease clock still gives them up
+            # at their end (a send that outlasts the lease may be fenced). A send that fails
+            # holds them again, but for any given up meanwhile.
             taken = self.leases.take(done + [job for job, _ in failed])
             try:
                 work = self._work_conn()
                 completed = queue.complete_many(work, done, durable=durable) if done else []
                 completed = self._own_earlier(work, done, completed)
             except BaseException:
+                self._hold_again(done, failed, failures_sent=False)  # unsure first: see _lost
                 self.leases.put_back(taken)
-                self._hold_again(done, failed, failures_sent=False)
                 raise
             # The completions have committed: whatever happens to the failures, count them.
             error: BaseException | None = None
@@ -728,8 +751,8 @@ class Worker:
                 outcomes = self._own_earlier_failures(work, failed, outcomes)
             except BaseException as exc:
                 failing = {_claim_key(job) for job, _ in failed}
-                self.leases.put_back({key: held for key, held in taken.items() if key in failing})
                 self._hold_again([], failed, failures_sent=True)
+                self.leases.put_back({key: held for key, held in taken.items() if key in failing})
                 error, failed, outcomes = exc, [], []
             self.leases.sent(taken)
         finished = [job for job, ok in zip(done, completed, strict=True) if ok]
@@ -812,7 +835,7 @@ class Worker:
         next_beat = time.monotonic() + self.beat_every
         while not self._closing.wait(max(0.0, next_beat - time.monotonic())):
             next_beat = time.monotonic() + self.beat_every
-            self.leases.beat(self._closing)
+            self._survive(lambda: self.leases.beat(self._closing))
 
     def _lease_clock_loop(self) -> None:
         """Give each job up at its end (Leases.earliest_end), though no beat failed: beats
@@ -823,7 +846,17 @@ class Worker:
         while not self._closing.wait(
             max(0.0, min(self.leases.earliest_end(), time.monotonic() + self.beat_every) - time.monotonic())
         ):
-            self.leases.give_up_passed()
+            self._survive(self.leases.give_up_passed)
+
+    def _survive(self, step: Callable[[], None]) -> None:
+        """One step of the heartbeat's or the lease clock's loop. An on_event callback's error
+        stops the Worker (run() raises it) instead of ending the thread, which must go on
+        giving leases up until the Worker closes."""
+        try:
+            step()
+        except Exception as exc:
+            self._fatal = self._fatal or exc
+            self.stop()
 
     def _beat_done(self, outcome: str, error: str | None) -> None:
         with self._lock:

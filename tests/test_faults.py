@@ -182,13 +182,33 @@ def test_the_judge_counts_a_job_run_twice_while_its_first_worker_held_the_lease(
         for name, conn in a.items():
             [claims[name]] = pgq.claim(conn, lease=timedelta(microseconds=1))  # over at once
             ledger(conn, "lab/fault_call", claims[name], name)
-        ledger(a["lost"], "lab/fault_lost", claims["lost"], "lost", at=time.time())
+        lost(a["lost"], claims["lost"], "lost")
         run(a["frozen"], "lab/fault_strike", {"worker": "frozen", "kind": "pause", "seconds": 10.0})
         assert pgq.reap(b) == 3
         assert run(b, "lab/fault_twice_held").fetchone()[0] == 0  # taken back, not run again yet
         for job in pgq.claim(b, batch=3):
             ledger(b, "lab/fault_call", job, "B")
         assert run(b, "lab/fault_twice_held").fetchone()[0] == 1  # the held one
+
+
+def test_the_judge_tells_a_claim_from_an_earlier_one_with_the_same_attempts(db):
+    """A requeue sets attempts back, so a worker can claim one job twice with the same
+    attempts. Its note that it lost the first claim says nothing of the second: the judge
+    names claims by their fencing token, and still counts the second, held while reaped."""
+    with db.connection(application_name="A") as a, db.connection(application_name="B") as b:
+        run(b, "lab/fault_setup")
+        pgq.enqueue(b, faults.KIND, {"n": 1}, max_attempts=1)
+        [first] = pgq.claim(a, lease=timedelta(microseconds=1))
+        ledger(a, "lab/fault_call", first, "A")
+        lost(a, first, "A")  # A learnt it lost the first claim before the reap
+        assert pgq.reap(b) == 1 and pgq.requeue_dead(b) == 1
+        [second] = pgq.claim(a, lease=timedelta(microseconds=1))
+        assert second.attempts == first.attempts and second.fence_token > first.fence_token
+        ledger(a, "lab/fault_call", second, "A")  # held, and never noted lost
+        assert pgq.reap(b) == 1 and pgq.requeue_dead(b) == 1
+        [third] = pgq.claim(b)
+        ledger(b, "lab/fault_call", third, "B")
+        assert run(b, "lab/fault_twice_held").fetchone()[0] == 1
 
 
 @pytest.mark.parametrize(
@@ -211,7 +231,14 @@ def test_a_fault_report_counts_in_the_singular_for_one_and_the_plural_for_more(n
 
 
 def ledger(conn, name, job, worker, **extra):
-    run(conn, name, {"job_id": job.id, "attempts": job.attempts, "worker": worker, **extra})
+    claim = {"fence_token": job.fence_token} if name == "lab/fault_call" else {}
+    run(conn, name, {"job_id": job.id, "attempts": job.attempts, "worker": worker, **claim, **extra})
+
+
+def lost(conn, job, worker):
+    """A worker's note that it learnt it lost `job`'s claim, now, as a run loads them."""
+    params = {"job_ids": [job.id], "attempts": [job.attempts], "fence_tokens": [job.fence_token]}
+    run(conn, "lab/fault_lost", params | {"workers": [worker], "ats": [time.time()]})
 
 
 def test_a_failing_run_still_stops_every_worker_process(db):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue as threads_queue
 import random
 import shutil
 import signal
@@ -105,39 +104,6 @@ class WorkerSession:
         self.conn = None
 
 
-class LostLog:
-    """Writes the jobs a worker learnt it lost (lab/fault_lost.sql) from a thread and a
-    session of its own. The Worker tells of a lost job on its lease clock's thread, and a
-    write that waits out a server restart there would make every later job's end late;
-    each row carries the moment the Worker marked the job (job.lost_at), not the write's."""
-
-    def __init__(self, conninfo: str, name: str):
-        self.name = name
-        self.session = WorkerSession(conninfo)
-        self.rows: threads_queue.SimpleQueue[tuple[int, int, float] | None] = threads_queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._write, daemon=True, name="pgq-fault-lost-log")
-        self.thread.start()
-
-    def add(self, job) -> None:
-        self.rows.put((job.id, job.attempts, job.lost_at or time.time()))
-
-    def close(self) -> None:
-        """Write what is left (each row rides out an outage for up to RETRY_SECONDS), then stop."""
-        self.rows.put(None)
-        self.thread.join()
-        self.session.close()
-
-    def _write(self) -> None:
-        while (row := self.rows.get()) is not None:
-            job_id, attempts, at = row
-            try:
-                self.session.rows(
-                    "lab/fault_lost", {"job_id": job_id, "attempts": attempts, "worker": self.name, "at": at}
-                )
-            except psycopg.Error:
-                pass  # a lower bound, as the outcome log is
-
-
 def worker_process() -> None:
     """Entry point of one worker process: its settings arrive as JSON on stdin
     (not argv, where a password in the DSN would show in `ps`). Its stdout and
@@ -165,11 +131,17 @@ def _serve(spec: dict) -> None:
     long_every = spec.get("long_every", 0)
 
     started: set[tuple[int, int]] = set()  # claims whose handler ran here
-    lost_log = LostLog(conninfo, name)
+    # Lost claims go to a file, not the server: a line written is kept though a SIGKILL ends us
+    # a moment later, and a write never waits out a restart on the thread that gives leases up.
+    lost_log = open(spec["lost"], "a", buffering=1, encoding="utf-8")  # a line at a time
+    lost_lock = threading.Lock()  # the heartbeat, the lease clock and the executors all write
 
     def handle(job):
         started.add((job.id, job.attempts))
-        ledger.rows("lab/fault_call", {"job_id": job.id, "attempts": job.attempts, "worker": name})
+        ledger.rows(
+            "lab/fault_call",
+            {"job_id": job.id, "attempts": job.attempts, "fence_token": job.fence_token, "worker": name},
+        )
         if long_every and job.payload["n"] % long_every == 0:
             time.sleep(1.5 * spec["lease"])  # longer than the lease: only the heartbeat keeps it
         else:
@@ -182,7 +154,9 @@ def _serve(spec: dict) -> None:
 
     def on_event(event, job):
         if job is not None and event == "lost":
-            lost_log.add(job)
+            line = json.dumps([job.id, job.attempts, job.fence_token, job.lost_at or time.time()])
+            with lost_lock:
+                lost_log.write(line + "\n")
             return
         if job is None or event not in OUTCOMES:
             return
@@ -219,8 +193,8 @@ def _serve(spec: dict) -> None:
 
     threading.Thread(target=watchdog, daemon=True).start()
     report = worker.run()
-    lost_log.close()
     ledger.close()
+    lost_log.close()
     Path(spec["report"]).write_text(
         json.dumps(
             {
@@ -303,6 +277,7 @@ class Pool:
             "name": name,
             "dsn": self.db.dsn,
             "report": str(report),
+            "lost": str(self.folder / f"{name}.lost"),
             "seed": self.started,
         }
         with open(log, "wb") as out:
@@ -532,11 +507,29 @@ class Fleet:
     def __exit__(self, *exc: object) -> Literal[False]:
         try:
             self.pool.stop_all()
+            if exc[0] is None:  # a run that failed is not judged
+                self.load_lost()
         finally:
             self.elapsed = time.monotonic() - self.began
             shutil.rmtree(self.folder, ignore_errors=True)
             self.session.close()
         return False
+
+    def load_lost(self) -> None:
+        """Put the claims the workers noted as lost (one JSON line each in their .lost files,
+        a last line cut short by a SIGKILL left out) in fault_lost, for the judge."""
+        rows = []
+        for path in sorted(self.folder.glob("*.lost")):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    job_id, attempts, token, at = json.loads(line)
+                except ValueError:
+                    continue
+                rows.append((job_id, attempts, token, path.stem, at))
+        if rows:
+            columns = ("job_ids", "attempts", "fence_tokens", "workers", "ats")
+            values = [list(column) for column in zip(*rows, strict=True)]
+            self.session.rows("lab/fault_lost", dict(zip(columns, values, strict=True)))
 
     # --- set-up ------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ CREATE TABLE IF NOT EXISTS fault_calls (
   id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   job_id   bigint      NOT NULL,
   attempts int         NOT NULL,
+  fence_token bigint,  -- a start's claim ('effect' rows leave it empty)
   worker   text        NOT NULL,
   step     text        NOT NULL CHECK (step IN ('start', 'effect')),
   applied  boolean,
@@ -51,11 +52,14 @@ CREATE TABLE IF NOT EXISTS fault_strikes (
   until  timestamptz
 );
 
--- fault_lost: a worker learnt it no longer held a job (a beat found it fenced,
--- or it gave the lease up after failed beats), at the worker's own clock.
+-- fault_lost: a worker learnt it no longer held a claim (a beat found it
+-- fenced, or it gave the lease up at its end), at the worker's own clock. The
+-- workers note it in files, which a SIGKILL cannot lose; the run loads them
+-- once every worker has stopped (lab/fault_lost.sql).
 CREATE TABLE IF NOT EXISTS fault_lost (
   job_id   bigint      NOT NULL,
   attempts int         NOT NULL,
+  fence_token bigint,
   worker   text        NOT NULL,
   at       timestamptz NOT NULL
 );
@@ -68,6 +72,7 @@ CREATE TABLE IF NOT EXISTS fault_transitions (
   old_attempts int         NOT NULL,
   new_attempts int         NOT NULL,
   max_attempts int         NOT NULL,
+  new_fence_token bigint,  -- names the claim a transition to running made
   actor        text        NOT NULL DEFAULT current_setting('application_name'),
   at           timestamptz NOT NULL DEFAULT clock_timestamp()
 );
@@ -75,13 +80,18 @@ CREATE TABLE IF NOT EXISTS fault_transitions (
 ALTER TABLE fault_transitions ADD COLUMN IF NOT EXISTS id bigint GENERATED ALWAYS AS IDENTITY;
 ALTER TABLE fault_transitions
   ADD COLUMN IF NOT EXISTS actor text NOT NULL DEFAULT current_setting('application_name');
+-- A log made before claims were named by their token gains those columns.
+ALTER TABLE fault_calls ADD COLUMN IF NOT EXISTS fence_token bigint;
+ALTER TABLE fault_lost ADD COLUMN IF NOT EXISTS fence_token bigint;
+ALTER TABLE fault_transitions ADD COLUMN IF NOT EXISTS new_fence_token bigint;
 CREATE INDEX IF NOT EXISTS fault_transitions_job_idx ON fault_transitions (job_id, id);
 
 CREATE OR REPLACE FUNCTION fault_record_transition() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
-  INSERT INTO fault_transitions (job_id, old_status, new_status, old_attempts, new_attempts, max_attempts)
-  VALUES (NEW.id, OLD.status, NEW.status, OLD.attempts, NEW.attempts, NEW.max_attempts);
+  INSERT INTO fault_transitions
+    (job_id, old_status, new_status, old_attempts, new_attempts, max_attempts, new_fence_token)
+  VALUES (NEW.id, OLD.status, NEW.status, OLD.attempts, NEW.attempts, NEW.max_attempts, NEW.fence_token);
   RETURN NULL;
 END
 $fn$;

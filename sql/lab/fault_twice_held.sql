@@ -5,17 +5,20 @@
 -- back. It counts when the job was then run again by a later claim, although
 -- by the time it was taken back its first worker had been neither killed nor
 -- frozen over the claim (fault_strikes) and had not learnt that it lost the
--- job (fault_lost). Must be 0: the heartbeat, the check before each job and
--- the lease's margin are there for it.
+-- job (fault_lost). A claim is named by its fencing token, not its attempts,
+-- which a requeue sets back: a worker that claims a job again after its
+-- requeue makes a second claim with the same attempts. Must be 0: the
+-- heartbeat, the lease clock, the check before each job and the lease's
+-- margin are there for it.
 -- Safe: yes, read-only.
 -- Parameters: none.
 
 WITH claims AS (
-  SELECT t.id, t.job_id, t.new_attempts AS attempts, t.actor AS worker, t.at AS claimed_at
+  SELECT t.id, t.job_id, t.new_fence_token AS fence_token, t.actor AS worker, t.at AS claimed_at
   FROM fault_transitions t
   WHERE t.old_status <> 'running' AND t.new_status = 'running'
     AND EXISTS (SELECT FROM fault_calls c
-                WHERE c.step = 'start' AND c.job_id = t.job_id AND c.attempts = t.new_attempts
+                WHERE c.step = 'start' AND c.job_id = t.job_id AND c.fence_token = t.new_fence_token
                   AND c.worker = t.actor)
 ),
 ended AS (
@@ -33,5 +36,5 @@ WHERE k.ended_as IN ('ready', 'dead')
                   WHERE s.worker = k.worker AND s.at <= k.taken_at
                     AND (s.until IS NULL OR s.until >= k.claimed_at))
   AND NOT EXISTS (SELECT FROM fault_lost l
-                  WHERE l.job_id = k.job_id AND l.attempts = k.attempts AND l.worker = k.worker
+                  WHERE l.job_id = k.job_id AND l.fence_token = k.fence_token AND l.worker = k.worker
                     AND l.at <= k.taken_at);

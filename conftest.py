@@ -143,9 +143,12 @@ def pytest_runtest_setup(item):
         with contextlib.ExitStack() as choice:
             folder = own_server_folder(item)
             if folder is not None:
-                from helpers import on_server  # tests/, on the path once own_server_folder has run
+                # tests/, on the path once own_server_folder has run. The environment only:
+                # that server runs since the notebook's first cell, and the kernel is what
+                # connects, so no cell's setup need probe it again.
+                from helpers import choosing
 
-                choice.enter_context(on_server(folder))
+                choice.enter_context(choosing(folder))
             yield
     finally:
         if tag is not None:

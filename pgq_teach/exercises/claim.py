@@ -104,7 +104,8 @@ class ClaimCounts:
 
 
 class LearnerClaimer:
-    """The `claimer=` for run_race: one learner-role session per worker."""
+    """The `claimer=` and `connect=` for run_race: each worker claims on a learner-role
+    session of its own."""
 
     def __init__(self, scratch: Scratch, learner: LearnerSQL, values: dict, limit: int, jobs: int):
         self.scratch, self.learner, self.values, self.limit, self.jobs = scratch, learner, values, limit, jobs
@@ -112,9 +113,13 @@ class LearnerClaimer:
         self.sessions: list[psycopg.Connection] = []
         self.budget_spent: float | None = None  # the budget, once the race has spent it
 
-    def __call__(self, _race_conn: psycopg.Connection):
+    def connect(self) -> psycopg.Connection:
+        """One worker's session, kept so end_race can cancel its statement."""
         conn = self.scratch.connect(timeout_s=RACE_TIMEOUT_S)
         self.sessions.append(conn)
+        return conn
+
+    def __call__(self, conn: psycopg.Connection):
         pending: list[int] = []
 
         def claim_one():
@@ -258,6 +263,7 @@ def race_claim(
             progress=progress,
             stop=stop,
             claimer=claimer,
+            connect=claimer.connect,
         )
     except psycopg.errors.QueryCanceled:  # the budget's cancel or the race's timeout; Stop is judged later
         raise Refused(claimer.why_cancelled()) from None

@@ -350,13 +350,16 @@ def run_race(
     mode: str = "naive",
     guess: int | None = None,
     claimer: Claimer | None = None,
+    connect: Callable[[], psycopg.Connection] | None = None,
     progress: Callable[[int, int], None] | None = None,
     stop: threading.Event | None = None,
 ) -> RaceResult:
     """Drain `jobs` jobs with `workers` threads claiming in style `mode`, or
     with `claimer` when given: a callable (conn) -> claim_one, where
     claim_one() returns (job_id, finish) or None when no job is left. A
-    claimer's connections are autocommit.
+    claimer's connections are autocommit. `connect` opens each worker's
+    connection, where a claimer needs sessions of its own kind (a learner's
+    role); by default db.connect.
 
     `progress(runs_so_far, jobs)` is called from worker threads; `stop` ends
     the race early. A worker's error is raised here, after all have stopped;
@@ -374,7 +377,7 @@ def run_race(
     with ExitStack() as stack:
         conns = []
         for _ in range(workers):
-            conn = db.connect(autocommit=autocommit)
+            conn = connect() if connect is not None else db.connect(autocommit=autocommit)
             stack.callback(conn.close)
             conns.append(conn)
         runs, elapsed = drain(conns, claim, jobs=jobs, work_ms=work_ms, progress=progress, stop=stop)

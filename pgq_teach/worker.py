@@ -25,9 +25,10 @@ a whole beat is missed, the next one is due half a lease after the last good
 one, with half the lease still to spare: one missed beat can never lose a
 lease. A job is given up a tenth of its lease before the end the last good
 beat (or the claim) wrote, by a lease-clock thread that does no I/O, so that
-a beat stuck on the network cannot delay it, and the process stops counting a
-job as its own before a reaper can take it: failed beats, beats that succeed
-too slowly, or an outcome's send that outlasts the lease.
+a beat stuck on the network cannot delay it, and (unless that thread wakes
+later than the margin) the process stops counting a job as its own before a
+reaper can take it: after failed beats, beats that succeed too slowly, or an
+outcome's send that outlasts the lease.
 
 Before it starts a job an executor checks that the process still holds it:
 the lease the last beat (or the claim) wrote has at least half its length
@@ -92,7 +93,8 @@ class WorkerReport:
     over); wake-ups (notifications that ended a wait), polls and reconnects;
     heartbeat statements, failed beats, and leases lost (held jobs a beat or
     check found fenced, or given up at their lease's end; not counted for an
-    outcome that may have committed, which is counted as above)."""
+    outcome on its way then, or one that may have committed, which is counted
+    as above)."""
 
     claimed: int = 0
     done: int = 0
@@ -116,6 +118,11 @@ class WorkerReport:
 def _claim_key(job: queue.Job) -> tuple[int, int]:
     """One claim of one job: its id and the fencing token that claim took."""
     return job.id, job.fence_token
+
+
+# The `why` of a job given up while its outcome is being sent: not counted as a lost
+# lease, since the outcome may commit all the same; it is counted as what it did.
+ON_ITS_WAY = "given up on its way"
 
 
 def _marked(jobs: Sequence[queue.Job]) -> list[queue.Job]:
@@ -250,7 +257,7 @@ class Leases:
 
     def beat(self, closing: threading.Event) -> None:
         """Extend every held lease. A failed beat is retried on a fresh
-        connection with backoff; a job whose lease would pass first is given up."""
+        connection with backoff; a job whose lease would pass (less the margin) first is given up."""
         backoff = min(0.05, self.seconds / 20)
         while jobs := self.held():
             try:
@@ -277,9 +284,10 @@ class Leases:
             passed = [job for job, until in self._until.values() if until <= end]
             for job in passed:
                 del self._until[_claim_key(job)]
-            passed += [job for job, until in self._sending.values() if until <= end and job.still_mine()]
-            fresh = _marked(passed)  # under the lock: a put_back meanwhile must see them lost
+            on_way = [job for job, until in self._sending.values() if until <= end and job.still_mine()]
+            fresh, fresh_on_way = _marked(passed), _marked(on_way)  # under the lock: see put_back
         self._tell(fresh, "given up")
+        self._tell(fresh_on_way, ON_ITS_WAY)
 
     def give_up_all(self) -> None:
         """Give up every job still held or on its way: the process stops holding any."""
@@ -499,12 +507,14 @@ class Worker:
             self._ring_doorbell()
             for thread in threads[: -self.concurrency]:
                 thread.join()
-            self.leases.give_up_all()  # outcomes left unsent: their jobs will run again
-            self._close_work()
-            self.leases.close()
-            for end in self._doorbell or ():
-                end.close()
-            self._doorbell = None
+            try:
+                self.leases.give_up_all()  # outcomes left unsent: their jobs will run again
+            finally:
+                self._close_work()
+                self.leases.close()
+                for end in self._doorbell or ():
+                    end.close()
+                self._doorbell = None
 
     def _send_what_is_left(self, tries: int = 3) -> None:
         """Send every held outcome before stopping: a second claim of one job goes in a
@@ -841,8 +851,9 @@ class Worker:
         """Give each job up at its end (Leases.earliest_end), though no beat failed: beats
         that succeed slowly can let a lease end between them. A thread of its own, with no
         I/O, so a beat stuck on the network (a connect to a restarting server can take
-        seconds) cannot make it late. It wakes at least every beat_every, well before the
-        end of any job claimed meanwhile."""
+        seconds) cannot make it late. It wakes at least every beat_every, so before the end
+        of any job claimed meanwhile, unless its claim took most of the lease (the check
+        before each job covers that one)."""
         while not self._closing.wait(
             max(0.0, min(self.leases.earliest_end(), time.monotonic() + self.beat_every) - time.monotonic())
         ):
@@ -868,9 +879,10 @@ class Worker:
 
     def _lost(self, job: queue.Job, why: str) -> None:
         with self._lock:
-            # Not counted if its outcome may have committed: sent again, it is counted as such
-            # or fenced. It is announced all the same: this process no longer holds the claim.
-            if _claim_key(job) not in self._unsure:
+            # Not counted if its outcome is on its way or may have committed: it is counted
+            # as what it did, or fenced. It is announced all the same: this process no longer
+            # holds the claim.
+            if why != ON_ITS_WAY and _claim_key(job) not in self._unsure:
                 self.report.leases_lost += 1
         self.on_event("lost", job)
 

@@ -130,14 +130,14 @@ def _serve(spec: dict) -> None:
     load = spec["mode"] == "load"
     long_every = spec.get("long_every", 0)
 
-    started: set[tuple[int, int]] = set()  # claims whose handler ran here
+    started: set[tuple[int, int]] = set()  # claims (id, fencing token) whose handler ran here
     # Lost claims go to a file, not the server: a line written is kept though a SIGKILL ends us
     # a moment later, and a write never waits out a restart on the thread that gives leases up.
     lost_log = open(spec["lost"], "a", buffering=1, encoding="utf-8")  # a line at a time
     lost_lock = threading.Lock()  # the heartbeat, the lease clock and the executors all write
 
     def handle(job):
-        started.add((job.id, job.attempts))
+        started.add((job.id, job.fence_token))
         ledger.rows(
             "lab/fault_call",
             {"job_id": job.id, "attempts": job.attempts, "fence_token": job.fence_token, "worker": name},
@@ -160,7 +160,7 @@ def _serve(spec: dict) -> None:
             return
         if job is None or event not in OUTCOMES:
             return
-        if event == "fenced" and (job.id, job.attempts) not in started:
+        if event == "fenced" and (job.id, job.fence_token) not in started:
             event = "not_started"  # no longer held when its turn came: the judge counts it apart
         try:
             ledger.rows(
@@ -490,8 +490,9 @@ class Fleet:
     for the workers' logs, the orchestrator's session, and the worker
     processes. Use it as a context manager: `seed()` and `start()` inside the
     block; on leaving it, however the block ends, every worker is stopped
-    (SIGCONT, SIGTERM, then SIGKILL), the folder removed and the session
-    closed. `session` reconnects if used again afterwards, to judge the run."""
+    (SIGCONT, SIGTERM, then SIGKILL), the claims they noted as lost loaded
+    into fault_lost (unless the block failed), the folder removed and the
+    session closed. `session` reconnects if used again afterwards, to judge the run."""
 
     def __init__(self, db: Database, settings: RunSettings):
         self.db, self.settings = db, settings

@@ -1,5 +1,6 @@
 -- lab/fault_setup.sql: LAB HELPER. The ledgers the fault and load runs judge
--- the queue by, all written on the server so a SIGKILLed worker loses nothing:
+-- the queue by, written on the server as things happen so a SIGKILLed worker
+-- loses nothing (but fault_lost, below, loaded from the workers' files):
 -- fault_calls, an append-only log of handler calls (a 'start' row when a call
 -- begins, an 'effect' row when it tries its effect, saying whether it applied);
 -- fault_effects, the handlers' one effect per job (its primary key is the

@@ -211,6 +211,27 @@ def test_the_judge_tells_a_claim_from_an_earlier_one_with_the_same_attempts(db):
         assert run(b, "lab/fault_twice_held").fetchone()[0] == 1
 
 
+def test_the_judge_tells_a_stale_done_from_the_same_workers_later_claim(db):
+    """After a requeue one worker can hold two claims of a job with the same attempts. Its
+    stale claim's unfenced completion (teaching/mark_done.sql), told done, is a stale
+    completion accepted: the judge names the claim an outcome is for by its token, so the
+    worker's later claim of the job does not hide it."""
+    with db.connection(application_name="A") as a, db.connection(application_name="B") as b:
+        run(b, "lab/fault_setup")
+        job_id = pgq.enqueue(b, faults.KIND, {"n": 1}, max_attempts=1)
+        [stale] = pgq.claim(a, lease=timedelta(microseconds=1))  # over at once
+        ledger(a, "lab/fault_call", stale, "A")
+        assert pgq.reap(b) == 1 and pgq.requeue_dead(b) == 1
+        [fresh] = pgq.claim(a)
+        assert fresh.attempts == stale.attempts and fresh.fence_token > stale.fence_token
+        ledger(a, "lab/fault_call", fresh, "A")
+        assert run(a, "teaching/mark_done", {"id": job_id}).rowcount == 1  # the stale claim's
+        ledger(a, "lab/fault_outcome", stale, "A", outcome="done")
+        verdict = run(a, "lab/fault_verdict", row_factory=dict_row).fetchone()
+    assert verdict["reported_done"] == 1 and verdict["stale_done_accepted"] == 1
+    assert verdict["claims_not_completing"] == 1  # the stale claim ran the handler
+
+
 @pytest.mark.parametrize(
     "n, violation, restarts",
     [
@@ -231,7 +252,7 @@ def test_a_fault_report_counts_in_the_singular_for_one_and_the_plural_for_more(n
 
 
 def ledger(conn, name, job, worker, **extra):
-    claim = {"fence_token": job.fence_token} if name == "lab/fault_call" else {}
+    claim = {"fence_token": job.fence_token} if name in ("lab/fault_call", "lab/fault_outcome") else {}
     run(conn, name, {"job_id": job.id, "attempts": job.attempts, "worker": worker, **claim, **extra})
 
 

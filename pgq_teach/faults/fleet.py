@@ -165,7 +165,13 @@ def _serve(spec: dict) -> None:
         try:
             ledger.rows(
                 "lab/fault_outcome",
-                {"job_id": job.id, "attempts": job.attempts, "worker": name, "outcome": event},
+                {
+                    "job_id": job.id,
+                    "attempts": job.attempts,
+                    "fence_token": job.fence_token,
+                    "worker": name,
+                    "outcome": event,
+                },
             )
         except psycopg.Error:
             pass  # the outcome log is a lower bound; the jobs table is the truth

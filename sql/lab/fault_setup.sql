@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS fault_effects (
 CREATE TABLE IF NOT EXISTS fault_outcomes (
   job_id   bigint      NOT NULL,
   attempts int         NOT NULL,
+  fence_token bigint,  -- the claim the worker was told about
   worker   text        NOT NULL,
   outcome  text        NOT NULL,
   at       timestamptz NOT NULL DEFAULT clock_timestamp()
@@ -84,6 +85,7 @@ ALTER TABLE fault_transitions
 -- A log made before claims were named by their token gains those columns.
 ALTER TABLE fault_calls ADD COLUMN IF NOT EXISTS fence_token bigint;
 ALTER TABLE fault_lost ADD COLUMN IF NOT EXISTS fence_token bigint;
+ALTER TABLE fault_outcomes ADD COLUMN IF NOT EXISTS fence_token bigint;
 ALTER TABLE fault_transitions ADD COLUMN IF NOT EXISTS new_fence_token bigint;
 CREATE INDEX IF NOT EXISTS fault_transitions_job_idx ON fault_transitions (job_id, id);
 

@@ -1,9 +1,9 @@
 -- lab/fault_verdict.sql: LAB HELPER. One row that judges a fault or load run
 -- from the jobs table and the ledgers of lab/fault_setup.sql, nothing else.
--- A claim is named by (job, attempts, worker): attempts alone repeats once
--- requeue_dead.sql resets it, and where one worker claims a job again after a
--- requeue, the times of the two tell them apart. Which worker completed a job comes from the
--- transition log's actor (the session's application_name).
+-- A claim is named by its fencing token: attempts repeat once requeue_dead.sql
+-- resets them, even for one worker claiming a job again. The completing claim
+-- is the token its job held when it moved to done; which worker completed it
+-- comes from the transition log's actor (the session's application_name).
 -- Jobs: enqueued, done, dead, running, ready, over_attempts (attempts above
 -- max_attempts), dead_without_error. Effects: effects, duplicate_effects (rows
 -- beyond one per job), done_without_effect, effects_not_done (an effect whose
@@ -18,17 +18,19 @@
 -- made its latest claim). Outcomes: reported_done, fenced, failures,
 -- stale_done_accepted (a worker was told done for a claim that is not the one
 -- that completed the job), fenced_own_completion (a worker was told fenced for
--- the completing claim), outcomes_across_requeue (outcomes of a claim made
--- before its job was requeued: the stale workers a requeue can leave behind).
+-- the completing claim after it completed), outcomes_across_requeue (outcomes
+-- of a claim made before its job was requeued: the stale workers a requeue can
+-- leave behind).
 -- Safe: yes, read-only.
 -- Parameters: none.
 
 WITH done_by AS (
-  SELECT DISTINCT ON (job_id) job_id, at, actor FROM fault_transitions
-  WHERE new_status = 'done' ORDER BY job_id, id
+  -- A move to done keeps the token (complete.sql checks it), so it names the completing claim.
+  SELECT DISTINCT ON (job_id) job_id, at, actor, new_fence_token AS fence_token
+  FROM fault_transitions WHERE new_status = 'done' ORDER BY job_id, id
 ),
 completed AS (
-  SELECT jobs.id AS job_id, jobs.attempts, d.actor, d.at
+  SELECT jobs.id AS job_id, d.fence_token, d.actor, d.at
   FROM jobs JOIN done_by d ON d.job_id = jobs.id
   WHERE jobs.status = 'done'
 ),
@@ -69,7 +71,7 @@ k AS (
   SELECT (SELECT count(*) FROM fault_calls WHERE step = 'start')
          - (SELECT count(*) FROM completed w WHERE EXISTS (
               SELECT FROM fault_calls c WHERE c.step = 'start' AND c.job_id = w.job_id
-                AND c.attempts = w.attempts AND c.worker = w.actor)) AS claims_not_completing
+                AND c.fence_token = w.fence_token)) AS claims_not_completing
 ),
 t AS (
   SELECT count(*) FILTER (WHERE old_status = 'done' OR (old_status = 'dead' AND NOT (
@@ -103,8 +105,7 @@ o AS (
          count(*) FILTER (WHERE o.outcome = 'fenced') AS fenced,
          count(*) FILTER (WHERE o.outcome IN ('retried', 'dead')) AS failures,
          count(*) FILTER (WHERE o.outcome = 'done' AND w.job_id IS NULL) AS stale_done_accepted,
-         -- Told fenced after its own completion committed: a worker's earlier
-         -- claim of the same job (same attempts, after a requeue) was told so before.
+         -- Told fenced after its own completion committed.
          count(*) FILTER (WHERE o.outcome = 'fenced' AND w.job_id IS NOT NULL AND o.at > w.at)
            AS fenced_own_completion,
          count(*) FILTER (WHERE EXISTS (
@@ -112,10 +113,10 @@ o AS (
            WHERE r.job_id = o.job_id AND r.old_status = 'dead' AND r.new_status = 'ready'
              AND r.new_attempts = 0 AND r.at < o.at
              AND r.at > (SELECT max(c.at) FROM fault_calls c
-                         WHERE c.job_id = o.job_id AND c.attempts = o.attempts
-                           AND c.worker = o.worker AND c.step = 'start' AND c.at < o.at)))
+                         WHERE c.job_id = o.job_id AND c.fence_token = o.fence_token
+                           AND c.step = 'start')))
            AS outcomes_across_requeue
   FROM fault_outcomes o
-  LEFT JOIN completed w ON w.job_id = o.job_id AND w.attempts = o.attempts AND w.actor = o.worker
+  LEFT JOIN completed w ON w.job_id = o.job_id AND w.fence_token = o.fence_token
 )
 SELECT * FROM j, e, c, k, t, twice, s, o;

@@ -111,6 +111,9 @@ class LabServer:
             f"--IdentityProvider.token={self.token}",
             "--LabApp.expose_app_in_browser=True",
             "--ServerApp.open_browser=False",
+            # No test uses a language server, and looking for one on every start costs about
+            # a second of CPU (jupyter_lsp's autodetect imports each candidate's entry points).
+            "--LanguageServerManager.autodetect=False",
         ]
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(

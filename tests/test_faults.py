@@ -165,7 +165,9 @@ def test_the_judge_catches_a_stale_completion_across_a_requeue(db):
     assert verdict["requeued"] == 1 and verdict["overwrites"] == 0  # a requeue is not an overwrite
     assert verdict["done_by_stale_claim"] == 1
     assert verdict["outcomes_across_requeue"] == 1
-    assert verdict["claims_not_completing"] == 1  # B ran the handler; A's mark took the job
+    # Both ran the handler, and neither claim completed the job: A's unfenced mark did, while B
+    # held it, and so completes no claim (lab/fault_verdict.sql, done_by).
+    assert verdict["claims_not_completing"] == 2
 
 
 def test_the_judge_counts_a_job_run_twice_while_its_first_worker_held_the_lease(db):
@@ -230,6 +232,33 @@ def test_the_judge_tells_a_stale_done_from_the_same_workers_later_claim(db):
         verdict = run(a, "lab/fault_verdict", row_factory=dict_row).fetchone()
     assert verdict["reported_done"] == 1 and verdict["stale_done_accepted"] == 1
     assert verdict["claims_not_completing"] == 1  # the stale claim ran the handler
+
+
+@pytest.mark.parametrize("next_holder", ["B", None])
+def test_an_unfenced_completion_completes_no_claim_of_another_or_a_lapsed_one(db, next_holder):
+    """teaching/mark_done.sql checks no token, so as stale worker A marks its job done the job
+    holds either B's claim (B claimed it after the reap) or A's own lapsed one (nobody did).
+    Either way A's done is a stale completion accepted, and B, told fenced, is not the
+    completing claim told so."""
+    with db.connection(application_name="A") as a, db.connection(application_name="B") as b:
+        run(b, "lab/fault_setup")
+        job_id = pgq.enqueue(b, faults.KIND, {"n": 1})
+        [stale] = pgq.claim(a, lease=timedelta(microseconds=1))  # over at once
+        ledger(a, "lab/fault_call", stale, "A")
+        assert pgq.reap(b) == 1
+        if next_holder:
+            [fresh] = pgq.claim(b)
+            ledger(b, "lab/fault_call", fresh, "B")
+        assert run(a, "teaching/mark_done", {"id": job_id}).rowcount == 1  # A's, unfenced
+        ledger(a, "lab/fault_outcome", stale, "A", outcome="done")
+        if next_holder:
+            # complete.sql itself: the library's pgq.complete would blame B's own claim, since
+            # the unfenced mark left B's token on the done job
+            assert run(b, "complete", {"id": job_id, "fence_token": fresh.fence_token}).rowcount == 0
+            ledger(b, "lab/fault_outcome", fresh, "B", outcome="fenced")
+        verdict = run(a, "lab/fault_verdict", row_factory=dict_row).fetchone()
+    assert verdict["reported_done"] == 1 and verdict["stale_done_accepted"] == 1
+    assert verdict["fenced"] == (1 if next_holder else 0) and verdict["fenced_own_completion"] == 0
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS fault_effects (
 CREATE TABLE IF NOT EXISTS fault_outcomes (
   job_id   bigint      NOT NULL,
   attempts int         NOT NULL,
-  fence_token bigint,  -- the claim the worker was told about
+  fence_token bigint NOT NULL,  -- the claim the worker was told about
   worker   text        NOT NULL,
   outcome  text        NOT NULL,
   at       timestamptz NOT NULL DEFAULT clock_timestamp()
@@ -74,7 +74,7 @@ CREATE TABLE IF NOT EXISTS fault_transitions (
   old_attempts int         NOT NULL,
   new_attempts int         NOT NULL,
   max_attempts int         NOT NULL,
-  new_fence_token bigint,  -- names the claim a transition to running made
+  new_fence_token bigint,  -- the job's token after the update: a move into running names its claim
   actor        text        NOT NULL DEFAULT current_setting('application_name'),
   at           timestamptz NOT NULL DEFAULT clock_timestamp()
 );

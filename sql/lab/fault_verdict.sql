@@ -2,8 +2,9 @@
 -- from the jobs table and the ledgers of lab/fault_setup.sql, nothing else.
 -- A claim is named by its fencing token: attempts repeat once requeue_dead.sql
 -- resets them, even for one worker claiming a job again. The completing claim
--- is the token its job held when it moved to done; which worker completed it
--- comes from the transition log's actor (the session's application_name).
+-- is the token its job held when it moved from running to done, if the session
+-- that moved it (the transition log's actor, its application_name) made that
+-- claim; an unfenced completion by any other session completes no claim.
 -- Jobs: enqueued, done, dead, running, ready, over_attempts (attempts above
 -- max_attempts), dead_without_error. Effects: effects, duplicate_effects (rows
 -- beyond one per job), done_without_effect, effects_not_done (an effect whose
@@ -25,9 +26,16 @@
 -- Parameters: none.
 
 WITH done_by AS (
-  -- A move to done keeps the token (complete.sql checks it), so it names the completing claim.
-  SELECT DISTINCT ON (job_id) job_id, at, actor, new_fence_token AS fence_token
-  FROM fault_transitions WHERE new_status = 'done' ORDER BY job_id, id
+  -- A fenced completion (complete.sql) checks the token and keeps it. An unfenced one
+  -- (teaching/mark_done.sql) checks nothing: the token it finds may be another worker's
+  -- claim, or a lapsed one, so it names a claim only if the same session made it.
+  SELECT DISTINCT ON (d.job_id) d.job_id, d.at, d.actor,
+         CASE WHEN d.old_status = 'running' AND EXISTS (
+                SELECT FROM fault_transitions c
+                WHERE c.job_id = d.job_id AND c.new_fence_token = d.new_fence_token
+                  AND c.new_status = 'running' AND c.old_status <> 'running' AND c.actor = d.actor)
+              THEN d.new_fence_token END AS fence_token
+  FROM fault_transitions d WHERE d.new_status = 'done' ORDER BY d.job_id, d.id
 ),
 completed AS (
   SELECT jobs.id AS job_id, d.fence_token, d.actor, d.at
@@ -112,9 +120,9 @@ o AS (
            SELECT FROM fault_transitions r
            WHERE r.job_id = o.job_id AND r.old_status = 'dead' AND r.new_status = 'ready'
              AND r.new_attempts = 0 AND r.at < o.at
-             AND r.at > (SELECT max(c.at) FROM fault_calls c
-                         WHERE c.job_id = o.job_id AND c.fence_token = o.fence_token
-                           AND c.step = 'start')))
+             AND r.at > (SELECT c.at FROM fault_transitions c  -- the claim, run or not
+                         WHERE c.job_id = o.job_id AND c.new_fence_token = o.fence_token
+                           AND c.new_status = 'running' AND c.old_status <> 'running')))
            AS outcomes_across_requeue
   FROM fault_outcomes o
   LEFT JOIN completed w ON w.job_id = o.job_id AND w.fence_token = o.fence_token

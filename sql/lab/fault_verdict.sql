@@ -4,7 +4,9 @@
 -- resets them, even for one worker claiming a job again. The completing claim
 -- is the token its job held when it moved from running to done, if the session
 -- that moved it (the transition log's actor, its application_name) made that
--- claim; an unfenced completion by any other session completes no claim.
+-- claim; an unfenced completion by any other session completes no claim. The
+-- rule names sessions, not claims: a session's unfenced mark while its own newer
+-- claim holds the job credits that claim. The run's workers only complete fenced.
 -- Jobs: enqueued, done, dead, running, ready, over_attempts (attempts above
 -- max_attempts), dead_without_error. Effects: effects, duplicate_effects (rows
 -- beyond one per job), done_without_effect, effects_not_done (an effect whose

@@ -99,6 +99,8 @@ class LabServer:
         for name in ("JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR", "JUPYTER_RUNTIME_DIR"):
             env[name] = str(self.workdir / name.lower())
         self._settings(Path(env["JUPYTERLAB_SETTINGS_DIR"]))
+        config = [str(self._page_config(self.workdir / "jupyter-config")), env.get("JUPYTER_CONFIG_PATH")]
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(filter(None, config))
         argv = [
             sys.executable,
             "-m",
@@ -141,6 +143,15 @@ class LabServer:
             path = folder / f"{plugin}.jupyterlab-settings"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(values))
+
+    @staticmethod
+    def _page_config(folder: Path) -> Path:
+        # No build check: on every page load it asks the server whether JupyterLab needs a
+        # rebuild, which runs two Node processes; an installed JupyterLab never does here.
+        path = folder / "labconfig" / "page_config.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"buildCheck": False, "buildAvailable": False}))
+        return folder
 
     def url(self, notebook: str) -> str:
         # A fresh workspace per notebook, so no tab from an earlier test is current.

@@ -27,15 +27,20 @@
 -- Safe: yes, read-only.
 -- Parameters: none.
 
-WITH done_by AS (
+WITH claims AS NOT MATERIALIZED (
+  -- A claim is a move into running from any other status, named by the token it set.
+  -- (Not materialized: the lookups below then use the ledger's own index on job_id.)
+  SELECT id, job_id, new_fence_token AS fence_token, actor, at
+  FROM fault_transitions WHERE new_status = 'running' AND old_status <> 'running'
+),
+done_by AS (
   -- A fenced completion (complete.sql) checks the token and keeps it. An unfenced one
   -- (teaching/mark_done.sql) checks nothing: the token it finds may be another worker's
   -- claim, or a lapsed one, so it names a claim only if the same session made it.
   SELECT DISTINCT ON (d.job_id) d.job_id, d.at, d.actor,
          CASE WHEN d.old_status = 'running' AND EXISTS (
-                SELECT FROM fault_transitions c
-                WHERE c.job_id = d.job_id AND c.new_fence_token = d.new_fence_token
-                  AND c.new_status = 'running' AND c.old_status <> 'running' AND c.actor = d.actor)
+                SELECT FROM claims c
+                WHERE c.job_id = d.job_id AND c.fence_token = d.new_fence_token AND c.actor = d.actor)
               THEN d.new_fence_token END AS fence_token
   FROM fault_transitions d WHERE d.new_status = 'done' ORDER BY d.job_id, d.id
 ),
@@ -97,12 +102,10 @@ twice AS (
         GROUP BY job_id HAVING count(*) > 1) x
 ),
 numbered AS (
-  -- Number each job's claims (a move into running from any other status) so
-  -- every later transition belongs to the claim before it.
-  SELECT job_id, id, new_status, actor,
-         count(*) FILTER (WHERE new_status = 'running' AND old_status <> 'running')
-           OVER (PARTITION BY job_id ORDER BY id) AS claim_no
-  FROM fault_transitions
+  -- Number each job's claims so every later transition belongs to the claim before it.
+  SELECT t.job_id, t.id, t.new_status, t.actor,
+         count(c.id) OVER (PARTITION BY t.job_id ORDER BY t.id) AS claim_no
+  FROM fault_transitions t LEFT JOIN claims c ON c.id = t.id
 ),
 s AS (
   SELECT count(*) FILTER (WHERE new_status = 'done' AND actor IS DISTINCT FROM claimer) AS done_by_stale_claim
@@ -122,9 +125,8 @@ o AS (
            SELECT FROM fault_transitions r
            WHERE r.job_id = o.job_id AND r.old_status = 'dead' AND r.new_status = 'ready'
              AND r.new_attempts = 0 AND r.at < o.at
-             AND r.at > (SELECT c.at FROM fault_transitions c  -- the claim, run or not
-                         WHERE c.job_id = o.job_id AND c.new_fence_token = o.fence_token
-                           AND c.new_status = 'running' AND c.old_status <> 'running')))
+             AND r.at > (SELECT c.at FROM claims c  -- the claim, run or not
+                         WHERE c.job_id = o.job_id AND c.fence_token = o.fence_token)))
            AS outcomes_across_requeue
   FROM fault_outcomes o
   LEFT JOIN completed w ON w.job_id = o.job_id AND w.fence_token = o.fence_token

@@ -185,7 +185,11 @@ class _Faults:
         self.next_beat_kill = began + s.beat_kill_every
         self.restart_at = began + 0.4 * s.seconds if s.restart else None
         self.chaos_end = began + s.seconds
+        # The drain timeout counts from the faults' end, and again from each job done after it:
+        # a run of many jobs drains for as long as it must, and only a queue that has stopped
+        # draining is judged, its unfinished jobs lost.
         self.deadline = self.chaos_end + s.drain_timeout
+        self.done = 0
         self.rng = random.Random()
 
     def inject(self, now: float) -> None:
@@ -206,7 +210,7 @@ class _Faults:
     def over(self, now: float, progress: Progress | None) -> bool:
         """Every quarter second: report progress and end the pauses whose job
         was claimed again; True once every job is done after the faults, or
-        the drain timeout has passed."""
+        no job has been done for the drain timeout since they ended."""
         if now < self.next_look:
             return False
         self.next_look = now + 0.25
@@ -217,6 +221,9 @@ class _Faults:
         self.report.longest_overdue = max(self.report.longest_overdue, p["overdue_seconds"])
         if progress:
             progress(p["done"] + p["dead"], self.s.jobs)
+        if p["done"] > self.done:  # done never goes back (a requeue takes dead jobs only)
+            # counted from now, not from `now`: the read may have waited out a restart
+            self.done, self.deadline = p["done"], max(self.deadline, time.monotonic() + self.s.drain_timeout)
         return (p["done"] >= self.s.jobs and now >= self.chaos_end) or now > self.deadline
 
     def kill(self, now: float) -> None:

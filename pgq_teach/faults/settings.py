@@ -24,7 +24,9 @@ S = TypeVar("S", bound="RunSettings")
 @dataclass(frozen=True, kw_only=True)
 class RunSettings:
     """What both runs share. `drain_timeout` counts from the moment the last
-    job falls due: after the faults for a fault run, at once for a load run."""
+    job falls due: after the faults for a fault run, at once for a load run.
+    A fault run counts it again from each job done after that, so it ends
+    only once the queue has stopped draining (or every job is done)."""
 
     jobs: int
     workers: int
@@ -124,11 +126,14 @@ class FaultSettings(RunSettings):
         self.keep("beat_kill_every", checks.seconds("beat_kill_every", self.beat_kill_every, 0.05, DAY))
 
     def worker_spec(self) -> dict[str, Any]:
-        """The shared spec, as heartbeat pools with long jobs among the short."""
+        """The shared spec, as heartbeat pools with long jobs among the short. The run drains
+        for as long as jobs keep being done, so it has no longest end to give up after: a
+        worker stops with the run (its watchdog sees its parent go), or a day after the faults."""
         return super().worker_spec() | {
             "batch": self.batch,
             "concurrency": self.concurrency,
             "long_every": self.long_every,
+            "max_seconds": self.due_over + DAY,
         }
 
     @property

@@ -209,7 +209,12 @@ def _explain_fence(conn: psycopg.Connection, job: Job, verb: str) -> bool:
     if fence_token == 0:
         raise NotClaimed(f"cannot {verb} job {job.id}: it was never claimed (status {status})")
     if fence_token == job.fence_token and status == "done":
-        raise NotClaimed(f"cannot {verb} job {job.id}: this claim already completed it")
+        # The row cannot say who: a completion that checks no token (teaching/mark_done.sql,
+        # say) keeps the token too.
+        raise NotClaimed(
+            f"cannot {verb} job {job.id}: it is already done under this claim's token (this claim "
+            "completed it, or a completion that checks no token did, such as teaching/mark_done.sql)"
+        )
     if fence_token == job.fence_token and status == "dead" and verb == "fail":
         raise NotClaimed(f"cannot fail job {job.id}: this claim already failed it for good")
     return False
@@ -222,8 +227,11 @@ def job_state(conn: psycopg.Connection, job_id: int) -> dict[str, Any] | None:
 
 
 def completed_by(conn: psycopg.Connection, job: Job) -> bool:
-    """Whether `job` is done, and by this claim (its fencing token): what a worker asks after
-    it sent the completion as its connection broke, when it cannot tell whether it committed."""
+    """Whether `job` is done under this claim's fencing token: what a worker asks after it sent
+    the completion as its connection broke, when it cannot tell whether it committed. Among
+    fenced completions only this claim's can do that; one that checks no token (the teaching
+    and exercise statements) keeps whatever token it finds, so the course's own workers,
+    which complete fenced, are the ones this answer is exact for."""
     row = job_state(conn, job.id)
     return row is not None and row["status"] == "done" and row["fence_token"] == job.fence_token
 

@@ -798,8 +798,9 @@ class Worker:
     ) -> list[bool]:
         """`completed`, with a job this claim had already completed counted as completed, not
         fenced: its completion was sent as the connection broke and committed, though no answer
-        came back (a server restart, a cut network). Only this claim's token completes a job
-        with that token, since a newer claim takes a new one (queue.completed_by)."""
+        came back (a server restart, a cut network). Among fenced completions only this claim's
+        completes a job with that token, since a newer claim takes a new one
+        (queue.completed_by)."""
         return self._settle_unsure(jobs, completed, lambda i, ok: ok or queue.completed_by(work, jobs[i]))
 
     def _own_earlier_failures(

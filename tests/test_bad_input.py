@@ -97,7 +97,7 @@ def test_completing_twice_and_failing_unclaimed_leave_rows_alone(db):
         [job] = pgq.claim(conn)
         pgq.complete(conn, job)
         before = snapshot(conn)
-        with pytest.raises(pgq.NotClaimed, match="already completed"):
+        with pytest.raises(pgq.NotClaimed, match="already done under this claim.s token"):
             pgq.complete(conn, job)
         with pytest.raises(pgq.NotClaimed, match="never claimed"):
             pgq.fail(conn, pgq.Job(never, "send_receipt", {}, attempts=0), "boom")

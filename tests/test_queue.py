@@ -55,9 +55,20 @@ def test_complete_is_fenced_and_refuses_a_second_call(conn):
     assert pgq.complete(conn, job) is True
     row = job_row(conn, job.id)
     assert row["status"] == "done" and row["leased_until"] is None
-    with pytest.raises(pgq.NotClaimed, match="already completed"):
+    with pytest.raises(pgq.NotClaimed, match="already done under this claim.s token"):
         pgq.complete(conn, job)
     assert job_row(conn, job.id) == row
+
+
+def test_a_completion_after_an_unfenced_mark_done_names_both_who_could_have_done_it(conn):
+    # mark_done keeps the token, so the row looks as if this claim completed it: say both
+    pgq.enqueue(conn, "send_receipt", {})
+    [job] = pgq.claim(conn)
+    run(conn, "teaching/mark_done", {"id": job.id})
+    with pytest.raises(
+        pgq.NotClaimed, match="this claim completed it, or a completion that checks no token did"
+    ):
+        pgq.complete(conn, job)
 
 
 def test_a_stale_worker_is_fenced_out(conn):

@@ -1,5 +1,5 @@
 """Lessons 10 and 11's widgets in a real JupyterLab and a real browser (lesson
-12's rehearsal has its own module, tests/test_browser_practice.py)."""
+12's rehearsal is tested with Your turn, in tests/test_browser_practice.py)."""
 
 from __future__ import annotations
 

@@ -39,8 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
 START_TIMEOUT = 90
 STEP_MS = 30_000  # the default wait for any one step in the page
-# The most a lesson's Run All may take in the browser: quiet, the longest (lesson 10) takes about
-# 75 s, and a loaded run took over 240 s once. A wide bound, as for any time, that still leaves
+# The most a lesson's Run All may take in the browser: quiet, the longest (lesson 10) takes 56
+# to 75 s, and a loaded run took over 240 s once. A wide bound, as for any time, that still leaves
 # room for the page to open and the test's own steps within pytest-timeout's 600 s per test.
 RUN_ALL_MS = 400_000
 CHROMIUM_FLAGS = [

@@ -59,8 +59,9 @@ clean-notebooks:
 # paid once: on 2 CPUs, measured on quiet clean clones, 3 workers took 644 s in all with the
 # CPUs 81% busy, 4 took 595 s at 91%. Since each lesson runs once (IN_BROWSER above), 3 take
 # 527 s with the CPUs 85% busy and 4 are no quicker (pass 1 520-561 s, with a lesson 10 timing check
-# failing once under that load), so 3 it is. WORKERS=1 gives a one-at-a-time run (still on the
-# private servers above). Exit status 5 (nothing selected, say by -k) is no failure.
+# failing once under that load), so 3 it is. A faster 2-CPU machine ran a quiet clean clone's
+# make test in 411 s (pass 1 375 s) on 3, the CPUs idle about a third of pass 1. WORKERS=1
+# gives a one-at-a-time run (still on the private servers above). Exit status 5 (nothing selected, say by -k) is no failure.
 WORKERS ?= 3
 
 test: $(STAMP) quick-lint bytecode

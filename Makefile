@@ -61,7 +61,8 @@ clean-notebooks:
 # 527 s with the CPUs 85% busy and 4 are no quicker (pass 1 520-561 s, with a lesson 10 timing check
 # failing once under that load), so 3 it is. A faster 2-CPU machine ran a quiet clean clone's
 # make test in 411 s (pass 1 375 s) on 3, the CPUs idle about a third of pass 1. WORKERS=1
-# gives a one-at-a-time run (still on the private servers above). Exit status 5 (nothing selected, say by -k) is no failure.
+# gives a one-at-a-time run (still on the private servers above). Exit status 5 (nothing
+# selected, say by -k) is no failure.
 WORKERS ?= 3
 
 test: $(STAMP) quick-lint bytecode

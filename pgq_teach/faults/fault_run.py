@@ -222,7 +222,7 @@ class _Faults:
         if progress:
             progress(p["done"] + p["dead"], self.s.jobs)
         if p["done"] > self.done:  # done never goes back (a requeue takes dead jobs only)
-            # counted from now, not from `now`: the read may have waited out a restart
+            # from the clock after the read, which may have waited out a server restart
             self.done, self.deadline = p["done"], max(self.deadline, time.monotonic() + self.s.drain_timeout)
         return (p["done"] >= self.s.jobs and now >= self.chaos_end) or now > self.deadline
 

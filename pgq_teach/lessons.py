@@ -79,6 +79,11 @@ class Lesson:
         return run_all_text(self.run_all_s)
 
     @property
+    def run_all_short(self) -> str:
+        """The Run All time as a table cell: "~45 s", "<10 s"."""
+        return self.run_all.replace("about ", "~").replace("under ", "<")
+
+    @property
     def order(self) -> tuple[int, str]:
         """Where the lesson sorts: by its number, then its letter (10 < 10b < 10c < 11)."""
         return int(self.number[:2]), self.number[2:]
@@ -233,7 +238,7 @@ def load() -> Course:
 
 # --- the text the README and lesson 00 show, made from the manifest --------------------------
 README_HEADER = (
-    "| lesson | you will | the guide's figures | Run All (quiet, 2 CPUs) |",
+    "| lesson | you will | the guide's figures | Run All, quiet 2 CPUs |",
     "|---|---|---|---|",
 )
 MAP_HEADER = (
@@ -247,7 +252,7 @@ def readme_table(course: Course) -> str:
     rows = [
         f"| [{lesson.heading}](notebooks/{lesson.notebook}) | {lesson.you_will} | "
         f"{', '.join([*(f'#{n}' for n in lesson.figures), *lesson.guide_sections])} | "
-        f"{lesson.run_all} |"
+        f"{lesson.run_all_short} |"
         for lesson in course.lessons
     ]
     return "\n".join([*README_HEADER, *rows])

@@ -180,6 +180,22 @@ def test_the_measurements_are_the_ones_each_lesson_records():
     assert listed == defined
 
 
+# --- what the course says about itself, against the manifest --------------------------------
+def test_the_readmes_lesson_table_is_the_manifests():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert lessons.table_in(text) == lessons.readme_table(COURSE), "run: python tools/lesson_tables.py"
+
+
+def lesson_00() -> nbformat.NotebookNode:
+    return nbformat.read(NOTEBOOKS / COURSE.lessons[0].notebook, as_version=4)
+
+
+def test_lesson_00s_map_is_the_manifests():
+    cells = [c.source for c in lesson_00().cells if c.cell_type == "markdown"]
+    [cell] = [c for c in cells if c.startswith("## The map")]
+    assert lessons.table_in(cell) == lessons.map_table(COURSE), "run: python tools/lesson_tables.py"
+
+
 # --- the loader ------------------------------------------------------------------------------
 def raw() -> dict:
     return yaml.safe_load((Path(lessons.__file__).parent.joinpath(*lessons.FILE)).read_text(encoding="utf-8"))

@@ -8,13 +8,14 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 from pathlib import Path
 
 import nbformat
 import pytest
 import yaml
 
-from pgq_teach import exercises, guide, lessons, measurements
+from pgq_teach import exercises, guide, lessons, measurements, server
 from pgq_teach.lessons import Lesson, ManifestError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -194,6 +195,28 @@ def test_lesson_00s_map_is_the_manifests():
     cells = [c.source for c in lesson_00().cells if c.cell_type == "markdown"]
     [cell] = [c for c in cells if c.startswith("## The map")]
     assert lessons.table_in(cell) == lessons.map_table(COURSE), "run: python tools/lesson_tables.py"
+
+
+def test_the_install_extras_are_the_makefiles_and_everyone_says_them():
+    target = COURSE.install_target
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert f'pip install --quiet -e "{target}"' in makefile
+    env = yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8"))
+    [pip] = [d["pip"] for d in env["dependencies"] if isinstance(d, dict)]
+    assert pip == [f"-e {target}"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    said = re.findall(r"-e \"?(\.\[[a-z0-9,]*\])", readme)
+    assert said and set(said) == {target}, said
+    lesson = "\n".join(c.source for c in lesson_00().cells if c.cell_type == "markdown")
+    said = re.findall(r"-e \\?\"?(\.\[[a-z0-9,]*\])", lesson)
+    assert said and set(said) == {target}, said
+
+
+def test_the_backends_are_the_servers_and_the_readme_names_them():
+    assert server.BACKENDS == ("auto", *COURSE.backends)
+    said = f"`PGQ_BACKEND={'|'.join(server.BACKENDS)}`"
+    assert said in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert said in "\n".join(c.source for c in lesson_00().cells if c.cell_type == "markdown")
 
 
 # --- the loader ------------------------------------------------------------------------------

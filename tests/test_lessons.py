@@ -197,6 +197,22 @@ def test_lesson_00s_map_is_the_manifests():
     assert lessons.table_in(cell) == lessons.map_table(COURSE), "run: python tools/lesson_tables.py"
 
 
+DURATION = re.compile(
+    r"\b(?:about|under|well under|over|in) (?:[\d½]+ (?:s|min|seconds?|minutes?)|half a minute|a minute"
+    r"|a minute and a half|two minutes)\b"
+)
+
+
+@LESSONS
+def test_each_lessons_header_says_its_run_all_time(lesson: Lesson):
+    header = nbformat.read(NOTEBOOKS / lesson.notebook, as_version=4).cells[0].source.replace("*", "")
+    about_run_all = "\n\n".join(p for p in header.split("\n\n") if "Run All" in p)
+    said = [m.group(0) for m in DURATION.finditer(about_run_all)]
+    assert said == [lesson.run_all], (
+        f"{lesson.notebook}'s header says Run All takes {said}; the manifest says {lesson.run_all}"
+    )
+
+
 def test_the_install_extras_are_the_makefiles_and_everyone_says_them():
     target = COURSE.install_target
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")

@@ -28,15 +28,15 @@ NOT_A_LAB = {"your_turn.YourTurn"}  # Your turn is listed as exercises, by key
 
 
 # --- what a notebook's code cells use, read with ast -----------------------------------------
-def imported_names(tree: ast.AST, package: str = "") -> dict[str, str]:
+def imported_names(tree: ast.AST, module: str = "") -> dict[str, str]:
     """Each name an import binds in `tree`, to the dotted name it stands for (relative imports
-    resolved against `package`)."""
+    resolved against `module`, the module `tree` is the source of)."""
     names = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                parent = package.split(".")[: -node.level]  # `package` is a module, not a package
+                parent = module.split(".")[: -node.level]
                 base = ".".join([*parent, *([base] if base else [])])
             for alias in node.names:
                 names[alias.asname or alias.name] = f"{base}.{alias.name}"

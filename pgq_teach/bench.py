@@ -89,12 +89,24 @@ class BenchRow:
         return statistics.median(self.p99_ms) if self.p99_ms else None
 
 
-BENCH_COLUMNS = [
+# Two tables, each unit once in its header, so a narrow terminal or a pipe's 80 columns wrap
+# names, never a figure away from its unit. Throughput setups:
+THROUGHPUT_COLUMNS = [
     Column("setup"),
-    Column("median", tables.NUMBER),
-    Column("min–max", tables.NUMBER),
+    Column("median", tables.NUMBER, "jobs/s", digits=0),
+    Column("min–max", unit="jobs/s"),
     Column("× ceiling", tables.NUMBER),
     Column("× PgQueuer", tables.NUMBER),
+    Column("end state"),
+]
+# and the wake-up latency setups:
+LATENCY_COLUMNS = [
+    Column("setup"),
+    Column("p50", tables.NUMBER, "ms", digits=1),
+    Column("p99", tables.NUMBER, "ms", digits=1),
+    Column("p50 min–max", unit="ms"),
+    Column("wake-ups per job", tables.NUMBER, digits=1),
+    Column("sessions held", tables.COUNT),
     Column("end state"),
 ]
 
@@ -121,26 +133,35 @@ class BenchResult:
         return next((r for r in self.rows if r.name == name), None)
 
     def table(self, width: int | None = None) -> str:
-        """The terminal table, to the terminal's width: median, min-max, ratios, end state."""
-        rows: list[list[Any]] = []
+        """The terminal tables, to the terminal's width: throughput, then wake-up latency."""
+        throughput: list[list[Any]] = []
+        latency: list[list[Any]] = []
         for r in self.rows:
-            if not r.values:
-                rows.append([r.name, None, None, None, None, "; ".join(r.notes) or "not run"])
-                continue
-            if r.unit == "ms":
-                med = f"p50 {r.median:.1f} ms, p99 {r.p99_median:.1f} ms"
-                if r.wakeups_per_job and r.sessions:
-                    med += (
-                        f"; {statistics.median(r.wakeups_per_job):.1f} wake-ups per job, "
-                        f"{tables.count(max(r.sessions), 'session')} held"
-                    )
-                spread = f"p50 {min(r.values):.1f}–{max(r.values):.1f}"
-            else:
-                med = f"{r.median:,.0f} jobs/s"
-                spread = f"{min(r.values):,.0f}–{max(r.values):,.0f}"
             state = "ok" if r.ok else "FAILED: " + "; ".join(r.notes)
-            rows.append([r.name, med, spread, r.vs_ceiling, r.vs_pgqueuer, state])
-        return Table(BENCH_COLUMNS, rows).text(width)
+            if not r.values:
+                state = "; ".join(r.notes) or "not run"
+            if r.unit == "ms":
+                latency.append(
+                    [r.name]
+                    + (
+                        [r.median, r.p99_median, f"{min(r.values):.1f}–{max(r.values):.1f}"]
+                        if r.values
+                        else [None] * 3
+                    )
+                    + [
+                        statistics.median(r.wakeups_per_job) if r.wakeups_per_job else None,
+                        max(r.sessions) if r.sessions else None,
+                        state,
+                    ]
+                )
+                continue
+            spread = f"{min(r.values):,.0f}–{max(r.values):,.0f}" if r.values else None
+            throughput.append(
+                [r.name, r.median if r.values else None, spread, r.vs_ceiling, r.vs_pgqueuer, state]
+            )
+        parts = [Table(THROUGHPUT_COLUMNS, throughput).text(width)] if throughput else []
+        parts += [Table(LATENCY_COLUMNS, latency).text(width)] if latency else []
+        return "\n\n".join(parts)
 
     def summary(self, width: int | None = None) -> str:
         """What the terminal shows after a run, laid out to its width."""

@@ -213,18 +213,38 @@ class Table:
         return f'{STYLE}<table class="{classes}">{caption}<tr>{head}</tr>{"".join(body)}</table>'
 
     def text(self, width: int | None = None) -> str:
-        """The table for a terminal, laid out by rich to `width` columns (the
-        terminal's own width, or COLUMNS, when not given); long text wraps."""
+        """The table for a terminal, laid out by rich to `width` columns (the terminal's own
+        width, or COLUMNS, when not given); long text wraps between words. A table whose
+        columns cannot fit without breaking a word or a figure is shown as records instead:
+        each row's first cell, then its other cells with their headers, wrapped."""
+        width = width or terminal_width()
+        rows = [[plain(cell) for cell in cells] for cells in self.cells()]
+        headers = [column.header for column in self.columns]
+        least = word_widths(rows, headers)
+        if sum(least) + COLUMN_GAP * (len(least) - 1) <= width:
+            laid_out = self.rich_text(rows, least, width)
+            shown = set(laid_out.split())
+            # rich crops what it cannot fit at the right edge: every word must be there whole
+            if all(
+                word in shown
+                for text in [*headers, *(c for row in rows for c in row)]
+                for word in text.split()
+            ):
+                return laid_out
+        return self.records(rows, headers, width)
+
+    def rich_text(self, rows: list[list[str]], least: list[int], width: int) -> str:
         from rich import box
         from rich.console import Console
         from rich.table import Table as RichTable
 
-        width = width or terminal_width()
         table = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, caption=self.caption or None)
-        rows = [[plain(cell) for cell in cells] for cells in self.cells()]
-        for column, least in zip(self.columns, number_widths(rows, len(self.columns), width), strict=True):
+        for column, at_least in zip(self.columns, least, strict=True):
             table.add_column(
-                column.header, justify="right" if column.numeric else "left", overflow="fold", min_width=least
+                column.header,
+                justify="right" if column.numeric else "left",
+                overflow="fold",
+                min_width=at_least,
             )
         for row in rows:
             table.add_row(*row)
@@ -234,6 +254,19 @@ class Table:
         )
         return "\n".join(line.rstrip() for line in out.getvalue().rstrip("\n").splitlines())
 
+    def records(self, rows: list[list[str]], headers: list[str], width: int) -> str:
+        """The rows one after another, for a terminal too narrow for the table's columns."""
+        blocks = [fit(self.caption, width)] if self.caption else []
+        for row in rows:
+            # a header and its value wrap as one (no-break spaces, put back after), never apart
+            pairs = (
+                f"{header}: {cell}".replace(" ", "\xa0")
+                for header, cell in zip(headers[1:], row[1:], strict=True)
+            )
+            rest = fit("  " + "; ".join(pairs), width, indent="  ").replace("\xa0", " ")
+            blocks.append(fit(row[0], width) + "\n" + rest)
+        return "\n".join(blocks)
+
 
 def cell_tag(tag: str, cell: str, numeric: bool) -> str:
     """One `<td>` or `<th>`: escaped unless it is Markup; a number's cell right-aligned."""
@@ -241,18 +274,17 @@ def cell_tag(tag: str, cell: str, numeric: bool) -> str:
     return f"<{tag}{' class=pgq-num' if numeric else ''}>{shown}</{tag}>"
 
 
-def number_widths(rows: list[list[str]], n: int, width: int, gap: int = 3) -> list[int]:
-    """Each column's least width in a terminal: its longest number ("12,001–12,346"),
-    so rich, which keeps words whole where it can and folds the rest, never breaks
-    a figure; narrowed, widest first, while the columns and the `gap` between them
-    would not fit in `width` (rich leaves out a column that does not fit)."""
-    least = [
-        max((len(w) for row in rows for w in row[i].split() if any(c.isdigit() for c in w)), default=1)
-        for i in range(n)
+COLUMN_GAP = 3  # characters between two columns of a terminal table (rich's SIMPLE_HEAD box)
+
+
+def word_widths(rows: list[list[str]], headers: list[str]) -> list[int]:
+    """Each column's least width in a terminal: its longest word, in its cells and its header
+    ("12,001–12,346", "installed", "PgQueuer"), so that rich, which keeps words whole where it
+    can, breaks no figure and no word."""
+    return [
+        max((len(w) for w in [*headers[i].split(), *(w for row in rows for w in row[i].split())]), default=1)
+        for i in range(len(headers))
     ]
-    while least and sum(least) + gap * (len(least) - 1) > width and max(least) > 1:
-        least[least.index(max(least))] -= 1
-    return least
 
 
 def attributes(attrs: Mapping[str, str]) -> str:

@@ -150,3 +150,27 @@ def test_fit_wraps_prose_to_the_width_and_keeps_its_indent():
 def test_an_empty_table_still_has_its_header_in_a_terminal():
     text = Table(tables.columns("job", "status"), []).text(40)
     assert "job" in text and "status" in text
+
+
+@pytest.mark.parametrize("width", [40, 60, 80])
+def test_a_table_too_wide_for_the_terminal_cuts_no_word_and_parts_no_unit_from_its_figure(width):
+    """rich crops what does not fit at the right edge ("end st" for "end state") and folds a
+    narrow column inside a word; a table that cannot keep every word whole is shown as records."""
+    table = Table(
+        [
+            Column("setup"),
+            Column("median", tables.NUMBER, "jobs/s", digits=0),
+            Column("min–max", unit="jobs/s"),
+            Column("× ceiling", tables.NUMBER),
+            Column("× PgQueuer", tables.NUMBER),
+            Column("wake-ups per job", tables.NUMBER),
+            Column("end state"),
+        ],
+        [["LISTEN/NOTIFY wake-up latency", 34_012.4, "33,990–35,110", 0.63, None, 1.0, "not installed"]],
+    )
+    text = table.text(width)
+    words = set(text.split())
+    assert max(len(line) for line in text.splitlines()) <= width, text
+    for shown in ("LISTEN/NOTIFY", "34,012", "33,990–35,110", "installed", "state", "PgQueuer", "wake-ups"):
+        assert shown in words or any(shown in w for w in words), (shown, text)
+    assert not any(line.strip() in {"jobs/s", "ms", "s"} for line in text.splitlines()), text

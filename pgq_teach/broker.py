@@ -14,7 +14,7 @@ plain functions.
 
 Where the wheel has no build for the platform, `available()` is False and
 `missing_line()` says so in one line; lesson 11's relay then runs on the
-stand-in broker (experiments/switching.py).
+stand-in broker (`pgq_teach.outbox`).
 """
 
 from __future__ import annotations

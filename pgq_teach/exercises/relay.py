@@ -19,7 +19,7 @@ which the consumer's de-duplication by job id absorbs."""
 from __future__ import annotations
 
 from .. import tables
-from ..experiments.switching import Consumer, StandInBroker
+from ..outbox import Consumer, StandInBroker
 from ..statements import run
 from .learner_sql import LearnerSQL, Refused
 from .sandbox import Scratch, execute, sessions, stage

@@ -25,7 +25,6 @@ plain record; so do `RelayRound`, `RelayStats`, `DrainRow`, `RelayDrain`,
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -38,7 +37,24 @@ from .. import broker, charts, checks, measurements, queue, tables
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
-from ..statements import explain_analyze, records, run, run_one
+from ..outbox import (
+    JETSTREAM_DUPLICATE_WINDOW_S,
+    MAX_MSG_SIZE,
+    OUTBOX_KEY_INDEX,
+    OUTBOX_KIND,
+    RELAY_LEASE_S,
+    STREAM,
+    SUBJECTS,
+    Consumer,
+    OrderConsumer,
+    Relay,
+    StandInBroker,
+    StandInDown,
+    consumed,
+    outbox_lag,
+    prepare_outbox,
+)
+from ..statements import explain_analyze, run, run_one
 from ..worker import Worker
 from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
 
@@ -218,48 +234,7 @@ def drain_rate(
     return result
 
 
-# --- the outbox relay and its stand-in broker ---------------------------------------
-
-
-class StandInDown(Exception):
-    """The stand-in broker refused a message, as a real one does when unreachable."""
-
-
-class StandInBroker:
-    """NOT a real broker: an in-memory list of (message id, payload) standing in
-    for Kafka, RabbitMQ or SQS in this offline lab. `up` switches it on and off;
-    every accepted message is kept, duplicates included, as a broker would."""
-
-    def __init__(self):
-        self.up = True
-        self.messages: list[tuple[int, Any]] = []
-        self.refused = 0
-        self.lock = threading.Lock()
-
-    def publish(self, message_id: int, payload: Any) -> None:
-        with self.lock:
-            if not self.up:
-                self.refused += 1
-                raise StandInDown("stand-in broker is down: connection refused")
-            self.messages.append((message_id, payload))
-
-
-class Consumer:
-    """The consuming side: processes each job id once, however many times the
-    broker delivers it (its own record of seen ids makes a repeat harmless)."""
-
-    def __init__(self):
-        self.seen: set[int] = set()
-        self.processed: list[int] = []
-        self.duplicates_skipped = 0
-
-    def consume(self, broker: StandInBroker) -> None:
-        for message_id, _ in broker.messages[len(self.processed) + self.duplicates_skipped :]:
-            if message_id in self.seen:
-                self.duplicates_skipped += 1
-                continue
-            self.seen.add(message_id)
-            self.processed.append(message_id)
+# --- the outbox relay on the stand-in broker (pgq_teach.outbox) ------------------------
 
 
 @dataclass
@@ -430,183 +405,25 @@ def outbox_relay(
     )
 
 
-# --- the outbox relay on the real broker (NATS JetStream) ----------------------------
-#
-# The outbox is the jobs table: checkout writes the order and its event in one
-# transaction. The relay claims the oldest unsent event of each order
-# (claim_in_key_order.sql), publishes it with Nats-Msg-Id = the job id, waits for
-# the broker's ack and only then marks it sent. An outage is not an event's fault:
-# the relay hands the batch back with its attempts (release_many.sql) and pauses,
-# doubling the pause up to a cap. An event the broker refuses for its own sake
-# (larger than the stream's max_msg_size) spends a try, as a failed job does.
+# --- the outbox relay on the real broker (NATS JetStream, pgq_teach.outbox) ------------
 
-OUTBOX_KIND = "order_event"
-STREAM = "ORDERS"
-SUBJECTS = ["orders.>"]
 EVENTS = ("created", "paid", "shipped")
-MAX_MSG_SIZE = 4096  # bytes: the stream refuses a larger event, and that refusal spends a try
-JETSTREAM_DUPLICATE_WINDOW_S = 120.0  # JetStream's default duplicate window: two minutes
-OUTBOX_KEY_INDEX = "jobs_unsent_key_idx"  # outbox_key_index.sql's index
-RELAY_LEASE_S = 30.0  # a relay's claim: a killed relay's events wait this long for the reaper
 CRASHED_RELAY_LEASE_S = 0.5  # the outage lab's crashed relay, so the lab need not wait 30 s
 
 
-def event_bytes(job: queue.Job) -> bytes:
-    """The message body: the event as written in the outbox, with its job id."""
-    return json.dumps({"job_id": job.id, **job.payload}, separators=(",", ":")).encode()
+class RelayCrashed(Exception):
+    """The outage lab's relay died after the broker acked `published` events,
+    before it marked them sent."""
+
+    def __init__(self, published: int):
+        super().__init__(f"died with {tables.count(published, 'event')} published, none marked sent")
+        self.published = published
 
 
-def subject(job: queue.Job) -> str:
-    return f"orders.{job.payload.get('event', 'event')}"
-
-
-@dataclass
-class RelayStats:
-    """What one relay did: events sent (acked as new), acks the dedup window marked
-    duplicate, events refused for their own sake, pauses for an outage, and how
-    many claimed events it handed back unsent."""
-
-    sent: int = 0
-    deduplicated: int = 0
-    rejected: int = 0
-    pauses: int = 0
-    handed_back: int = 0
-    published_uncompleted: int = 0  # a crashed relay's: in the broker, never marked sent
-    claims: int = 0
-    claim_s: float = 0.0  # time spent in the claim statement
-
-
-class Relay:
-    """The outbox relay: claim the head event of each order, publish, wait for the
-    ack, mark sent. `pause_s` doubles per failed round up to `pause_cap_s`."""
-
-    def __init__(
-        self,
-        db: Database,
-        client: broker.Client,
-        *,
-        batch: int = 100,
-        lease: float = RELAY_LEASE_S,
-        pause_s: float = 0.1,
-        pause_cap_s: float = 2.0,
-        ack_timeout_s: float = 1.0,
-        in_key_order: bool = True,
-    ):
-        self.db, self.client = db, client
-        self.in_key_order = in_key_order
-        self.batch = checks.whole_number("batch", batch, 1, queue.MAX_BATCH)
-        self.lease = checks.lease(lease)
-        self.pause_cap_s = float(checks.seconds("pause_cap_s", pause_cap_s, 0.01, 3600))
-        self.first_pause_s = float(checks.seconds("pause_s", pause_s, 0.001, self.pause_cap_s))
-        self.ack_timeout_s = float(checks.seconds("ack_timeout_s", ack_timeout_s, 0.05, 60))
-        self.pause_s = self.first_pause_s
-        self.stats = RelayStats()
-        self.stop_event = threading.Event()
-
-    def claim(self, conn: psycopg.Connection, *, lease: timedelta | None = None) -> list[queue.Job]:
-        """The head unsent event of up to `batch` orders (in_key_order=False: the
-        course's plain claim, the oldest due events whatever their order)."""
-        began = time.perf_counter()
-        self.stats.claims += 1
-        try:
-            if not self.in_key_order:
-                return queue.claim(conn, batch=self.batch, lease=lease or self.lease)
-            params = {"kind": OUTBOX_KIND, "batch": self.batch, "lease": lease or self.lease}
-            return run(conn, "claim_in_key_order", params, row_factory=records(queue.Job)).fetchall()
-        finally:
-            self.stats.claim_s += time.perf_counter() - began
-
-    def run_once(self, conn: psycopg.Connection, *, crash_after_publish: bool = False) -> tuple[int, bool]:
-        """One round: (events claimed, whether the broker was down)."""
-        queue.reap(conn)
-        jobs = self.claim(
-            conn, lease=timedelta(seconds=CRASHED_RELAY_LEASE_S) if crash_after_publish else None
-        )
-        sent: list[queue.Job] = []
-        unsent: list[queue.Job] = []
-        down = ""
-        # One event per order in a per-key claim: the whole batch can be in flight at once.
-        # The plain claim may hold two events of one order, so it publishes one at a time.
-        groups = [jobs] if self.in_key_order else [[j] for j in jobs]
-        for group in groups:
-            if down:  # after a refused connection, the rest of the batch goes back unsent, in order
-                unsent.extend(group)
-                continue
-            messages = [(subject(j), event_bytes(j), str(j.id)) for j in group]
-            outcomes = self.client.publish_batch(messages, timeout_s=self.ack_timeout_s)
-            for job, outcome in zip(group, outcomes, strict=True):
-                if isinstance(outcome, broker.BrokerDown):
-                    down = str(outcome)
-                    unsent.append(job)
-                elif isinstance(outcome, broker.Rejected):
-                    queue.fail(conn, job, outcome)  # its own fault: a try is spent, with the queue's backoff
-                    self.stats.rejected += 1
-                else:
-                    self.stats.deduplicated += outcome[1]
-                    self.stats.sent += not outcome[1]
-                    sent.append(job)
-        if unsent:
-            self.hand_back(conn, unsent, down)
-        if crash_after_publish:
-            self.stats.published_uncompleted += len(sent)  # dies here: the reaper hands them back
-        elif sent:
-            queue.complete_many(conn, sent)
-        return len(jobs), bool(down)
-
-    def hand_back(self, conn: psycopg.Connection, jobs: list[queue.Job], error: str) -> None:
-        """Back to ready unsent, attempts given back: the broker was down, not the event."""
-        params = {"ids": [j.id for j in jobs], "fence_tokens": [j.fence_token for j in jobs], "error": error}
-        with queue.atomic(conn):
-            self.stats.handed_back += len(run(conn, "release_many", params).fetchall())
-
-    def run(self, *, idle_s: float = 0.02) -> RelayStats:
-        """Relay until stopped: pause (backing off) while the broker is down, rest briefly when idle."""
-        with self.db.connection() as conn:
-            while not self.stop_event.is_set():
-                claimed, down = self.run_once(conn)
-                if down:
-                    self.stats.pauses += 1
-                    self.stop_event.wait(self.pause_s)
-                    self.pause_s = min(self.pause_s * 2, self.pause_cap_s)
-                    continue
-                self.pause_s = self.first_pause_s
-                if not claimed:
-                    self.stop_event.wait(idle_s)
-        return self.stats
-
-
-class OrderConsumer:
-    """The consuming side (shipping): applies each order's events in sequence.
-    A job id seen before is a duplicate its idempotency absorbs; an event whose
-    sequence is not the next of its order is out of order (counted, never applied)."""
-
-    def __init__(self) -> None:
-        self.seen: set[int] = set()
-        self.last_seq: dict[int, int] = {}
-        self.applied = 0
-        self.duplicates_absorbed = 0
-        self.out_of_order = 0
-
-    def take(self, body: bytes) -> None:
-        event = json.loads(body)
-        if event["job_id"] in self.seen:
-            self.duplicates_absorbed += 1
-            return
-        self.seen.add(event["job_id"])
-        order, seq = event["order_id"], event["seq"]
-        if seq != self.last_seq.get(order, 0) + 1:
-            self.out_of_order += 1
-            return
-        self.last_seq[order] = seq
-        self.applied += 1
-
-
-def consumed(client: broker.Client) -> OrderConsumer:
-    """The shipping consumer, after it read the ORDERS stream from its start."""
-    consumer = OrderConsumer()
-    for _, _, body in client.read_all(STREAM, SUBJECTS[0]):
-        consumer.take(body)
-    return consumer
+def crash_after_publish(events: list[queue.Job]) -> None:
+    """A relay's `after_publish` that dies there: the events are in the broker, and the
+    table still holds them claimed until their lease runs out and the reaper hands them back."""
+    raise RelayCrashed(len(events))
 
 
 class OrderDesk:
@@ -639,21 +456,6 @@ class OrderDesk:
         self.written.append(job_id)
         if seq < len(EVENTS):
             self.open.append((order_id, seq))
-
-
-def outbox_lag(conn: psycopg.Connection) -> tuple[int, float]:
-    """(unsent events, age in seconds of the oldest): the relay's alarm."""
-    count, age = run_one(conn, "outbox_lag", {"kind": OUTBOX_KIND})
-    return int(count), float(age)
-
-
-def prepare_outbox(conn: psycopg.Connection, client: broker.Client, *, duplicate_window_s: float) -> None:
-    """An empty jobs table with the relay's index, and an empty ORDERS stream. The index
-    is made afresh: one from before dead rows counted as unsent has the old predicate."""
-    run(conn, "lab/reset_jobs")
-    run(conn, "lab/drop_index", idents={"name": OUTBOX_KEY_INDEX})
-    run(conn, "outbox_key_index")
-    client.make_stream(STREAM, SUBJECTS, duplicate_window_s=duplicate_window_s, max_msg_size=MAX_MSG_SIZE)
 
 
 @dataclass(kw_only=True)
@@ -797,12 +599,21 @@ def outage(
             except BaseException as exc:  # raised again below  # noqa: BLE001
                 errors.append(exc)
 
+        published_uncompleted = 0
         if crashed_batch:  # a relay that publishes a batch and dies before marking it sent
             for _ in range(crashed_batch):
                 desk.step(conn)
-            crashed = Relay(db, client, batch=crashed_batch)
-            crashed.run_once(conn, crash_after_publish=True)
-            relay.stats.published_uncompleted = crashed.stats.published_uncompleted
+            crashed = Relay(
+                db,
+                client,
+                batch=crashed_batch,
+                lease=CRASHED_RELAY_LEASE_S,
+                after_publish=crash_after_publish,
+            )
+            try:
+                crashed.run_once(conn)
+            except RelayCrashed as died:
+                published_uncompleted = died.published
         worker = threading.Thread(target=relay_thread, daemon=True)
         worker.start()
         killed_pid = 0
@@ -857,7 +668,7 @@ def outage(
         out_of_order=consumer.out_of_order,
         deduplicated=relay.stats.deduplicated,
         duplicates_absorbed=consumer.duplicates_absorbed,
-        published_uncompleted=relay.stats.published_uncompleted,
+        published_uncompleted=published_uncompleted,
         pauses=relay.stats.pauses,
         handed_back=relay.stats.handed_back,
         peak_lag_s=max((x for _, x, _ in lag), default=0.0),

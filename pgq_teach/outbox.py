@@ -11,7 +11,9 @@ own sake (larger than the stream's max_msg_size) spends a try, as a failed
 job does. A caller may pass `after_publish`, which runs between the broker's
 ack and the marking (lesson 11's labs crash a relay there).
 
-- `prepare_outbox`: an empty outbox with the relay's index, and the ORDERS stream.
+- `prepare_outbox`: an empty outbox with the relay's index, and an empty ORDERS
+  stream. It empties the jobs table (lab/reset_jobs.sql): a lab's or a test's
+  start, never a live outbox's.
 - `outbox_lag`: unsent events and the age of the oldest, the relay's alarm.
 - `OrderConsumer` (and `consumed`): the consuming side, applying each order's
   events in sequence and absorbing duplicates by job id.

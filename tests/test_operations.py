@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from helpers import chart_rows, wait_for
+from helpers import cannot_run, chart_rows, wait_for
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import operations
 
@@ -58,7 +58,7 @@ def test_dropping_a_day_partition_leaves_no_dead_rows(db):
 def test_idle_in_transaction_timeout_ends_the_session_with_25p03(db):
     r = operations.idle_timeout(db, timeout_s=0.5)
     if r.skipped:
-        pytest.skip(r.skipped)
+        cannot_run(db, r.skipped)
     assert r.setting_seen == "500ms" and r.sqlstate == "25P03" and r.session_gone
     assert r.other_role_survived  # the timeout is the worker role's, not the server's
     # a statement kept active past the timeout is not idle: only the other two timeouts end it
@@ -120,7 +120,7 @@ def test_the_autovacuum_lab_runs_defaults_and_the_guide_settings_under_the_same_
     db = alone_db
     r = operations.autovacuum_per_table(db, base_rows=50_000, churn_s=8, jobs_per_tick=200, guess=12_000)
     if r.skipped:
-        pytest.skip(r.skipped)
+        cannot_run(db, r.skipped)
     defaults, guide = r.run("defaults"), r.run("guide")
     assert r.naptime == "1s" and not r.stopped
     assert (guide.scale_factor, guide.threshold) == (0.01, 1000)  # the second run used the guide's settings
@@ -223,7 +223,7 @@ def test_the_status_query_estimates_done_on_a_big_table_and_counts_exactly_on_a_
         assert wait_for(counted_exactly, timeout=15, step=0.5), queue.stats(conn)
 
 
-def test_the_cleanup_subquery_reads_past_dead_rows_unless_its_scan_is_synchronized(conn):
+def test_the_cleanup_subquery_reads_past_dead_rows_unless_its_scan_is_synchronized(db, conn):
     """cleanup_done.sql's LIMIT subquery is a Seq Scan of jobs. Started at the table's
     first page (a table under a quarter of shared_buffers, or synchronize_seqscans off)
     it reads past every row the earlier batches deleted, until VACUUM clears them;
@@ -238,7 +238,7 @@ def test_the_cleanup_subquery_reads_past_dead_rows_unless_its_scan_is_synchroniz
     run(conn, "lab/analyze_jobs")
     pages, synchronized_above, synchronizing = run_one(conn, "lab/seqscan_sync_cutoff")
     if pages <= synchronized_above or not synchronizing:
-        pytest.skip(f"jobs has {pages} pages; this server synchronizes scans above {synchronized_above}")
+        cannot_run(db, f"jobs has {pages} pages; this server synchronizes scans above {synchronized_above}")
     first = operations.limit_scan_buffers(conn, 5_000)
     for _ in range(32):  # 160,000 of the 320,000 rows: half the table's pages now hold only dead rows
         with conn.transaction():

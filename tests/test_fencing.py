@@ -63,6 +63,9 @@ def test_the_token_after_a_requeue(db):
         lambda db: fencing.long_job(db, heartbeat="yes"),
         lambda db: fencing.long_job(db, heartbeat=True, work_s=600),
         lambda db: fencing.long_job(db, heartbeat=False, workers=0),
+        lambda db: fencing.long_job(db, heartbeat=False, concurrency=9),
+        lambda db: fencing.first_beats(db, jobs=1),
+        lambda db: fencing.first_beats(db, lease_s=1.0, work_s=0.1),
     ],
 )
 def test_bad_input_is_refused(db, call):
@@ -93,8 +96,33 @@ def test_the_lab_steps_and_plays_by_clicking(db):
         lab.close()
 
 
+def test_attempts_repeat_after_release_many_and_the_token_does_not(db):
+    result = fencing.token_after_release(db)
+    assert result.released == 1
+    assert result.first_attempts == result.second_attempts == 1  # the try was given back: no requeue
+    assert result.second_token == result.first_token + 1
+    assert "attempts repeated without any requeue; fence_token did not" in result.summary()
+
+
+def test_the_first_beat_comes_within_a_quarter_lease_of_the_claim_on_one_timer(db):
+    result = fencing.first_beats(db, lease_s=1.0, jobs=5, spacing_s=0.31)
+    gaps = list(result.first_beat_s.values())
+    assert len(gaps) == 5 and all(gap > 0 for gap in gaps)
+    assert max(gaps) <= result.beat_every_s + 0.1
+    assert min(gaps) < result.beat_every_s / 2  # the timer is the process's, not the claim's
+
+
+def test_a_lone_worker_of_two_executors_reaps_its_own_long_job(db):
+    # The free executor's producer looks for work, reaps the passed lease and claims the job again.
+    result = fencing.long_job(db, heartbeat=False, lease_s=0.5, work_s=1.0, workers=1, concurrency=2)
+    assert result.times_run == 5 and {r.worker for r in result.runs} == {"W1"}
+    assert all(r.outcome == "fenced" for r in result.runs)
+    assert result.final_status == "dead" and result.last_error == "lease expired"
+    assert "1 worker of 2 executors" in result.summary()
+
+
 def test_a_lone_worker_finishes_a_long_job_without_a_heartbeat(db):
-    # Each Worker reaps only between its jobs: with nobody else, the passed lease costs nothing.
+    # A Worker of one executor, busy on the job, never reaps it: alone, its passed lease costs nothing.
     result = fencing.long_job(db, heartbeat=False, lease_s=0.5, work_s=1.0, workers=1)
     assert result.times_run == 1 and result.runs[0].outcome == "done"
     assert result.final_status == "done" and not result.lease_moved

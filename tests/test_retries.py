@@ -150,6 +150,16 @@ def test_a_herd_reaches_the_partner_only_as_wide_as_the_worker_pool(db):
     assert result.max_in_flight == 3  # every worker busy at once, never more than the pool
 
 
+def test_a_herd_reaches_the_partner_as_wide_as_the_executors_not_the_workers(db):
+    # Each Worker runs `concurrency` handlers at once: one call per Worker would be 2 here.
+    result = retries.metered_herd(db, 80, workers=2, concurrency=3, work_s=0.02)
+    assert result.done == 80 and result.slots == 6
+    assert result.workers < result.max_in_flight <= result.slots
+    assert "(2 Workers x 3 executors = 6)" in result.summary()
+
+
 def test_metered_herd_refuses_bad_input_before_touching_the_table(db):
     with pytest.raises(BadInput, match="workers"):
         retries.metered_herd(db, 10, workers=0)
+    with pytest.raises(BadInput, match="concurrency"):
+        retries.metered_herd(db, 10, concurrency=0)

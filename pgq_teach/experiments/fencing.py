@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg.rows import dict_row
@@ -46,6 +47,7 @@ LAB_PREFIX = "pgq-fence"
 LEASE_LIMITS = (0.5, 10.0)
 WORK_LIMITS = (0.5, 30.0)
 WORKER_LIMITS = (1, 4)
+LEASE_LIMITS_LONG = (0.5, 600.0)  # a claim that must not pass while the lab runs
 
 
 def prepare(db: Database) -> int:
@@ -314,6 +316,7 @@ class LongJobResult(Result):
     last_error: str | None
     lease_samples: list[tuple[float, int, float]]  # (seconds from start, attempts, seconds left on the lease)
     workers: int = 2
+    concurrency: int = 1  # executors per Worker
     guide: GuideFigure = field(default_factory=lambda: GUIDE_SLOW_WORKER)
 
     @property
@@ -376,7 +379,9 @@ class LongJobResult(Result):
         return "\n".join(
             [
                 f"{'with' if self.heartbeat else 'without'} a heartbeat: {self.work_s:g} s of work, "
-                f"{self.lease_s:g} s lease, {tables.count(self.workers, 'worker')}" + self.stopped_note,
+                f"{self.lease_s:g} s lease, {tables.count(self.workers, 'worker')}"
+                + (f" of {self.concurrency} executors" if self.concurrency > 1 else "")
+                + self.stopped_note,
                 f"  the handler ran {tables.count(self.times_run, 'time')} "
                 f"(your guess: {guess_text(self.guess)}):",
                 runs,
@@ -404,20 +409,24 @@ def long_job(
     lease_s: float = 1.0,
     work_s: float = 3.0,
     workers: int = 2,
+    concurrency: int = 1,
     guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> LongJobResult:
     """One job that takes `work_s` seconds; `workers` library `Worker`s (W1,
-    W2, ...) with a `lease_s` lease, polling every 0.2 s; W1 claims first.
-    Runs until the job is done or dead and every handler has returned.
+    W2, ...) of `concurrency` executors each, with a `lease_s` lease, polling
+    every 0.2 s; W1 claims first. Runs until the job is done or dead and every
+    handler has returned.
 
-    Each Worker reaps only between its own jobs, so a lone worker's lease can
-    pass mid-job with nobody to hand the job back: it takes a second worker
-    (or a scheduled reaper) for a passed lease to cost anything."""
+    A Worker's producer reaps only when it looks for work, that is while an
+    executor is free: a lone worker of one executor, busy on the job, never
+    reaps it, so its passed lease costs nothing. A second worker, a second
+    executor of the same worker, or a scheduled reaper hands the job on."""
     lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS)
     work_s = checks.seconds("work_s", work_s, *WORK_LIMITS)
     workers = checks.whole_number("workers", workers, *WORKER_LIMITS)
+    concurrency = checks.whole_number("concurrency", concurrency, *WORKER_LIMITS)
     if not isinstance(heartbeat, bool):
         raise BadInput(f"heartbeat must be True or False, got {heartbeat!r}")
     stop = stop or threading.Event()
@@ -443,7 +452,15 @@ def long_job(
                 with lock:
                     runs.append(FencingRun(name, token, begun[token], time.monotonic() - started, event))
 
-        return Worker(db.dsn, {KIND: handle}, lease=lease_s, poll=0.2, heartbeat=heartbeat, on_event=on_event)
+        return Worker(
+            db.dsn,
+            {KIND: handle},
+            concurrency=concurrency,
+            lease=lease_s,
+            poll=0.2,
+            heartbeat=heartbeat,
+            on_event=on_event,
+        )
 
     fleet = [worker(f"W{n}") for n in range(1, workers + 1)]
     threads = [threading.Thread(target=w.run, daemon=True) for w in fleet]
@@ -490,6 +507,7 @@ def long_job(
             last_error=row["last_error"],
             lease_samples=samples,
             workers=workers,
+            concurrency=concurrency,
             guess=guess,
             stopped=stop.is_set(),
             **server_fields(db),
@@ -580,6 +598,53 @@ def token_after_requeue(db: Database, lease_s: float = 0.5) -> RequeueResult:
         c_error=None
         if c_rows
         else "C's completion matched no row: A's stale one had already completed the job",
+        **server_fields(db),
+    )
+
+
+@dataclass(kw_only=True)
+class ReleaseResult(Result):
+    """A job claimed, handed back unsent with sql/release_many.sql (as lesson
+    11's relay does when the broker does not answer), then claimed again: no
+    requeue, no person."""
+
+    first_attempts: int
+    second_attempts: int
+    first_token: int
+    second_token: int
+    released: int  # rows release_many.sql handed back
+    guide: GuideFigure = field(default_factory=lambda: figure(10))
+
+    def summary(self) -> str:
+        lines = [
+            f"a job claimed (attempts {self.first_attempts}, token {self.first_token}), "
+            f"handed back by release_many.sql ({tables.count(self.released, 'row')}), claimed again "
+            f"(attempts {self.second_attempts}, token {self.second_token})",
+            "  attempts "
+            + ("repeated" if self.first_attempts == self.second_attempts else "did not repeat")
+            + " without any requeue; fence_token "
+            + ("repeated" if self.first_token == self.second_token else "did not"),
+        ]
+        return "\n".join(lines + self.footer())
+
+
+def token_after_release(db: Database, lease_s: float = 60.0) -> ReleaseResult:
+    """Claim one job, hand it back with release_many.sql (its try given back),
+    claim it again: what the two claims' attempts and fencing tokens were."""
+    lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS_LONG)
+    prepare(db)
+    with db.connection() as conn:
+        [first] = queue.claim(conn, lease=lease_s)
+        params = {"ids": [first.id], "fence_tokens": [first.fence_token], "error": "broker did not answer"}
+        with queue.atomic(conn):
+            released = len(run(conn, "release_many", params).fetchall())
+        [second] = queue.claim(conn, lease=lease_s)
+    return ReleaseResult(
+        first_attempts=first.attempts,
+        second_attempts=second.attempts,
+        first_token=first.fence_token,
+        second_token=second.fence_token,
+        released=released,
         **server_fields(db),
     )
 
@@ -675,6 +740,76 @@ def pool_batch(
         handler_saw_lost=saw_lost,
         guess=guess,
         stopped=stop.is_set(),
+        **server_fields(db),
+    )
+
+
+@dataclass(kw_only=True)
+class FirstBeatsResult(Result):
+    """One Worker (heartbeat on) claims jobs that come due at staggered
+    moments: how long after each claim its job's first beat landed, read from
+    the lease deadlines the claim and the beat wrote (the server's clock)."""
+
+    lease_s: float
+    first_beat_s: dict[int, float]  # job id -> seconds from its claim to its first beat
+    guide: GuideFigure = field(default_factory=lambda: figure(10))
+
+    @property
+    def beat_every_s(self) -> float:
+        return self.lease_s / 4
+
+    def summary(self) -> str:
+        gaps = ", ".join(f"{gap:.2f}" for gap in self.first_beat_s.values())
+        return "\n".join(
+            [
+                f"{tables.count(len(self.first_beat_s), 'job')} claimed at staggered moments by one Worker, "
+                f"{self.lease_s:g} s lease, a beat every {self.beat_every_s:g} s" + self.stopped_note,
+                f"  each job's first beat came this long after its claim (s): {gaps}",
+                *self.footer(),
+            ]
+        )
+
+
+def first_beats(
+    db: Database, *, lease_s: float = 1.0, jobs: int = 5, spacing_s: float = 0.31, work_s: float = 0.6
+) -> FirstBeatsResult:
+    """Enqueue `jobs` jobs due `spacing_s` apart, each `work_s` long; one
+    Worker with enough executors claims each as it comes due. A monitor
+    watches the running jobs' lease deadlines: the first change after a
+    claim is that job's first beat, and the gap between the two deadlines
+    is the time from the claim to the beat, on the server's clock."""
+    lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS)
+    jobs = checks.whole_number("jobs", jobs, 2, 8)
+    spacing_s = checks.seconds("spacing_s", spacing_s, 0.05, 2.0)
+    work_s = checks.seconds("work_s", work_s, lease_s / 2, lease_s * 2)
+    prepare(db)
+    with db.connection() as conn:
+        seeding.reset_jobs(conn)
+        ids = [
+            queue.enqueue(conn, KIND, {"n": n}, run_at=timedelta(seconds=0.2 + n * spacing_s), notify=False)
+            for n in range(jobs)
+        ]
+    worker = Worker(db, {KIND: lambda job: time.sleep(work_s)}, concurrency=jobs, lease=lease_s, poll=0.02)
+    thread = threading.Thread(target=worker.run, kwargs={"until_idle": False}, daemon=True)
+    deadlines: dict[int, list[datetime]] = {job_id: [] for job_id in ids}
+    limit = time.monotonic() + 0.2 + jobs * spacing_s + work_s + 10
+    thread.start()
+    try:
+        with db.connection(application_name=f"{LAB_PREFIX} monitor") as monitor:
+            while any(len(seen) < 2 for seen in deadlines.values()):
+                if time.monotonic() > limit:
+                    raise PgqError("not every job got a heartbeat in time")
+                for job_id, leased_until in run(monitor, "lab/running_leases").fetchall():
+                    seen = deadlines[job_id]
+                    if leased_until is not None and (not seen or seen[-1] != leased_until) and len(seen) < 2:
+                        seen.append(leased_until)
+                time.sleep(0.005)
+    finally:
+        worker.stop()
+        thread.join(work_s + 10)
+    return FirstBeatsResult(
+        lease_s=lease_s,
+        first_beat_s={job_id: (seen[1] - seen[0]).total_seconds() for job_id, seen in deadlines.items()},
         **server_fields(db),
     )
 

@@ -19,7 +19,7 @@ from datetime import datetime
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import charts, checks, queue, seeding
+from .. import charts, checks, queue, seeding, tables
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
@@ -440,11 +440,13 @@ GUIDE_BACKOFF = advice(
 
 @dataclass(kw_only=True)
 class MeteredResult(Result):
-    """A backlog of due jobs drained by a few library Workers: the most
-    handlers that ran at the same moment, which is what the partner sees."""
+    """A backlog of due jobs drained by a few library Workers, each with
+    `concurrency` executors: the most handlers that ran at the same moment,
+    which is what the partner sees."""
 
     jobs: int
     workers: int
+    concurrency: int  # executors per Worker: handler calls one Worker makes at once
     work_s: float
     done: int
     max_in_flight: int  # the most handler calls running at one moment
@@ -453,19 +455,31 @@ class MeteredResult(Result):
 
     def summary(self) -> str:
         lines = [
-            f"{self.jobs:,} due jobs, {self.workers} library Workers, {self.work_s * 1000:g} ms per call: "
+            f"{self.jobs:,} due jobs, {self.workers} library Workers with "
+            f"{tables.count(self.concurrency, 'executor')} each, {self.work_s * 1000:g} ms per call: "
             f"{self.done:,} done in {self.elapsed_s:.1f} s" + self.stopped_note,
-            f"  at most {self.max_in_flight} calls to the partner at the same moment",
+            f"  at most {self.max_in_flight} calls to the partner at the same moment "
+            f"({tables.count(self.workers, 'Worker')} x {tables.count(self.concurrency, 'executor')} "
+            f"= {self.slots})",
         ]
         return "\n".join(lines + self.footer())
 
+    @property
+    def slots(self) -> int:
+        """Handler calls the pool can make at once: Workers times executors."""
+        return self.workers * self.concurrency
 
-def metered_herd(db: Database, jobs: int = 200, *, workers: int = 4, work_s: float = 0.02) -> MeteredResult:
+
+def metered_herd(
+    db: Database, jobs: int = 200, *, workers: int = 4, concurrency: int = 1, work_s: float = 0.02
+) -> MeteredResult:
     """Seed `jobs` due jobs (a herd that has just come due) and drain them with
-    `workers` library Workers until the queue is idle; each handler call is
-    one call to the partner, and we record how many were running at once."""
+    `workers` library Workers of `concurrency` executors each, until the queue
+    is idle; each handler call is one call to the partner, and we record how
+    many were running at once."""
     jobs = checks.whole_number("jobs", jobs, *HERD_LIMITS)
     workers = checks.whole_number("workers", workers, 1, 16)
+    concurrency = checks.whole_number("concurrency", concurrency, 1, 16)
     work_s = checks.seconds("work_s", work_s, 0.0, 1.0)
     in_flight = 0
     most = 0
@@ -486,7 +500,7 @@ def metered_herd(db: Database, jobs: int = 200, *, workers: int = 4, work_s: flo
 
     def drain() -> None:
         try:
-            Worker(db.dsn, {KIND: call_partner}).run(until_idle=True)
+            Worker(db.dsn, {KIND: call_partner}, concurrency=concurrency).run(until_idle=True)
         except BaseException as exc:  # raised again below, on the caller's thread
             errors.append(exc)
 
@@ -504,6 +518,7 @@ def metered_herd(db: Database, jobs: int = 200, *, workers: int = 4, work_s: flo
     return MeteredResult(
         jobs=jobs,
         workers=workers,
+        concurrency=concurrency,
         work_s=work_s,
         done=done,
         max_in_flight=most,

@@ -1,7 +1,9 @@
 -- complete.sql: mark a claimed job done, fenced on the claim's fencing token.
 -- A worker whose lease expired and whose job was claimed again (or reaped,
 -- requeued and claimed again) holds an older token, so its completion matches
--- no row. The token never repeats: nothing resets it.
+-- no row. Nothing resets the token, so it never repeats while no committed
+-- claim is lost; a failover to a replica that missed the last claims lets the
+-- next claim take a stale worker's token again (docs/speed.md).
 -- Safe: yes.
 -- Parameters: id (bigint), fence_token (bigint, the value the claim returned).
 

@@ -774,10 +774,11 @@ def first_beats(
     db: Database, *, lease_s: float = 1.0, jobs: int = 5, spacing_s: float = 0.31, work_s: float = 0.6
 ) -> FirstBeatsResult:
     """Enqueue `jobs` jobs due `spacing_s` apart, each `work_s` long; one
-    Worker with enough executors claims each as it comes due. A monitor
-    watches the running jobs' lease deadlines: the first change after a
-    claim is that job's first beat, and the gap between the two deadlines
-    is the time from the claim to the beat, on the server's clock."""
+    Worker with enough executors claims each as it comes due. Each claim
+    returns the lease deadline it wrote; a monitor watches the running jobs'
+    deadlines, and the first one that differs is the job's first beat. The
+    gap between the two deadlines is the time from the claim to the beat, on
+    the server's clock (both are clock_timestamp() plus the same lease)."""
     lease_s = checks.seconds("lease_s", lease_s, *LEASE_LIMITS)
     jobs = checks.whole_number("jobs", jobs, 2, 8)
     spacing_s = checks.seconds("spacing_s", spacing_s, 0.05, 2.0)
@@ -789,27 +790,40 @@ def first_beats(
             queue.enqueue(conn, KIND, {"n": n}, run_at=timedelta(seconds=0.2 + n * spacing_s), notify=False)
             for n in range(jobs)
         ]
-    worker = Worker(db, {KIND: lambda job: time.sleep(work_s)}, concurrency=jobs, lease=lease_s, poll=0.02)
-    thread = threading.Thread(target=worker.run, kwargs={"until_idle": False}, daemon=True)
-    deadlines: dict[int, list[datetime]] = {job_id: [] for job_id in ids}
+    claimed_until: dict[int, datetime] = {}  # job id -> the deadline its claim wrote
+    beat_until: dict[int, datetime] = {}  # job id -> the first deadline a beat wrote
+
+    def on_event(event: str, job: queue.Job | None) -> None:
+        if event == "claimed" and job is not None and job.leased_until is not None:
+            claimed_until.setdefault(job.id, job.leased_until)
+
+    worker = Worker(
+        db,
+        {KIND: lambda job: time.sleep(work_s)},
+        concurrency=jobs,
+        lease=lease_s,
+        poll=0.02,
+        on_event=on_event,
+    )
+    thread = threading.Thread(target=worker.run, daemon=True)
     limit = time.monotonic() + 0.2 + jobs * spacing_s + work_s + 10
     thread.start()
     try:
         with db.connection(application_name=f"{LAB_PREFIX} monitor") as monitor:
-            while any(len(seen) < 2 for seen in deadlines.values()):
+            while len(beat_until) < len(ids):
                 if time.monotonic() > limit:
                     raise PgqError("not every job got a heartbeat in time")
                 for job_id, leased_until in run(monitor, "lab/running_leases").fetchall():
-                    seen = deadlines[job_id]
-                    if leased_until is not None and (not seen or seen[-1] != leased_until) and len(seen) < 2:
-                        seen.append(leased_until)
+                    claim = claimed_until.get(job_id)
+                    if claim is not None and leased_until not in (None, claim):
+                        beat_until.setdefault(job_id, leased_until)
                 time.sleep(0.005)
     finally:
         worker.stop()
         thread.join(work_s + 10)
     return FirstBeatsResult(
         lease_s=lease_s,
-        first_beat_s={job_id: (seen[1] - seen[0]).total_seconds() for job_id, seen in deadlines.items()},
+        first_beat_s={job_id: (beat_until[job_id] - claimed_until[job_id]).total_seconds() for job_id in ids},
         **server_fields(db),
     )
 

@@ -65,21 +65,35 @@ def test_a_held_transaction_keeps_vacuum_from_removing_dead_rows(db):
     # after the commit: the 300, plus the old version of job 1 the worker marked done
     assert result.after.removed == 301
     assert result.after.not_removable == 0
-    assert result.culprit["backend_xid"] is not None
+    assert result.culprit["backend_xid"] is not None and result.culprit["backend_xmin"] is None
     assert result.culprit["state"] == "idle in transaction"
+    # the idle reader, open since before the worker and still open at the second VACUUM, held nothing
+    assert result.contrast == {"state": "idle in transaction", "backend_xid": None, "backend_xmin": None}
     assert result.comparison()[1][1] == "no guess"
     assert crash.cleanup_held_back(db, others=10, guess=10).comparison()[1][1:] == (10, 10, 1_000)
 
 
-def test_the_held_transaction_does_not_hold_back_vacuum_in_another_database(db):
+def test_the_held_transaction_holds_back_pruning_in_another_database_not_vacuum_alone(db):
     other = open_database("test-crash-elsewhere", reset=True)
     try:
         result = crash.cleanup_held_back(db, others=200, elsewhere=other)
     finally:
         drop_database("test-crash-elsewhere")
     assert result.during.not_removable == 200  # held back here...
-    assert result.elsewhere.removed == 200 and result.elsewhere.not_removable == 0  # ...not there
+    assert result.elsewhere.removed == 200 and result.elsewhere.not_removable == 0  # ...not VACUUM alone
+    assert result.elsewhere_xmin == result.culprit["backend_xid"]  # but every snapshot there carries its ID
+    assert result.churn.pages_clear == 1 and result.churn.pages_held >= 10  # and nothing was pruned there
     assert "another database" in result.summary() and result.comparison()[3][2] == 200
+
+
+def test_an_empty_reaper_pass_reads_what_vacuum_has_not_cleaned(db):
+    result = crash.reaper_backlog(db, jobs=2_000)
+    ran, twice = result.buffers("2,000 jobs ran"), result.buffers("4,000 jobs ran")
+    assert result.buffers("nothing had run") <= 2
+    assert 2 * ran - 3 <= twice and ran > 20  # it grows with the jobs that ran
+    assert result.vacuum_held.removed == 0 and result.buffers("VACUUM beside the held transaction") >= twice
+    assert result.vacuum_after.removed > 0 and result.buffers("VACUUM once it had ended") <= 2
+    assert "VACUUM after it ended" in result.summary()
 
 
 def test_the_reaper_uses_the_partial_index_on_leased_until(db):
@@ -107,6 +121,7 @@ def test_a_worker_reaps_about_once_a_second_not_before_every_claim(db):
         lambda db: crash.reaper_plan(db, running=True),
         lambda db: crash.reaper_plan(db, running=5, expired=6),
         lambda db: crash.reaper_cadence(db, work_s=-1),
+        lambda db: crash.reaper_backlog(db, jobs=0),
     ],
 )
 def test_bad_input_is_refused_before_anything_runs(db, call):

@@ -10,8 +10,10 @@ claims, reaps and reads the board. All three are scripted `Session`s, and a
 connection (pgq_teach.experiments.sessions).
 
 `crash_both()` runs the guide's sequence (figure #8), `cleanup_held_back()`
-the VACUUM experiment (figure #9), `reaper_plan()` plans sql/reap.sql and runs
-it once on a few passed leases, and `reaper_cadence()` counts how often one
+the VACUUM experiment (figure #9) and what the held transaction does to another
+database, `reaper_plan()` plans sql/reap.sql and runs it once on a few passed
+leases, `reaper_backlog()` measures an empty reaper pass as jobs run beside a
+held transaction and after VACUUM, and `reaper_cadence()` counts how often one
 library Worker reaps over several seconds of work.
 """
 
@@ -28,7 +30,7 @@ from .. import checks, queue, seeding, tables
 from ..databases import Database
 from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
-from ..statements import explain, record, records, run
+from ..statements import explain, explain_analyze, record, records, run, run_one
 from ..worker import Worker
 from .bloat import VacuumReport, vacuum
 from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
@@ -37,6 +39,11 @@ from .sessions import ActivityRow, ClosesOnExit, LabMonitor, Session, Step, run_
 KIND = "send_receipt"
 LAB_PREFIX = "pgq-crash"
 HOLD, LEASE, THIRD = "hold worker", "lease worker", "third session"
+CONTRAST = "idle reader"  # READ COMMITTED, idle in transaction after one statement: no ID, no snapshot
+ONE_ROW_UPDATES = 1_000  # single-row updates in the other database, while held and after
+# The other database's single-row updates commit without waiting for the disk:
+# what they measure is pruning, and a thousand flushes would cost seconds.
+RELAXED_COMMIT = "-c synchronous_commit=off"
 # A lab lease is seconds long so the learner sees it run out. The library's
 # default (queue.DEFAULT_LEASE, five minutes) must outlast the slowest real
 # job with room to spare, or healthy workers would be reaped mid-job.
@@ -316,29 +323,52 @@ def tuples_line(report: VacuumReport) -> str:
     return next((line.strip() for line in report.text.splitlines() if "tuples:" in line), str(report))
 
 
+@dataclass(frozen=True)
+class OneRowChurn:
+    """One job updated `updates` times in the other database, one transaction
+    each: the table's pages while the worker held its transaction, and after."""
+
+    updates: int
+    pages_held: int
+    pages_clear: int
+
+
 @dataclass(kw_only=True)
 class CleanupResult(Result):
     others: int  # jobs updated while the hold-style worker sat on job 1
     updated: int
     during: VacuumReport  # VACUUM while the worker's transaction was open (bloat.vacuum)
-    after: VacuumReport  # VACUUM after it committed
-    culprit: dict  # the worker's row from the guide's activity query (sql/stats_sessions.sql)
+    after: VacuumReport  # VACUUM after it committed (the idle reader still open)
+    culprit: dict  # the worker's row from the course's activity query (sql/stats_sessions.sql)
+    contrast: dict  # the idle reader's state, backend_xid and backend_xmin (sql/lab/session_horizon.sql)
     elsewhere: VacuumReport | None = None  # the same updates and VACUUM in another database, meanwhile
+    elsewhere_xmin: str | None = None  # a snapshot's xmin taken there meanwhile
+    churn: OneRowChurn | None = None  # one row updated many times there, held and after
     guide: GuideFigure = field(default_factory=lambda: figure(9))
 
     def summary(self) -> str:
-        c = self.culprit
+        c, r = self.culprit, self.contrast
         lines = [
             f"a hold-style worker sat on job 1 while {self.updated:,} other jobs were updated"
             + self.stopped_note,
-            f"  the guide's activity query saw it: pid {c['pid']}, {c['state']}, transaction age "
+            f"  the course's activity query saw it: pid {c['pid']}, {c['state']}, transaction age "
             f"{tables.duration(c['xact_age'])}, backend_xid {tables.human(c['backend_xid'])}, "
             f"backend_xmin {tables.human(c['backend_xmin'])}",
+            f"  the idle reader, open since before the worker: {r['state']}, "
+            f"backend_xid {tables.human(r['backend_xid'])}, backend_xmin {tables.human(r['backend_xmin'])}",
             f"  VACUUM while it worked: {tuples_line(self.during)} (your guess: {guess_text(self.guess)})",
-            f"  VACUUM after it committed: {tuples_line(self.after)}",
         ]
         if self.elsewhere is not None:
-            lines.insert(-1, f"  meanwhile, in another database: {tuples_line(self.elsewhere)}")
+            lines.append(f"  meanwhile, in another database, VACUUM alone: {tuples_line(self.elsewhere)}")
+        if self.elsewhere_xmin is not None:
+            lines.append(f"  meanwhile, a snapshot taken there had xmin {self.elsewhere_xmin}")
+        if self.churn is not None:
+            lines.append(
+                f"  meanwhile, one job there updated {self.churn.updates:,} times: "
+                f"{tables.count(self.churn.pages_held, 'page')} (after the commit: "
+                f"{tables.count(self.churn.pages_clear, 'page')})"
+            )
+        lines.append(f"  VACUUM after it committed, the idle reader still open: {tuples_line(self.after)}")
         return "\n".join(lines + self.footer())
 
     def comparison(self) -> list[Comparison]:
@@ -348,7 +378,7 @@ class CleanupResult(Result):
             ("dead but not yet removable then", self.guess_cell, self.during.not_removable, dead),
             ("removed after it committed", None, self.after.removed, f"all {dead:,}"),
         ] + (
-            [("removed meanwhile in another database", None, self.elsewhere.removed, None)]
+            [("removed meanwhile in another database, by VACUUM alone", None, self.elsewhere.removed, None)]
             if self.elsewhere is not None
             else []
         )
@@ -366,6 +396,27 @@ def churn_and_vacuum(db: Database, others: int) -> VacuumReport:
     return report
 
 
+def one_row_churn(db: Database, updates: int) -> int:
+    """One job, updated `updates` times, one transaction each, with autovacuum
+    kept off the table: how many pages the table then holds. Each update's
+    snapshot lets it prune the page of versions no one can still see, so with
+    nothing held back the table stays at one page."""
+    with db.connection(application_name=f"{LAB_PREFIX} one row", options=RELAXED_COMMIT) as conn:
+        seeding.reset_and_seed(conn, KIND, 1)
+        run(conn, "lab/autovacuum_off")
+        for n in range(updates):
+            run(conn, "lab/set_attempts", {"id": 1, "attempts": n})
+        pages = int(run_one(conn, "lab/jobs_table_pages")[0])
+        run(conn, "lab/autovacuum_reset")
+    return pages
+
+
+def snapshot_xmin(db: Database) -> str | None:
+    """The xmin of a snapshot taken now, by a new session in `db`."""
+    with db.connection() as conn:
+        return run_one(conn, "lab/own_backend_xmin")[0]
+
+
 def cleanup_held_back(
     db: Database,
     others: int = 1_000,
@@ -376,9 +427,15 @@ def cleanup_held_back(
     stop: threading.Event | None = None,
 ) -> CleanupResult:
     """A hold-style worker holds job 1 while `others` other jobs are updated
-    once each; VACUUM runs while it works and again after it commits. With
-    `elsewhere` (another database on the same server), the same updates and
-    VACUUM also run there while the worker still holds its transaction.
+    once each; VACUUM runs while it works and again after it commits. An idle
+    reader (READ COMMITTED, idle in transaction after one statement, so with no
+    transaction ID and no snapshot) opens before the worker and stays open to
+    the end, so the second VACUUM runs beside it. With `elsewhere` (another
+    database on the same server), while the worker still holds its
+    transaction: the same updates and VACUUM there, alone; a new session's
+    snapshot xmin there; and one job there updated ONE_ROW_UPDATES times, one
+    transaction each, whose table's pages are counted, and counted again after
+    the worker committed.
 
     Autovacuum is kept off the jobs table meanwhile, so the VACUUM run here is
     the one that finds the dead rows. Nothing reads the table between the
@@ -387,34 +444,53 @@ def cleanup_held_back(
     if elsewhere is not None and (not isinstance(elsewhere, Database) or elsewhere.name == db.name):
         raise BadInput(f"elsewhere must be another database on the same server, got {elsewhere!r}")
     stop = stop or threading.Event()
-    total = 4
+    total = 5
+    meanwhile = xmin_there = None
+    pages_held = 0
     with db.connection(application_name=f"{LAB_PREFIX} cleanup") as conn:
         seeding.reset_and_seed(conn, KIND, others + 1)
         run(conn, "lab/autovacuum_off")
-        with lab_session(db, HOLD) as hold:
+        with lab_session(db, CONTRAST) as reader, lab_session(db, HOLD) as hold:
+            reader.begin()
+            answer(run_and_wait(reader, "lab/open_transaction"))
             hold.begin()
             job_id = answer(run_and_wait(hold, "teaching/hold_skip_locked"))[0][0]
             updated = run(conn, "lab/touch_other_jobs", {"keep": job_id}).rowcount
             tell(progress, 1, total)
             sessions = run(conn, "stats_sessions", row_factory=dict_row).fetchall()
             culprit = next(r for r in sessions if r["pid"] == hold.pid)
+            contrast = run(conn, "lab/session_horizon", {"pid": reader.pid}, row_factory=dict_row).fetchone()
+            if contrast is None:
+                raise PgqError(f"the idle reader's session (pid {reader.pid}) is gone")
             during = vacuum(db)
-            meanwhile = churn_and_vacuum(elsewhere, others) if elsewhere is not None else None
+            if elsewhere is not None:
+                meanwhile = churn_and_vacuum(elsewhere, others)
+                xmin_there = snapshot_xmin(elsewhere)
+                pages_held = one_row_churn(elsewhere, ONE_ROW_UPDATES)
             tell(progress, 2, total)
             answer(run_and_wait(hold, "teaching/mark_done", {"id": job_id}))  # the worker finishes its job
             hold.commit()
             hold.wait_done()
             tell(progress, 3, total)
-        after = vacuum(db)
+            after = vacuum(db)  # the idle reader is still open
+            tell(progress, 4, total)
+            reader.rollback()
+            reader.wait_done()
         run(conn, "lab/autovacuum_reset")
-        tell(progress, 4, total)
+    churn = None
+    if elsewhere is not None:
+        churn = OneRowChurn(ONE_ROW_UPDATES, pages_held, one_row_churn(elsewhere, ONE_ROW_UPDATES))
+    tell(progress, 5, total)
     return CleanupResult(
         others=others,
         updated=updated,
         during=during,
         after=after,
         culprit=culprit,
+        contrast=contrast,
         elsewhere=meanwhile,
+        elsewhere_xmin=xmin_there,
+        churn=churn,
         guess=guess,
         stopped=stop.is_set(),
         **server_fields(db),
@@ -497,6 +573,84 @@ def reaper_plan(db: Database, running: int = 50, ready: int = 4_950, expired: in
         reaped_now=reaped,
         still_running=still_running,
         **server_fields(db),
+    )
+
+
+@dataclass(frozen=True)
+class ReaperPass:
+    """One empty reaper pass: what had happened before it, and the buffers it read."""
+
+    after: str
+    buffers: int
+
+
+@dataclass(kw_only=True)
+class ReaperBacklog(Result):
+    """Empty reaper passes as jobs run while a hold-style worker keeps a
+    transaction ID, then VACUUM beside it, then VACUUM once it has ended."""
+
+    jobs: int  # jobs run in each of the two rounds
+    passes: list[ReaperPass]
+    vacuum_held: VacuumReport  # VACUUM while the worker still held its transaction
+    vacuum_after: VacuumReport  # VACUUM after it ended
+    guide: GuideFigure = field(default_factory=lambda: GUIDE_REAPER)
+
+    def buffers(self, after: str) -> int:
+        """The buffers of the pass made after `after` (one of the passes' labels)."""
+        return next(p.buffers for p in self.passes if p.after == after)
+
+    def comparison(self) -> list[Comparison]:
+        return [(f"buffers of an empty pass after {p.after}", None, p.buffers, None) for p in self.passes]
+
+    def summary(self) -> str:
+        lines = [
+            "empty reaper passes (sql/reap.sql; EXPLAIN (ANALYZE, BUFFERS): shared hit + read)"
+            + self.stopped_note,
+            *(f"  after {p.after}: {tables.count(p.buffers, 'buffer')}" for p in self.passes),
+            f"  VACUUM beside the held transaction: {tuples_line(self.vacuum_held)}",
+            f"  VACUUM after it ended: {tuples_line(self.vacuum_after)}",
+        ]
+        return "\n".join(lines + self.footer())
+
+
+def reaper_pass_buffers(db: Database) -> int:
+    """Buffers (shared hit + read) one reaper pass reads, run in a new session and rolled back."""
+    with db.connection() as conn:
+        plan = explain_analyze(conn, "reap")
+    return int(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"])
+
+
+def reaper_backlog(db: Database, jobs: int = 10_000) -> ReaperBacklog:
+    """On an empty, vacuumed table a hold-style worker takes job 1 and keeps
+    its transaction open; then `jobs` jobs run (claimed with leases that have
+    since passed, and completed, each in one statement), twice, with an empty
+    reaper pass after each round; VACUUM runs beside the held transaction,
+    then again once it has ended, each followed by a pass. Autovacuum is kept
+    off the table meanwhile."""
+    jobs = checks.whole_number("jobs", jobs, 1, 100_000)
+    passes = []
+    with db.connection(application_name=f"{LAB_PREFIX} reaper") as conn:
+        seeding.reset_and_seed(conn, KIND, 1)
+        run(conn, "lab/autovacuum_off")
+        vacuum(db)
+        with lab_session(db, HOLD) as hold:
+            hold.begin()
+            answer(run_and_wait(hold, "teaching/hold_skip_locked"))
+            passes.append(ReaperPass("nothing had run", reaper_pass_buffers(db)))
+            for done in (jobs, 2 * jobs):
+                run(conn, "lab/seed_jobs", {"kind": KIND, "count": jobs})
+                run(conn, "lab/claim_all_lease_passed")
+                run(conn, "lab/complete_running")
+                passes.append(ReaperPass(f"{done:,} jobs ran", reaper_pass_buffers(db)))
+            held = vacuum(db)
+            passes.append(ReaperPass("VACUUM beside the held transaction", reaper_pass_buffers(db)))
+            hold.rollback()
+            hold.wait_done()
+        cleaned = vacuum(db)
+        passes.append(ReaperPass("VACUUM once it had ended", reaper_pass_buffers(db)))
+        run(conn, "lab/autovacuum_reset")
+    return ReaperBacklog(
+        jobs=jobs, passes=passes, vacuum_held=held, vacuum_after=cleaned, **server_fields(db)
     )
 
 

@@ -40,6 +40,17 @@ def test_listen_belongs_to_one_session(db):
     assert (bound.listening_session_heard, bound.heard_by_listening_client) == (1, 0)
 
 
+def test_a_listening_session_keeps_what_arrives_while_its_client_reads_nothing(db):
+    late = wakeups.heard_after_busy(db, count=4, busy_s=0.5)
+    assert late.heard == late.sent and len(late.sent) == 4  # every one, in order, at the next read
+
+
+@pytest.mark.parametrize("kwargs", [{"count": 0}, {"busy_s": -1}, {"busy_s": "1"}])
+def test_heard_after_busy_refuses_bad_input(db, kwargs):
+    with pytest.raises(BadInput):
+        wakeups.heard_after_busy(db, **kwargs)
+
+
 def test_notify_wakes_the_worker_long_before_the_poll(db, conn):
     result = wakeups.pickup_latency(db, jobs=6, poll_s=1.0, seed=3)
     assert not result.stopped and len(result.pickups) == 6
@@ -82,6 +93,7 @@ def test_a_transaction_mode_pooler_loses_the_listen(db):
     if not result.ran:
         pytest.skip(result.reason)
     assert (result.heard_direct, result.heard_session_mode, result.heard_transaction_mode) == (1, 1, 0)
+    assert result.reason.startswith("PgBouncer ")  # its own version line
 
 
 def test_without_pgbouncer_the_pooler_demo_says_why(db, monkeypatch):

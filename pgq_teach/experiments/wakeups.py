@@ -4,6 +4,8 @@
   check, each run live with its verdict (identical notifications fold into
   one, distinct ones do not; a listener inside its own transaction hears
   nothing until it ends; a notification nobody listens for is gone);
+- heard_after_busy: a listening session whose client reads nothing for a
+  while still gets every notification, at the client's next read;
 - payload_limit: the server's own error for a payload of 8,000 bytes or more;
 - pickup_latency: the library's Worker, idle, and jobs enqueued at random
   moments with and without NOTIFY (guide #13, the poll scaled down);
@@ -148,6 +150,34 @@ def rule_nobody_listening(db: Database) -> Rule:
         "nothing" if not got else tables.count(len(got), "notification"),
         not got,
     )
+
+
+@dataclass(frozen=True)
+class LateRead:
+    """Notifications sent while a listening session's client read nothing, and
+    what that client read once it looked."""
+
+    sent: list[str]
+    busy_s: float  # how long the client read nothing
+    heard: list[str]
+
+
+def heard_after_busy(db: Database, count: int = 3, busy_s: float = 1.0) -> LateRead:
+    """A listening session (autocommit, outside any transaction) whose client
+    reads nothing for `busy_s`, as a worker busy on its other connection,
+    while `count` notifications are sent, each in a transaction of its own from
+    another session; then the client reads. The server delivers each to the
+    listening session as it commits; the client finds them at its next read."""
+    count = checks.whole_number("count", count, 1, 100)
+    busy_s = checks.seconds("busy_s", busy_s, 0.0, 10.0)
+    sent = [f"sent while the client was busy ({n})" for n in range(1, count + 1)]
+    with listen(db) as listener:
+        began = time.monotonic()
+        for payload in sent:
+            notify_in_one_transaction(db, [payload])
+        time.sleep(max(0.0, busy_s - (time.monotonic() - began)))
+        got = heard(listener, QUIET_S)
+    return LateRead(sent, busy_s, got)
 
 
 RULES: dict[str, Callable[[Database], Rule]] = {
@@ -776,7 +806,16 @@ def through_pooler(db: Database) -> PoolerResult:
         return PoolerResult(False, "pgbouncer is not installed here (Debian: apt-get install pgbouncer)")
     direct = listen_is_per_session(db).listening_session_heard
     session, transaction = (listen_through(db, mode) for mode in ("session", "transaction"))
-    return PoolerResult(True, f"pgbouncer at {pooler_installed()}", direct, session, transaction)
+    return PoolerResult(True, f"{pooler_version()} at {pooler_installed()}", direct, session, transaction)
+
+
+def pooler_version() -> str:
+    """The installed pgbouncer's own version line ("PgBouncer 1.18.0"), or "pgbouncer"."""
+    pooler = pooler_installed()
+    if pooler is None:
+        return "pgbouncer"
+    shown = subprocess.run([pooler, "--version"], capture_output=True, text=True, timeout=10, check=False)
+    return next(iter(shown.stdout.splitlines()), "pgbouncer").strip() or "pgbouncer"
 
 
 def listen_through(db: Database, mode: str) -> int:

@@ -86,6 +86,13 @@ def test_the_held_transaction_holds_back_pruning_in_another_database_not_vacuum_
     assert "another database" in result.summary() and result.comparison()[3][2] == 200
 
 
+def test_vacuum_compares_ids_not_times(db):
+    order = crash.older_id_commits_later(db, rows=100)
+    assert order.writer_xid < order.holder_xid  # the writer's ID first, its commit after the worker began
+    assert order.vacuum.removed == 100 and order.vacuum.not_removable == 0
+    assert "100 removed" in str(order)
+
+
 def test_an_empty_reaper_pass_reads_what_vacuum_has_not_cleaned(db):
     result = crash.reaper_backlog(db, jobs=2_000)
     ran, twice = result.buffers("2,000 jobs ran"), result.buffers("4,000 jobs ran")
@@ -122,6 +129,7 @@ def test_a_worker_reaps_about_once_a_second_not_before_every_claim(db):
         lambda db: crash.reaper_plan(db, running=5, expired=6),
         lambda db: crash.reaper_cadence(db, work_s=-1),
         lambda db: crash.reaper_backlog(db, jobs=0),
+        lambda db: crash.older_id_commits_later(db, rows=0),
     ],
 )
 def test_bad_input_is_refused_before_anything_runs(db, call):

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+import psycopg
 from psycopg.rows import dict_row
 
 from .. import checks, queue, seeding, tables
@@ -495,6 +496,56 @@ def cleanup_held_back(
         stopped=stop.is_set(),
         **server_fields(db),
     )
+
+
+@dataclass(frozen=True)
+class IdOrder:
+    """A transaction that got its ID before a hold-style worker's, and committed
+    after the worker began: what VACUUM removed of its rows with the worker open."""
+
+    rows: int
+    writer_xid: int  # the writer's transaction ID, taken first
+    holder_xid: int  # the hold-style worker's, taken after
+    vacuum: VacuumReport  # VACUUM after the writer committed, the worker still open
+
+    def __str__(self) -> str:
+        return (
+            f"writer: xid {self.writer_xid}, updated {self.rows:,} jobs; hold-style worker: xid "
+            f"{self.holder_xid}, began before the writer committed; VACUUM then, the worker still open: "
+            f"{tuples_line(self.vacuum)}"
+        )
+
+
+def session_xid(conn: psycopg.Connection, pid: int) -> int:
+    """One session's transaction ID, as pg_stat_activity shows it (it must have one)."""
+    row = run(conn, "lab/session_horizon", {"pid": pid}, row_factory=dict_row).fetchone()
+    if row is None or row["backend_xid"] is None:
+        raise PgqError(f"session {pid} holds no transaction ID")
+    return int(row["backend_xid"])
+
+
+def older_id_commits_later(db: Database, rows: int = 500) -> IdOrder:
+    """A writer updates `rows` jobs in an open transaction (so it takes its ID
+    first); a hold-style worker then locks job 1 (a later ID); the writer
+    commits, and VACUUM runs with the worker still open. Autovacuum is kept
+    off the table meanwhile."""
+    rows = checks.whole_number("rows", rows, *OTHERS_LIMITS)
+    with db.connection(application_name=f"{LAB_PREFIX} id order") as conn:
+        seeding.reset_and_seed(conn, KIND, rows + 1)
+        run(conn, "lab/autovacuum_off")
+        with lab_session(db, "writer") as writer, lab_session(db, HOLD) as hold:
+            writer.begin()
+            answer(run_and_wait(writer, "lab/touch_other_jobs", {"keep": 1}))
+            hold.begin()
+            answer(run_and_wait(hold, "teaching/hold_skip_locked"))  # job 1: the writer holds the rest
+            writer_xid, holder_xid = session_xid(conn, writer.pid), session_xid(conn, hold.pid)
+            writer.commit()
+            writer.wait_done()
+            report = vacuum(db)
+            hold.rollback()
+            hold.wait_done()
+        run(conn, "lab/autovacuum_reset")
+    return IdOrder(rows, writer_xid, holder_xid, report)
 
 
 # --- the reaper's plan ------------------------------------------------------------------

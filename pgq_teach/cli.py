@@ -20,7 +20,7 @@ from . import broker, checks, embedded, learner, queue, tables, tidy, workcopy
 from .databases import database_name, open_database
 from .errors import BadInput, PgqError, SetupError
 from .faults.settings import FaultSettings, LoadSettings, RunSettings, S
-from .interview_content import scenarios as interview_scenarios
+from .interview.content import scenarios as interview_scenarios
 from .psql import psql_command
 from .server import chosen_backend, describe, get_server, start_server, wanted_backend
 from .worker import Worker
@@ -552,16 +552,19 @@ class TerminalInput:
 def cmd_interview(args: argparse.Namespace) -> int:
     """The interview rehearsal on stdin/stdout; no database needed. It continues
     the open rehearsal (the notebook's too) until the learner types finish."""
-    from . import interview
+    from .interview.estimation import fmt
+    from .interview.rehearsal import Rehearsal
+    from .interview.render import summary_html, summary_markdown
+    from .interview.terminal import rehearse_in_terminal
 
     if args.summary:
-        _say(interview.summary_markdown())
+        _say(summary_markdown())
         return 0
     if args.html is not None:  # an empty name is refused, not taken for "no --html"
         path = checks.output_file("--html", args.html)
         page = "<!doctype html><meta charset='utf-8'><title>The job queue on one page</title>"
         try:
-            path.write_text(page + interview.summary_html(), encoding="utf-8")
+            path.write_text(page + summary_html(), encoding="utf-8")
         except OSError as exc:
             raise BadInput(f"--html: cannot write {path} ({exc.strerror})") from None
         _say(f"wrote the one-page summary to {path}; open it in a browser and print it")
@@ -571,16 +574,16 @@ def cmd_interview(args: argparse.Namespace) -> int:
             args.minutes = float(args.minutes)
         except ValueError:
             raise BadInput(f"minutes must be 5 to 180, got {args.minutes!r}") from None
-    rehearsal = interview.Rehearsal(scenario=args.scenario, minutes=args.minutes)
+    rehearsal = Rehearsal(scenario=args.scenario, minutes=args.minutes)
     if args.scenario and rehearsal.current["scenario"] != args.scenario:
         _say_fitted(
             f"(your open rehearsal is {rehearsal.scenario.title!r}: it continues; "
             f"finish it to start {args.scenario})"
         )
     if args.minutes is not None and rehearsal.current.get("minutes") != args.minutes:
-        _say_fitted(f"(your open rehearsal keeps its {interview.fmt(rehearsal.current['minutes'])} minutes)")
+        _say_fitted(f"(your open rehearsal keeps its {fmt(rehearsal.current['minutes'])} minutes)")
 
-    record = interview.rehearse_in_terminal(TerminalInput(), _say_fitted, rehearsal)
+    record = rehearse_in_terminal(TerminalInput(), _say_fitted, rehearsal)
     return 0 if record is not None else 1
 
 

@@ -13,9 +13,10 @@ import sys
 
 import pytest
 
-from pgq_teach import cli, interview, interview_content, learner, measurements
+from pgq_teach import cli, interview, learner, measurements
 from pgq_teach.errors import BadInput
 from pgq_teach.interview import Rehearsal
+from pgq_teach.interview import content as interview_content
 
 
 @pytest.fixture(autouse=True)

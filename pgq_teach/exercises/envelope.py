@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from .. import interview
+from ..interview.estimation import Measured, estimate
 from .learner_sql import Refused
 from .verdict import Evidence, Verdict
 
@@ -19,7 +19,7 @@ from .verdict import Evidence, Verdict
 # a server measured at the same batch size, in the estimate's units.
 TARGET_PER_S, WORK_MS, BATCH, KEEP_MINUTES, COMMITS_PER_S = 2_000, 200, 20, 30, 1_000
 TOLERANCE = 0.02  # 2 %: room for rounding, none for a wrong formula
-MEASURED = interview.Measured(
+MEASURED = Measured(
     batch=BATCH,
     commits_per_s=COMMITS_PER_S,
     wal_bytes_per_s=0.0,  # the form asks for commits only
@@ -110,7 +110,7 @@ def read_form(text: str) -> dict[str, float | None]:
 
 def check_envelope(text: str, *, exercise: str, progress=None, stop=None) -> Verdict:
     given = read_form(text)
-    expected = interview.estimate(TARGET_PER_S, measured=MEASURED, work_ms=WORK_MS, keep_minutes=KEEP_MINUTES)
+    expected = estimate(TARGET_PER_S, measured=MEASURED, work_ms=WORK_MS, keep_minutes=KEEP_MINUTES)
     evidence, hints = [], []
     for name, (what, value_of, hint) in FIELDS.items():
         want = float(value_of(expected))

@@ -14,8 +14,11 @@ from typing import Any
 
 import ipywidgets as W
 
-from .. import interview, interview_content, tables
-from ..interview import Rehearsal
+from .. import tables
+from ..interview import catalog, content
+from ..interview.estimation import fmt
+from ..interview.rehearsal import Rehearsal, merged
+from ..interview.render import clock_text, summary_lines
 from ..tables import Markup, Table
 from .common import styled
 
@@ -65,7 +68,7 @@ class RehearsalWidget(W.VBox):
         self.clarified = styled(W.HTML(), "pgq-clarified")
         self.steps = styled(
             W.ToggleButtons(
-                options=[(s.title, s.key) for s in interview.STEPS], style={"button_width": "auto"}
+                options=[(s.title, s.key) for s in catalog.STEPS], style={"button_width": "auto"}
             ),
             "pgq-steps",
         )
@@ -160,9 +163,9 @@ class RehearsalWidget(W.VBox):
         try:
             self.opening.value = (
                 f"<p><b>Scenario: {escape(r.scenario.title)}</b> · about "
-                f"{interview.fmt(r.current.get('minutes', interview.DEFAULT_MINUTES))} minutes</p>"
-                f"<p><b>Interviewer:</b> {escape(interview_content.opening()['opening'])}</p>"
-                f"<p><i>{escape(interview_content.opening()['clarify_instructions'])}</i></p>"
+                f"{fmt(r.current.get('minutes', catalog.DEFAULT_MINUTES))} minutes</p>"
+                f"<p><b>Interviewer:</b> {escape(content.opening()['opening'])}</p>"
+                f"<p><i>{escape(content.opening()['clarify_instructions'])}</i></p>"
             )
             self.questions.value = r.current["questions"]
             self.follow_up_answers = {}
@@ -176,9 +179,9 @@ class RehearsalWidget(W.VBox):
                 button = W.Button(description="Show model answer", icon="eye", layout=auto())
                 button.on_click(lambda _, k=key, out=shown: self.reveal_follow_up(k, out))
                 self.follow_up_answers[key] = box
-                rows += [W.HTML(f"<b>{escape(interview.follow_up(key).question)}</b>"), box, button, shown]
+                rows += [W.HTML(f"<b>{escape(catalog.follow_up(key).question)}</b>"), box, button, shown]
             self.follow_ups.children = rows
-            self.communication_pick.value = r.scores().get(interview.COMMUNICATION.dimension, UNSCORED)
+            self.communication_pick.value = r.scores().get(catalog.COMMUNICATION.dimension, UNSCORED)
         finally:
             self.loading = False
         self.show_clarified()
@@ -199,7 +202,7 @@ class RehearsalWidget(W.VBox):
     def typed_questions(self, change: dict) -> None:
         if not self.loading:
             saved = self.rehearsal.current["questions"]
-            self.rehearsal.ask(interview.merged(change["old"], saved, change["new"]))
+            self.rehearsal.ask(merged(change["old"], saved, change["new"]))
 
     # one step
 
@@ -208,7 +211,7 @@ class RehearsalWidget(W.VBox):
         r = self.rehearsal
         if r.active and r.active != key:
             r.stop()
-        s = interview.step(key)
+        s = catalog.step(key)
         ended = r.ended(key)
         self.loading = True
         try:
@@ -237,26 +240,26 @@ class RehearsalWidget(W.VBox):
         self.hints.value = "<b>Hints</b><ul>" + "".join(f"<li>{escape(h)}</li>" for h in shown) + "</ul>"
         if not shown:
             self.hints.value = ""
-        self.hint_button.disabled = len(shown) >= len(interview.step(key).hints)
-        all_ended = all(r.ended(k) for k in interview.STEP_KEYS)
-        self.communication.value = rubric_html(interview.COMMUNICATION) if all_ended else ""
+        self.hint_button.disabled = len(shown) >= len(catalog.step(key).hints)
+        all_ended = all(r.ended(k) for k in catalog.STEP_KEYS)
+        self.communication.value = rubric_html(catalog.COMMUNICATION) if all_ended else ""
         show_if(self.communication_pick, all_ended)
         self.summary.value = self.summary_html()
 
     def timer_text(self, key: str) -> str:
         spent, budget = self.rehearsal.spent(key), self.rehearsal.seconds_for(key)
         over = " · <b style='color:#b00020'>over time</b>" if spent > budget else ""
-        return f"time {interview.clock_text(spent)} of {interview.clock_text(budget)} suggested{over}"
+        return f"time {clock_text(spent)} of {clock_text(budget)} suggested{over}"
 
     def summary_html(self) -> str:
-        lines = interview.summary_lines(self.rehearsal)
+        lines = summary_lines(self.rehearsal)
         return "<pre class='pgq-summary-lines'>" + escape("\n".join(lines)) + "</pre>"
 
     def typed(self, change: dict) -> None:
         if self.loading:
             return
         saved = self.rehearsal.answer_of(self.key)
-        text = interview.merged(change["old"], saved, change["new"])
+        text = merged(change["old"], saved, change["new"])
         self.rehearsal.answer(self.key, text)
         if text != change["new"]:  # the terminal added to it meanwhile: show both
             self.loading = True
@@ -269,22 +272,22 @@ class RehearsalWidget(W.VBox):
 
     def scored(self, change: dict) -> None:
         if not self.loading and change["new"] != UNSCORED:
-            self.rehearsal.score(interview.step(self.key).rubric.dimension, change["new"])
+            self.rehearsal.score(catalog.step(self.key).rubric.dimension, change["new"])
             self.refresh()
 
     def scored_communication(self, change: dict) -> None:
         if not self.loading and change["new"] != UNSCORED:
-            self.rehearsal.score(interview.COMMUNICATION.dimension, change["new"])
+            self.rehearsal.score(catalog.COMMUNICATION.dimension, change["new"])
             self.refresh()
 
     def typed_follow_up(self, key: str, change: dict) -> None:
         if not self.loading:
             saved = self.rehearsal.follow_up_answer(key)
-            self.rehearsal.answer_follow_up(key, interview.merged(change["old"], saved, change["new"]))
+            self.rehearsal.answer_follow_up(key, merged(change["old"], saved, change["new"]))
             self.refresh()
 
     def reveal_follow_up(self, key: str, out: W.HTML) -> None:
-        out.value = boxed("A model answer", interview.follow_up(key).model())
+        out.value = boxed("A model answer", catalog.follow_up(key).model())
 
     def more_hint(self) -> None:
         self.rehearsal.next_hint(self.key)
@@ -296,7 +299,7 @@ class RehearsalWidget(W.VBox):
         self.show(self.key)
 
     def next_step(self) -> None:
-        keys = interview.STEP_KEYS
+        keys = catalog.STEP_KEYS
         at = keys.index(self.key)
         running = self.rehearsal.active is not None
         if at + 1 < len(keys):
@@ -333,10 +336,10 @@ class RehearsalWidget(W.VBox):
         self.pause_timer()
         record = self.rehearsal.finish()
         self.load_attempt()
-        first = interview.STEP_KEYS[0]
+        first = catalog.STEP_KEYS[0]
         if self.key != first:
             self.steps.value = first
-        title = interview.scenario_named(record["scenario"]).title
+        title = catalog.scenario_named(record["scenario"]).title
         self.summary.value = (
             f"<div class='pgq-finished'><b>Finished: {escape(title)}</b>. "
             "A new rehearsal has begun, with another scenario.</div>" + self.summary_html()

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from .errors import BadInput
+from ..errors import BadInput
 
 FOLDER = ("content", "interview")
 LEVELS = (1, 2, 3)

@@ -1,0 +1,35 @@
+"""The rehearsal's content by key: the steps (with the communication rubric, scored
+at the end), the scenarios and the follow-ups, read once from `content`, and the
+lookups that refuse an unknown key with the known ones named."""
+
+from __future__ import annotations
+
+from ..errors import BadInput
+from . import content
+
+STEPS, COMMUNICATION = content.steps_and_communication()
+STEP_KEYS = tuple(s.key for s in STEPS)
+DIMENSIONS = tuple([s.rubric.dimension for s in STEPS] + [COMMUNICATION.dimension])
+SCENARIOS = content.scenarios()
+FOLLOW_UPS = content.follow_ups()
+WITH_SQL = tuple(key for key, f in FOLLOW_UPS.items() if f.sql)  # the model answers that quote SQL
+DEFAULT_MINUTES = sum(s.minutes for s in STEPS) + 8  # and about eight minutes of follow-ups
+
+
+def step(key: str) -> content.InterviewStep:
+    for s in STEPS:
+        if s.key == key:
+            return s
+    raise BadInput(f"no step {key!r}; the steps are {', '.join(STEP_KEYS)}")
+
+
+def scenario_named(key: str) -> content.Scenario:
+    if key not in SCENARIOS:
+        raise BadInput(f"no scenario {key!r}; the scenarios are {', '.join(SCENARIOS)}")
+    return SCENARIOS[key]
+
+
+def follow_up(key: str) -> content.FollowUp:
+    if key not in FOLLOW_UPS:
+        raise BadInput(f"no follow-up {key!r}; known: {', '.join(FOLLOW_UPS)}")
+    return FOLLOW_UPS[key]

@@ -467,7 +467,7 @@ def test_the_content_ships_in_the_wheel(tmp_path):
     )
     names = zipfile.ZipFile(next(tmp_path.glob("*.whl"))).namelist()
     for name in ("prompt", "scenarios", "steps", "follow_ups", "tradeoffs"):
-        assert f"pgq_teach/content/interview/{name}.yaml" in names
+        assert f"pgq_teach/interview/content/{name}.yaml" in names
 
 
 def test_learner_file_name_is_the_rehearsal_s():

@@ -1,7 +1,7 @@
-"""The interview rehearsal's content, loaded from the YAML files in
-`pgq_teach/content/interview/`: the opening prompt and clarify topics, the
-scenarios (the interviewer's answers and load profile), the steps with their
-rubrics and model answers, the follow-up questions and the trade-off table.
+"""The interview rehearsal's content, loaded from the YAML files beside this
+module: the opening prompt and clarify topics, the scenarios (the interviewer's
+answers and load profile), the steps with their rubrics and model answers, the
+follow-up questions and the trade-off table.
 
 The files are the single source for the widget, the CLI and the notebook; this
 module only reads them into frozen records and checks their shape, so a broken
@@ -17,17 +17,14 @@ from typing import Any
 
 import yaml
 
-from ..errors import BadInput
+from ...errors import BadInput
 
-FOLDER = ("content", "interview")
 LEVELS = (1, 2, 3)
 
 
 def load_file(name: str) -> dict[str, Any]:
     """One content file as a dict, read from the installed package."""
-    path = resources.files("pgq_teach")
-    for part in (*FOLDER, f"{name}.yaml"):
-        path = path.joinpath(part)
+    path = resources.files(__name__).joinpath(f"{name}.yaml")
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict):
         raise BadInput(f"content file {name}.yaml must hold a mapping")

@@ -1,0 +1,173 @@
+"""A queue from a terminal: `pgq-teach enqueue` (one job), `worker` (a demo
+worker, in one process or several) and `stats` (jobs by status)."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+
+from .. import checks, queue, tables
+from ..databases import open_database
+from ..worker import Worker
+from .common import Subcommands, say, typed
+
+DEFAULT_DB = "shop"
+
+
+def _db_option(sp):
+    sp.add_argument(
+        "--db", default=DEFAULT_DB, help=f"database label (default {DEFAULT_DB} -> pgq_{DEFAULT_DB})"
+    )
+
+
+def add_enqueue(sub: Subcommands) -> None:
+    """Add `pgq-teach enqueue` to the command line."""
+    enq = sub.add_parser("enqueue", help="add one job")
+    enq.add_argument("kind", help="the job's kind, for example send_receipt")
+    enq.add_argument("payload", help="the job's JSON payload, for example '{\"order_id\": 101}'")
+    enq.add_argument(
+        "--delay",
+        type=typed(float),
+        help="seconds from now before it may run, up to a year (default 0: now)",
+    )
+    enq.add_argument("--max-attempts", type=typed(int), default=5, help="tries before the job goes dead")
+    _db_option(enq)
+    enq.set_defaults(func=cmd_enqueue)
+
+
+def cmd_enqueue(args: argparse.Namespace) -> int:
+    # Every argument is checked before any database is touched.
+    payload = checks.json_argument("PAYLOAD", args.payload)
+    checks.job_payload_text(payload)
+    checks.job_kind(args.kind)
+    delay = checks.delay("--delay", args.delay)
+    checks.whole_number("--max-attempts", args.max_attempts, 1, queue.MAX_ATTEMPTS)
+    db = open_database(args.db)
+    say(db.server.line())
+    with db.connection() as conn:
+        job_id = queue.enqueue(conn, args.kind, payload, run_at=delay, max_attempts=args.max_attempts)
+    say(f"enqueued job {job_id} ({args.kind}) in database {db.name}")
+    return 0
+
+
+def add_worker(sub: Subcommands) -> None:
+    """Add `pgq-teach worker` to the command line."""
+    wrk = sub.add_parser("worker", help="run a demo worker whose handlers sleep, or fail on request")
+    wrk.add_argument(
+        "--kind", action="append", help="a kind to handle (repeatable; default: the store's three)"
+    )
+    wrk.add_argument("--sleep-ms", type=typed(int), default=10, help="work per job in milliseconds")
+    wrk.add_argument(
+        "--fail-rate", type=typed(float), default=0.0, help="fraction of calls that raise (0..1)"
+    )
+    wrk.add_argument("--lease", type=typed(float), default=300.0, help="lease in seconds")
+    wrk.add_argument("--batch", type=typed(int), default=1, help="jobs per claim")
+    wrk.add_argument(
+        "--concurrency",
+        type=typed(int),
+        default=1,
+        help="executor threads in each process (handlers that wait)",
+    )
+    wrk.add_argument(
+        "--processes",
+        type=typed(int),
+        default=1,
+        help="worker processes (for handlers that keep a CPU busy)",
+    )
+    wrk.add_argument("--poll", type=typed(float), default=5.0, help="fallback poll in seconds")
+    wrk.add_argument("--until-idle", action="store_true", help="exit when nothing is due")
+    _db_option(wrk)
+    wrk.set_defaults(func=cmd_worker)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    checks.number("--fail-rate", args.fail_rate, 0, 1)  # refuse before touching any database
+    checks.whole_number("--sleep-ms", args.sleep_ms, 0, 3_600_000)
+    for kind in args.kind or []:
+        checks.job_kind(kind)
+    checks.lease(args.lease)  # the Worker checks these too, but only after the database is made
+    checks.whole_number("--batch", args.batch, 1, queue.MAX_BATCH)
+    checks.seconds("--poll", args.poll, 0.001, 86_400)
+    checks.whole_number("--concurrency", args.concurrency, 1, 1_000)
+    if checks.whole_number("--processes", args.processes, 1, 64) > 1:
+        return _worker_processes(args)
+    db = open_database(args.db)
+    say(db.server.line())
+    handle = demo_handler(args.sleep_ms, args.fail_rate)
+    kinds = args.kind or ["send_receipt", "build_invoice", "call_webhook"]
+    worker = Worker(
+        db.dsn,
+        {k: handle for k in kinds},
+        concurrency=args.concurrency,
+        lease=args.lease,
+        batch=args.batch,
+        poll=args.poll,
+    )
+    worker.stop_on_sigterm()
+    say(
+        f"worker on {db.name} for {', '.join(kinds)}, {tables.count(args.concurrency, 'executor')}; "
+        "Ctrl-C or SIGTERM stops it"
+    )
+    try:
+        report = worker.run(until_idle=args.until_idle)
+    except KeyboardInterrupt:
+        report = worker.report
+    say(
+        f"claimed {report.claimed}, done {report.done}, retried {report.retried}, "
+        f"dead {report.dead}, fenced {report.fenced}, reconnects {report.reconnects}"
+    )
+    return 0
+
+
+def demo_handler(sleep_ms: int, fail_rate: float):
+    """A handler that sleeps, and fails on request or at random."""
+
+    def handle(job: queue.Job) -> None:
+        time.sleep(sleep_ms / 1000)
+        if (isinstance(job.payload, dict) and job.payload.get("fail")) or random.random() < fail_rate:
+            raise RuntimeError("demo failure, as requested")
+
+    return handle
+
+
+def _worker_processes(args: argparse.Namespace) -> int:
+    """`--processes M`: M worker processes, each this command with one
+    process; SIGTERM and Ctrl-C reach them all, and each prints its own report."""
+    import signal
+    import subprocess
+
+    argv = ["worker", "--db", args.db, "--sleep-ms", str(args.sleep_ms), "--fail-rate", str(args.fail_rate)]
+    argv += ["--lease", str(args.lease), "--batch", str(args.batch), "--poll", str(args.poll)]
+    argv += ["--concurrency", str(args.concurrency)] + (["--until-idle"] if args.until_idle else [])
+    argv += [f"--kind={kind}" for kind in args.kind or []]
+    children = [
+        subprocess.Popen([sys.executable, "-m", "pgq_teach.cli", *argv]) for _ in range(args.processes)
+    ]
+
+    def stop_all(*_: object) -> None:
+        for child in children:
+            child.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop_all)
+    try:
+        codes = [child.wait() for child in children]
+    except KeyboardInterrupt:
+        codes = [child.wait() for child in children]  # the terminal sent each child its own SIGINT
+    return max(codes)
+
+
+def add_stats(sub: Subcommands) -> None:
+    """Add `pgq-teach stats` to the command line."""
+    sts = sub.add_parser("stats", help="jobs by status, oldest due wait, dead row versions")
+    _db_option(sts)
+    sts.set_defaults(func=cmd_stats)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    db = open_database(args.db)
+    say(db.server.line())
+    with db.connection() as conn:
+        say(f"{db.name}: {queue.stats(conn)}")
+    return 0

@@ -66,9 +66,9 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from . import checks, queue
-from .errors import BadInput
-from .statements import run
+from .. import checks, queue
+from ..errors import BadInput
+from ..statements import run
 
 Handler = Callable[[queue.Job], Any]
 # A lost server or session: start over on fresh connections. The server ends

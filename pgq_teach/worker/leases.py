@@ -1,0 +1,309 @@
+"""Leases: every job the process holds, the heartbeat that renews them, and
+the lease clock that gives each up before it ends.
+
+The heartbeat rule: beat every quarter of the lease, counted from the claim,
+so every job the process holds is covered, the ones waiting in a batch too.
+A failed beat is retried at once on a fresh connection, with backoff. Even if
+a whole beat is missed, the next one is due half a lease after the last good
+one, with half the lease still to spare: one missed beat can never lose a
+lease. A job is given up a tenth of its lease before the end the last good
+beat (or the claim) wrote, by a lease-clock thread that does no I/O, so that
+a beat stuck on the network cannot delay it, and (unless that thread wakes
+later than the margin) the process stops counting a job as its own before a
+reaper can take it: after failed beats, beats that succeed too slowly, or an
+outcome's send that outlasts the lease.
+
+A handler learns that it lost its job through `job.lost` (a threading.Event)
+or `job.still_mine()`, set when a beat finds the job fenced or the lease
+clock gives it up (`job.lost_at` says when). With `heartbeat=False` there is
+neither heartbeat nor lease clock: only the check before each job
+(executor.py).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from .. import queue
+from .connections import close_quietly, connect
+from .report import error_line
+
+
+def claim_key(job: queue.Job) -> tuple[int, int]:
+    """One claim of one job: its id and the fencing token that claim took."""
+    return job.id, job.fence_token
+
+
+# The `why` of a job given up while its outcome is being sent: not counted as a lost
+# lease, since the outcome may commit all the same; it is counted as what it did.
+ON_ITS_WAY = "given up on its way"
+
+
+def marked(jobs: Sequence[queue.Job]) -> list[queue.Job]:
+    """Mark these claims lost (job.mark_lost); those not marked before, whose handlers are to be told."""
+    return [job for job in jobs if job.mark_lost()]
+
+
+class Leases:
+    """Every job one process holds, with the moment (on this process's
+    monotonic clock) until which its lease surely runs: the time just before
+    the statement that wrote the lease was sent, plus the lease. It renews
+    leases on its own connection, one statement at a time, and gives a job up
+    a margin before that moment (see `margin`)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        lease: timedelta,
+        on_lost: Callable[[queue.Job, str], None],
+        on_beat: Callable[[str, str | None], None],
+    ):
+        self.dsn, self.lease = dsn, lease
+        self.seconds = lease.total_seconds()
+        self.on_lost, self.on_beat = on_lost, on_beat
+        # Keyed by claim, (id, fence_token): a process can hold a stale claim
+        # of a job and a newer one of the same job at once.
+        # Written under _lock by the producer (hold), a sender (take, put_back), the heartbeat
+        # (renew, from an executor's check too) and the lease clock (give_up_passed); read by
+        # the same, and by the executors (left).
+        self._until: dict[tuple[int, int], tuple[queue.Job, float]] = {}
+        # Taken out for their outcome's send: not renewed (the send finishes them), but still
+        # given up at their end, since a send that outlasts the lease may be fenced.
+        # Written under _lock by a sender (take, put_back, sent) and the lease clock; read by
+        # the lease clock and the heartbeat's backoff (earliest_end).
+        self._sending: dict[tuple[int, int], tuple[queue.Job, float]] = {}
+        self._lock = threading.Lock()  # guards _until and _sending: a leaf (the package's lock order)
+        # A reaper may take a job as soon as the server's lease ends, only a claim's round
+        # trip after our `until`, while the thread that gives it up can wake late by a busy
+        # scheduler's delay. Giving up a tenth of the lease early keeps our end before any reap.
+        self.margin = self.seconds / 10
+        self._conn_lock = threading.Lock()  # one statement at a time on the connection; held alone
+        # Written and read under _conn_lock by the heartbeat and by an executor's check
+        # (renew); backend_pid reads it without the lock, for a look from outside.
+        self._conn: psycopg.Connection | None = None
+        # Its own name in pg_stat_activity, so an operator (or a fault run)
+        # can tell the heartbeat session from the work and LISTEN sessions.
+        base = conninfo_to_dict(dsn).get("application_name")
+        self.application_name = f"{base} heartbeat" if base else "pgq heartbeat"
+
+    def hold(self, jobs: Sequence[queue.Job], since: float) -> None:
+        """Jobs just claimed by a statement sent at `since` (monotonic)."""
+        until = since + self.seconds
+        held = {claim_key(job): (job, until) for job in jobs}
+        with self._lock:
+            self._until.update(held)
+
+    def take(self, jobs: Sequence[queue.Job]) -> dict[tuple[int, int], tuple[queue.Job, float]]:
+        """Renew these jobs no more while their outcomes are sent (give_up_passed still
+        watches their end); what was held, for put_back or sent."""
+        keys = [claim_key(job) for job in jobs]
+        with self._lock:
+            taken = {key: entry for key in keys if (entry := self._until.pop(key, None)) is not None}
+            self._sending.update(taken)
+        return taken
+
+    def put_back(self, taken: dict[tuple[int, int], tuple[queue.Job, float]]) -> None:
+        """Hold again what take() returned (a send that failed), but for a job given up meanwhile."""
+        with self._lock:
+            for key, entry in taken.items():
+                if self._sending.pop(key, None) is not None and entry[0].still_mine():
+                    self._until[key] = entry
+
+    def sent(self, taken: dict[tuple[int, int], tuple[queue.Job, float]]) -> None:
+        """Forget what take() returned once its send has finished (what put_back restored stays)."""
+        with self._lock:
+            for key in taken:
+                self._sending.pop(key, None)
+
+    def release(self, jobs: Sequence[queue.Job]) -> None:
+        """Jobs whose outcome was sent, or that were never started."""
+        self.sent(self.take(jobs))
+
+    def held(self) -> list[queue.Job]:
+        with self._lock:
+            return [job for job, _ in self._until.values()]
+
+    def left(self, job: queue.Job, now: float | None = None) -> float:
+        """Seconds of lease surely left at `now` (monotonic; default: the
+        present); minus infinity for a job not held."""
+        with self._lock:
+            entry = self._until.get(claim_key(job))
+        if entry is None or not job.still_mine():
+            return float("-inf")
+        return entry[1] - (time.monotonic() if now is None else now)
+
+    def renew(self, jobs: Sequence[queue.Job]) -> set[tuple[int, int]]:
+        """One fenced statement extends these leases; a job it does not
+        match is lost. Raises psycopg.Error if the statement could not run
+        (the connection is closed then, so the next try opens a fresh one)."""
+        sent = time.monotonic()
+        with self._conn_lock:
+            try:
+                kept = queue.extend_leases(self._connection(), jobs, self.lease)
+            except psycopg.Error:
+                self.close()
+                raise
+        lost = []
+        with self._lock:
+            for job in jobs:
+                key = claim_key(job)
+                if key in kept:
+                    if key in self._until:
+                        self._until[key] = (job, sent + self.seconds)
+                elif self._until.pop(key, None) is not None:
+                    lost.append(job)
+            fresh = marked(lost)
+        self._tell(fresh, "fenced")
+        return kept
+
+    def open(self) -> None:
+        """Open the heartbeat connection now, so a process holds its three
+        connections from the start; a failure here is left to the first beat."""
+        with self._conn_lock:
+            try:
+                self._connection()
+            except psycopg.Error:
+                self.close()
+
+    def _connection(self) -> psycopg.Connection:
+        if self._conn is None or self._conn.closed:
+            self._conn = connect(self.dsn, application_name=self.application_name)
+        return self._conn
+
+    def beat(self, closing: threading.Event) -> None:
+        """Extend every held lease. A failed beat is retried on a fresh
+        connection with backoff; a job whose lease would pass (less the margin) first is given up."""
+        backoff = min(0.05, self.seconds / 20)
+        while jobs := self.held():
+            try:
+                self.renew(jobs)
+                self.on_beat("beat", None)
+                return
+            except psycopg.Error as exc:
+                self.on_beat("beat_failed", error_line(exc))
+            self.give_up_passed()
+            if closing.wait(max(0.0, min(backoff, self.earliest_end() - time.monotonic()))):
+                return
+            backoff = min(backoff * 2, self.seconds / 8)
+
+    def give_up(self, jobs: Sequence[queue.Job]) -> None:
+        """Stop holding these jobs and tell their handlers they are lost."""
+        self.release(jobs)
+        self._lose(jobs, "given up")
+
+    def give_up_passed(self) -> None:
+        """Give up every job whose lease may pass within the margin without a renewal,
+        those whose outcome is on its way too."""
+        end = time.monotonic() + self.margin
+        with self._lock:
+            passed = [job for job, until in self._until.values() if until <= end]
+            for job in passed:
+                del self._until[claim_key(job)]
+            on_way = [job for job, until in self._sending.values() if until <= end and job.still_mine()]
+            fresh, fresh_on_way = marked(passed), marked(on_way)  # under the lock: see put_back
+        self._tell(fresh, "given up")
+        self._tell(fresh_on_way, ON_ITS_WAY)
+
+    def give_up_all(self) -> None:
+        """Give up every job still held or on its way: the process stops holding any."""
+        with self._lock:
+            jobs = [job for job, _ in [*self._until.values(), *self._sending.values()]]
+            self._until.clear()
+            self._sending.clear()
+            fresh = marked(jobs)
+        self._tell(fresh, "given up")
+
+    def earliest_end(self) -> float:
+        """The soonest moment (monotonic) a job is to be given up, its lease's end less the
+        margin; infinity if none is."""
+        with self._lock:
+            ends = [until for _, until in self._until.values()]
+            ends += [until for job, until in self._sending.values() if job.still_mine()]
+        return min(ends, default=float("inf")) - self.margin
+
+    def _lose(self, jobs: Sequence[queue.Job], why: str) -> None:
+        self._tell(marked(jobs), why)
+
+    def _tell(self, jobs: Sequence[queue.Job], why: str) -> None:
+        # Called once every job lost at the same moment is marked (marked): a callback may
+        # block, and a job still marked as held meanwhile would run on after a reaper took it.
+        for job in jobs:
+            self.on_lost(job, why)
+
+    def backend_pid(self) -> int | None:
+        """The heartbeat session's server process id, while it is open."""
+        conn = self._conn
+        return conn.info.backend_pid if conn is not None and not conn.closed else None
+
+    def close(self) -> None:
+        close_quietly(self._conn)
+        self._conn = None
+
+
+class Heartbeat:
+    """The heartbeat's thread, which renews every held lease each `every` seconds, and the
+    lease clock's, which gives each job up at its end: both around one Leases, until
+    `closing` is set."""
+
+    def __init__(
+        self,
+        leases: Leases,
+        every: float,
+        closing: threading.Event,
+        on_error: Callable[[BaseException], None],
+    ):
+        self.leases = leases
+        self.every = every  # the heartbeat rule: see the module's docstring
+        self.closing = closing  # set by run()'s thread as the Worker stops; read by both threads
+        self.on_error = on_error  # stops the Worker, whose run() raises the error
+        self._threads: list[threading.Thread] = []  # run()'s thread only
+
+    def start(self) -> None:
+        self._threads = [
+            threading.Thread(target=loop, daemon=True, name=f"pgq-{name}")
+            for loop, name in ((self.beat_loop, "heartbeat"), (self.lease_clock_loop, "lease-clock"))
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def join(self) -> None:
+        """Wait for both threads to end (set `closing` first)."""
+        for thread in self._threads:
+            thread.join()
+        self._threads = []
+
+    def beat_loop(self) -> None:
+        """Beat every `every` s, counted from each beat's start, so a slow beat does not
+        push the next one later."""
+        self.leases.open()
+        next_beat = time.monotonic() + self.every
+        while not self.closing.wait(max(0.0, next_beat - time.monotonic())):
+            next_beat = time.monotonic() + self.every
+            self._survive(lambda: self.leases.beat(self.closing))
+
+    def lease_clock_loop(self) -> None:
+        """Give each job up at its end (Leases.earliest_end), though no beat failed: beats
+        that succeed slowly can let a lease end between them. A thread of its own, with no
+        I/O, so a beat stuck on the network (a connect to a restarting server can take
+        seconds) cannot make it late. It wakes at least every `every` s, so before the end
+        of any job claimed meanwhile, unless its claim took most of the lease (the check
+        before each job covers that one)."""
+        while not self.closing.wait(
+            max(0.0, min(self.leases.earliest_end(), time.monotonic() + self.every) - time.monotonic())
+        ):
+            self._survive(self.leases.give_up_passed)
+
+    def _survive(self, step: Callable[[], None]) -> None:
+        """One step of either loop. An on_event callback's error stops the Worker (run()
+        raises it) instead of ending the thread, which must go on giving leases up until
+        the Worker closes."""
+        try:
+            step()
+        except Exception as exc:
+            self.on_error(exc)

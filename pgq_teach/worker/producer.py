@@ -1,0 +1,158 @@
+"""The producer: the thread that calls `run()`. It owns the claims: it reaps,
+claims when an executor is free (up to free executors x batch jobs), hands
+each free executor one batch, and sends the held outcomes when they are due.
+
+Between claims it waits on its inbox (inbox.py) for news from the other
+threads: a notification, a reconnected listener, a finished batch, a first
+outcome held, or stop. A notification is a hint and can be lost, so an idle
+producer also claims every `poll` seconds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+
+from .. import queue
+from .completer import Completer
+from .connections import LOST, WorkConnection
+from .executor import Executors
+from .inbox import Inbox, Message
+from .leases import Leases
+from .report import Reporter
+from .settings import WorkerSettings
+
+
+class Producer:
+    """Reap, claim and hand out; send the outcomes when due; wait for news."""
+
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        *,
+        work: WorkConnection,
+        leases: Leases,
+        completer: Completer,
+        executors: Executors,
+        reporter: Reporter,
+        inbox: Inbox,
+        stop_event: threading.Event,
+    ):
+        self.settings = settings
+        self.work, self.leases, self.completer, self.executors = work, leases, completer, executors
+        self.reporter, self.inbox = reporter, inbox
+        self.stop_event = stop_event  # set by stop(), from any thread; read by the loop
+        # When the next reaper pass is due (monotonic): written and read by the claiming thread
+        # (run()'s, or run_once()'s caller), under the work connection's lock.
+        self._next_reap = 0.0
+
+    def loop(self, *, until_idle: bool) -> None:
+        """Work until stopped (or, with until_idle, until nothing is due and
+        every executor is idle)."""
+        backoff = 0.2
+        maybe_more = True  # the queue may hold due jobs: claim when an executor is free
+        poll_at = time.monotonic() + self.settings.poll
+        while not self.stop_event.is_set():
+            try:
+                if self._outcomes_due():
+                    self.completer.send()
+                free = self.executors.free()
+                if free and (maybe_more or until_idle):
+                    asked = free * self.settings.batch
+                    got = self._claim_and_hand_out(asked)
+                    maybe_more = got == asked
+                    if got:
+                        continue
+                if until_idle and self.idle():
+                    break
+                if self._wait(poll_at):
+                    maybe_more = True
+                    poll_at = time.monotonic() + self.settings.poll
+                backoff = 0.2
+            except LOST as exc:
+                # Lost the server or our session: start over on a fresh connection.
+                self.reporter.connection_lost(exc)
+                self.work.close()
+                maybe_more = True
+                self.stop_event.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+    def claim(self, batch: int) -> list[queue.Job]:
+        """Reap if due, claim up to `batch` jobs and hold their leases. When
+        the claim finds nothing, return any expired lease and look again."""
+        with self.work.lock:
+            work = self.work.get()
+            reaped_now = self._reap(work, force=False)
+            jobs = self._claim_on(work, batch)
+            empty = int(not jobs)
+            if not jobs and not reaped_now:
+                self._reap(work, force=True)
+                jobs = self._claim_on(work, batch)
+                empty += not jobs
+        # Counted once the round is over, before any "claimed" event: a count that rises after
+        # a watcher saw one (lesson 07's latency lab) means run() has stopped looking until its
+        # next poll or notification (run(until_idle=True) looks again at each finished batch).
+        if empty:
+            self.reporter.add(empty_claims=empty)
+        if self.reporter.watching:
+            for job in jobs:
+                self.reporter.on_event("claimed", job)
+        return jobs
+
+    def idle(self) -> bool:
+        """No executor has a batch and no outcome is held. In that order: an executor holds
+        its last outcome before it counts itself free, so none can slip between the looks."""
+        return self.executors.busy() == 0 and not self.completer.holds_any()
+
+    def _claim_on(self, work: psycopg.Connection, batch: int) -> list[queue.Job]:
+        since = time.monotonic()  # before the statement is sent: the lease surely runs from later
+        jobs = queue.claim(work, batch=batch, lease=self.settings.lease)
+        self.leases.hold(jobs, since)
+        self.reporter.add(claims=1, claimed=len(jobs))
+        return jobs
+
+    def _claim_and_hand_out(self, asked: int) -> int:
+        jobs = self.claim(asked)
+        batch = self.settings.batch
+        for start in range(0, len(jobs), batch):
+            self.executors.hand_out(jobs[start : start + batch])
+        return len(jobs)
+
+    def _reap(self, work: psycopg.Connection, *, force: bool) -> bool:
+        now = time.monotonic()
+        if not force and now < self._next_reap:
+            return False
+        self._next_reap = now + self.settings.reap_every
+        reaped = queue.reap(work)
+        self.reporter.add(reaper_passes=1, reaped=reaped)
+        return True
+
+    def _outcomes_due(self) -> bool:
+        """An executor finished its batch (or a send left some for later), or the oldest held
+        outcome has waited flush_after."""
+        send_now = self.inbox.take(Message.BATCH_ENDED, Message.SEND_AGAIN)
+        since = self.completer.held_since()
+        return since is not None and (send_now or time.monotonic() - since >= self.settings.flush_after_s)
+
+    def _wait(self, poll_at: float) -> bool:
+        """Until a notification, an executor's news, a held outcome's
+        flush_after, the poll, or stop. True if the queue may now hold due
+        jobs (a notification, a reconnected listener, or the poll)."""
+        now = time.monotonic()
+        timeout = poll_at - now
+        since = self.completer.held_since()
+        if since is not None:
+            timeout = min(timeout, since + self.settings.flush_after_s - now)
+        self.inbox.wait(timeout)
+        self.inbox.take(Message.OUTCOME_HELD, Message.STOP)  # they only woke the wait
+        notified = self.inbox.take(Message.NOTIFIED)
+        if self.inbox.take(Message.RELISTENED) or notified:
+            if notified:
+                self.reporter.add(wakeups=1)
+            return True
+        if time.monotonic() >= poll_at:
+            self.reporter.add(polls=1)
+            return True
+        return False

@@ -1,0 +1,140 @@
+"""What one Worker did, counted by every one of its threads, and the first
+error that stops it.
+
+The Worker never prints. `Reporter` counts into the `WorkerReport` under a
+lock of its own and passes each event to the optional `on_event(name, job)`
+after it lets go of that lock, so a callback that blocks holds up only its
+own thread. `FirstError` keeps the first unexpected error any thread hit,
+for run() to raise once the Worker has stopped.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .. import queue
+
+OnEvent = Callable[[str, queue.Job | None], None]
+
+
+@dataclass
+class WorkerReport:
+    """What one Worker did: jobs claimed, done, retried (failed, ready again
+    after a backoff), dead and fenced (an outcome the fence refused, or a
+    job not started because the process no longer held it; an outcome that
+    committed as the connection broke counts as what it did, unless a newer
+    claim or a requeue changed the job before it was sent again); jobs reaped and
+    reaper passes (a pass may reap nothing); claim statements and the empty
+    ones (counted when the claim, and any reap and second claim after it, are
+    over); wake-ups (notifications that ended a wait), polls and reconnects;
+    heartbeat statements, failed beats, and leases lost (held jobs a beat or
+    check found fenced, or given up at their lease's end; not counted for an
+    outcome on its way then, or one that may have committed, which is counted
+    as above)."""
+
+    claimed: int = 0
+    done: int = 0
+    retried: int = 0
+    dead: int = 0
+    fenced: int = 0
+    reaped: int = 0
+    reaper_passes: int = 0
+    claims: int = 0
+    empty_claims: int = 0
+    wakeups: int = 0
+    polls: int = 0
+    reconnects: int = 0
+    beats: int = 0
+    beat_failures: int = 0
+    leases_lost: int = 0
+    last_error: str | None = None
+    done_ids: list[int] = field(default_factory=list)
+
+
+def error_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".strip()
+
+
+def no_event(name: str, job: queue.Job | None) -> None:
+    """The default on_event: nobody is watching."""
+
+
+class Reporter:
+    """Counts into one WorkerReport, and tells `on_event` what happened."""
+
+    def __init__(self, report: WorkerReport, on_event: OnEvent):
+        # Written under _lock by every thread of the Worker; read by anyone (a watcher may
+        # read a count a moment old).
+        self.report = report
+        self.on_event = on_event  # set once, here; called by every thread, never under _lock
+        self._lock = threading.Lock()  # guards the report's fields
+
+    @property
+    def watching(self) -> bool:
+        """Whether anyone is told of events: a loop over a batch's jobs is skipped if not."""
+        return self.on_event is not no_event
+
+    def add(self, **counts: int) -> None:
+        """Add to these counts at once (one lock for a claim's or a reap's numbers)."""
+        with self._lock:
+            for name, n in counts.items():
+                setattr(self.report, name, getattr(self.report, name) + n)
+
+    def count(self, event: str, job: queue.Job | None) -> None:
+        """One more of `event` (a field of the report), then tell on_event."""
+        self.add(**{event: 1})
+        self.on_event(event, job)
+
+    def finished(self, jobs: Sequence[queue.Job]) -> None:
+        """These jobs are done: counted under one lock for the batch, not one per job."""
+        with self._lock:
+            self.report.done += len(jobs)
+            self.report.done_ids.extend(job.id for job in jobs)
+        if self.watching:
+            for job in jobs:
+                self.on_event("done", job)
+
+    def error(self, exc: BaseException) -> None:
+        with self._lock:
+            self.report.last_error = error_line(exc)
+
+    def connection_lost(self, exc: BaseException) -> None:
+        with self._lock:
+            self.report.last_error = error_line(exc)
+            self.report.reconnects += 1
+        self.on_event("reconnect", None)
+
+    def beat(self, outcome: str, error: str | None) -> None:
+        """A beat's outcome (Leases' on_beat): "beat", or "beat_failed" with its error."""
+        with self._lock:
+            if outcome == "beat":
+                self.report.beats += 1
+            else:
+                self.report.beat_failures += 1
+                self.report.last_error = error
+
+    def lease_lost(self, job: queue.Job, *, counted: bool) -> None:
+        """This process no longer holds the claim: announced always, counted if `counted`."""
+        if counted:
+            self.add(leases_lost=1)
+        self.on_event("lost", job)
+
+
+class FirstError:
+    """The first unexpected error any of the Worker's threads hit (not a handler's failure,
+    which is data): run() raises it once the Worker has stopped."""
+
+    def __init__(self) -> None:
+        self._error: BaseException | None = None  # written by any thread, under _lock; read by run()
+        self._lock = threading.Lock()
+
+    def keep(self, exc: BaseException) -> None:
+        """Keep `exc` unless an earlier error is kept already."""
+        with self._lock:
+            self._error = self._error or exc
+
+    def first(self) -> BaseException | None:
+        with self._lock:
+            return self._error

@@ -180,6 +180,7 @@ class Worker:
         self._executors.run_batch(jobs)
         while not self._producer.idle():  # two claims of one job go in two sends
             self._completer.send()
+        self._inbox.take(*Message)  # this thread is the producer here: no news is for a later loop
         return len(jobs)
 
     def _start(self) -> None:

@@ -44,16 +44,15 @@ class Completer:
         self.work, self.leases, self.reporter, self.inbox = work, leases, reporter, inbox
         self.durable = durable  # wait for the disk on every completion (durable_completions)
         self._lock = threading.Lock()  # guards the four fields below: a leaf (the package's lock order)
-        # Added to by the executors (hold); taken by whoever sends (the producer, or an
-        # executor mid-batch), and put back at the front when a send fails.
+        # Written by the executors (hold) and senders (the producer, an executor mid-batch); read by senders.
         self._done: list[queue.Job] = []
         self._failed: list[tuple[queue.Job, Exception]] = []
-        # When the oldest held outcome was added: written by the executors and senders; read
-        # by the producer (when to send) and by the executors (whether to send mid-batch).
+        # When the oldest held outcome was added.
+        # Written by the executors and senders; read by the producer and the executors.
         self._held_since: float | None = None
         # Claims whose outcome was sent as the connection broke: it may have committed with no
-        # answer back, so when sent again it matches no running row. See _own_earlier. Written
-        # by senders; read by senders and by whichever thread learns a lease lost (is_unsure).
+        # answer back, so when sent again it matches no running row. See _own_earlier.
+        # Written by senders; read by senders and by whichever thread learns a lease lost.
         self._unsure: set[tuple[int, int]] = set()
 
     def hold(self, job: queue.Job, error: Exception | None, at: float) -> float:

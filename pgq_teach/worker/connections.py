@@ -41,8 +41,7 @@ class WorkConnection:
     def __init__(self, dsn: str):
         self.dsn = dsn
         self.lock = threading.Lock()  # one user of the connection at a time
-        # Written and read under `lock`: by the producer (claims, reaps, sends) and by an
-        # executor that sends its outcomes mid-batch.
+        # Written and read under `lock` by the producer and by an executor that sends mid-batch.
         self._conn: psycopg.Connection | None = None
 
     def get(self) -> psycopg.Connection:

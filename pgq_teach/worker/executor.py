@@ -52,9 +52,8 @@ class Executors:
         # Put by the producer (a batch each, or None to stop one executor); got by the executors.
         self._batches: threads_queue.SimpleQueue[list[queue.Job] | None] = threads_queue.SimpleQueue()
         self._lock = threading.Lock()  # guards _busy: a leaf (the package's lock order)
-        # Executors with a batch: the producer adds one as it hands a batch out, an executor
-        # takes one off as its batch ends; the producer reads it (free, busy).
-        self._busy = 0
+        # Executors with a batch.
+        self._busy = 0  # written by the producer (+1 a batch) and the executors (-1); read by the producer
         self._threads: list[threading.Thread] = []  # run()'s thread only
 
     def start(self) -> None:

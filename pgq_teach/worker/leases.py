@@ -69,14 +69,11 @@ class Leases:
         self.on_lost, self.on_beat = on_lost, on_beat
         # Keyed by claim, (id, fence_token): a process can hold a stale claim
         # of a job and a newer one of the same job at once.
-        # Written under _lock by the producer (hold), a sender (take, put_back), the heartbeat
-        # (renew, from an executor's check too) and the lease clock (give_up_passed); read by
-        # the same, and by the executors (left).
+        # Written by the producer, senders, heartbeat, lease clock and executors' checks; read by them.
         self._until: dict[tuple[int, int], tuple[queue.Job, float]] = {}
         # Taken out for their outcome's send: not renewed (the send finishes them), but still
         # given up at their end, since a send that outlasts the lease may be fenced.
-        # Written under _lock by a sender (take, put_back, sent) and the lease clock; read by
-        # the lease clock and the heartbeat's backoff (earliest_end).
+        # Written by senders and the lease clock; read by them and by the heartbeat (its backoff).
         self._sending: dict[tuple[int, int], tuple[queue.Job, float]] = {}
         self._lock = threading.Lock()  # guards _until and _sending: a leaf (the package's lock order)
         # A reaper may take a job as soon as the server's lease ends, only a claim's round
@@ -84,8 +81,7 @@ class Leases:
         # scheduler's delay. Giving up a tenth of the lease early keeps our end before any reap.
         self.margin = self.seconds / 10
         self._conn_lock = threading.Lock()  # one statement at a time on the connection; held alone
-        # Written and read under _conn_lock by the heartbeat and by an executor's check
-        # (renew); backend_pid reads it without the lock, for a look from outside.
+        # Written and read by the heartbeat and the executors' checks; read by anyone (backend_pid).
         self._conn: psycopg.Connection | None = None
         # Its own name in pg_stat_activity, so an operator (or a fault run)
         # can tell the heartbeat session from the work and LISTEN sessions.

@@ -35,12 +35,10 @@ class Listener:
         self.dsn, self.inbox, self.reporter = dsn, inbox, reporter
         self.closing = closing  # set by run()'s thread as the Worker stops; read by the listener
         self.timeout = timeout  # LISTEN_TIMEOUT when the Worker was made
-        # Set by the listener's thread once it has tried its first connection; run()'s thread
-        # waits on it, to claim after LISTEN, so no notification falls between.
+        # Set once the listener tried to connect; run()'s thread waits for it before it claims.
         self.listening = threading.Event()
         self._conn: psycopg.Connection | None = None  # the listener's thread only
-        # Made by start() and closed by stop(), both on run()'s thread, around the listener
-        # thread's life; stop() rings it, the listener's thread waits on it.
+        # Made, rung and closed by run()'s thread (start, stop); the listener waits on it.
         self._doorbell: tuple[socket.socket, socket.socket] | None = None
         self._thread: threading.Thread | None = None  # run()'s thread only
 

@@ -65,9 +65,7 @@ class Reporter:
     """Counts into one WorkerReport, and tells `on_event` what happened."""
 
     def __init__(self, report: WorkerReport, on_event: OnEvent):
-        # Written under _lock by every thread of the Worker; read by anyone (a watcher may
-        # read a count a moment old).
-        self.report = report
+        self.report = report  # written by every thread of the Worker; read by anyone (maybe a moment old)
         self.on_event = on_event  # set once, here; called by every thread, never under _lock
         self._lock = threading.Lock()  # guards the report's fields
 

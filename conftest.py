@@ -113,7 +113,7 @@ def own_server_folder(item: pytest.Item) -> Path | None:
     if str(ROOT / "tests") not in sys.path:  # a run of notebooks alone loads no tests/conftest.py
         sys.path.insert(0, str(ROOT / "tests"))
     from helpers import needs_a_server_of_its_own, on_server, server_folder
-    from pgq_teach import server
+    from pgq_teach.infra import server
 
     if not needs_a_server_of_its_own(server.get_server()):
         return None

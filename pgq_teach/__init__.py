@@ -6,6 +6,7 @@ widgets, notebooks and the CLI.
 
 from .databases import Database, open_database
 from .errors import BadInput, PgqError, SetupError
+from .infra.server import Server, get_server
 from .queue import (
     Job,
     NotClaimed,
@@ -24,7 +25,6 @@ from .queue import (
     requeue_dead,
     stats,
 )
-from .server import Server, get_server
 from .statements import names as statement_names
 from .statements import run, statement
 from .worker import Worker, WorkerReport

@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 
 from .errors import BadInput, SetupError
-from .server import Server, get_server
+from .infra.server import Server, get_server
 from .statements import run
 
 PREFIX = "pgq_"

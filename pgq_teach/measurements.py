@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import learner
+from .infra import learner
 
 
 @dataclass(frozen=True)

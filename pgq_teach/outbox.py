@@ -3,7 +3,7 @@
 The outbox is the jobs table: checkout writes the order and its event (kind
 `OUTBOX_KIND`) in one transaction. `Relay` claims the oldest unsent event of
 each order (claim_in_key_order.sql), publishes it to the broker (NATS
-JetStream, `pgq_teach.broker`) with Nats-Msg-Id = the job id, waits for the
+JetStream, `pgq_teach.infra.broker`) with Nats-Msg-Id = the job id, waits for the
 broker's ack and only then marks it sent. An outage is not an event's fault:
 the relay hands the batch back with its attempts (release_many.sql) and
 pauses, doubling the pause up to a cap. An event the broker refuses for its
@@ -34,8 +34,9 @@ from typing import Any
 
 import psycopg
 
-from . import broker, checks, queue
+from . import checks, queue
 from .databases import Database
+from .infra import broker
 from .statements import records, run, run_one
 
 OUTBOX_KIND = "order_event"

@@ -22,7 +22,8 @@ import psycopg
 import pytest
 
 from helpers import ReusedDatabase, choosing, needs_a_server_of_its_own, on_server, server_folder
-from pgq_teach import databases, server
+from pgq_teach import databases
+from pgq_teach.infra import server
 from pgq_teach.statements import run
 
 

@@ -20,7 +20,8 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from pgq_teach import broker, databases, embedded, server
+from pgq_teach import databases
+from pgq_teach.infra import broker, embedded, server
 from pgq_teach.queue import status_counts
 from pgq_teach.seeding import seed_jobs
 from pgq_teach.statements import run

@@ -240,8 +240,8 @@ def test_the_command_line_refuses_in_one_line_before_anything_runs(pg, tmp_path,
 def test_psql_passes_its_options_on_and_opens_the_shop_database_for_dash_c(pg):
     from pgq_teach import databases
     from pgq_teach.errors import SetupError
-    from pgq_teach.psql import psql_binary
-    from pgq_teach.server import get_server
+    from pgq_teach.infra.psql import psql_binary
+    from pgq_teach.infra.server import get_server
 
     try:
         psql_binary(get_server())

@@ -11,7 +11,8 @@ import pytest
 
 import pgq_teach as pgq
 from helpers import counts, expire_leases, job_row, round_trips, seed
-from pgq_teach import databases, embedded
+from pgq_teach import databases
+from pgq_teach.infra import embedded
 from pgq_teach.statements import run
 
 

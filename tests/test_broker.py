@@ -12,9 +12,10 @@ import signal
 import pytest
 
 from helpers import wait_for
-from pgq_teach import broker, cli, measurements, queue
+from pgq_teach import cli, measurements, queue
 from pgq_teach.errors import SetupError
 from pgq_teach.experiments import switching
+from pgq_teach.infra import broker
 from pgq_teach.statements import run
 
 

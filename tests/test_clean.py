@@ -11,9 +11,10 @@ import psycopg
 import pytest
 
 from helpers import wait_for
-from pgq_teach import databases, embedded, seeding, tidy
+from pgq_teach import databases, seeding
+from pgq_teach.infra import embedded, tidy
+from pgq_teach.infra.tidy import Cleaned, folder_size
 from pgq_teach.statements import run, run_one
-from pgq_teach.tidy import Cleaned, folder_size
 
 # A course run's shape, scaled down: the lessons' databases, each filled and filled again (the
 # drains and resets that make WAL), where a full run left 25 databases and 562 MB.
@@ -265,7 +266,7 @@ def test_the_folders_all_would_remove_are_named_for_any_data_folder(monkeypatch)
     """PGQ_DATA_DIR=/ has no name to put -nats after: the check before --all names the
     data folder alone rather than stopping with a ValueError traceback (the server then
     refuses / in one line)."""
-    from pgq_teach import tidy
+    from pgq_teach.infra import tidy
 
     monkeypatch.setenv("PGQ_DATA_DIR", "/")
     assert tidy.removed_by_all() == [Path("/")]

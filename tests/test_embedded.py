@@ -15,7 +15,8 @@ import psycopg
 import pytest
 
 from helpers import choosing, server_folder
-from pgq_teach import databases, embedded
+from pgq_teach import databases
+from pgq_teach.infra import embedded
 from pgq_teach.statements import run
 
 

@@ -94,7 +94,7 @@ def test_a_pass_is_kept_when_a_later_try_fails(pg):
     assert exercises.check(ex.key, ex.answer_text()).passed
     assert not exercises.check(ex.key, ex.attempt_text()).passed
     assert exercises.done()[ex.key]
-    from pgq_teach import learner
+    from pgq_teach.infra import learner
 
     assert learner.load("progress")[ex.key]["latest"]["passed"] is False
 

@@ -15,10 +15,11 @@ import psycopg
 import pytest
 
 from helpers import on_server, wait_for
-from pgq_teach import databases, exercises, learner
+from pgq_teach import databases, exercises
 from pgq_teach.exercises import learner_sql, sandbox
 from pgq_teach.exercises.learner_sql import Refused, read
 from pgq_teach.exercises.verdict import MAX_TEXT
+from pgq_teach.infra import learner
 from pgq_teach.statements import run
 from pgq_teach.widgets.your_turn import YourTurn
 

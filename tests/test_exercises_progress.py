@@ -8,8 +8,9 @@ import sys
 import pytest
 
 from helpers import assert_fits
-from pgq_teach import exercises, learner
+from pgq_teach import exercises
 from pgq_teach.errors import PgqError
+from pgq_teach.infra import learner
 from pgq_teach.widgets.your_turn import YourTurn
 
 

@@ -13,8 +13,9 @@ import sys
 
 import pytest
 
-from pgq_teach import cli, interview, learner, measurements
+from pgq_teach import cli, interview, measurements
 from pgq_teach.errors import BadInput
+from pgq_teach.infra import learner
 from pgq_teach.interview import Rehearsal
 from pgq_teach.interview import content as interview_content
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pgq_teach import learner
 from pgq_teach.errors import BadInput
+from pgq_teach.infra import learner
 
 
 @pytest.fixture(autouse=True)

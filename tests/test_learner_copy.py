@@ -1,4 +1,4 @@
-"""The learner's working copy of the lessons (pgq_teach/workcopy.py): `pgq-teach lab`
+"""The learner's working copy of the lessons (pgq_teach/infra/workcopy.py): `pgq-teach lab`
 serves it from the learner's data folder, so running and saving a lesson leaves the
 course's notebooks as git has them, and nothing the learner saved is written over."""
 
@@ -16,8 +16,8 @@ import nbformat
 import pytest
 
 from helpers import free_port
-from pgq_teach import workcopy
 from pgq_teach.databases import TAG_VARIABLE
+from pgq_teach.infra import workcopy
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSON = "00-start-here"  # the quickest lesson to Run All (about 10 s)
@@ -217,7 +217,7 @@ def test_two_fresh_copies_at_once_take_turns_so_neither_writes_over_an_earlier_o
     lock = os.open(learner_home / ".course_copies.lock", os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(lock, fcntl.LOCK_EX)  # another `lab --fresh` in the middle of its turn
     other = subprocess.Popen(
-        [sys.executable, "-c", f"from pgq_teach import workcopy; print(workcopy.fresh({LESSON!r}))"],
+        [sys.executable, "-c", f"from pgq_teach.infra import workcopy; print(workcopy.fresh({LESSON!r}))"],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PGQ_HOME": str(learner_home)},

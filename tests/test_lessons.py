@@ -15,7 +15,8 @@ import nbformat
 import pytest
 import yaml
 
-from pgq_teach import exercises, guide, lessons, measurements, server
+from pgq_teach import exercises, guide, lessons, measurements
+from pgq_teach.infra import server
 from pgq_teach.lessons import Lesson, ManifestError
 
 ROOT = Path(__file__).resolve().parent.parent

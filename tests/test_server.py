@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pgq_teach import SetupError, container, server
+from pgq_teach import SetupError
+from pgq_teach.infra import container, server
 
 ENGINE = container.engine_answers()
 UNPULLABLE = "pgq-teach-test/never-published:0"  # no registry has it, reachable or not
@@ -210,7 +211,11 @@ def test_explicit_docker_names_the_image_that_cannot_be_pulled_and_the_fix(priva
         server.get_server()
     message = str(err.value)
     assert f"the image {UNPULLABLE} is not here and cannot be pulled" in message
-    assert "PGQ_IMAGE" in message and "pgq_teach.standin_image" in message and "unset PGQ_BACKEND" in message
+    assert (
+        "PGQ_IMAGE" in message
+        and "pgq_teach.infra.standin_image" in message
+        and "unset PGQ_BACKEND" in message
+    )
     assert "no Docker engine answers" not in message
     assert container.find() is None
 
@@ -364,7 +369,7 @@ def test_a_role_without_createdb_is_told_which_grant_it_needs(pg, fresh_choice):
 def test_embedded_server_survives_its_starting_process_and_is_reused(pg):
     if pg.backend != "embedded":
         pytest.skip("the embedded server is not the one in use")
-    code = "from pgq_teach import server; print(server.get_server().dsn)"
+    code = "from pgq_teach.infra import server; print(server.get_server().dsn)"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

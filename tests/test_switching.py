@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from pgq_teach import learner
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import switching
 from pgq_teach.experiments.switching import Consumer, StandInBroker, StandInDown, recommend
+from pgq_teach.infra import learner
 
 
 @pytest.fixture(autouse=True)

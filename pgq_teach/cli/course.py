@@ -9,10 +9,11 @@ import os
 import sys
 from pathlib import Path
 
-from .. import checks, tables, workcopy
+from .. import checks, tables
 from ..errors import BadInput
-from ..psql import psql_command
-from ..server import get_server
+from ..infra import workcopy
+from ..infra.psql import psql_command
+from ..infra.server import get_server
 from .common import Subcommands, say, typed
 
 
@@ -66,7 +67,12 @@ def cmd_lab(args: argparse.Namespace) -> int:
     env["PGQ_ORIGIN"] = (
         f"{server.backend}{' ' + server.origin if server.origin else ''}, chosen by pgq-teach lab"
     )
-    argv = [sys.executable, "-m", "pgq_teach.jupyter", f"--notebook-dir={folder}"]  # `jupyter lab`, quicker
+    argv = [
+        sys.executable,
+        "-m",
+        "pgq_teach.infra.jupyter",
+        f"--notebook-dir={folder}",
+    ]  # `jupyter lab`, quicker
     argv += [f"--port={args.port}"] if args.port else []
     argv += ["--no-browser"] if args.no_browser else []
     # Jupyter refuses root without this; containers and CI machines run as root.

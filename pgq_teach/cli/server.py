@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from .. import broker, embedded, learner, tidy
 from ..errors import BadInput, PgqError, SetupError
-from ..server import chosen_backend, describe, get_server, start_server, wanted_backend
+from ..infra import broker, embedded, learner, tidy
+from ..infra.server import chosen_backend, describe, get_server, start_server, wanted_backend
 from .common import Subcommands, say
 
 
@@ -43,7 +43,7 @@ def cmd_server(args: argparse.Namespace) -> int:
 def _server_stop() -> None:
     """Stop what pgq-teach started for the chosen backend (in auto: its container and the
     embedded server). A PGQ_DSN server is never touched."""
-    from .. import container
+    from ..infra import container
 
     wanted = wanted_backend()
     if wanted == "dsn" or (wanted == "auto" and os.environ.get("PGQ_DSN")):
@@ -69,7 +69,7 @@ def _server_stop() -> None:
 
 def _server_status() -> int:
     """Report on the server the course would use, without starting one. Exit 1 if it is not up."""
-    from .. import container
+    from ..infra import container
 
     backend = chosen_backend()
     if backend == "dsn":
@@ -109,7 +109,7 @@ def _server_status() -> int:
 
 def _server_restart() -> int:
     """A fast restart of the server in use (the fault tests use it through PGQ_RESTART_CMD)."""
-    from .. import container
+    from ..infra import container
 
     server = get_server()
     if server.backend == "embedded":

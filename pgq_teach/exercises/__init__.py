@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import psycopg
 
-from .. import learner
 from ..errors import BadInput, PgqError
+from ..infra import learner
 from ..statements import statement
 from . import backoff, claim, cleanup, envelope, fence, index, reaper, relay, vacuum, wakeup
 from . import progress as progress_file

@@ -30,9 +30,10 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
-from .. import embedded, queue, seeding, tables
+from .. import queue, seeding, tables
 from ..databases import Database
 from ..errors import PgqError
+from ..infra import embedded
 from ..statements import records, run
 from ..worker import Worker
 from .plan import planned_error, planned_failure

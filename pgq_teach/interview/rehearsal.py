@@ -18,8 +18,8 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
-from .. import learner
 from ..errors import BadInput
+from ..infra import learner
 from . import content
 from .answers import model_answer
 from .catalog import (

@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 
-from .. import databases, embedded, server
+from .. import databases
 from ..databases import Database, open_database
 from ..errors import BadInput, PgqError, SetupError
 from ..guide import FIGURES
+from ..infra import embedded, server
 from .entry import Entry
 from .registry import ENTRIES, MISSING
 from .report import MajorsComparison, Report, ReportRow

@@ -14,9 +14,9 @@ from functools import partial
 from html import escape
 from typing import Any
 
-from .. import broker
 from ..databases import Database
 from ..experiments import switching
+from ..infra import broker
 from .common import result_html
 from .lab import ExperimentPanel
 

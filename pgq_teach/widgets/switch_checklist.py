@@ -8,8 +8,8 @@ from html import escape
 
 import ipywidgets as W
 
-from .. import learner
 from ..experiments.switching import SIGNALS, Recommendation, recommend
+from ..infra import learner
 from .common import styled
 
 FILE = "switch-checklist"

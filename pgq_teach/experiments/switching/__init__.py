@@ -4,7 +4,7 @@
   to stay, turned into a recommendation with its reasons.
 - `drain`: `drain_rate`, the learner's own drain rate (100,000 batched jobs),
   beside the guide's "about 4 s", and why neither is a benchmark.
-- The outbox relay on a real broker (NATS JetStream, `pgq_teach.broker`), the
+- The outbox relay on a real broker (NATS JetStream, `pgq_teach.infra.broker`), the
   library's `pgq_teach.outbox.Relay`, with checkout's side in `orders`:
   `broker_outage.outage` kills the broker while orders keep coming;
   `dedup_window.republish_after_window` shows the dedup window is finite;

@@ -10,9 +10,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ... import broker, charts, checks, queue, tables
+from ... import charts, checks, queue, tables
 from ...databases import Database
 from ...guide import GuideFigure
+from ...infra import broker
 from ...outbox import (
     JETSTREAM_DUPLICATE_WINDOW_S,
     OUTBOX_KIND,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ... import broker, checks
+from ... import checks
+from ...infra import broker
 
 
 @dataclass(frozen=True)

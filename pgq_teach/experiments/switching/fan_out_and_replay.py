@@ -7,9 +7,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from ... import broker, checks, queue
+from ... import checks, queue
 from ...databases import Database
 from ...guide import GuideFigure
+from ...infra import broker
 from ...outbox import STREAM, SUBJECTS
 from ...statements import run
 from ..results import Comparison, Result, server_fields

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from ... import broker, checks, queue
+from ... import checks, queue
 from ...databases import Database
 from ...guide import GuideFigure
+from ...infra import broker
 from ...outbox import (
     JETSTREAM_DUPLICATE_WINDOW_S,
     OUTBOX_KEY_INDEX,

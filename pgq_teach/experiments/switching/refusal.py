@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import psycopg
 
-from ... import broker, checks, queue, tables
+from ... import checks, queue, tables
 from ...databases import Database
 from ...guide import GuideFigure
+from ...infra import broker
 from ...outbox import (
     JETSTREAM_DUPLICATE_WINDOW_S,
     MAX_MSG_SIZE,

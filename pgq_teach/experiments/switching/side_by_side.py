@@ -8,9 +8,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ... import broker, checks, queue
+from ... import checks, queue
 from ...databases import Database
 from ...guide import GuideFigure, figure
+from ...infra import broker
 from ...statements import run
 from ...worker import Worker
 from ..results import Comparison, Progress, Result, guess_text, server_fields, tell

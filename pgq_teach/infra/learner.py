@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput, SetupError
+from ..errors import BadInput, SetupError
 
 try:
     import fcntl  # POSIX: the lock between processes

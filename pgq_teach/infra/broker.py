@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..errors import SetupError
 from . import embedded
-from .errors import SetupError
 
 T = TypeVar("T")
 HOST = "127.0.0.1"  # loopback only: the course's broker is for this machine

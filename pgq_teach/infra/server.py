@@ -24,9 +24,9 @@ from functools import lru_cache
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from ..errors import SetupError
+from ..statements import run_one
 from . import container, embedded
-from .errors import SetupError
-from .statements import run_one
 
 BACKENDS = ("auto", "dsn", "docker", "embedded")
 CONNECT_TIMEOUT = 5  # seconds; an unreachable PGQ_DSN must fail fast, not hang
@@ -126,8 +126,8 @@ def _docker(explicit: bool) -> Server:
         raise SetupError(
             f"PGQ_BACKEND=docker, but {exc}. Pull it where a registry is reachable (docker pull "
             f"{container.image()}), or set PGQ_IMAGE to an image you have (offline, `python -m "
-            "pgq_teach.standin_image` builds pgq-local/postgres:18 from the embedded PostgreSQL), or unset "
-            "PGQ_BACKEND to use the embedded PostgreSQL, which needs nothing installed."
+            "pgq_teach.infra.standin_image` builds pgq-local/postgres:18 from the embedded PostgreSQL), "
+            "or unset PGQ_BACKEND to use the embedded PostgreSQL, which needs nothing installed."
         ) from None
     return _probe("docker", dsn, image)
 

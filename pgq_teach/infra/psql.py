@@ -14,10 +14,10 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from .databases import open_database
-from .errors import SetupError
+from ..databases import open_database
+from ..errors import SetupError
+from ..statements import sql_dir
 from .server import Server, get_server
-from .statements import sql_dir
 from .workcopy import find_lesson
 
 DEFAULT_LABEL = "shop"

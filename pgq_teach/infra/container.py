@@ -29,8 +29,8 @@ from urllib.parse import urlparse
 
 import psycopg
 
+from ..errors import SetupError
 from . import embedded
-from .errors import SetupError
 
 DEFAULT_IMAGE = "postgres:18"
 NAME = "pgq-teach-postgres"  # PGQ_CONTAINER names another (the tests use private ones)

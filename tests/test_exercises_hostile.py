@@ -472,6 +472,91 @@ REFUSED = [
         "SELECT id FROM jobs --\r WHERE id = :victim",
         ":victim",
     ),
+    # M1: a WITH query named after a catalog. Its own body, a DML target and a query
+    # outside its scope never see it, so each of these names the catalog itself.
+    (
+        "a WITH query named after the catalog it reads",
+        "09/holder",
+        "WITH pg_database AS (SELECT * FROM pg_database) SELECT datname AS pid FROM pg_database",
+        "pg_database is not one",
+    ),
+    (
+        "a WITH query named after pg_settings",
+        "01/claim",
+        "WITH pg_settings AS (SELECT name, setting FROM pg_settings) SELECT setting::int AS id FROM pg_settings",  # noqa: E501 (the input under test, kept on one line)
+        "pg_settings is not one",
+    ),
+    (
+        "a WITH query named jobs over pg_authid",
+        "01/claim",
+        "WITH jobs AS (SELECT oid AS id FROM pg_authid) SELECT id FROM jobs",
+        "pg_authid is not one",
+    ),
+    (
+        "a WITH query read before it is defined",
+        "09/holder",
+        "WITH a AS (SELECT * FROM pg_locks), pg_locks AS (SELECT 1 AS pid) SELECT pid FROM a",
+        "pg_locks is not one",
+    ),
+    (
+        "a WITH query read outside its subquery",
+        "09/holder",
+        "SELECT pid FROM (WITH pg_stat_statements AS (SELECT 1 AS pid) SELECT pid FROM pg_stat_statements) AS t, pg_stat_statements",  # noqa: E501 (the input under test, kept on one line)
+        "pg_stat_statements is not one",
+    ),
+    (
+        "UPDATE of a catalog shadowed by a WITH query",
+        "05/complete",
+        "WITH pg_authid AS (SELECT 1 AS rolsuper) UPDATE pg_authid SET rolsuper = true WHERE :id IS NOT NULL",
+        "pg_authid is not one",
+    ),
+    (
+        "DELETE from a WITH query's name",
+        "10/cleanup",
+        "WITH batch AS (SELECT id FROM jobs LIMIT :batch) DELETE FROM batch",
+        "batch is not one",
+    ),
+    # M2: pg_notify only once per job the statement enqueued.
+    (
+        "pg_notify per row of a join of the enqueued job",
+        "07/notify",
+        "WITH job AS (INSERT INTO jobs (kind, payload) VALUES (:'kind', :'payload') RETURNING id) "
+        "SELECT pg_notify('jobs_ready', a.id::text) FROM job, jobs a, jobs b",
+        "pg_notify may run only once",
+    ),
+    (
+        "pg_notify per row of jobs",
+        "07/notify",
+        "SELECT pg_notify('jobs_ready', a.kind || b.kind) FROM jobs a, jobs b",
+        "pg_notify may run only once",
+    ),
+    (
+        "pg_notify over an INSERT of many rows",
+        "07/notify",
+        "WITH job AS (INSERT INTO jobs (kind, payload) SELECT a.kind, a.payload FROM jobs a, jobs b RETURNING id) "  # noqa: E501 (the input under test, kept on one line)
+        "SELECT pg_notify('jobs_ready', id::text) FROM job",
+        "pg_notify may run only once",
+    ),
+    (
+        "pg_notify over unnest",
+        "07/notify",
+        "WITH job AS (INSERT INTO jobs (kind, payload) VALUES (:'kind', :'payload') RETURNING id) "
+        "SELECT pg_notify('jobs_ready', unnest(ARRAY[id::text, id::text, id::text])) FROM job",
+        "pg_notify may run only once",
+    ),
+    (
+        "pg_notify in an INSERT's WHERE",
+        "07/notify",
+        "INSERT INTO jobs (kind, payload) SELECT kind, payload FROM jobs WHERE pg_notify('jobs_ready', kind) IS NULL",  # noqa: E501 (the input under test, kept on one line)
+        "pg_notify may run only once",
+    ),
+    (
+        "pg_notify in a subquery of the enqueued job's SELECT",
+        "07/notify",
+        "WITH job AS (INSERT INTO jobs (kind, payload) VALUES (:'kind', :'payload') RETURNING id) "
+        "SELECT id, (SELECT count(pg_notify('jobs_ready', a.kind)) FROM jobs a, jobs b) FROM job",
+        "pg_notify may run only once",
+    ),
 ]
 
 
@@ -848,3 +933,100 @@ def test_role_setups_run_at_once_take_turns(pg):
     finally:
         for label in labels:
             databases.drop_database(f"scratch_{label}")
+
+
+def doubling_chain(links: int, materialized: str = "NOT MATERIALIZED", value: str = "kind") -> str:
+    """C1: a chain of WITH queries, each reading the last one twice. Inlined, the planner
+    copies each link's subtree twice over, 2^links copies, before it first checks for a
+    cancel: 388 MB at 15 links, the cluster's memory gone at about 21."""
+    links_sql = ", ".join(
+        f"a{i + 1} AS {materialized} (SELECT x.k FROM a{i} AS x, a{i} AS y)" for i in range(links)
+    )
+    return f"WITH a0 AS {materialized} (SELECT {value} AS k FROM jobs), {links_sql} SELECT length(k::text) AS id FROM a{links}"  # noqa: E501 (the input under test, kept on one line)
+
+
+@pytest.fixture
+def no_server(monkeypatch):
+    """Any check that would open a scratch database fails the test: what the reader
+    refuses must never reach a server, not even its parse analysis."""
+
+    def reached(*args, **kwargs):
+        raise AssertionError("the learner's SQL reached a server")
+
+    monkeypatch.setattr(exercises, "open_scratch", reached)
+
+
+# (what, exercise, the learner's text, what the refusal says): refused by the reader alone.
+READER_ONLY = [
+    ("C1: 25 links NOT MATERIALIZED", "01/claim", doubling_chain(25), "NOT MATERIALIZED"),
+    (
+        "C1: 25 links NOT MATERIALIZED, a costly constant in each copy",
+        "01/claim",
+        doubling_chain(25, value="(2::numeric ^ 400000)"),
+        "NOT MATERIALIZED",
+    ),
+    (
+        "C1: 25 links as plain WITH queries",
+        "01/claim",
+        doubling_chain(25, ""),
+        "reads tables over 1,000 times",
+    ),
+    (
+        "C1: 25 links read twice through subqueries",
+        "09/holder",
+        "WITH a0 AS (SELECT pid FROM pg_stat_activity), "
+        + ", ".join(
+            f"a{i + 1} AS (SELECT pid FROM a{i} WHERE pid IN (SELECT pid FROM a{i}))" for i in range(25)
+        )
+        + " SELECT pid FROM a25",
+        "reads tables over 1,000 times",
+    ),
+    (
+        "C2: the chain named pg_authid, then UPDATE pg_authid",
+        "05/complete",
+        doubling_chain(20).replace("a20", "pg_authid").split(" SELECT length")[0]
+        + " UPDATE pg_authid SET rolsuper = true WHERE :id IS NOT NULL",
+        "pg_authid is not one",
+    ),
+    (
+        "C2: the chain inside a WITH query named jobs, then UPDATE pg_authid",
+        "05/complete",
+        "WITH jobs AS (SELECT 1 AS id) UPDATE pg_catalog.pg_authid SET rolsuper = true WHERE :id IS NOT NULL",
+        "pg_catalog.pg_authid is not one",
+    ),
+    ("a lone surrogate", "01/claim", "SELECT '\ud800' AS id", "not valid UTF-8"),
+    ("a lone surrogate in a name", "09/holder", 'SELECT 1 AS "\udfff"', "not valid UTF-8"),
+]
+
+
+@pytest.mark.parametrize("what, key, sql, says", READER_ONLY, ids=[r[0] for r in READER_ONLY])
+def test_the_reader_refuses_it_before_any_server_sees_it(no_server, what, key, sql, says):
+    ex = exercises.exercise(key)
+    with pytest.raises(Refused, match=re.escape(says)):
+        read(sql, ex.params, ex.words, exercise=key)
+    verdict = exercises.check(key, sql)  # saved: a lone surrogate is kept as the learner typed it
+    assert verdict.refused and says in verdict.headline and "\n" not in verdict.headline, verdict.headline
+    assert exercises.entries()[key].latest.sql == sql
+
+
+def test_the_reader_reads_a_chain_in_time_linear_in_its_length(monkeypatch):
+    """expansion() once went round the whole statement once per WITH query it held
+    (1.3 s at the 20,000-character cap): the reader now reads each expression once."""
+    visits = []
+    expr = learner_sql.Reading.expr
+
+    def counted(self, node, level):
+        visits.append(1)
+        return expr(self, node, level)
+
+    monkeypatch.setattr(learner_sql.Reading, "expr", counted)
+
+    def visits_for(links: int) -> int:
+        visits.clear()
+        text = "WITH a0 AS (SELECT kind AS k FROM jobs), " + ", ".join(
+            f"a{i + 1} AS (SELECT k || k AS k FROM a{i})" for i in range(links)
+        )
+        learner_sql.Reading(learner_sql.pglast.parse_sql(text + f" SELECT k FROM a{links}")[0].stmt)
+        return len(visits)
+
+    assert visits_for(400) <= 2.1 * visits_for(200)

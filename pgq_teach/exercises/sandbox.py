@@ -44,7 +44,8 @@ at a time in a process.
 
 What bounds memory: a value's growth is refused from the parse tree (no WITH
 RECURSIVE, no ARRAY(SELECT ...), and no statement whose inlined expressions
-pass MAX_EXPANSION nodes and characters, `learner_sql.expansion`), because the
+pass MAX_EXPANSION nodes and characters or read tables over MAX_RELATIONS times,
+`learner_sql.Reading`), because the
 watchdog cannot end a backend that is not listening: one that builds a huge expression tree in the
 planner checks for no cancel, outlives its closed session, and can grow until
 the kernel's OOM killer ends it, which restarts the whole cluster. A value the

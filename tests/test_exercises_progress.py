@@ -168,3 +168,24 @@ def test_only_a_passing_verdict_writes_passed(home):
     entry = learner.load("progress")["12/envelope"]
     assert entry["passed"] is True and entry["passed_verdict"]["passed"] is True
     assert entry["passed_sql"] == entry["passed_verdict"]["sql"] == envelope.ANSWER
+
+
+def test_a_huge_try_and_a_try_of_none_keep_every_earlier_verdict(home, capsys):
+    """A 21 MB try once made progress.json bigger than learner.load reads, and a try of
+    None stored a null: either way the next read set the whole file aside ("0 of 14
+    passed"). The SQL is kept cut to exercises.MAX_STORED_SQL, and a try of None as no
+    text; the reader refuses both before any server is reached."""
+    key, other = "05/complete", "06/fail"
+    exercises.record(exercises.Verdict(key, True, "passed"), exercises.exercise(key).answer_text())
+    exercises.record(exercises.Verdict(other, False, "not yet"), exercises.exercise(other).attempt_text())
+    huge = exercises.check(key, "x" * 21_000_000)
+    nothing = exercises.check(other, None)
+    assert huge.refused and "21,000,000 characters" in huge.headline, huge.headline
+    assert nothing.refused and nothing.headline.count("\n") == 0, nothing.headline
+    assert "empty" in nothing.headline, nothing.headline
+    found = exercises.entries()
+    assert found[key].done and found[key].passed_sql == exercises.exercise(key).answer_text()
+    assert len(found[key].latest.sql) == exercises.MAX_STORED_SQL and found[key].latest.sql.endswith("…")
+    assert found[other].latest.sql == "" and found[other].latest.refused
+    assert not list(home.glob("progress.unreadable-*")) and "moved it" not in capsys.readouterr().err
+    assert passed_mark(progress_cli(home), key) == "yes"

@@ -21,7 +21,7 @@ from ..infra import learner
 from ..statements import statement
 from . import backoff, claim, cleanup, envelope, fence, index, reaper, relay, vacuum, wakeup
 from . import progress as progress_file
-from .learner_sql import STATEMENT_WORDS, Refused, read
+from .learner_sql import MAX_CHARS, STATEMENT_WORDS, Refused, read
 from .sandbox import (
     LOCK_TIMEOUT_S,
     STATEMENT_TIMEOUT_S,
@@ -268,18 +268,33 @@ def check(key: str, sql: str, *, save: bool = True, progress=None, stop=None) ->
     return verdict
 
 
+# The most of a try's SQL progress.json keeps: what the reader reads at most (a longer
+# text is refused unread). Fourteen exercises' latest and passing tries stay far below
+# learner.MAX_FILE_BYTES, past which the whole file would be set aside on the next read.
+MAX_STORED_SQL = MAX_CHARS
+
+
+def stored_sql(sql: object) -> str:
+    """The learner's SQL as progress.json keeps it: text (anything else, such as
+    None, as no text), cut to MAX_STORED_SQL characters with "…" where it was cut."""
+    if not isinstance(sql, str):
+        return ""
+    return sql if len(sql) <= MAX_STORED_SQL else sql[: MAX_STORED_SQL - 1] + "…"
+
+
 def record(verdict: Verdict, sql: str) -> None:
-    """Keep the verdict and the SQL it judged under progress.json's key for its
-    exercise. A pass is never replaced by a later failed try: the latest try is
-    kept beside it, and the passing SQL under "passed_sql" with the passing
-    verdict under "passed_verdict". Only a passing verdict sets "passed"."""
+    """Keep the verdict and the SQL it judged (`stored_sql`) under progress.json's
+    key for its exercise. A pass is never replaced by a later failed try: the
+    latest try is kept beside it, and the passing SQL under "passed_sql" with the
+    passing verdict under "passed_verdict". Only a passing verdict sets "passed"."""
+    kept = stored_sql(sql)
 
     def edit(data: dict) -> None:
         entry = data.get(verdict.exercise, {})
-        this_try = {**verdict.record(), "sql": sql}
+        this_try = {**verdict.record(), "sql": kept}
         entry["latest"] = this_try
         if verdict.passed:
-            entry.update(passed=True, passed_sql=sql, passed_verdict=this_try)
+            entry.update(passed=True, passed_sql=kept, passed_verdict=this_try)
         entry.setdefault("passed", False)
         data[verdict.exercise] = entry
 

@@ -51,6 +51,15 @@ WRONG = [
     ),
 ]
 
+# Right answers that failed before (issue 44): each passes.
+RIGHT = [
+    ("08/index", "exercise/model/ready_index_in_list"),
+    ("08/index", "exercise/model/ready_index_text_cast"),
+    ("05/complete", "exercise/model/complete_with_lock"),
+    ("06/fail", "exercise/model/fail_with_lock"),
+    ("10/cleanup", "exercise/model/cleanup_with_batch"),
+]
+
 
 @pytest.fixture(autouse=True)
 def learner_home(tmp_path, monkeypatch):
@@ -75,6 +84,12 @@ def test_a_seeded_wrong_answer_fails_for_the_lessons_reason(verdicts, key, name,
     assert not verdict.passed and not verdict.refused, verdict.summary()
     assert any(failing in e.what for e in verdict.failures), verdict.summary()
     assert hint in verdict.hint, verdict.summary()
+
+
+@pytest.mark.parametrize("key, name", RIGHT, ids=[r[1].rsplit("/", 1)[1] for r in RIGHT])
+def test_a_right_answer_spelt_another_way_passes(key, name):
+    verdict = exercises.check(key, statement(name).text, save=False)
+    assert verdict.passed, verdict.summary()
 
 
 def test_the_reaper_that_ignores_max_attempts_still_uses_the_index(verdicts):

@@ -51,7 +51,7 @@ def _fail_once(owner, conn, learner: LearnerSQL, rng, what: str, attempts: int, 
 
 
 def check_fail(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None) -> Verdict:
-    if learner.first_word != "UPDATE":
+    if learner.main_word != "UPDATE":  # a WITH query may lead into it
         raise Refused("fail is one UPDATE of the job's row")
     evidence, touched = [], []
     rng = draw()

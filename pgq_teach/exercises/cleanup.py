@@ -62,7 +62,7 @@ def drain(conn, learner: LearnerSQL, batch: int, stop) -> tuple[list[int], float
 def check_cleanup(
     scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None
 ) -> Verdict:
-    if learner.first_word != "DELETE":
+    if learner.main_word != "DELETE":  # a WITH query may pick the batch
         raise Refused("cleanup is one DELETE of a batch of done jobs")
     rng = draw()
     sizes = [

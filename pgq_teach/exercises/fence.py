@@ -55,7 +55,7 @@ def _others_running(owner, job_id: int) -> list[int]:
 def check_complete(
     scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None
 ) -> Verdict:
-    if learner.first_word != "UPDATE":
+    if learner.main_word != "UPDATE":  # a WITH query may lead into it
         raise Refused("complete is one UPDATE of the job's row")
     rng = draw()
     evidence, stale_hits, current_misses, touched = [], [], [], []

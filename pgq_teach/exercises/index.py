@@ -35,6 +35,8 @@ KEY = "run_at"
 
 
 def _column(node: Any) -> str | None:
+    if isinstance(node, ast.TypeCast):  # status::text is the column itself
+        node = node.arg
     if isinstance(node, ast.ColumnRef):
         last = (node.fields or (None,))[-1]
         return last.sval if isinstance(last, ast.String) else None
@@ -51,9 +53,18 @@ def _text(node: Any) -> str | None:
 
 def keeps_only_ready(where: Any) -> bool:
     """Whether the index's predicate (its parse tree) has status = 'ready' as
-    one of its AND-ed conditions."""
+    one of its AND-ed conditions, however it is spelt: `status IN ('ready')`,
+    `status::text = 'ready'`, `'ready' = status` (PostgreSQL reads each as
+    status = 'ready')."""
     if isinstance(where, ast.BoolExpr) and where.boolop == BoolExprType.AND_EXPR:
         return any(keeps_only_ready(arg) for arg in where.args or ())
+    if isinstance(where, ast.A_Expr) and where.kind == A_Expr_Kind.AEXPR_IN:
+        items = where.rexpr if isinstance(where.rexpr, (list, tuple)) else ()
+        return (
+            [n.sval for n in where.name or ()] == ["="]
+            and _column(where.lexpr) == "status"
+            and [_text(item) for item in items] == ["ready"]
+        )
     if not isinstance(where, ast.A_Expr) or where.kind != A_Expr_Kind.AEXPR_OP:
         return False
     if [n.sval for n in where.name or ()] != ["="]:

@@ -157,6 +157,12 @@ class LearnerSQL:
     for_server: str
     tree: Any = field(default=None, compare=False, repr=False)  # the pglast node of the statement
 
+    @property
+    def main_word(self) -> str:
+        """The kind of the statement's own body, WITH or not: UPDATE for
+        `WITH ... UPDATE ...` as for a bare UPDATE."""
+        return _body_word(self.tree) if self.tree is not None else self.first_word
+
     def params(self, values: dict) -> dict:
         """The values this statement uses, by name."""
         return {name: values[name] for name in self.placeholders}

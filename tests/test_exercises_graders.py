@@ -49,6 +49,27 @@ WRONG = [
         "full batches of :batch while done rows remain",
         "LIMIT :batch",
     ),
+    # Wrong answers that passed before the scenes staged what catches them (issue 44).
+    ("04/reap", "exercise/wrong/reap_early", "live leases left running", "leased_until BETWEEN"),
+    (
+        "11/relay_complete",
+        "exercise/wrong/complete_batch_any_token",
+        "stale relay A's completion",
+        "paired with its id",
+    ),
+    (
+        "11/relay_hand_back",
+        "exercise/wrong/hand_back_any_token",
+        "relay S's claim of order 3's first event left alone",
+        "its own token",
+    ),
+]
+
+# Wrong answers refused for the lesson's reason before they run: (exercise, seeded
+# wrong answer, what the refusal names).
+REFUSED = [
+    ("08/index", "exercise/wrong/ready_index_unique", "a second job due at the same instant"),
+    ("08/index", "exercise/wrong/ready_index_including_payload", "INCLUDE copies those columns"),
 ]
 
 # Right answers that failed before (issue 44): each passes.
@@ -86,10 +107,23 @@ def test_a_seeded_wrong_answer_fails_for_the_lessons_reason(verdicts, key, name,
     assert hint in verdict.hint, verdict.summary()
 
 
+@pytest.mark.parametrize("key, name, says", REFUSED, ids=[r[1].rsplit("/", 1)[1] for r in REFUSED])
+def test_a_seeded_wrong_answer_is_refused_for_the_lessons_reason(key, name, says):
+    verdict = exercises.check(key, statement(name).text, save=False)
+    assert not verdict.passed and verdict.refused and says in verdict.headline, verdict.summary()
+
+
 @pytest.mark.parametrize("key, name", RIGHT, ids=[r[1].rsplit("/", 1)[1] for r in RIGHT])
 def test_a_right_answer_spelt_another_way_passes(key, name):
     verdict = exercises.check(key, statement(name).text, save=False)
     assert verdict.passed, verdict.summary()
+
+
+def test_a_reaper_taking_leases_near_their_end_fails_on_the_short_live_lease(verdicts):
+    """Each scene stages a live lease with a second or two left: a reaper that takes what
+    expires within 25 s takes it there, whatever the other live lease drew."""
+    verdict = verdict_for(verdicts, "04/reap", "exercise/wrong/reap_early")
+    assert len(verdict.numbers["live_changed"]) >= 2, verdict.summary()
 
 
 def test_the_reaper_that_ignores_max_attempts_still_uses_the_index(verdicts):

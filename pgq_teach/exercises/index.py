@@ -87,6 +87,16 @@ def sorts(plan: list[str]) -> bool:
 def check_index(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress=None, stop=None) -> Verdict:
     if not isinstance(learner.tree, ast.IndexStmt):
         raise Refused("this exercise runs one CREATE INDEX statement on jobs")
+    if learner.tree.unique:
+        raise Refused(
+            "a UNIQUE index would refuse a second job due at the same instant: "
+            "the claim's index is a plain one"
+        )
+    if learner.tree.indexIncludingParams:
+        raise Refused(
+            "INCLUDE copies those columns into every entry of the index, yet the claim reads the job's row "
+            "anyway to lock and update it: index run_at alone"
+        )
     with scratch.db.connection() as owner:  # the superuser's part ends before the learner's statement runs
         # The done rows are inserted done, as the lesson's own experiment does
         # (experiments/indexes.py), not marked done after: their ready versions would be dead

@@ -5,6 +5,10 @@ four relays against a stand-in broker in the scratch database:
 - A claims jobs 1-6, publishes them, and stalls past its lease. Jobs 1-5 are
   reaped and claimed again by B; job 6 went dead, was requeued (attempts back
   to 0) and claimed again by B. Then A wakes and completes its batch: stale.
+  The jobs had been claimed different numbers of times before, so A's tokens
+  are mixed (drawn afresh each check), and B's token for most jobs is one A
+  holds for another job: a statement that matches `fence_token =
+  ANY(:fence_tokens)`, not each id with its own token, lets A finish them.
 - B publishes 1-6 and completes them: the current claim.
 - C claimed 7-9 and crashed before publishing: nothing may mark them done,
   or the reaper never returns them and they are never published (lost).
@@ -23,6 +27,7 @@ from ..outbox import Consumer, StandInBroker
 from ..statements import run
 from .learner_sql import LearnerSQL, Refused
 from .sandbox import Scratch, execute, sessions, stage
+from .scenes import draw
 from .verdict import Evidence, Verdict
 
 JOBS = 12
@@ -51,18 +56,25 @@ def check_relay_completion(
     if learner.first_word not in ("UPDATE", "WITH"):
         raise Refused("the batch completion is one UPDATE of the batch's rows")
     broker, consumer = StandInBroker(), Consumer()
+    rng = draw()
+    # Each job's token counts its claims: A's batch holds tokens next to one another in a
+    # random order, and each reclaim adds one, so B holds the tokens A holds, on other jobs.
+    first = rng.randrange(1, 1_000)
+    a_tokens = dict(zip(A_BATCH, rng.sample(range(first, first + len(A_BATCH)), len(A_BATCH)), strict=True))
     with sessions(scratch, learner, "order_event", JOBS) as (owner, conn):
-        # A claimed 1-6 (attempts 1, token 1) and published them, then stalled.
-        a_batch = [(i, 1, 1) for i in A_BATCH]
-        stage(owner, A_BATCH, "running", 1, 1)
+        # A claimed 1-6 (attempts 1, its tokens) and published them, then stalled.
+        a_batch = [(i, 1, a_tokens[i]) for i in A_BATCH]
         for job_id in A_BATCH:
+            stage(owner, [job_id], "running", 1, a_tokens[job_id])
             broker.publish(job_id, {"n": job_id})
-        # C claimed 7-9 (token 1) and crashed before publishing.
-        stage(owner, C_BATCH, "running", 1, 1)
+        # C claimed 7-9 and crashed before publishing.
+        c_tokens = {i: rng.randrange(1, 1_000) for i in C_BATCH}
+        for job_id in C_BATCH:
+            stage(owner, [job_id], "running", 1, c_tokens[job_id])
         # B holds 1-6 now: 1-5 reaped and claimed again, 6 requeued (attempts 0) and claimed again.
-        b_batch = [(i, 1 if i == REQUEUED else 2, 2) for i in A_BATCH]
-        stage(owner, A_BATCH[:-1], "running", 2, 2)
-        stage(owner, [REQUEUED], "running", 1, 2)
+        b_batch = [(i, 1 if i == REQUEUED else 2, a_tokens[i] + 1) for i in A_BATCH]
+        for job_id, attempts, token in b_batch:
+            stage(owner, [job_id], "running", attempts, token)
         if progress:
             progress(1, 4)
         stale = complete(conn, learner, a_batch)
@@ -78,13 +90,12 @@ def check_relay_completion(
         # C's lease runs out: the reaper returns whatever is still running; D claims
         # those and the jobs never claimed, publishes them, and completes them.
         reaped = [i for i in C_BATCH if after_b[i] == "running"]
-        stage(owner, reaped, "ready", 1, 1, None)
-        # Each row's token is its own claim count: 2 for a reaped job's second claim,
+        # Each row's token is its own claim count: one more for a reaped job's next claim,
         # 1 for a job claimed the first time, so one batch holds different tokens.
         fresh = list(range(C_BATCH[-1] + 1, JOBS + 1))
-        stage(owner, reaped, "running", 2, 2)
-        stage(owner, fresh, "running", 1, 1)
-        d_batch = [(i, 2, 2) for i in reaped] + [(i, 1, 1) for i in fresh]
+        d_batch = [(i, 2, c_tokens[i] + 1) for i in reaped] + [(i, 1, 1) for i in fresh]
+        for job_id, attempts, token in d_batch:
+            stage(owner, [job_id], "running", attempts, token)
         d_ids = [b[0] for b in d_batch]
         for job_id in d_ids:
             broker.publish(job_id, {"n": job_id})
@@ -155,7 +166,10 @@ def _hint(stale_done: list[int], c_touched: list[int]) -> str:
             "and they were never published: match only the batch's ids (unnest(:ids, ...))."
         )
     if stale_done:
-        return "a stale relay finished someone else's claim: fence each job on its own fence_token."
+        return (
+            "a stale relay finished someone else's claim: fence each job on its own fence_token, paired "
+            "with its id (unnest(:ids, :fence_tokens)), not on any token of the batch."
+        )
     return "each job of the batch needs status 'running' and its own token: pair :ids with :fence_tokens."
 
 
@@ -172,21 +186,36 @@ def check_relay_hand_back(
     """The broker is down for `OUTAGE_ROUNDS` rounds: each round the relay claims the
     head event of each order (claim_in_key_order) and hands the batch back with the
     learner's statement. Meanwhile relay S holds order 3's head under a newer claim.
-    Then the broker is back: the next claim must take each order's first event."""
+    Then the broker is back: the next claim must take each order's first event.
+
+    The events were claimed different numbers of times before (tokens drawn
+    afresh each check), so R's first batch holds mixed tokens, and the token S
+    takes for order 3's head is the one R holds for order 1's: a hand-back that
+    matches `fence_token = ANY(:fence_tokens)`, not each id with its own token,
+    hands S's claim back too."""
     if learner.first_word not in ("UPDATE", "WITH"):
         raise Refused("the hand-back is one UPDATE of the batch's rows")
+    rng = draw()
+    head = rng.randrange(1_000, 1_000_000)  # order 3's head; order 1's is one claim ahead
+    tokens = {i: rng.randrange(1_000, 1_000_000) for i in range(1, 2 * ORDERS + 1)} | {
+        ORDERS: head,
+        1: head + 1,
+    }
     with sessions(scratch, learner, "order_event", 2 * ORDERS) as (owner, conn):
         for n in range(ORDERS):
             run(owner, "exercise/stage_order_event", {"id": n + 1, "order_id": n + 1, "seq": 1})
             run(owner, "exercise/stage_order_event", {"id": ORDERS + n + 1, "order_id": n + 1, "seq": 2})
-        stage(owner, range(1, 2 * ORDERS + 1), "ready", 0, 0, None, max_attempts=HAND_BACK_MAX_ATTEMPTS)
+        for job_id, token in tokens.items():
+            stage(owner, [job_id], "ready", 0, token, None, max_attempts=HAND_BACK_MAX_ATTEMPTS)
         claim = {"kind": "order_event", "batch": 10, "lease": "30 seconds"}
         s_token = 0
         for n in range(OUTAGE_ROUNDS):
             batch = run(owner, "claim_in_key_order", claim).fetchall()  # (id, ..., fence_token) rows
             if n == 0:  # order 3's head: R's lease runs out, S claims it again and is publishing it
-                stage(owner, [ORDERS], "running", 1, 2)
-                s_token = 2
+                s_token = (
+                    next((r[6] for r in batch if r[0] == ORDERS), head + 1) + 1
+                )  # R's token for order 1's head
+                stage(owner, [ORDERS], "running", 1, s_token)
             values = {
                 "ids": [r[0] for r in batch],
                 "fence_tokens": [r[6] for r in batch],

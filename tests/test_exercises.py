@@ -86,7 +86,12 @@ def test_the_one_statement_claim_must_lock_inside_the_with(pg):
     verdict = exercises.check("03/claim", exercises.exercise("01/guarded_update").answer_text())
     assert verdict.numbers["run_more_than_once"] == 0 and not verdict.numbers["locks_in_with"]
     assert not verdict.passed
-    assert [e.what for e in verdict.failures] == ["locks inside the WITH query"]
+    # Lesson 03's claim also takes a new fencing token and skips locked rows; the guarded
+    # update of lesson 01 does neither (its UPDATE waits on the row the first claim holds,
+    # which a machine too loaded to show the wait within PAIR_WAIT_S may miss).
+    must = {"locks inside the WITH query", "takes a new fencing token (fence_token + 1)"}
+    may = {"a second claim passes over the rows the first holds (SKIP LOCKED)"}
+    assert must <= {e.what for e in verdict.failures} <= must | may, verdict.summary()
 
 
 def test_a_pass_is_kept_when_a_later_try_fails(pg):

@@ -63,6 +63,20 @@ WRONG = [
         "relay S's claim of order 3's first event left alone",
         "its own token",
     ),
+    ("01/claim", "exercise/wrong/claim_without_counts", "counts the attempt", "attempts = jobs.attempts + 1"),
+    (
+        "01/claim",
+        "exercise/wrong/claim_without_counts",
+        "takes a new fencing token",
+        "fence_token = jobs.fence_token + 1",
+    ),
+    ("03/claim", "exercise/wrong/claim_without_counts", "counts the attempt", "attempts = jobs.attempts + 1"),
+    (
+        "03/claim",
+        "exercise/wrong/claim_waits_for_locks",
+        "passes over the rows the first holds",
+        "SKIP LOCKED",
+    ),
 ]
 
 # Wrong answers refused for the lesson's reason before they run: (exercise, seeded

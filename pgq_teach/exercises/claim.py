@@ -11,12 +11,18 @@ its own lease and its own jobs: due ones whose age order is not their id
 order, and a few not due yet among the lowest ids. The first claim must take
 the oldest due jobs and write the lease it was given; no call may take a job
 that is not due. A claim with no ORDER BY, no run_at check, or a lease
-written into its text fails there, whatever the race shows.
+written into its text fails there, whatever the race shows. Each scene's jobs
+start with attempts and fence tokens drawn afresh, and the claim of a job
+must count the attempt (attempts + 1) and take a new fencing token (a
+larger fence_token), or the reaper's max_attempts and lesson 05's fence have
+nothing to read (judged for 01/claim and 03/claim).
 
 Last, claims in turn (`two_claims`): a second claim runs while the first's
 transaction is still open, a third once it has committed. A claim that takes
 a job the first took fails there every time, where the race catches it only
-when two workers happen to overlap.
+when two workers happen to overlap. For lesson 03, the second claim must not
+wait on the first's locks: FOR UPDATE without SKIP LOCKED queues every worker
+behind the one holding the oldest job.
 """
 
 from __future__ import annotations
@@ -28,13 +34,24 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import psycopg
+from psycopg.rows import dict_row
 
 from .. import seeding, tables
 from ..experiments.race import RaceResult, run_race
 from ..guide import figure
 from ..statements import run, run_one
 from .learner_sql import LearnerSQL, Refused
-from .sandbox import LOCK_TIMEOUT_S, RACE_TIMEOUT_S, WATCHDOG_GRACE_S, Scratch, execute, locking, parse, plan
+from .sandbox import (
+    LOCK_TIMEOUT_S,
+    RACE_TIMEOUT_S,
+    WATCHDOG_GRACE_S,
+    Scratch,
+    execute,
+    locking,
+    parse,
+    plan,
+    stage,
+)
 from .scenes import draw, falls_due
 from .verdict import Evidence, Verdict
 
@@ -62,6 +79,8 @@ class ClaimScene:
     got: list[int]
     lease_left_s: list[float | None]  # per job the first claim took; None: no lease written
     not_due_taken: list[int]
+    uncounted: list[int] = field(default_factory=list)  # taken, but attempts not one more than staged
+    unfenced: list[int] = field(default_factory=list)  # taken, but fence_token no larger than staged
 
     @property
     def in_order(self) -> bool:
@@ -293,19 +312,26 @@ def claim_scene(scratch: Scratch, learner: LearnerSQL, batch: int, rng) -> Claim
     rng.shuffle(rest)
     ages = {job_id: 86_400 - 60 * rank for rank, job_id in enumerate(oldest + rest)}
     values = {"batch": batch, "lease": f"{lease_s} seconds"}
+    # Earlier tries and claims: a claim counts one more and takes a larger token.
+    staged = {i: (rng.randrange(1, 5), rng.randrange(1_000, 1_000_000)) for i in range(1, jobs + 1)}
     with scratch.db.connection() as owner, scratch.connect() as conn:
         seeding.reset_and_seed(owner, KIND, jobs)
+        for job_id, (attempts, token) in staged.items():
+            stage(owner, [job_id], "ready", attempts, token, None)
         ahead = {job_id: rng.randrange(600, 86_400) for job_id in not_due}
         # In id order: the rows' new versions then lie in id order, the order a scan meets them.
         falls_due(owner, {i: ahead[i] if i in ahead else -ages[i] for i in range(1, jobs + 1)})
         run(owner, "lab/analyze_jobs")  # the planner then knows the table is tiny, and scans it
         got = claimed(conn, learner, values)
         left = [run_one(owner, "lab/lease_left", {"id": i})[2] for i in got]
+        rows = {i: run(owner, "lab/job_row", {"id": i}, row_factory=dict_row).fetchone() for i in got}
+        uncounted = [i for i, r in rows.items() if r is None or r["attempts"] != staged[i][0] + 1]
+        unfenced = [i for i, r in rows.items() if r is None or not r["fence_token"] > staged[i][1]]
         for _ in range(jobs):  # the rest, one claim at a time, until it comes back empty
             if not execute(conn, learner, values).fetchall():
                 break
         taken = [i for i in not_due if run_one(owner, "lab/lease_left", {"id": i})[0] != "ready"]
-    return ClaimScene(lease_s, oldest, got, left, taken)
+    return ClaimScene(lease_s, oldest, got, left, taken, uncounted, unfenced)
 
 
 def claimed(conn: psycopg.Connection, learner: LearnerSQL, values: dict) -> list[int]:
@@ -398,6 +424,27 @@ def _took(ids: list[int]) -> str:
     return f"took {tables.plural(len(ids), 'job')} {', '.join(map(str, sorted(ids)))}"
 
 
+def count_evidence(scenes: tuple[ClaimScene, ...]) -> list[Evidence]:
+    """Whether the first claim of each scene counted the attempt and took a new fencing token."""
+    uncounted = [i for s in scenes for i in s.uncounted]
+    unfenced = [i for s in scenes for i in s.unfenced]
+    n = len(scenes)
+    return [
+        Evidence(
+            "counts the attempt (attempts + 1)",
+            f"{_took(uncounted)} without adding one to attempts"
+            if uncounted
+            else f"yes, in {n} of {n} scenes",
+            not uncounted,
+        ),
+        Evidence(
+            "takes a new fencing token (fence_token + 1)",
+            f"{_took(unfenced)} without a larger fence_token" if unfenced else f"yes, in {n} of {n} scenes",
+            not unfenced,
+        ),
+    ]
+
+
 def scene_evidence(scenes: tuple[ClaimScene, ...]) -> list[Evidence]:
     """What the staged scenes showed, one line per rule, the first miss named."""
     if not scenes:
@@ -487,11 +534,36 @@ def claim_evidence(found: ClaimRace) -> list[Evidence]:
     ]
 
 
-def claim_verdict(exercise: str, found: ClaimRace, *, need_lock_in_with: bool) -> Verdict:
+def claim_verdict(
+    exercise: str, found: ClaimRace, *, need_lock_in_with: bool, judge_counts: bool = False
+) -> Verdict:
+    """`judge_counts`: the claim must count the attempt and take a new fencing token;
+    `need_lock_in_with` (lesson 03): it locks inside the WITH query, and skips locked rows."""
     evidence = claim_evidence(found)
     if need_lock_in_with:
         evidence[5] = Evidence(evidence[5].what, evidence[5].found, found.locks_in_with)
+    counts = count_evidence(found.scenes) if judge_counts and found.scenes else []
+    waited = need_lock_in_with and found.pair is not None and found.pair.waited
+    if need_lock_in_with and found.pair is not None:
+        evidence.append(
+            Evidence(
+                "a second claim passes over the rows the first holds (SKIP LOCKED)",
+                "it waited for the first claim's locks" if waited else "yes, it did not wait",
+                not waited,
+            )
+        )
+    evidence += counts
     hint = _hint(found) or _scene_hint(found.scenes)
+    if not hint and any(e.ok is False for e in counts):
+        hint = (
+            "a claim counts the try and takes a new fencing token as it marks the job running: "
+            "attempts = jobs.attempts + 1, fence_token = jobs.fence_token + 1."
+        )
+    if not hint and waited:
+        hint = (
+            "it waited for the first claim's locks: FOR UPDATE SKIP LOCKED passes over rows another worker "
+            "holds, so workers never queue behind each other."
+        )
     if not hint and need_lock_in_with and not found.locks_in_with:
         hint = (
             "it ran correctly, but the lock is not inside a WITH query: put FOR UPDATE SKIP LOCKED in the "
@@ -529,7 +601,7 @@ def check_claim(
     scratch, learner, *, exercise: str, need_lock_in_with: bool = False, progress=None, stop=None
 ) -> Verdict:
     found = race_claim(scratch, learner, progress=progress, stop=stop)
-    return claim_verdict(exercise, found, need_lock_in_with=need_lock_in_with)
+    return claim_verdict(exercise, found, need_lock_in_with=need_lock_in_with, judge_counts=True)
 
 
 def check_guarded_update(scratch, learner, *, exercise: str, progress=None, stop=None) -> Verdict:

@@ -93,6 +93,10 @@ RIGHT = [
     ("05/complete", "exercise/model/complete_with_lock"),
     ("06/fail", "exercise/model/fail_with_lock"),
     ("10/cleanup", "exercise/model/cleanup_with_batch"),
+    (
+        "07/notify",
+        "exercise/model/enqueue_returning_notify",
+    ),  # pg_notify once, in a one-row INSERT's RETURNING
 ]
 
 

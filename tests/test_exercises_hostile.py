@@ -545,6 +545,13 @@ REFUSED = [
         "pg_notify may run only once",
     ),
     (
+        "pg_notify in the RETURNING of an INSERT of many rows",
+        "07/notify",
+        "INSERT INTO jobs (kind, payload) SELECT a.kind, a.payload FROM jobs a, jobs b "
+        "RETURNING id, pg_notify('jobs_ready', id::text)",
+        "pg_notify may run only once",
+    ),
+    (
         "pg_notify in an INSERT's WHERE",
         "07/notify",
         "INSERT INTO jobs (kind, payload) SELECT kind, payload FROM jobs WHERE pg_notify('jobs_ready', kind) IS NULL",  # noqa: E501 (the input under test, kept on one line)

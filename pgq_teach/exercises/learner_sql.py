@@ -415,7 +415,7 @@ class Reading:
       WITH query is inlined into every place that names it;
     - `not_materialized`, `stray_notify`: a WITH ... AS NOT MATERIALIZED, and a
       pg_notify anywhere but the targets of a SELECT over the one row an INSERT
-      returned.
+      returned, or that INSERT's own RETURNING.
 
     Each query, WITH query and expression is read once, so the time is linear
     in the statement's size."""
@@ -522,7 +522,13 @@ class Reading:
             self._from(node.sourceRelation, level)
             self.expr([node.joinCondition, node.mergeWhenClauses], level)
         returning = getattr(node.returningClause, "exprs", None) if node.returningClause is not None else None
-        return self._targets(returning, level)
+        # An INSERT of one row returns it once: a pg_notify in its RETURNING runs once.
+        level.notify = (
+            isinstance(node, ast.InsertStmt) and _one_row(node.selectStmt) and not _multiplies(returning)
+        )
+        outputs = self._targets(returning, level)
+        level.notify = False
+        return outputs
 
     def _from(self, node: Any, level: _Level) -> None:
         if isinstance(node, ast.RangeVar):
@@ -589,10 +595,7 @@ class Reading:
             or not _one_row(cte.ctequery.selectStmt)
         ):
             return False
-        return not any(
-            isinstance(n, ast.SubLink) or (isinstance(n, ast.FuncCall) and function_name(n)[1] in SETS)
-            for n, _ in walk(node.targetList)
-        )
+        return not _multiplies(node.targetList)
 
     # Expressions --------------------------------------------------------------------------
 
@@ -656,9 +659,15 @@ def _one_row(source: Any) -> bool:
         return False
     if source.valuesLists:
         return len(source.valuesLists) == 1
-    return not source.fromClause and not any(
+    return not source.fromClause and not _multiplies(source.targetList)
+
+
+def _multiplies(targets: Any) -> bool:
+    """Whether a target list holds a subquery or a set-returning function, either
+    of which can run a call in it more than once per row."""
+    return any(
         isinstance(n, ast.SubLink) or (isinstance(n, ast.FuncCall) and function_name(n)[1] in SETS)
-        for n, _ in walk(source.targetList)
+        for n, _ in walk(targets)
     )
 
 
@@ -748,8 +757,8 @@ def _check_growth(reading: Reading, every: list, allowance: Allowance) -> None:
         raise Refused("this exercise has no use for NOT MATERIALIZED on a WITH query, so nothing was run")
     if reading.stray_notify:
         raise Refused(
-            "pg_notify may run only once per job enqueued: call it in the SELECT that reads "
-            "the rows your INSERT returns (FROM the WITH query that inserts), so nothing was run"
+            "pg_notify may run only once per job enqueued: call it over the rows your INSERT returns "
+            "(in its RETURNING, or reading the WITH query that inserts), so nothing was run"
         )
     if reading.relations > MAX_RELATIONS:
         raise Refused(

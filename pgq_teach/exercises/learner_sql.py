@@ -44,6 +44,7 @@ form for parsing and the server's prepare.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -361,8 +362,15 @@ class _Item:
     def star(self) -> list[Column]:
         return [(None, 1)] * TABLE_WIDTH if self.table else list(self.outputs)
 
+    def named_as(self, name: str | None) -> _Item:
+        """The same item under another name, its columns shared, not read again."""
+        item = copy.copy(self)
+        item.name = name
+        return item
+
 
 TABLE_WIDTH = 20  # columns a table's whole row counts as (jobs has 14)
+MAX_TARGETS = 1664  # PostgreSQL's own limit on a target list (MaxTupleAttributeNumber)
 
 
 class _Level:
@@ -375,14 +383,17 @@ class _Level:
         self.by_name: dict[str, _Item] = {}
         self.named: dict[str, int] = {}
         self.other = 0
+        self._merged: set[int] = set()  # the columns already in `named`: one WITH query named often
         self.notify = False  # pg_notify may be called here: the targets over the rows an INSERT returned
 
     def add(self, item: _Item) -> None:
         self.items.append(item)
         if item.name is not None:
             self.by_name[item.name] = item
-        for name, cost in item.named.items():
-            self.named[name] = max(self.named.get(name, 0), cost)
+        if id(item.named) not in self._merged:
+            self._merged.add(id(item.named))
+            for name, cost in item.named.items():
+                self.named[name] = max(self.named.get(name, 0), cost)
         self.other = max(self.other, item.other)
 
     def chain(self):
@@ -427,7 +438,7 @@ class Reading:
         self.biggest = 0
         self.not_materialized = False
         self.stray_notify = False
-        self._outputs: dict[int, list[Column]] = {}  # per WITH query
+        self._items: dict[int, _Item] = {}  # per WITH query: its columns, read once
         self._weight: dict[int, int] = {}  # per WITH query: the tables it reads, inlined
         self._weights = [0]
         self.query(stmt, None)
@@ -463,7 +474,7 @@ class Reading:
             weight = self._weights.pop()
             aliases = [str(a.sval) for a in cte.aliascolnames or ()]
             renamed = [(aliases[i] if i < len(aliases) else n, c) for i, (n, c) in enumerate(outputs)]
-            self._outputs[id(cte)], self._weight[id(cte)] = renamed, weight
+            self._items[id(cte)], self._weight[id(cte)] = _Item(str(cte.ctename), renamed), weight
             if not isinstance(cte.ctequery, ast.SelectStmt):  # a change runs once, named or not
                 self._count(weight)
             level.ctes[str(cte.ctename)] = cte
@@ -538,7 +549,7 @@ class Reading:
             if cte is not None:
                 self.kinds[id(node)] = "cte"
                 self._count(self._weight[id(cte)])
-                level.add(_Item(name, self._outputs[id(cte)]))
+                level.add(self._items[id(cte)].named_as(name))
             else:
                 self._count(1)
                 level.add(_Item(name, [], table=True))
@@ -567,6 +578,8 @@ class Reading:
     def _targets(self, targets: Any, level: _Level) -> list[Column]:
         outputs: list[Column] = []
         for target in targets or ():
+            if len(outputs) > MAX_TARGETS:  # PostgreSQL refuses the statement
+                break
             val: Any = getattr(target, "val", None)
             fields: Any = val.fields if isinstance(val, ast.ColumnRef) else None
             if fields and isinstance(fields[-1], ast.A_Star):

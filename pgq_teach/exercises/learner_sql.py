@@ -334,7 +334,7 @@ def _column_name(expr: Any) -> str | None:
     return None
 
 
-Column = tuple[str | None, int]  # an output column: its name (None: not sure of it) and its cost
+OutputColumn = tuple[str | None, int]  # an output column: its name (None: not sure of it) and its cost
 
 
 @dataclass
@@ -343,7 +343,7 @@ class _Item:
     once inlined. A table's own columns cost 1 each."""
 
     name: str | None
-    outputs: list[Column]
+    outputs: list[OutputColumn]
     table: bool = False
 
     def __post_init__(self) -> None:
@@ -359,7 +359,7 @@ class _Item:
     def column(self, name: str) -> int:
         return max(self.named.get(name, 0), self.other, 1)
 
-    def star(self) -> list[Column]:
+    def star(self) -> list[OutputColumn]:
         return [(None, 1)] * TABLE_WIDTH if self.table else list(self.outputs)
 
     def named_as(self, name: str | None) -> _Item:
@@ -452,7 +452,7 @@ class Reading:
 
     # Queries -------------------------------------------------------------------------------
 
-    def query(self, node: Any, parent: _Level | None) -> list[Column]:
+    def query(self, node: Any, parent: _Level | None) -> list[OutputColumn]:
         """The output columns of a query (a SELECT, VALUES, set operation, or a
         change's RETURNING), having read everything in it."""
         level = _Level(parent)
@@ -479,7 +479,7 @@ class Reading:
                 self._count(weight)
             level.ctes[str(cte.ctename)] = cte
 
-    def _select(self, node: Any, level: _Level) -> list[Column]:
+    def _select(self, node: Any, level: _Level) -> list[OutputColumn]:
         if node.larg is not None:
             left, right = self.query(node.larg, level), self.query(node.rarg, level)
             outputs = [
@@ -508,7 +508,7 @@ class Reading:
         self._locks(node.lockingClause, level)
         return outputs
 
-    def _change(self, node: Any, level: _Level) -> list[Column]:
+    def _change(self, node: Any, level: _Level) -> list[OutputColumn]:
         target = node.relation
         self.kinds[id(target)] = "target"
         self._count(1)
@@ -575,8 +575,8 @@ class Reading:
             for rel in getattr(clause, "lockedRels", None) or ():
                 self.kinds[id(rel)] = "lock"  # names a FROM item of this query, nothing else
 
-    def _targets(self, targets: Any, level: _Level) -> list[Column]:
-        outputs: list[Column] = []
+    def _targets(self, targets: Any, level: _Level) -> list[OutputColumn]:
+        outputs: list[OutputColumn] = []
         for target in targets or ():
             if len(outputs) > MAX_TARGETS:  # PostgreSQL refuses the statement
                 break
@@ -684,7 +684,7 @@ def _multiplies(targets: Any) -> bool:
     )
 
 
-def _aliased(alias: Any, outputs: list[Column]) -> _Item:
+def _aliased(alias: Any, outputs: list[OutputColumn]) -> _Item:
     """A FROM item named by its alias, whose column names replace the outputs' in order."""
     if alias is None:
         return _Item(None, outputs)

@@ -166,9 +166,10 @@ class LiveMigration(Result):
             f"{self.hold_s:g} s",
             f"  the migration asked at {self.queued_at_s:.2f} s, the report ended at "
             f"{self.released_at_s:.2f} s, the migration landed at {self.landed_at_s:.2f} s",
-            f"  the lock queue on jobs at {self.lock_queue_at_s:.2f} s "
-            f"({tables.count(len(self.waiting_behind_migration()), 'request')} waiting for the migration):",
-            self.queue_table().text(width=110),
+            f"  the lock queue on jobs at {self.lock_queue_at_s:.2f} s: "
+            f"{tables.count(len(self.lock_queue), 'session')} holding or waiting, "
+            f"{tables.count(len(self.waiting_behind_migration()), 'request')} waiting for the migration "
+            "(queue_table() lists them)",
         ]
         if self.tries:
             lines += ["  the migration's tries:", *(f"    {t}" for t in self.tries)]

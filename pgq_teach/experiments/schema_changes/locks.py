@@ -84,6 +84,15 @@ class Change:
     took_ms: float
     rewrote: bool
 
+    def __str__(self) -> str:
+        read = "waits" if self.read_waits else "passes"
+        write = "waits" if self.write_waits else "passes"
+        rewrote = ", rewrote jobs" if self.rewrote else ""
+        return (
+            f"{self.change} at {self.rows:,} rows: {self.lock}, a read {read}, a write {write}, "
+            f"{tables.milliseconds(self.took_ms)}{rewrote}"
+        )
+
     @property
     def lock(self) -> str:
         """The strongest lock it held on jobs (a rewrite also takes SHARE as it rebuilds the indexes)."""
@@ -128,7 +137,7 @@ class LockSurvey(Result):
         return tables.Table(
             tables.columns(
                 "change",
-                tables.Column("rows", tables.COUNT, "row"),
+                tables.Column("jobs", tables.COUNT, "row"),
                 "strongest lock held",
                 "a read",
                 "a write",
@@ -156,7 +165,7 @@ class LockSurvey(Result):
             [
                 f"what each change locks on jobs (probes: a read and a write, lock_timeout "
                 f"{self.probe_timeout}), and how long it took{self.stopped_note}:",
-                self.table().text(width=110),
+                *(f"  {c}" for c in self.changes),
                 f"  a failed CREATE UNIQUE INDEX CONCURRENTLY ({self.failed_build_error}) left: "
                 f"{', '.join(self.invalid_after_failed_build) or 'nothing'} (INVALID)",
                 f"  your guess for the volatile default at {big:,} rows: {guess_text(self.guess, ' ms')}",

@@ -3,7 +3,7 @@
 For each table size, `jobs` is filled with that many done jobs and each change runs
 in a transaction of its own (CREATE INDEX CONCURRENTLY on a session of its own, as
 it must). While the change's transaction is still open, a second session reads the
-locks it holds on `jobs` (`sql/lab/table_locks_of.sql`), and two probes, each with
+locks it holds on `jobs` (`sql/lab/locks_held_on.sql`), and two probes, each with
 a short lock timeout, try a read (`lab/count_jobs`) and a write (`enqueue`, what a
 claim, a completion or a heartbeat also needs: ROW EXCLUSIVE): whichever times
 out is what the queue would wait for. The changes:
@@ -274,7 +274,7 @@ def in_transaction(db: Database, watcher: psycopg.Connection, change: str, name:
 
 
 def granted_locks(watcher: psycopg.Connection, pid: int) -> list[str]:
-    return [row[0] for row in run(watcher, "lab/table_locks_of", {"pid": pid, "table": "jobs"}) if row[1]]
+    return [row[0] for row in run(watcher, "lab/locks_held_on", {"pid": pid, "table": "jobs"})]
 
 
 def concurrent_build(db: Database, watcher: psycopg.Connection, change: str, rows: int) -> Change:

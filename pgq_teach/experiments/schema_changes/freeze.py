@@ -30,11 +30,10 @@ from typing import Any
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
-from ... import charts, checks, migrate, queue, seeding, tables
+from ... import Worker, charts, checks, migrate, queue, seeding, tables  # Worker: its public interface
 from ...databases import Database
 from ...guide import GuideFigure
 from ...statements import run, run_one
-from ...worker import Worker
 from ..results import Comparison, Progress, Result, guess_text, server_fields, tell
 from ..sessions import LAB_PREFIX, Session
 from .rules import GUIDE_LEASES, GUIDE_SILENT

@@ -15,8 +15,4 @@ GUIDE_SILENT = (
     "the guide is silent on schema changes and lock_timeout; the sources here are PostgreSQL's "
     "ALTER TABLE page (Notes) and CREATE INDEX page (Building Indexes Concurrently)"
 )
-ALTER_TABLE_DOCS = "https://www.postgresql.org/docs/current/sql-altertable.html#SQL-ALTERTABLE-NOTES"
-CREATE_INDEX_DOCS = (
-    "https://www.postgresql.org/docs/current/sql-createindex.html#SQL-CREATEINDEX-CONCURRENTLY"
-)
 GUIDE_DOCS = advice("none on schema changes", "silent; see PostgreSQL's ALTER TABLE page, Notes")

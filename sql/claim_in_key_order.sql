@@ -19,7 +19,8 @@
 --   a hash join over the table while it is small, by primary key once it is
 --   bigger). Adding ", id" made it hash every unsent row and sort them on
 --   every claim (15,000 rows read at 15,000, against about 300; 50x the
---   time). The lease counts from clock_timestamp(), as in claim.sql.
+--   time). The lease and attempted_at count from clock_timestamp(), as in
+--   claim.sql.
 
 WITH next AS (
   SELECT id FROM jobs AS event
@@ -39,7 +40,8 @@ UPDATE jobs
 SET status = 'running',
     attempts = jobs.attempts + 1,
     fence_token = jobs.fence_token + 1,
-    leased_until = clock_timestamp() + :'lease'::interval
+    leased_until = clock_timestamp() + :'lease'::interval,
+    attempted_at = clock_timestamp()
 FROM next
 WHERE jobs.id = next.id
 RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.leased_until,

@@ -29,7 +29,8 @@ WITH relaxed AS (
   FOR UPDATE OF jobs
 )
 UPDATE jobs
-SET status = 'done', leased_until = NULL
+SET status = 'done', leased_until = NULL,
+    finished_at = clock_timestamp()
 FROM mine, relaxed
 WHERE jobs.id = mine.id
 RETURNING jobs.id;

@@ -1,5 +1,9 @@
 -- enqueue.sql: add one job. Run it in the same transaction as the business
 -- write (the order), so a rollback leaves no job behind.
+-- enqueued_at (now(), the moment run_at defaults to) and event_id (a new
+-- random UUID) come from their column defaults (schema.sql), never from this
+-- text: the worker role has no grant on either (roles.sql), so no caller can
+-- write a false enqueue time or reuse an event id, and nothing moves them later.
 -- Safe: yes.
 -- Parameters: kind (text), payload (jsonb), run_at (timestamptz, NULL = now),
 --             max_attempts (int).

@@ -1,7 +1,8 @@
 -- enqueue_many.sql: add many jobs of one kind in one statement, one row per
 -- element of a JSON array, ids in array order. Run it in the caller's
 -- transaction, like enqueue.sql, then notify_ready.sql once for the whole
--- statement.
+-- statement. Each row's enqueued_at and event_id come from their column
+-- defaults, as in enqueue.sql (one enqueued_at for the whole statement).
 -- Safe: yes.
 -- Parameters: kind (text), payloads (jsonb, an array: one element per job),
 --             run_at (timestamptz, NULL = now), max_attempts (int).

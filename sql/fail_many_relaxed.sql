@@ -27,6 +27,8 @@ SET status = CASE WHEN jobs.attempts = greatest(jobs.attempts, jobs.max_attempts
     run_at = now() + least(power(2, least(jobs.attempts, 20)) * interval '10 seconds',
                            interval '1 hour'),
     leased_until = NULL,
+    finished_at = CASE WHEN jobs.attempts = greatest(jobs.attempts, jobs.max_attempts)
+                       THEN clock_timestamp() END,
     last_error = mine.error
 FROM mine, relaxed
 WHERE jobs.id = mine.id

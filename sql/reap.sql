@@ -1,5 +1,6 @@
 -- reap.sql: the reaper. Running jobs whose lease has passed go back to ready,
--- or to dead if they have used all their attempts. Uses jobs_running_idx.
+-- or to dead if they have used all their attempts (a dead job's finished_at
+-- written, as fail.sql does). Uses jobs_running_idx.
 -- Safe: yes. Run it every minute, or from each worker before it claims.
 --   It skips rows another transaction has locked: such a row is being
 --   completed or failed right now (or reaped by another worker), and if that
@@ -17,6 +18,7 @@ UPDATE jobs
 SET status = CASE WHEN attempts = greatest(attempts, max_attempts)
                   THEN 'dead' ELSE 'ready' END,
     leased_until = NULL,
+    finished_at = CASE WHEN attempts = greatest(attempts, max_attempts) THEN clock_timestamp() END,
     last_error = 'lease expired'
 FROM expired
 WHERE jobs.id = expired.id

@@ -3,8 +3,9 @@
 -- a lease, reap and requeue dead jobs: SELECT on jobs, INSERT of the columns
 -- enqueue.sql writes, UPDATE of the columns the queue's statements change. It
 -- cannot DELETE (cleanup_done.sql is maintenance: run it as the table's owner),
--- TRUNCATE, rewrite a job's kind or payload, or ALTER or DROP the table (only
--- its owner can). The identity column needs no grant on its sequence. Its
+-- TRUNCATE, rewrite a job's kind or payload, write enqueued_at or event_id
+-- (their defaults write them, once), or ALTER or DROP the table (only its
+-- owner can). The identity column needs no grant on its sequence. Its
 -- sessions end when they sit idle inside a transaction for idle_timeout, so a
 -- stuck worker cannot keep row locks or hold back VACUUM (the guide: the
 -- server default, 0, means off; it suggests '1min').
@@ -42,7 +43,8 @@ REVOKE ALL ON TABLE jobs FROM :"role";
 GRANT USAGE ON SCHEMA public TO :"role";
 GRANT SELECT,
       INSERT (kind, payload, run_at, max_attempts),
-      UPDATE (status, run_at, attempts, fence_token, leased_until, last_error)
+      UPDATE (status, run_at, attempts, fence_token, leased_until, last_error, attempted_at,
+              finished_at)
   ON TABLE jobs TO :"role";
 
 RESET pgq.worker_role;

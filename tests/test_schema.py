@@ -1,5 +1,5 @@
-"""schema.sql: the beyond-FIFO columns, indexes and job_kinds, and the upgrade of a jobs
-table made before they existed."""
+"""schema.sql: the beyond-FIFO columns, indexes and job_kinds, what the taught statements
+write into them, and the upgrade of a jobs table made before they existed."""
 
 from datetime import datetime, timedelta, timezone
 
@@ -8,7 +8,7 @@ import pytest
 from psycopg.rows import dict_row
 
 import pgq_teach as pgq
-from helpers import job_row, seed
+from helpers import expire_leases, job_row, seed
 from pgq_teach.statements import run
 
 OLD_COLUMNS = ("id", "kind", "payload", "status", "run_at", "attempts", "fence_token", "max_attempts")
@@ -67,7 +67,9 @@ def test_a_database_from_before_the_beyond_fifo_columns_is_upgraded_with_its_row
     [job] = pgq.claim(conn)
     assert job.id == 4
     assert pgq.complete(conn, job) is True
-    assert job_row(conn, job.id)["enqueued_at"] == enqueued
+    row = job_row(conn, job.id)
+    assert row["attempted_at"] is not None and row["finished_at"] >= row["attempted_at"]
+    assert row["enqueued_at"] == enqueued
 
 
 def shape(conn) -> tuple[list[str], set[tuple]]:
@@ -85,6 +87,65 @@ def test_an_upgraded_table_has_the_shape_of_a_new_one(conn):
     run(conn, "lab/create_jobs_before_beyond_fifo")
     run(conn, "schema")
     assert shape(conn) == fresh
+
+
+def test_enqueue_writes_enqueued_at_and_a_new_event_id_and_no_retry_moves_them(conn):
+    first = pgq.enqueue(conn, "send_receipt", {}, max_attempts=3)
+    second = pgq.enqueue(conn, "send_receipt", {}, run_at=timedelta(hours=1))  # never in the way
+    row = job_row(conn, first)
+    assert row["enqueued_at"] == row["run_at"]  # both now(): a job never retried has waited since then
+    assert (row["attempted_at"], row["finished_at"], row["priority"]) == (None, None, 0)
+    assert row["event_id"] != job_row(conn, second)["event_id"]
+    enqueued, event_id = row["enqueued_at"], row["event_id"]
+
+    [a] = pgq.claim(conn)
+    claimed = job_row(conn, first)
+    assert claimed["attempted_at"] >= enqueued
+    assert pgq.fail(conn, a, "the mail server said no") == "ready"
+    retried = job_row(conn, first)
+    assert retried["run_at"] > enqueued and retried["finished_at"] is None
+    assert (retried["enqueued_at"], retried["event_id"]) == (enqueued, event_id)
+
+    run(conn, "lab/make_due", {"id": first})
+    [b] = pgq.claim(conn)
+    assert b.id == first and job_row(conn, first)["attempted_at"] > claimed["attempted_at"]
+    expire_leases(conn, [b])
+    assert pgq.reap(conn) == 1  # back to ready: not finished
+    assert job_row(conn, first)["finished_at"] is None
+    run(conn, "lab/make_due", {"id": first})
+    [c] = pgq.claim(conn)
+    assert pgq.fail(conn, c, "no again") == "dead"
+    dead = job_row(conn, first)
+    assert dead["finished_at"] >= dead["attempted_at"]
+    assert (dead["enqueued_at"], dead["event_id"]) == (enqueued, event_id)
+
+    assert pgq.requeue_dead(conn) == 1
+    assert job_row(conn, first)["finished_at"] is None
+    assert job_row(conn, first)["enqueued_at"] == enqueued
+
+
+def test_every_way_to_finish_writes_finished_at(conn):
+    ids = pgq.enqueue_many(conn, "send_receipt", [{"n": n} for n in range(6)], max_attempts=1)
+    jobs = pgq.claim(conn, batch=6)
+    assert pgq.complete(conn, jobs[0]) is True
+    assert pgq.complete_many(conn, jobs[1:2]) == [True]
+    assert pgq.complete_many(conn, jobs[2:3], durable=False) == [True]
+    assert pgq.fail_many(conn, [(jobs[3], "no")]) == ["dead"]
+    assert pgq.fail_many(conn, [(jobs[4], "no")], durable=False) == ["dead"]
+    expire_leases(conn, jobs[5:])
+    assert pgq.reap(conn) == 1
+    rows = [job_row(conn, job_id) for job_id in ids]
+    assert [r["status"] for r in rows] == ["done"] * 3 + ["dead"] * 3
+    assert all(r["finished_at"] >= r["attempted_at"] >= r["enqueued_at"] for r in rows)
+
+
+def test_the_reaper_writes_finished_at_only_on_dead(conn):
+    seed(conn, 1)
+    jobs = pgq.claim(conn)
+    expire_leases(conn, jobs)
+    assert pgq.reap(conn) == 1
+    row = job_row(conn, jobs[0].id)
+    assert (row["status"], row["finished_at"]) == ("ready", None)
 
 
 def beyond(kind: str = "webhook", priority: int = 0, tenant=None, unique_key=None) -> dict:

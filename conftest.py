@@ -54,7 +54,7 @@ SERIAL = {
 # autovacuum lab sets autovacuum_naptime server-wide, and the lessons' checks read buffers,
 # dead rows and table sizes, which a write transaction open anywhere on a shared server
 # changes (on-access pruning recomputes its horizon only when the server's oldest
-# transaction moves on; measured in lesson 09's drain: 33.0 MB alone, up to 36.8 beside one).
+# transaction moves on; measured in lesson 09's drain: 44.4 MB alone, up to 48.3 beside one).
 OWN_SERVERS: dict[str, tuple[contextlib.ExitStack, Path]] = {}  # notebook -> (its running server, folder)
 
 

@@ -97,7 +97,7 @@ def test_a_transaction_mode_pooler_loses_the_listen(db):
 
 
 def test_without_pgbouncer_the_pooler_demo_says_why(db, monkeypatch):
-    monkeypatch.setattr(wakeups, "pooler_installed", lambda: None)
+    monkeypatch.setattr(wakeups.poolers, "pooler_installed", lambda: None)
     result = wakeups.through_pooler(db)
     assert not result.ran and "not installed" in result.reason
 

@@ -32,7 +32,7 @@ from .errors import PgqError
 FILE = ("content", "lessons.yaml")
 NUMBER = re.compile(r"\d\d[a-z]?")  # "02", "02b"; a lesson after 10 is "10b", never "10.5"
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-# What every experiment builds on (`Result`, `server_fields`), not one lesson's own module.
+# What every experiment builds on (`Result`, `finish`), not one lesson's own module.
 SHARED_EXPERIMENTS = frozenset({"results"})
 
 

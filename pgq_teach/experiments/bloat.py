@@ -32,7 +32,7 @@ from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import explain, run, run_one
-from .results import Comparison, Progress, Result, guess_text, guide_bars, server_fields, tell
+from .results import Comparison, Progress, Result, finish, guess_text, guide_bars, tell
 from .sessions import Session, run_and_wait
 
 LIMITS = {"jobs": (1, 200_000), "batch": (1, queue.MAX_BATCH), "samples": (1, 200)}
@@ -214,7 +214,9 @@ def drain(
         tell(progress, jobs, jobs)
     if record and drained == jobs and elapsed > 0:
         measurements.record(measurements.DRAIN_JOBS_PER_S_09, round(drained / elapsed))
-    return DrainResult(
+    return finish(
+        DrainResult,
+        db,
         jobs=jobs,
         batch=batch,
         drained=drained,
@@ -224,7 +226,6 @@ def drain(
         guess=guess,
         buffers=buffers,
         claim_plan=claim_plan,
-        **server_fields(db),
     )
 
 
@@ -346,14 +347,15 @@ def vacuum_effect(db: Database, *, guess: float | None = None) -> VacuumEffect:
     exact_before = exact_counts(db)
     report = vacuum(db)
     after = empty_claim(db)
-    return VacuumEffect(
+    return finish(
+        VacuumEffect,
+        db,
         before=before,
         vacuum=report,
         after=after,
         exact_before=exact_before,
         exact_after=exact_counts(db),
         guess=guess,
-        **server_fields(db),
     )
 
 
@@ -631,7 +633,7 @@ class BloatLab:
         return step
 
     def report(self, guess: float | None = None) -> HeldBack:
-        return HeldBack(steps=list(self.steps), guess=guess, **server_fields(self.db))
+        return finish(HeldBack, self.db, steps=list(self.steps), guess=guess)
 
     def chart(self) -> charts.Chart:
         """Buffers one empty claim read at each step, beside the guide's figure."""

@@ -24,7 +24,7 @@ from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import run
-from .results import Comparison, Progress, Result, guess_text, server_fields, tell
+from .results import Comparison, Progress, Result, finish, guess_text, tell
 
 BATCHES = (1, 10, 20, 50)  # the course's scenarios claim in batches of 10, 20 and 50
 
@@ -191,12 +191,13 @@ def measure(
             bytes_per_job = bytes_per_job or per_job
             tell(progress, n + 1, len(batches))
         run(conn, "lab/reset_jobs")
-    return Capacity(
+    return finish(
+        Capacity,
+        db,
         runs=runs,
         bytes_per_job=bytes_per_job,
         synchronous_commit=settings.get("synchronous_commit", "?"),
         fsync=settings.get("fsync", "?"),
         guess=guess,
-        stopped=stop.is_set(),
-        **server_fields(db),
+        stopped=stop,
     )

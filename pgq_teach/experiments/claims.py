@@ -24,7 +24,7 @@ from ..guide import GuideFigure, figure
 from ..statements import explain, run
 from . import race
 from .race import RaceResult
-from .results import Comparison, Progress, Result, guess_text, server_fields
+from .results import Comparison, Progress, Result, finish, guess_text
 
 LIMITS = {"jobs": (1, 200_000), "batch": (1, queue.MAX_BATCH), "rounds": (1, 10), "workers": (1, 64)}
 
@@ -175,7 +175,9 @@ def batch_drain(
     with db.connection() as conn:
         counts = queue.status_counts(conn)
         attempts = dict(run(conn, "lab/attempts_spent", {"kind": race.KIND}).fetchall())
-    return BatchDrainResult(
+    return finish(
+        BatchDrainResult,
+        db,
         jobs=jobs,
         batch=batch,
         workers=workers,
@@ -186,7 +188,6 @@ def batch_drain(
         attempts_spent=attempts,
         stopped=stop.is_set() and sum(sizes) < jobs,
         guess=guess,
-        **server_fields(db),
     )
 
 
@@ -355,7 +356,9 @@ def five_way(
     races, stopped = _rounds_of_races(
         db, plan, workers=workers, jobs=jobs, work_ms=work_ms, progress=progress, stop=stop
     )
-    return FiveWayResult(
+    return finish(
+        FiveWayResult,
+        db,
         workers=workers,
         jobs=jobs,
         work_ms=work_ms,
@@ -363,7 +366,6 @@ def five_way(
         races=races,
         stopped=stopped,
         guess=guess,
-        **server_fields(db),
     )
 
 
@@ -486,14 +488,15 @@ def zero_work(
     races, stopped = _rounds_of_races(
         db, plan, workers=workers, jobs=jobs, work_ms=0, progress=progress, stop=stop
     )
-    return ZeroWorkResult(
+    return finish(
+        ZeroWorkResult,
+        db,
         workers=workers,
         jobs=jobs,
         rounds=rounds,
         races=races,
         stopped=stopped,
         guess=guess,
-        **server_fields(db),
     )
 
 
@@ -556,11 +559,12 @@ def explain_claims(db: Database, ready: int = 50, claimed: int = 4950, batch: in
                 break
             left -= len(got)
         run(conn, "lab/analyze_jobs")
-        return ClaimPlans(
+        return finish(
+            ClaimPlans,
+            db,
             ready=ready,
             claimed=claimed,
             locking_read=_plan(conn, "explain_claim"),
             whole_claim="\n".join(explain(conn, "claim", params)),
             in_subquery="\n".join(explain(conn, "teaching/claim_in_subquery", params)),
-            **server_fields(db),
         )

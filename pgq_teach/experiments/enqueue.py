@@ -23,7 +23,7 @@ from .. import checks, queue
 from ..databases import Database
 from ..guide import GuideFigure, figure
 from ..statements import run, run_one
-from .results import Result, guess_text, server_fields
+from .results import Result, finish, guess_text
 
 KIND = "send_receipt"
 EMAIL = "asha@example.com"  # the made-up store's customer
@@ -154,6 +154,6 @@ def transactional_enqueue(
         committed = _place_order_and_enqueue(db, listener, "commit", quiet_s)
         if progress:
             progress(2, 2)
-    return EnqueueResult(
-        rolled_back=rolled_back, committed=committed, quiet_s=quiet_s, guess=guess, **server_fields(db)
+    return finish(
+        EnqueueResult, db, rolled_back=rolled_back, committed=committed, quiet_s=quiet_s, guess=guess
     )

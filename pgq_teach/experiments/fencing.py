@@ -35,7 +35,7 @@ from ..guide import GuideFigure, figure
 from ..statements import run, run_one
 from ..worker import Worker
 from .crash import answer, claim_one
-from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
+from .results import Comparison, Progress, Result, advice, finish, guess_text, tell
 from .sessions import Session, run_and_wait
 
 KIND = "send_receipt"
@@ -261,7 +261,9 @@ def stale_worker(
         inbox = [row[0] for row in answer(run_and_wait(reaper, "lab/inbox_senders", {"order_id": ORDER}))]
         final = first_value(reaper, "job_state", {"id": job_id})
         tell(progress, 6, total)
-    return FencingResult(
+    return finish(
+        FencingResult,
+        db,
         handler=handler,
         lease_s=lease_s,
         a_token=a_job.fence_token,
@@ -275,8 +277,7 @@ def stale_worker(
         final_status=final,
         events=events,
         guess=guess,
-        stopped=stop.is_set(),
-        **server_fields(db),
+        stopped=stop,
     )
 
 
@@ -498,7 +499,9 @@ def long_job(
     if row is None:
         raise PgqError(f"job {job_id} vanished during the lab")
     with lock:
-        return LongJobResult(
+        return finish(
+            LongJobResult,
+            db,
             heartbeat=heartbeat,
             lease_s=lease_s,
             work_s=work_s,
@@ -509,8 +512,7 @@ def long_job(
             workers=workers,
             concurrency=concurrency,
             guess=guess,
-            stopped=stop.is_set(),
-            **server_fields(db),
+            stopped=stop,
         )
 
 
@@ -587,7 +589,9 @@ def token_after_requeue(db: Database, lease_s: float = 0.5) -> RequeueResult:
         a.rollback()
         a_rows = complete(a, a_job)
         c_rows = complete(c, c_job)
-    return RequeueResult(
+    return finish(
+        RequeueResult,
+        db,
         a_token=a_job.fence_token,
         c_token=c_job.fence_token,
         a_attempts=a_job.attempts,
@@ -598,7 +602,6 @@ def token_after_requeue(db: Database, lease_s: float = 0.5) -> RequeueResult:
         c_error=None
         if c_rows
         else "C's completion matched no row: A's stale one had already completed the job",
-        **server_fields(db),
     )
 
 
@@ -639,13 +642,14 @@ def token_after_release(db: Database, lease_s: float = 60.0) -> ReleaseResult:
         with queue.atomic(conn):
             released = len(run(conn, "release_many", params).fetchall())
         [second] = queue.claim(conn, lease=lease_s)
-    return ReleaseResult(
+    return finish(
+        ReleaseResult,
+        db,
         first_attempts=first.attempts,
         second_attempts=second.attempts,
         first_token=first.fence_token,
         second_token=second.fence_token,
         released=released,
-        **server_fields(db),
     )
 
 
@@ -731,7 +735,9 @@ def pool_batch(
         runs = {job_id: list(workers) for job_id, _, workers in run(conn, "lab/runs_per_job")}
     saw_lost = _fenced_mid_run(db, lease_s)
     tell(progress, 3, 3)
-    return PoolBatchResult(
+    return finish(
+        PoolBatchResult,
+        db,
         lease_s=lease_s,
         work_s=work_s,
         runs=runs,
@@ -739,8 +745,7 @@ def pool_batch(
         leases_lost=a.report.leases_lost,
         handler_saw_lost=saw_lost,
         guess=guess,
-        stopped=stop.is_set(),
-        **server_fields(db),
+        stopped=stop,
     )
 
 
@@ -821,10 +826,11 @@ def first_beats(
     finally:
         worker.stop()
         thread.join(work_s + 10)
-    return FirstBeatsResult(
+    return finish(
+        FirstBeatsResult,
+        db,
         lease_s=lease_s,
         first_beat_s={job_id: (beat_until[job_id] - claimed_until[job_id]).total_seconds() for job_id in ids},
-        **server_fields(db),
     )
 
 

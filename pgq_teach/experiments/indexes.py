@@ -23,7 +23,7 @@ from ..databases import Database
 from ..guide import GuideFigure, figure
 from ..statements import explain, run, run_one
 from . import bloat
-from .results import Comparison, Progress, Result, guess_text, guide_bars, server_fields
+from .results import Comparison, Progress, Result, finish, guess_text, guide_bars
 
 READY_INDEX, RUNNING_INDEX, FULL_INDEX = "jobs_ready_idx", "jobs_running_idx", "jobs_status_run_at_idx"
 # The index most people write first; lesson 08's exercise seeds the same statement.
@@ -123,9 +123,7 @@ def index_sizes(
     (distinct run_at values) also records the partial ready index's size for lesson 12."""
     check_counts(done, ready)
     seed_history(db, done, ready, distinct=distinct, full_index=True)
-    result = IndexSizes(
-        done=done, ready=ready, distinct=distinct, bytes=sizes(db), guess=guess, **server_fields(db)
-    )
+    result = finish(IndexSizes, db, done=done, ready=ready, distinct=distinct, bytes=sizes(db), guess=guess)
     if distinct and (done, ready) == (100_000, 100):
         measurements.record(measurements.PARTIAL_INDEX_KB, round(result.kb(READY_INDEX)))
     return result
@@ -214,7 +212,9 @@ def drained_index(
     after_vacuum = sizes(db)[READY_INDEX] / 1024
     with db.connection() as conn:
         run(conn, "reindex_ready")
-    return DrainedIndex(
+    return finish(
+        DrainedIndex,
+        db,
         jobs=jobs,
         seeded_kb=seeded,
         after_drain_kb=after_drain,
@@ -224,7 +224,6 @@ def drained_index(
         vacuum_pages_deleted=pages[1],
         stopped=result.stopped,
         guess=guess,
-        **server_fields(db),
     )
 
 
@@ -334,13 +333,14 @@ def reindex_locks(db: Database, *, jobs: int = 1_000) -> ReindexLocks:
         invalid = [name for (name,) in run(other, "lab/invalid_indexes").fetchall()]
         for name in invalid:
             run(other, "lab/drop_index", idents={"name": name})
-    return ReindexLocks(
+    return finish(
+        ReindexLocks,
+        db,
         lock_timeout=LOCK_TIMEOUT,
         read_by_id_during_plain=read,
         concurrently_with_idle=concurrently,
         concurrently_waited_s=waited,
         invalid_left=invalid,
-        **server_fields(db),
     )
 
 
@@ -442,8 +442,8 @@ def read_plans(
             auto = plan_cost(run_one(conn, "lab/explain_read_by_status")[0])
         run(conn, "lab/force_generic_plan")
         generic = plan_cost(run_one(conn, "lab/explain_read_by_status")[0])
-    return ReadPlans(
-        done=done, ready=ready, literal=literal, generic=generic, auto=auto, guess=guess, **server_fields(db)
+    return finish(
+        ReadPlans, db, done=done, ready=ready, literal=literal, generic=generic, auto=auto, guess=guess
     )
 
 

@@ -26,7 +26,7 @@ from ..databases import Database
 from ..errors import PgqError
 from ..guide import GuideFigure, figure
 from ..statements import run
-from .results import Comparison, Result, guess_text, server_fields
+from .results import Comparison, Result, finish, guess_text
 from .sessions import (
     CLOSED,
     DONE,
@@ -305,7 +305,9 @@ def replay(
         a.close()  # A first: its transaction ending frees B if B still waits
         if b is not None:
             b.close()
-    return ReplayResult(
+    return finish(
+        ReplayResult,
+        db,
         clause=clause,
         hold_seconds=hold_seconds,
         a_job=a_job,
@@ -319,9 +321,8 @@ def replay(
         message=b_state.message,
         a_held=a_held,
         guess=guess,
-        stopped=stop.is_set(),
+        stopped=stop,
         guide=figure(GUIDE_FIGURE[clause]),
-        **server_fields(db),
     )
 
 
@@ -457,14 +458,15 @@ def line_of_waiters(db: Database, *, waiters: int = 3, settle_s: float = 15.0) -
     finally:
         for s in opened:
             s.close()
-    return WaitersResult(
+    return finish(
+        WaitersResult,
+        db,
         a_pid=a.pid,
         pids={s.name: s.pid for s in line},
         rows=seen,
         jobs={s.name: got[s.name] for s in line},
         served_first=order[0],
         timeline={s.name: list(s.timeline) for s in opened},
-        **server_fields(db),
     )
 
 

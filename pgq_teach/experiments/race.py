@@ -19,7 +19,7 @@ from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import records, run
-from .results import Comparison, Result, guess_text, server_fields
+from .results import Comparison, Result, finish, guess_text
 
 # The claim styles, in the course's order: the wrong one, the guarded
 # (optimistic) repair of it, then the four locking claims of guide #6.
@@ -383,7 +383,9 @@ def run_race(
         runs, elapsed = drain(conns, claim, jobs=jobs, work_ms=work_ms, progress=progress, stop=stop)
     with db.connection() as conn:
         done = queue.status_counts(conn).get("done", 0)
-    return RaceResult(
+    return finish(
+        RaceResult,
+        db,
         mode=CUSTOM if custom else mode,
         workers=workers,
         jobs=jobs,
@@ -394,7 +396,6 @@ def run_race(
         wasted_claims=wasted.value,
         stopped=stop.is_set() and done < jobs,
         guess=guess,
-        **server_fields(db),
     )
 
 
@@ -509,11 +510,12 @@ def sweep_workers(
         if race.stopped:
             break
         races.append(race)
-    return SweepResult(
+    return finish(
+        SweepResult,
+        db,
         jobs=jobs,
         work_ms=work_ms,
         races=races,
         guess=guess,
         stopped=len(races) < len(workers),
-        **server_fields(db),
     )

@@ -7,9 +7,10 @@ Widgets draw these rows; they never work them out (or change a result) themselve
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import charts
 from ..databases import Database
@@ -67,6 +68,25 @@ class Result:
     @property
     def stopped_note(self) -> str:
         return " (stopped early)" if self.stopped else ""
+
+
+R = TypeVar("R", bound=Result)
+
+
+def finish(
+    result: type[R],
+    db: Database,
+    *,
+    guess: float | None = None,
+    stopped: bool | threading.Event = False,
+    **fields: Any,
+) -> R:
+    """An experiment's result, made in one place: its own `fields`, the server
+    `db` is on, the learner's `guess` (None: no guess), and whether the run
+    ended early (`stopped`: a bool, or the run's stop event, set if it was)."""
+    if isinstance(stopped, threading.Event):
+        stopped = stopped.is_set()
+    return result(guess=guess, stopped=stopped, **server_fields(db), **fields)
 
 
 def guide_bars(

@@ -25,7 +25,7 @@ from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
 from ..statements import records, run, run_one, statement
 from ..worker import Worker
-from .results import Comparison, Progress, Result, advice, guess_text, server_fields, tell
+from .results import Comparison, Progress, Result, advice, finish, guess_text, tell
 from .sessions import ClosesOnExit
 
 KIND = "call_webhook"
@@ -229,13 +229,14 @@ def schedule(
             stepper.fail_once(statement=statement)
             tell(progress, n + 1, failures)
         steps = list(stepper.steps)
-    return ScheduleResult(
+    return finish(
+        ScheduleResult,
+        db,
         steps=steps,
         max_attempts=max_attempts,
         statement=statement,
         guess=guess,
-        stopped=stop.is_set(),
-        **server_fields(db),
+        stopped=stop,
     )
 
 
@@ -295,12 +296,13 @@ def lowered_max_attempts(
             if stepper.status == "dead":
                 break
         steps = list(stepper.steps)
-    return LoweredResult(
+    return finish(
+        LoweredResult,
+        db,
         statement=statement,
         before=steps[:3],
         lowered_to=lower_to,
         after=steps[3:],
-        **server_fields(db),
     )
 
 
@@ -415,7 +417,9 @@ def herd(
         first, last, instants = run_one(conn, "lab/due_range", {"since": moment})
     if not rows:
         raise PgqError("no failed job is ready again")
-    return JitterHerdResult(
+    return finish(
+        JitterHerdResult,
+        db,
         jitter=jitter,
         jobs=jobs,
         seconds=[(s, n) for s, n in rows],
@@ -424,8 +428,7 @@ def herd(
         last_s=last,
         failing_s=failing_s,
         guess=guess,
-        stopped=stop.is_set(),
-        **server_fields(db),
+        stopped=stop,
     )
 
 
@@ -515,7 +518,9 @@ def metered_herd(
         raise errors[0]
     with db.connection() as conn:
         done = queue.status_counts(conn).get("done", 0)
-    return MeteredResult(
+    return finish(
+        MeteredResult,
+        db,
         jobs=jobs,
         workers=workers,
         concurrency=concurrency,
@@ -523,7 +528,6 @@ def metered_herd(
         done=done,
         max_in_flight=most,
         elapsed_s=elapsed,
-        **server_fields(db),
     )
 
 
@@ -596,7 +600,9 @@ def uncapped_failure(db: Database, attempts: int = 5_000, lease_s: float = 0.5) 
         queue.reap(conn)
         after_reap = job_row(conn, job_id)
         due = run_one(conn, "lab/seconds_since", {"since": after_reap["run_at"]})[0] >= 0
-    return UncappedResult(
+    return finish(
+        UncappedResult,
+        db,
         attempts=attempts,
         sqlstate=sqlstate,
         message=message,
@@ -605,5 +611,4 @@ def uncapped_failure(db: Database, attempts: int = 5_000, lease_s: float = 0.5) 
         run_at_kept=after_reap["run_at"] == run_at,
         due_after_reap=due,
         last_error=after_reap["last_error"],
-        **server_fields(db),
     )

@@ -20,7 +20,7 @@ import ipywidgets as W
 
 from .. import measurements, tables
 from ..databases import Database
-from ..experiments.results import server_fields
+from ..experiments.results import finish
 from ..experiments.retries import FailureStep, FailureStepper, JitterHerdResult, ScheduleResult, herd
 from ..tables import Column, Table
 from .common import chart_box, error_html, guess_field, result_html, show_charts, styled
@@ -93,8 +93,8 @@ class RetryLab(Lab):
 
     @property
     def result(self) -> ScheduleResult:
-        return ScheduleResult(
-            steps=self.steps, max_attempts=self.max_attempts, guess=self.guess.value, **server_fields(self.db)
+        return finish(
+            ScheduleResult, self.db, steps=self.steps, max_attempts=self.max_attempts, guess=self.guess.value
         )
 
     def reset(self) -> None:

@@ -17,7 +17,7 @@ from ...errors import BadInput, PgqError
 from ...guide import GuideFigure, figure
 from ...statements import run, run_one
 from ..bloat import VacuumReport, vacuum
-from ..results import Comparison, Progress, Result, guess_text, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, tell
 from ..sessions import run_and_wait
 from .scene import HOLD, KIND, LAB_PREFIX, OTHERS_LIMITS, answer, lab_session
 
@@ -192,7 +192,9 @@ def cleanup_held_back(
     if elsewhere is not None:
         churn = OneRowChurn(ONE_ROW_UPDATES, pages_held, one_row_churn(elsewhere, ONE_ROW_UPDATES))
     tell(progress, 5, total)
-    return CleanupResult(
+    return finish(
+        CleanupResult,
+        db,
         others=others,
         updated=updated,
         during=during,
@@ -203,8 +205,7 @@ def cleanup_held_back(
         elsewhere_xmin=xmin_there,
         churn=churn,
         guess=guess,
-        stopped=stop.is_set(),
-        **server_fields(db),
+        stopped=stop,
     )
 
 

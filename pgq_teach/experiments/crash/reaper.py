@@ -16,7 +16,7 @@ from ...guide import GuideFigure
 from ...statements import explain, explain_analyze, run
 from ...worker import Worker
 from ..bloat import VacuumReport, vacuum
-from ..results import Comparison, Result, advice, server_fields
+from ..results import Comparison, Result, advice, finish
 from ..sessions import run_and_wait
 from .cleanup import tuples_line
 from .scene import HOLD, KIND, LAB_PREFIX, OTHERS_LIMITS, answer, lab_session
@@ -86,14 +86,15 @@ def reaper_plan(db: Database, running: int = 50, ready: int = 4_950, expired: in
         run(conn, "lab/expire_leases", {"ids": [job.id for job in claimed[:expired]]})
         reaped = queue.reap(conn)
         still_running = queue.status_counts(conn).get("running", 0)
-    return ReaperPlan(
+    return finish(
+        ReaperPlan,
+        db,
         running=running,
         ready=ready,
         expired=expired,
         plan=plan,
         reaped_now=reaped,
         still_running=still_running,
-        **server_fields(db),
     )
 
 
@@ -170,9 +171,7 @@ def reaper_backlog(db: Database, jobs: int = 10_000) -> ReaperBacklog:
         cleaned = vacuum(db)
         passes.append(ReaperPass("VACUUM once it had ended", reaper_pass_buffers(db)))
         run(conn, "lab/autovacuum_reset")
-    return ReaperBacklog(
-        jobs=jobs, passes=passes, vacuum_held=held, vacuum_after=cleaned, **server_fields(db)
-    )
+    return finish(ReaperBacklog, db, jobs=jobs, passes=passes, vacuum_held=held, vacuum_after=cleaned)
 
 
 @dataclass(frozen=True)
@@ -255,12 +254,13 @@ def reaper_cadence(db: Database, jobs: int = 200, work_s: float = 0.02) -> Caden
     worker = Worker(db.dsn, {KIND: work})
     began = time.monotonic()
     report = worker.run(until_idle=True)
-    return CadenceResult(
+    return finish(
+        CadenceResult,
+        db,
         jobs=jobs,
         work_s=work_s,
         claimed=report.claimed,
         reaper_passes=report.reaper_passes,
         elapsed_s=time.monotonic() - began,
         reap_every_s=worker.reap_every,
-        **server_fields(db),
     )

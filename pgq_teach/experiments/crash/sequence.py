@@ -11,7 +11,7 @@ from ... import checks
 from ...databases import Database
 from ...errors import PgqError
 from ...guide import GuideFigure, figure
-from ..results import Comparison, Progress, Result, guess_text, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, tell
 from .scene import DEFAULT_LEASE_S, LEASE_LIMITS, BoardRow, CrashScene
 
 
@@ -101,7 +101,9 @@ def crash_both(
         tell(progress, 4, total)
         after = scene.row(lease_job.id)
         tell(progress, 5, total)
-    return CrashResult(
+    return finish(
+        CrashResult,
+        db,
         lease_s=lease_s,
         hold_job=hold_job,
         lease_job=lease_job.id,
@@ -115,6 +117,5 @@ def crash_both(
         back_after_s=back_after,
         leased_job_after=after,
         guess=guess,
-        stopped=stop.is_set(),
-        **server_fields(db),
+        stopped=stop,
     )

@@ -11,12 +11,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from ... import charts, checks, queue, tables
 from ...databases import Database
 from ...guide import GuideFigure
 from ...statements import run, run_one
-from ..results import Comparison, Progress, Result, guess_text, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, tell
 from .rules import GUIDE_AUTOVACUUM
 
 DEFAULTS = {"scale_factor": 0.2, "threshold": 50}  # the server's defaults (guide: 50 rows plus 20%)
@@ -313,20 +314,21 @@ def autovacuum_per_table(
     checks.whole_number("jobs_per_tick", jobs_per_tick, 1, 5_000)
     churn_s = checks.seconds("churn_s", churn_s, 1, 600)
     naptime = checks.one_of("naptime", naptime, NAPTIMES)
-    comparison = {
+    comparison: dict[str, Any] = {
         "base_rows": base_rows,
         "churn_s": churn_s,
         "jobs_per_tick": jobs_per_tick,
-        "guess": guess,
-        **server_fields(db),
     }
     if not owns_server(db):
-        return AutovacuumComparison(
+        return finish(
+            AutovacuumComparison,
+            db,
             runs=[],
             naptime="",
             skipped="autovacuum_naptime is a server-wide setting, and this is your own server "
             "(PGQ_DSN), so the lab does not change it; at the default of 1min, a run of "
             f"{churn_s:g} s may see no autovacuum at all",
+            guess=guess,
             **comparison,
         )
     ticks = int(churn_s / TICK_S) * 2
@@ -359,8 +361,16 @@ def autovacuum_per_table(
             run(conn, "lab/reset_autovacuum_naptime")
             run(conn, "lab/reload_conf")
             run(conn, "lab/jobs_autovacuum", {"enabled": True, **DEFAULTS})
-    return AutovacuumComparison(
-        runs=runs, naptime=naptime_seen, knobs=knobs, databases=databases, stopped=len(runs) < 2, **comparison
+    return finish(
+        AutovacuumComparison,
+        db,
+        runs=runs,
+        naptime=naptime_seen,
+        knobs=knobs,
+        databases=databases,
+        stopped=len(runs) < 2,
+        guess=guess,
+        **comparison,
     )
 
 

@@ -13,7 +13,7 @@ from ...databases import Database
 from ...guide import GuideFigure
 from ...statements import explain, run, run_one
 from ..indexes import plan_cost
-from ..results import Comparison, Progress, Result, guess_text, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, tell
 from .autovacuum import DEFAULTS
 from .rules import GUIDE_CLEANUP
 
@@ -237,7 +237,9 @@ def cleanup_vs_bulk_delete(
     results += [NOT_RUN] * (len(ways) - len(results))
     if results[2] is not NOT_RUN:  # lesson 12 quotes it
         measurements.record(measurements.BULK_DELETE_DEAD_ROWS, results[2].dead_rows)
-    return CleanupComparison(
+    return finish(
+        CleanupComparison,
+        db,
         rows=rows,
         batch=batch,
         batched=results[0],
@@ -247,5 +249,4 @@ def cleanup_vs_bulk_delete(
         library_plan=library_plan,
         guess=guess,
         stopped=NOT_RUN in results,
-        **server_fields(db),
     )

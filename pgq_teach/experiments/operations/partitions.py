@@ -13,7 +13,7 @@ from ... import checks, tables
 from ...databases import Database
 from ...guide import GuideFigure
 from ...statements import run, run_one
-from ..results import Comparison, Progress, Result, guess_text, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, tell
 from .cleanup import dead_rows, wait_for_dead
 from .rules import GUIDE_PARTITION
 
@@ -148,7 +148,9 @@ def partition_drop_vs_delete(
         history = dead_rows(conn, "jobs_history")
         tell(progress, 3, 3)
     left = sorted(t for t in history if t != "jobs_history")
-    return PartitionComparison(
+    return finish(
+        PartitionComparison,
+        db,
         rows_per_day=rows_per_day,
         delete_s=delete_s,
         drop_s=drop_s,
@@ -160,5 +162,4 @@ def partition_drop_vs_delete(
         dropped_day_bytes=dropped_bytes,
         database_bytes_around_drop=(database_before, database_after),
         guess=guess,
-        **server_fields(db),
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import make_conninfo
@@ -16,7 +17,7 @@ from ... import checks
 from ...databases import Database
 from ...guide import GuideFigure
 from ...statements import run, run_one
-from ..results import Comparison, Result, server_fields
+from ..results import Comparison, Result, finish
 from .rules import GUIDE_TIMEOUT
 
 LAB_ROLE = "pgq_lab_idle_worker"  # a lab role, never the real queue_worker
@@ -78,7 +79,7 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: float | None = 
     transaction as that role and forget it; the server ends the session and
     the client sees 25P03."""
     timeout_s = checks.seconds("timeout_s", timeout_s, 0.2, 10)
-    demo = {"timeout_s": timeout_s, "role": LAB_ROLE, "guess": guess, **server_fields(db)}
+    demo: dict[str, Any] = {"timeout_s": timeout_s, "role": LAB_ROLE}
     password = secrets.token_hex(12)
     with db.connection() as admin:
         drop_lab_role(admin)
@@ -89,7 +90,7 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: float | None = 
         except psycopg.errors.InsufficientPrivilege as exc:
             drop_lab_role(admin)
             why = f"this server's user may not create roles ({exc.diag.message_primary})"
-            return TimeoutDemo(skipped=why, **demo)
+            return finish(TimeoutDemo, db, skipped=why, guess=guess, **demo)
         try:
             with psycopg.connect(make_conninfo(db.dsn, user=LAB_ROLE, password=password)) as worker:
                 setting = run_one(worker, "lab/session_settings")[1]
@@ -111,7 +112,9 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: float | None = 
             active = {name: active_statement_ends(conninfo, name, timeout_s) for name in TIMEOUTS}
         finally:
             drop_lab_role(admin)
-    return TimeoutDemo(
+    return finish(
+        TimeoutDemo,
+        db,
         other_role_survived=other_survived,
         active_statement=active,
         setting_seen=setting,
@@ -119,6 +122,7 @@ def idle_timeout(db: Database, *, timeout_s: float = 1.0, guess: float | None = 
         sqlstate=sqlstate,
         error=error,
         session_gone=gone,
+        guess=guess,
         **demo,
     )
 

@@ -25,7 +25,7 @@ from ...outbox import (
     prepare_outbox,
 )
 from ...statements import run
-from ..results import Comparison, Progress, Result, guess_text, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, tell
 from .orders import GUIDE_OUTBOX, OrderDesk
 
 CRASHED_RELAY_LEASE_S = 0.5  # the outage lab's crashed relay, so the lab need not wait 30 s
@@ -244,7 +244,9 @@ def outage(
     for _, _, body in messages:
         consumer.take(body)
     in_broker = {int(msg_id) for _, msg_id, _ in messages}
-    return OutageResult(
+    return finish(
+        OutageResult,
+        db,
         outage_s=outage_s,
         retry_schedule_s=retry_schedule_s(max_attempts),
         max_attempts=max_attempts,
@@ -266,6 +268,5 @@ def outage(
         killed_pid=killed_pid,
         tries=tries,
         guess=guess,
-        stopped=stop.is_set(),
-        **server_fields(db),
+        stopped=stop,
     )

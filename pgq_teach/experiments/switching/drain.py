@@ -12,7 +12,7 @@ from ... import checks, measurements, queue
 from ...databases import Database
 from ...guide import GuideFigure, figure
 from ...statements import run
-from ..results import Comparison, Progress, Result, guess_text, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, tell
 
 
 @dataclass(kw_only=True)
@@ -107,7 +107,9 @@ def drain_rate(
         raise errors[0]
     with db.connection() as conn:
         counts = dict(run(conn, "lab/status_counts").fetchall())
-    result = DrainRate(
+    result = finish(
+        DrainRate,
+        db,
         jobs=jobs,
         batch=batch,
         workers=workers,
@@ -115,8 +117,7 @@ def drain_rate(
         completed=sum(done),
         status_counts=counts,
         guess=guess,
-        stopped=stop.is_set(),
-        **server_fields(db),
+        stopped=stop,
     )
     if not result.stopped:  # lesson 12's back-of-envelope step starts from it
         measurements.record(measurements.DRAIN_JOBS_PER_S_11, round(result.jobs_per_s))

@@ -13,7 +13,7 @@ from ...guide import GuideFigure
 from ...infra import broker
 from ...outbox import STREAM, SUBJECTS
 from ...statements import run
-from ..results import Comparison, Result, server_fields
+from ..results import Comparison, Result, finish
 from .orders import GUIDE_OUTBOX
 
 
@@ -86,7 +86,9 @@ def fan_out(db: Database, *, table_jobs: int = 1000, the_broker: broker.Broker |
         t.start()
     for t in threads:
         t.join()
-    return FanOutResult(
+    return finish(
+        FanOutResult,
+        db,
         events=events,
         billing=len(billing),
         analytics=len(analytics),
@@ -96,5 +98,4 @@ def fan_out(db: Database, *, table_jobs: int = 1000, the_broker: broker.Broker |
         table_worker_a=len(taken[0]),
         table_worker_b=len(taken[1]),
         table_both=len(set(taken[0]) & set(taken[1])),
-        **server_fields(db),
     )

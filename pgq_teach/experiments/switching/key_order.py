@@ -23,7 +23,7 @@ from ...outbox import (
     prepare_outbox,
 )
 from ...statements import explain_analyze, run
-from ..results import Comparison, Result, server_fields
+from ..results import Comparison, Result, finish
 from .orders import EVENTS, GUIDE_OUTBOX, OrderDesk
 
 
@@ -105,7 +105,7 @@ def key_order_cost(
                     consumer.out_of_order,
                 )
             )
-    return KeyOrderCost(orders=orders, rows=rows, **server_fields(db))
+    return finish(KeyOrderCost, db, orders=orders, rows=rows)
 
 
 # --- the per-key claim's plan, at the lesson's backlog and at ten times it --------------

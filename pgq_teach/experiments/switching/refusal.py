@@ -26,7 +26,7 @@ from ...outbox import (
     prepare_outbox,
 )
 from ...statements import run
-from ..results import Comparison, Result, guess_text, server_fields
+from ..results import Comparison, Result, finish, guess_text
 from .orders import GUIDE_OUTBOX, OrderDesk
 
 
@@ -237,13 +237,14 @@ def order_under_refusal(
         events = run(conn, "lab/seed_order_events", {"kind": OUTBOX_KIND, "orders": backlog}).rowcount
         run(conn, "lab/analyze_jobs")
         two_relays = drain_with_two_relays(db, conn, client, url, events, batch, drain_timeout_s)
-    return OrderUnderRefusal(
+    return finish(
+        OrderUnderRefusal,
+        db,
         orders=orders,
         refusals=refusals,
         dead_heads=dead_heads,
         two_relays=two_relays,
         guess=guess,
-        **server_fields(db),
     )
 
 

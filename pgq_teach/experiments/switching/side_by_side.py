@@ -14,7 +14,7 @@ from ...guide import GuideFigure, figure
 from ...infra import broker
 from ...statements import run
 from ...worker import Worker
-from ..results import Comparison, Progress, Result, guess_text, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, tell
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def drain_side_by_side(
                 )
             )
     rows.sort(key=lambda r: (not r.system.startswith("table"), r.batch))
-    return SideBySide(rows=rows, guess=guess, stopped=stop.is_set(), **server_fields(db))
+    return finish(SideBySide, db, rows=rows, guess=guess, stopped=stop)
 
 
 ACK_SETTLE_S = 5.0  # how long an acked message may take to leave a work-queue stream

@@ -15,7 +15,7 @@ from ...errors import BadInput
 from ...guide import GuideFigure
 from ...outbox import Consumer, StandInBroker, StandInDown
 from ...statements import run, run_one
-from ..results import Comparison, Progress, Result, guess_text, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, tell
 from .orders import GUIDE_OUTBOX
 
 
@@ -169,7 +169,9 @@ def outbox_relay(
     tell(progress, 1, 1)  # short and scripted: one step, not stoppable part-way
     consumer.consume(broker)
     delivered = [m for m, _ in broker.messages]
-    return OutboxResult(
+    return finish(
+        OutboxResult,
+        db,
         orders_committed=len(committed),
         orders_rolled_back=rolled_back,
         refused_while_down=refused,
@@ -183,5 +185,4 @@ def outbox_relay(
         delivered_ids=delivered,
         status_counts=counts,
         guess=guess,
-        **server_fields(db),
     )

@@ -15,7 +15,7 @@ from ... import charts, checks, queue, tables
 from ...databases import Database
 from ...guide import GuideFigure, figure
 from ...statements import run
-from ..results import Comparison, Progress, Result, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, tell
 from ..sessions import together
 from .listening import KIND
 
@@ -196,17 +196,18 @@ def notify_cost(
         listening.set()
         reader.join()
         listener.close()
-    return CostResult(
+    return finish(
+        CostResult,
+        db,
         producers=producers,
         transactions=transactions,
         per_transaction=per_transaction,
         elapsed_s=elapsed,
-        stopped=stop.is_set(),
+        stopped=stop,
         rounds=rounds,
         guess=guess,
         enqueued=enqueued,
         heard=heard_by_mode,
-        **server_fields(db),
     )
 
 

@@ -14,7 +14,7 @@ from ...databases import Database
 from ...guide import GuideFigure, figure
 from ...statements import run
 from ...worker import Worker
-from ..results import Comparison, Progress, Result, guess_text, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, tell
 from .listening import KIND
 
 
@@ -199,8 +199,8 @@ def pickup_latency(
     finally:
         worker.stop()
         thread.join(timeout=poll_s + 5)
-    result = LatencyResult(
-        poll_s=poll_s, pickups=pickups, stopped=len(pickups) < jobs, guess=guess, **server_fields(db)
+    result = finish(
+        LatencyResult, db, poll_s=poll_s, pickups=pickups, stopped=len(pickups) < jobs, guess=guess
     )
     median = result.median_ms(True)
     if not result.stopped and median is not None:  # lesson 12 quotes it

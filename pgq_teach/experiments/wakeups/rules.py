@@ -17,7 +17,7 @@ from ...databases import Database
 from ...errors import BadInput
 from ...guide import GuideFigure, figure
 from ...statements import run
-from ..results import Comparison, Progress, Result, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, tell
 from .listening import DELIVERY_S, KIND, QUIET_S, heard, listen, notify_in_one_transaction
 
 
@@ -168,4 +168,4 @@ def notify_rules(
             break
         done.append(RULES[name](db))
         tell(progress, n + 1, len(names))
-    return RulesResult(rules=done, stopped=len(done) < len(names), **server_fields(db))
+    return finish(RulesResult, db, rules=done, stopped=len(done) < len(names))

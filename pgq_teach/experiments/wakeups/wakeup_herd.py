@@ -15,7 +15,7 @@ from ...databases import Database
 from ...guide import GuideFigure, figure
 from ...statements import run, run_one
 from ...worker import Worker, running_idle
-from ..results import Comparison, Progress, Result, guess_text, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, tell
 from .listening import KIND
 
 
@@ -85,14 +85,15 @@ def herd(
     ):
         sides.append(_herd_side(db, label, fleet_of, jobs, stop))
         tell(progress, n + 1, 2)
-    return WakeupHerdResult(
+    return finish(
+        WakeupHerdResult,
+        db,
         workers=workers,
         jobs=jobs,
         separate=sides[0],
         pool=sides[1],
         guess=guess,
-        stopped=stop.is_set(),
-        **server_fields(db),
+        stopped=stop,
     )
 
 

@@ -364,15 +364,35 @@ def extend_leases(
     held (a claim missing from the result was reaped, claimed again or
     requeued: it lost its job)."""
     jobs = _check_jobs(jobs)
-    params = {
-        "ids": [j.id for j in jobs],
-        "fence_tokens": [j.fence_token for j in jobs],
-        "lease": checks.lease(lease),
-    }
+    params = _leases_params(jobs, lease)
     if not jobs:
         return set()
     with atomic(conn):
         return {(row[0], row[1]) for row in run(conn, "extend_leases", params).fetchall()}
+
+
+def _leases_params(jobs: list[Job], lease: timedelta | float) -> dict[str, Any]:
+    """The parameters of extend_leases.sql and renew_leases.sql (the lease checked)."""
+    return {
+        "ids": [j.id for j in jobs],
+        "fence_tokens": [j.fence_token for j in jobs],
+        "lease": checks.lease(lease),
+    }
+
+
+def renew_leases(
+    conn: psycopg.Connection, jobs: Sequence[Job], lease: timedelta | float = DEFAULT_LEASE
+) -> dict[tuple[int, int], bool]:
+    """extend_leases that never waits on a row (the Worker's heartbeat): for
+    each claim still held, its (id, fence_token) and whether its lease was
+    pushed (False: another transaction held its row, which was left as it
+    was; sql/renew_leases.sql). A claim missing from the result lost its job."""
+    jobs = _check_jobs(jobs)
+    params = _leases_params(jobs, lease)
+    if not jobs:
+        return {}
+    with atomic(conn):
+        return {(row[0], row[1]): row[2] for row in run(conn, "renew_leases", params).fetchall()}
 
 
 def reap(conn: psycopg.Connection) -> int:

@@ -12,9 +12,10 @@ Worker and PgQueuer build theirs.
   for the done jobs, one for the failed ones), and settled when a send may
   have committed unseen.
 - `leases`: every job the process holds; the heartbeat thread, which
-  extends them all in one fenced statement (sql/extend_leases.sql) on a
-  connection of its own; and the lease clock, which gives a job up before
-  its lease ends.
+  extends them all in one fenced statement that never waits on a row
+  (sql/renew_leases.sql) on a connection of its own, whose lock and
+  statement timeouts bound every beat; and the lease clock, which gives a
+  job up before its lease ends.
 - `listener`: one thread on the LISTEN connection, so one notification wakes
   one claim in the process, not one per executor.
 - `settings`, `report` and `connections`: what the Worker is told, what it
@@ -78,7 +79,8 @@ class Worker:
     `concurrency` executors (see the package's docstring): reap, claim, run,
     send the outcomes (complete or fail, fenced row by row), with one
     heartbeat for every job held. Events: claimed, done, retried, dead,
-    fenced, lost and reconnect, each passed to `on_event(name, job)`."""
+    fenced, lost, renewals_skipped and reconnect, each passed to
+    `on_event(name, job)`."""
 
     def __init__(
         self,
@@ -119,7 +121,9 @@ class Worker:
         self._fatal = FirstError()  # an unexpected error on any thread: run() raises it
         self._inbox = Inbox()  # the producer's: every other thread posts to it
         self._closing = threading.Event()  # set by run()'s thread: the listener and the heartbeat stop
-        self.leases = Leases(s.dsn, s.lease, self._lost, self._reporter.beat)
+        self.leases = Leases(
+            s.dsn, s.lease, self._lost, self._reporter.beat, on_skipped=self._reporter.renewal_skipped
+        )
         self._heartbeat = Heartbeat(self.leases, s.beat_every, self._closing, self._fail)
         self._listener = Listener(s.dsn, self._inbox, self._reporter, self._closing, LISTEN_TIMEOUT)
         self._work = WorkConnection(s.dsn)

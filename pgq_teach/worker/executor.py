@@ -128,7 +128,8 @@ class Executors:
     def _still_held(self, job: queue.Job, now: float) -> bool:
         """Start a job only while the process holds it: half its lease left
         at `now` (monotonic) by the last beat or the claim, or a fenced
-        renewal that matched."""
+        renewal that matched (the heartbeat's statement, which never waits
+        on a row: leases.py)."""
         if self.leases.left(job, now) >= self.leases.seconds / 2:
             return True
         if not job.still_mine():
@@ -140,7 +141,12 @@ class Executors:
             self.reporter.error(exc)
             self.leases.give_up([job])
             return False
-        return claim_key(job) in kept and job.still_mine()
+        if claim_key(job) in kept:
+            return job.still_mine()
+        # Fenced (renew() has told its handler), or its row was locked by another session:
+        # not confirmed, so not started, and left like a check that could not reach the server.
+        self.leases.give_up([job])
+        return False
 
     def _run_job(self, job: queue.Job) -> Exception | None:
         """Run the handler; the exception it raised, or None."""

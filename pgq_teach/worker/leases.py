@@ -1,27 +1,67 @@
 """Leases: every job the process holds, the heartbeat that renews them, and
 the lease clock that gives each up before it ends.
 
-The heartbeat rule: beat every quarter of the lease, counted from the claim,
-so every job the process holds is covered, the ones waiting in a batch too.
-A failed beat is retried at once on a fresh connection, with backoff. Even if
-a whole beat is missed, the next one is due half a lease after the last good
-one, with half the lease still to spare: one missed beat can never lose a
-lease. A job is given up a tenth of its lease before the end the last good
-beat (or the claim) wrote, by a lease-clock thread that does no I/O, so that
-a beat stuck on the network cannot delay it, and (unless that thread wakes
-later than the margin) the process stops counting a job as its own before a
-reaper can take it: after failed beats, beats that succeed too slowly, or an
-outcome's send that outlasts the lease.
+The heartbeat rule: beat every quarter of the lease (n = 4) on one timer for
+the whole process, which starts with the Worker and counts each tick from the
+last beat's start, not from any claim. Every job the process holds is
+covered, the ones waiting in a batch too: a job's first beat comes within a
+quarter lease of its claim (wherever the claim fell in the timer's cycle;
+plus the claim statement's own round trip, if a tick falls during it), and
+each later beat a quarter lease after the one before. A beat is one
+statement for every held job (sql/renew_leases.sql), on a session of its own.
+
+The guarantee. Count from the last write of a job's lease (its claim, or a
+beat that renewed it): with k beats in a row that did not renew it, the
+next beat comes within (k + 1)/n of the lease, leaving at least
+1 - (k + 1)/n of it, less that beat's round trip. One missed beat leaves half
+the lease and two a quarter, so two missed beats in a row never lose a job;
+three can (below). A beat misses a job in one of three ways, and none costs
+more than that one beat:
+
+- Another session holds the job's row (an operator's open UPDATE, a reaper
+  at work): the statement skips that row (SKIP LOCKED) and renews the others.
+  The skipped job is not lost: the statement reads its committed state, and
+  while that still shows this claim the job stays held (counted in
+  `renewals_skipped`) and the next beat tries it again. A job the statement
+  finds no longer under this claim (reaped, claimed again, requeued) is lost.
+- The statement cannot finish: it waits for the table's lock behind a
+  pending ACCESS EXCLUSIVE request (an ALTER TABLE queued behind an open
+  transaction), or the server is slow. The heartbeat session's lock_timeout
+  (an eighth of the lease) and statement_timeout (a quarter, one beat's
+  interval) end it, so a blocked or hung beat waits at most a quarter lease.
+- The statement fails (its session ended, the server restarting).
+
+A beat that failed or timed out is retried at once on a fresh connection,
+with backoff (50 ms, doubling, at most an eighth of the lease), until one
+succeeds or every job it holds is given up; a fresh connection's connect may
+take up to its own timeout (5 s). So a beat that hangs is one missed beat,
+not a lost lease: cancelled a quarter lease after it began, its retry renews
+with half the lease left, less a reconnect and a round trip.
+
+Whatever the beats do, a job is given up a tenth of its lease before the end
+its last write set, by a lease-clock thread that does no I/O, so that a beat
+stuck on the network cannot delay it, and (unless that thread wakes later than
+the margin) the process stops counting a job as its own before a reaper can
+take it: after missed beats, beats that succeed too slowly, a row locked
+longer than the lease, or an outcome's send that outlasts the lease. That is
+what three missed beats in a row can cost: the next beat may then be due as
+late as the lease's very end, after the give-up.
+
+The fenced check before a job starts (executor.py) runs the same statement
+for that one job on the same session, under the same timeouts: it never waits
+on the job's row either (that would hold every other job's beat behind it),
+and only a renewal that matched lets the job start; a job whose row another
+session holds then is given up, not started.
 
 A handler learns that it lost its job through `job.lost` (a threading.Event)
 or `job.still_mine()`, set when a beat finds the job fenced or the lease
 clock gives it up (`job.lost_at` says when). With `heartbeat=False` there is
-neither heartbeat nor lease clock: only the check before each job
-(executor.py).
+neither heartbeat nor lease clock: only the check before each job.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -38,6 +78,19 @@ from .report import error_line
 def claim_key(job: queue.Job) -> tuple[int, int]:
     """One claim of one job: its id and the fencing token that claim took."""
     return job.id, job.fence_token
+
+
+# The heartbeat rule's n: a beat every quarter of the lease.
+BEATS_PER_LEASE = 4
+# The largest timeout PostgreSQL takes, in milliseconds (about 24.8 days): a longer lease's
+# heartbeat timeouts stop there.
+MAX_TIMEOUT_MS = 2**31 - 1
+
+
+def timeout_ms(seconds: float) -> int:
+    """A timeout for the server, in whole milliseconds: rounded up, at least 1 (0 would
+    turn it off) and at most MAX_TIMEOUT_MS."""
+    return min(MAX_TIMEOUT_MS, max(1, math.ceil(seconds * 1000)))
 
 
 # The `why` of a job given up while its outcome is being sent: not counted as a lost
@@ -63,10 +116,19 @@ class Leases:
         lease: timedelta,
         on_lost: Callable[[queue.Job, str], None],
         on_beat: Callable[[str, str | None], None],
+        on_skipped: Callable[[queue.Job], None] | None = None,
     ):
         self.dsn, self.lease = dsn, lease
         self.seconds = lease.total_seconds()
         self.on_lost, self.on_beat = on_lost, on_beat
+        # Told of each held job a renewal skipped (another session held its row): not a loss.
+        # Set once, here; called by the heartbeat and the executors' checks, under no lock.
+        self.on_skipped = on_skipped or (lambda job: None)
+        # The heartbeat session's timeouts (the module's docstring), set once, here: a statement
+        # ends within one beat's interval, and a lock wait within half of that, its error
+        # naming the lock.
+        every = self.seconds / BEATS_PER_LEASE
+        self.statement_timeout, self.lock_timeout = every, every / 2
         # Keyed by claim, (id, fence_token): a process can hold a stale claim
         # of a job and a newer one of the same job at once.
         # Written by the producer, senders, heartbeat, lease clock and executors' checks; read by them.
@@ -85,8 +147,16 @@ class Leases:
         self._conn: psycopg.Connection | None = None
         # Its own name in pg_stat_activity, so an operator (or a fault run)
         # can tell the heartbeat session from the work and LISTEN sessions.
-        base = conninfo_to_dict(dsn).get("application_name")
+        given = conninfo_to_dict(dsn)
+        base = given.get("application_name")
         self.application_name = f"{base} heartbeat" if base else "pgq heartbeat"
+        # Set as the session starts (libpq's options, after any the dsn gives), so every
+        # statement on it, a fresh connection's first included, runs under them.
+        timeouts = (
+            f"-c statement_timeout={timeout_ms(self.statement_timeout)} "
+            f"-c lock_timeout={timeout_ms(self.lock_timeout)}"
+        )
+        self.options = f"{given['options']} {timeouts}" if given.get("options") else timeouts
 
     def hold(self, jobs: Sequence[queue.Job], since: float) -> None:
         """Jobs just claimed by a statement sent at `since` (monotonic)."""
@@ -135,28 +205,35 @@ class Leases:
         return entry[1] - (time.monotonic() if now is None else now)
 
     def renew(self, jobs: Sequence[queue.Job]) -> set[tuple[int, int]]:
-        """One fenced statement extends these leases; a job it does not
-        match is lost. Raises psycopg.Error if the statement could not run
-        (the connection is closed then, so the next try opens a fresh one)."""
+        """One fenced statement that never waits on a row (sql/renew_leases.sql) extends
+        these leases; the claims it renewed. A job whose claim no longer holds it is lost; one
+        whose row another session held is skipped, and stays held with the lease it had.
+        Raises psycopg.Error if the statement could not run or finish within the session's
+        timeouts (the connection is closed then, so the next try opens a fresh one)."""
         sent = time.monotonic()
         with self._conn_lock:
             try:
-                kept = queue.extend_leases(self._connection(), jobs, self.lease)
+                held = queue.renew_leases(self._connection(), jobs, self.lease)
             except psycopg.Error:
                 self.close()
                 raise
-        lost = []
+        lost, skipped = [], []
         with self._lock:
             for job in jobs:
                 key = claim_key(job)
-                if key in kept:
-                    if key in self._until:
-                        self._until[key] = (job, sent + self.seconds)
-                elif self._until.pop(key, None) is not None:
-                    lost.append(job)
+                if key not in held:
+                    if self._until.pop(key, None) is not None:
+                        lost.append(job)
+                elif not held[key]:
+                    if key in self._until:  # not one taken meanwhile for its outcome's send
+                        skipped.append(job)
+                elif key in self._until:
+                    self._until[key] = (job, sent + self.seconds)
             fresh = marked(lost)
         self._tell(fresh, "fenced")
-        return kept
+        for job in skipped:
+            self.on_skipped(job)
+        return {key for key, renewed in held.items() if renewed}
 
     def open(self) -> None:
         """Open the heartbeat connection now, so a process holds its three
@@ -169,7 +246,7 @@ class Leases:
 
     def _connection(self) -> psycopg.Connection:
         if self._conn is None or self._conn.closed:
-            self._conn = connect(self.dsn, application_name=self.application_name)
+            self._conn = connect(self.dsn, application_name=self.application_name, options=self.options)
         return self._conn
 
     def beat(self, closing: threading.Event) -> None:

@@ -29,7 +29,10 @@ class WorkerReport:
     reaper passes (a pass may reap nothing); claim statements and the empty
     ones (counted when the claim, and any reap and second claim after it, are
     over); wake-ups (notifications that ended a wait), polls and reconnects;
-    heartbeat statements, failed beats, and leases lost (held jobs a beat or
+    heartbeat statements, failed beats (a beat's statement that failed, or
+    that its session's lock or statement timeout ended), renewals skipped (a
+    held job a beat or check left unrenewed because another session held its
+    row: still held, not lost), and leases lost (held jobs a beat or
     check found fenced, or given up at their lease's end; not counted for an
     outcome on its way then, or one that may have committed, which is counted
     as above)."""
@@ -48,6 +51,7 @@ class WorkerReport:
     reconnects: int = 0
     beats: int = 0
     beat_failures: int = 0
+    renewals_skipped: int = 0
     leases_lost: int = 0
     last_error: str | None = None
     done_ids: list[int] = field(default_factory=list)
@@ -112,6 +116,10 @@ class Reporter:
             else:
                 self.report.beat_failures += 1
                 self.report.last_error = error
+
+    def renewal_skipped(self, job: queue.Job) -> None:
+        """Leases' on_skipped: a renewal left this held job's lease as it was (its row was locked)."""
+        self.count("renewals_skipped", job)
 
     def lease_lost(self, job: queue.Job, *, counted: bool) -> None:
         """This process no longer holds the claim: announced always, counted if `counted`."""

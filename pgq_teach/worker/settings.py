@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import checks, queue
 from ..errors import BadInput
+from .leases import BEATS_PER_LEASE
 
 Handler = Callable[[queue.Job], Any]
 MAX_CONCURRENCY = 1_000
@@ -85,4 +86,4 @@ class WorkerSettings:
     @property
     def beat_every(self) -> float:
         """The heartbeat rule (leases.py): a beat every quarter of the lease."""
-        return self.lease_s / 4
+        return self.lease_s / BEATS_PER_LEASE

@@ -233,7 +233,9 @@ def test_the_command_line_refuses_in_one_line_before_anything_runs(pg, tmp_path,
     # slower one 0.7-0.9 s, and 1.1-1.4 s for `reproduce --only`, which loads the experiments to
     # know their figures (`reproduce --out` in /proc took 1.02 s there, with the host taking back
     # 191 s of the run's CPU, before it refused ahead of that load). Wall time under load: 0.5-1.6 s.
-    assert cpu < 3.0 and wall < 10, (cpu, wall)
+    # What ran is told by its CPU, not the clock: on a loaded 2-CPU machine a refusal that ran
+    # nothing took 12.9 s of wall time (0.66 s of CPU), so the bound is on CPU alone.
+    assert cpu < 3.0, (cpu, wall)
     assert databases_on(pg) == before and list(tmp_path.iterdir()) == []
 
 

@@ -54,8 +54,9 @@ def test_heard_after_busy_refuses_bad_input(db, kwargs):
 def test_notify_wakes_the_worker_long_before_the_poll(db, conn):
     result = wakeups.pickup_latency(db, jobs=6, poll_s=1.0, seed=3)
     assert not result.stopped and len(result.pickups) == 6
-    assert max(result.latencies(True)) < 0.25  # woken, not polled
-    assert max(result.latencies(False)) < 1.5  # at most about one poll
+    # What ended the worker's wait, from its own counters: the time is the lab's to show.
+    assert result.woken_by(True) == ["notification"] * 3  # woken, not polled
+    assert result.woken_by(False) == ["poll"] * 3  # the silent ones waited for the poll
     assert counts(conn) == {"done": 6}
 
 
@@ -68,8 +69,8 @@ def test_pickup_latency_refuses_bad_input(db, kwargs):
 def test_a_job_without_notify_waits_for_the_workers_next_poll(db):
     result = wakeups.pickup_latency(db, jobs=6, poll_s=0.5, seed=3)
     assert not result.stopped and len(result.pickups) == 6
-    assert max(result.latencies(True)) < 0.5 / 4  # woken, not polled
-    assert max(result.off_the_poll_s()) < 0.15  # silent ones: the rest of the poll cycle
+    assert result.woken_by(True) == ["notification"] * 3  # woken, not polled
+    assert result.woken_by(False) == ["poll"] * 3  # silent ones: the poll ended the wait
 
 
 def test_notify_cost_runs_every_mode_and_commits_every_job(db, conn):

@@ -192,7 +192,8 @@ class ScheduleResult(Result):
         """The wait after each failure, beside the guide's hour cap."""
         cap = self.guide.values["cap_s"]
         rows = [
-            {"failure": f"after failure {s.attempt}", "wait": s.wait_s, "capped": s.wait_s >= cap}
+            # read a moment after the failure, a capped wait shows as 3,599.9 s: whole seconds, as waits_s
+            {"failure": f"after failure {s.attempt}", "wait": s.wait_s, "capped": round(s.wait_s) >= cap}
             for s in self.steps
             if s.status == "ready"
         ]

@@ -26,6 +26,17 @@ class Pickup:
     # how long after the worker's previous claim this job was enqueued: a job without NOTIFY
     # should wait out the rest of the poll, about poll_s - after_claim_s
     after_claim_s: float = 0.0
+    # what ended the worker's wait between the enqueue and the claim, from its report's
+    # counters: "notification", "poll", "both" or "neither" (a claim round still going)
+    woken_by: str = "neither"
+
+
+def what_woke(before: tuple[int, int], then: tuple[int, int]) -> str:
+    """What ended the worker's wait between two readings of its (wake-ups, polls) counters."""
+    woken, polled = then[0] > before[0], then[1] > before[1]
+    return {(True, False): "notification", (False, True): "poll", (True, True): "both"}.get(
+        (woken, polled), "neither"
+    )
 
 
 @dataclass(kw_only=True)
@@ -38,6 +49,10 @@ class LatencyResult(Result):
 
     def latencies(self, notify: bool) -> list[float]:
         return [p.latency_s for p in self.pickups if p.notify == notify]
+
+    def woken_by(self, notify: bool) -> list[str]:
+        """What ended the worker's wait before each job's claim, for the jobs with or without NOTIFY."""
+        return [p.woken_by for p in self.pickups if p.notify == notify]
 
     def off_the_poll_s(self) -> list[float]:
         """For each job without NOTIFY, how far its latency was from the worker's
@@ -150,6 +165,7 @@ def pickup_latency(
     with db.connection() as conn:
         run(conn, "lab/reset_jobs")
     claimed: dict[int, float] = {}
+    counted_then: dict[int, tuple[int, int]] = {}  # the worker's wake-ups and polls at each claim
     # the worker's empty claims when it claimed each job: its claim round has ended by then,
     # so a count above this one means it looked again after the job and found nothing
     empties_then: dict[int, int] = {}
@@ -160,6 +176,7 @@ def pickup_latency(
             with picked:
                 claimed[job.id] = time.monotonic()
                 empties_then[job.id] = worker.report.empty_claims
+                counted_then[job.id] = (worker.report.wakeups, worker.report.polls)
                 picked.notify_all()
 
     worker = Worker(db.dsn, {KIND: lambda job: None}, poll=poll_s, on_event=on_event)
@@ -176,6 +193,7 @@ def pickup_latency(
                 if stop.wait(pause):
                     break
                 notify = n % 2 == 0
+                counted_before = (worker.report.wakeups, worker.report.polls)
                 job_id = queue.enqueue(conn, KIND, {"n": n}, notify=notify)
                 committed = time.monotonic()
                 with picked:
@@ -192,7 +210,8 @@ def pickup_latency(
                 # machine this thread wakes late from both waits, and the job then lands later in
                 # the worker's poll cycle than the pause says.
                 after_claim = pause if last_claim is None else committed - last_claim
-                pickups.append(Pickup(job_id, notify, claimed[job_id] - committed, after_claim))
+                woken_by = what_woke(counted_before, counted_then[job_id])
+                pickups.append(Pickup(job_id, notify, claimed[job_id] - committed, after_claim, woken_by))
                 last_claim = claimed[job_id]
                 settle(worker, empties_then[job_id], stop, poll_s * 3 + 5)
                 tell(progress, n + 1, jobs)

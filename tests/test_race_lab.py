@@ -153,7 +153,11 @@ def test_a_panel_says_what_to_do_next_and_shows_its_done_state_when_its_run_ends
     """The status line tells the learner what to press, then that the run is
     done, and the lab carries the class pgq-done only once it is."""
     panel = ExperimentPanel(
-        lambda *, progress, stop, guess: f"ran with {guess}", lambda result: result, guess_label="guess?"
+        lambda *, progress, stop, guess: f"ran with {guess}",
+        lambda result: result,
+        guess_label="guess?",
+        guess_unit="jobs",
+        guess_plausible=(0, 10),
     )
     assert panel.status.value == "Type your guess, then press Run." and not panel.done
     panel.guess.value = 3

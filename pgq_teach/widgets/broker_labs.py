@@ -30,6 +30,8 @@ class DrainRateLab(ExperimentPanel):
         super().__init__(
             partial(switching.drain_rate, db, jobs=jobs, batch=100, workers=4),
             guess_label=f"How many seconds to drain {jobs:,} jobs?",
+            guess_unit="s",
+            guess_plausible=(0, 600),
         )
 
 
@@ -58,6 +60,8 @@ class OutageLab(ExperimentPanel):
             outage_html,
             charts=outage_chart,
             guess_label="Peak outbox lag (age of the oldest unsent event), seconds:",
+            guess_unit="s",
+            guess_plausible=(0, 120),
         )
         if not self.real:
             self.status.value = escape(broker.missing_line())
@@ -70,4 +74,6 @@ class SideBySideLab(ExperimentPanel):
         super().__init__(
             partial(switching.drain_side_by_side, db, jobs=jobs, batches=(1, 100)),
             guess_label="The table's jobs/s at batch 100:",
+            guess_unit="jobs/s",
+            guess_plausible=(0, 100_000),
         )

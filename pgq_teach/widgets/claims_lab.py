@@ -58,6 +58,8 @@ class BatchDrainLab(ExperimentPanel):
             batch_drain_html,
             css_class="pgq-drain-lab",
             guess_label=f"Your guess: how many batches will {jobs:,} jobs take, at {batch} per batch?",
+            guess_unit="batches",
+            guess_plausible=(1, jobs),
         )
 
 
@@ -74,6 +76,8 @@ class FiveWayLab(ExperimentPanel):
             css_class="pgq-five-way-lab",
             guess_label="Your guess: how many seconds will hold + FOR UPDATE take? "
             "(serial ideal 4 s, shared 0.5 s)",
+            guess_unit="s",
+            guess_plausible=(0, 20),
         )
 
 
@@ -87,6 +91,8 @@ class ZeroWorkLab(ExperimentPanel):
             charts=zero_work_charts,
             css_class="pgq-zero-work-lab",
             guess_label=f"Your guess: how many milliseconds for {jobs:,} zero-work jobs with SKIP LOCKED?",
+            guess_unit="ms",
+            guess_plausible=(0, 60_000),
         )
 
 

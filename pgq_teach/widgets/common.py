@@ -59,38 +59,130 @@ def result_html(result: Any) -> str:
     )
 
 
-class Prediction(W.HBox):
-    """The 'predict, then run' field: a label and a box wide enough to read.
+# Keyboard users see where they are: a ring on the focused field, button and menu of the
+# course's widgets (JupyterLab's own is a faint 1 px border), and a guess's label wraps
+# rather than being cut. Shared by every guess field and every lab (widgets.lab.LAB_STYLE).
+FOCUS_STYLE = (
+    ".pgq-guess input:focus-visible, .pgq-lab input:focus-visible, .pgq-lab button:focus-visible,"
+    " .pgq-lab select:focus-visible, .pgq-lab textarea:focus-visible"
+    " { outline: 3px solid #1a5fb4; outline-offset: 2px; }"
+    ".pgq-guess .widget-label { white-space: normal; overflow: visible; height: auto;"
+    " line-height: 1.4; max-width: none; flex: 0 1 auto; }"
+    ".pgq-guess .widget-text { width: auto; max-width: 100%; align-items: center; }"
+)
+
+
+def plausible_text(low: float, high: float, unit: str) -> str:
+    """A guess's plausible range in words: "0 to 1,000 MB"."""
+    return f"{tables.human(low)} to {tables.human(high)}{' ' + unit if unit else ''}"
+
+
+def number_text(number: float) -> str:
+    """A typed number as the learner typed it, with thousands separators: 100,000; 0.5."""
+    return f"{number:,.0f}" if float(number).is_integer() else f"{number:,g}"
+
+
+class Prediction(W.VBox):
+    """The 'predict, then run' field: a real `<label>` tied to its input (the
+    Text widget's description), a box wide enough to read, the guess's unit
+    and a plausible range beside it, and one sentence under it when the number
+    typed is out of that range (kept as the guess: a learner may mean it).
+
     Empty means no guess; `value` is the number typed, or None (also when it
-    is not a number or falls outside `minimum`..`maximum`)."""
+    is not a number or falls outside the hard `minimum`..`maximum`, which the
+    sentence then says)."""
 
     def __init__(
         self,
         description: str,
         value: float | None = None,
         *,
+        unit: str,
+        plausible: tuple[float, float],
         minimum: float | None = None,
         maximum: float | None = None,
     ):
+        low, high = plausible
+        self.unit, self.plausible = unit, plausible
         self.minimum, self.maximum = minimum, maximum
-        self.label = W.HTML(value=escape(description))
         shown = "" if value is None else f"{value:g}"
-        self.box = W.Text(value=shown, placeholder="no guess", layout=W.Layout(width=GUESS_WIDTH))
-        super().__init__([self.label, self.box], layout=W.Layout(align_items="center", grid_gap="8px"))
+        self.box = W.Text(
+            value=shown,
+            placeholder="no guess",
+            description=description,
+            style={"description_width": "initial"},
+            layout=W.Layout(width="auto"),
+        )
+        self.box.add_class("pgq-guess-box")
+        self.range_text = plausible_text(low, high, unit)
+        self.unit_label = styled(
+            W.HTML(
+                f"{escape(unit)} <span class='pgq-guess-range'>(plausible: {escape(self.range_text)})</span>"
+            ),
+            "pgq-guess-unit",
+        )
+        self.note = styled(W.HTML(value=""), "pgq-guess-note")
+        style = W.HTML(f"<style>{FOCUS_STYLE}</style>", layout=W.Layout(display="none"))
+        row = W.HBox(
+            [self.box, self.unit_label],
+            layout=W.Layout(align_items="center", grid_gap="8px", flex_flow="row wrap"),
+        )
+        super().__init__([style, row, self.note])
         self.add_class("pgq-guess")
+        self.box.observe(lambda _change: self._check(), "value")
+        self._check()
 
     @property
-    def value(self) -> float | None:
+    def label(self) -> str:
+        """What the field asks (its `<label>`)."""
+        return self.box.description
+
+    def _number(self) -> float | None:
         text = self.box.value.strip().replace(",", "")
         try:
             number = float(text)
         except ValueError:
             return None
-        if (
-            not math.isfinite(number)
-            or (self.minimum is not None and number < self.minimum)
-            or (self.maximum is not None and number > self.maximum)
-        ):
+        return number if math.isfinite(number) else None
+
+    def _refused(self, number: float) -> bool:
+        return (self.minimum is not None and number < self.minimum) or (
+            self.maximum is not None and number > self.maximum
+        )
+
+    def problem(self) -> str:
+        """The one sentence the field shows under itself, or "" when the guess reads well."""
+        text = self.box.value.strip()
+        if not text:
+            return ""
+        number = self._number()
+        if number is None:
+            return f"“{text[:20]}” is not a number, so it is not counted as a guess."
+        unit = f" {self.unit}" if self.unit else ""
+        if self._refused(number):
+            if self.minimum is not None and self.maximum is not None:
+                bounds = f"from {tables.human(self.minimum)} to {tables.human(self.maximum)}{unit}"
+            elif self.minimum is not None:
+                bounds = f"at least {tables.human(self.minimum)}{unit}"
+            else:
+                bounds = f"at most {tables.human(self.maximum)}{unit}"
+            return f"{number_text(number)}{unit} is not counted as a guess: it must be {bounds}."
+        low, high = self.plausible
+        if number < low or number > high:
+            return (
+                f"{number_text(number)}{unit} is outside the plausible {self.range_text}: check the unit"
+                " (it still counts as your guess)."
+            )
+        return ""
+
+    def _check(self) -> None:
+        said = self.problem()
+        self.note.value = f"<span role='status'>{escape(said)}</span>" if said else ""
+
+    @property
+    def value(self) -> float | None:
+        number = self._number()
+        if number is None or self._refused(number):
             return None
         return int(number) if number.is_integer() else number
 
@@ -103,12 +195,19 @@ def guess_field(
     description: str,
     value: float | None = None,
     *,
+    unit: str,
+    plausible: tuple[float, float],
     minimum: float | None = None,
     maximum: float | None = None,
 ) -> Prediction:
     """The 'predict, then run' field: `value` is None until the learner types
-    a number, so a result can say "no guess" rather than 0."""
-    return Prediction(description, value, minimum=minimum, maximum=maximum)
+    a number, so a result can say "no guess" rather than 0. `unit` is shown
+    beside the box ("MB", "jobs", "times"), `plausible` (low, high) as the range a
+    sensible guess falls in: a guess outside it is kept, with a sentence saying so;
+    `minimum`/`maximum`, when given, are hard limits outside which it is no guess."""
+    if plausible[0] > plausible[1]:  # checked before any widget is made
+        raise ValueError(f"a plausible range runs from low to high, not {plausible[0]} to {plausible[1]}")
+    return Prediction(description, value, unit=unit, plausible=plausible, minimum=minimum, maximum=maximum)
 
 
 def chart_box() -> W.Output:

@@ -197,7 +197,11 @@ class CrashLab(Lab):
         self.reset_button = button("Reset", "pgq-reset", icon="refresh", tooltip="two ready jobs again")
         self.board = styled(W.HTML(value=""), "pgq-crash-board")
         self.guess = guess_field(
-            "Your guess: seconds until the leased job is ready again", minimum=0, maximum=60
+            "Your guess: seconds until the leased job is ready again",
+            unit="s",
+            plausible=(0, 60),
+            minimum=0,
+            maximum=60,
         )
         self.run_button = replay_button("Run the guide's sequence")
         self.output = styled(W.HTML(), "pgq-result")
@@ -428,6 +432,8 @@ class CleanupLab(ExperimentPanel):
             partial(cleanup_held_back, db, others=others, elsewhere=self.elsewhere),
             css_class="pgq-cleanup-lab",
             guess_label="How many dead row versions will VACUUM be unable to remove while the worker works?",
+            guess_unit="row versions",
+            guess_plausible=(0, 100_000),
         )
 
     def show(self, result: CleanupResult) -> None:

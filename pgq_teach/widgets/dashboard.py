@@ -156,4 +156,6 @@ class AutovacuumLab(ExperimentPanel):
             autovacuum_html,
             charts=autovacuum_chart,
             guess_label="Peak n_dead_tup with the defaults?",
+            guess_unit="dead rows",
+            guess_plausible=(0, 1_000_000),
         )

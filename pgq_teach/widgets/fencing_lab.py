@@ -61,7 +61,13 @@ class FencingLab(Lab):
         self._play_thread: threading.Thread | None = None
         self._play_stop = threading.Event()
         self.handler = W.ToggleButtons(options=list(HANDLERS), value="plain", description="handler")
-        self.guess = guess_field("Your guess: receipts in the customer's inbox", minimum=0, maximum=10)
+        self.guess = guess_field(
+            "Your guess: receipts in the customer's inbox",
+            unit="receipts",
+            plausible=(0, 10),
+            minimum=0,
+            maximum=10,
+        )
         self.run_button = button("Run", "pgq-run", button_style="primary", icon="play")
         self.step_button = button("Step", "pgq-step-button", icon="step-forward", disabled=True)
         self.play_button = button("Play", "pgq-play", icon="forward", disabled=True)
@@ -177,6 +183,8 @@ class LongJobLab(ExperimentPanel):
             css_class="pgq-long-job-lab",
             guess_label=f"{'With' if heartbeat else 'Without'} a heartbeat, how many times will the "
             f"{work_s:g} s job run?",
+            guess_unit="runs",
+            guess_plausible=(1, 10),
         )
 
     def show(self, result: LongJobResult) -> None:

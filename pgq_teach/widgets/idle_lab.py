@@ -62,6 +62,8 @@ class DrainLab(ExperimentPanel):
             result_html,
             charts=drain_charts,
             guess_label=f"How many MB will the jobs table be after draining {jobs:,} jobs?",
+            guess_unit="MB",
+            guess_plausible=(0, 1_000),
         )
 
 
@@ -132,7 +134,7 @@ class IdleLab(Lab):
     def __init__(self, db: Database, jobs: int = 100_000):
         self.lab = bloat.BloatLab(db, jobs=jobs)
         self.db = db
-        self.guess = guess_field(GUESS_LABEL)
+        self.guess = guess_field(GUESS_LABEL, unit="buffers", plausible=(0, 100_000))
         self.run_guess: float | None = None  # the guess when the last step started
         self.opened_at = 0  # the story starts again at each open: the steps since the last one count
         self.open_button = button("Open an idle transaction", "pgq-open", icon="folder-open")

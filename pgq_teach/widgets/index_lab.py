@@ -40,4 +40,6 @@ class DrainedIndexLab(ExperimentPanel):
             result_html,
             charts=drained_charts,
             guess_label=f"How many kB will the ready index be once {jobs:,} queued jobs have drained?",
+            guess_unit="kB",
+            guess_plausible=(0, 100_000),
         )

@@ -27,7 +27,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from .common import chart_box, error_html, guess_field, result_html, show_charts, styled
+from .common import FOCUS_STYLE, chart_box, error_html, guess_field, result_html, show_charts, styled
 
 DONE = "pgq-done"  # the class a lab carries once its run has ended (the browser tests look for it)
 CLOSED_TEXT = "closed: run the cell that made the lab again to start over"
@@ -39,6 +39,8 @@ LAB_STYLE = (
     ".pgq-lab .pgq-status, .pgq-lab .pgq-lab-status, .pgq-lab .pgq-third-status,"
     " .pgq-lab .pgq-guess .widget-html-content { white-space: normal; line-height: 1.4; height: auto; }"
     ".pgq-lab .widget-html-content { white-space: normal; }"
+    ".pgq-lab .widget-dropdown select { text-overflow: clip; }"
+    f"{FOCUS_STYLE}"
     "</style>"
 )
 
@@ -291,6 +293,8 @@ class ExperimentPanel(Lab):
     result object, which carries the guess read when Run was pressed;
     `render(result)` turns it into HTML (the comparison table, the summary);
     `charts(result)`, when given, returns the charts to show above it.
+    A guess field (`guess_label`) shows its `guess_unit` and its plausible range
+    (`guess_plausible`, low and high), and says when a guess falls outside it.
     A new run clears the old result first.
     Settings widgets passed in `settings` sit above the buttons; the
     experiment reads them itself. Headless: `panel.run_button.click()`, then
@@ -304,12 +308,20 @@ class ExperimentPanel(Lab):
         *,
         guess_label: str | None = None,
         guess_value: float | None = None,
+        guess_unit: str = "",
+        guess_plausible: tuple[float, float] | None = None,
         settings: list[W.Widget] | None = None,
         css_class: str = "pgq-panel",
         charts: Callable[[Any], Sequence[Any]] | None = None,
     ):
         self.experiment, self.render, self.charts = experiment, render, charts
-        self.guess = guess_field(guess_label, guess_value) if guess_label else None
+        if guess_label and guess_plausible is None:
+            raise ValueError("a guess field needs its plausible range (guess_plausible) and its unit")
+        self.guess = (
+            guess_field(guess_label, guess_value, unit=guess_unit, plausible=guess_plausible)
+            if guess_label and guess_plausible is not None
+            else None
+        )
         self.run_button = button("Run", button_style="primary", icon="play")
         self.stop_button = button("Stop", icon="stop", disabled=True)
         self.progress = progress_bar()

@@ -259,7 +259,9 @@ class LockLab(Lab):
             style={"description_width": "initial"},
             layout=W.Layout(width="16em"),
         )
-        self.guess = guess_field("Your guess: how many seconds will B wait?")
+        self.guess = guess_field(
+            "Your guess: how many seconds will B wait?", unit="s", plausible=(0, locks.HOLD_LIMITS[1])
+        )
         self.replay_button = replay_button("Replay the guide's sequence")
         self.replay_output = styled(W.HTML(), "pgq-result")
 

@@ -106,6 +106,8 @@ class LatencyLab(ExperimentPanel):
             result_html,
             charts=one_chart,
             guess_label=f"Median pickup latency without NOTIFY, ms (poll {poll_s:g} s)?",
+            guess_unit="ms",
+            guess_plausible=(0, poll_s * 1000),
         )
 
 
@@ -133,4 +135,6 @@ class NotifyCostLab(ExperimentPanel):
             result_html,
             charts=one_chart,
             guess_label="Time with one NOTIFY per transaction, as a fraction of one per job (1 = the same)?",
+            guess_unit="times",
+            guess_plausible=(0, 2),
         )

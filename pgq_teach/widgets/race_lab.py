@@ -102,6 +102,8 @@ class RaceLab(ExperimentPanel):
             render,
             charts=timeline,
             guess_label=GUESS_LABEL,
+            guess_unit="jobs",
+            guess_plausible=(0, 2_000),
             settings=[self.workers, self.jobs, self.work_ms, self.mode],
             css_class="pgq-race-lab",
         )
@@ -157,5 +159,7 @@ class SweepLab(ExperimentPanel):
             sweep_html,
             charts=sweep_chart,
             guess_label="Your guess: with 4 workers, how many jobs run more than once?",
+            guess_unit="jobs",
+            guess_plausible=(0, jobs),
             css_class="pgq-sweep-lab",
         )

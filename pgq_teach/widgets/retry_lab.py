@@ -29,7 +29,7 @@ from .lab import ExperimentPanel, Lab, button
 FAILURE_COLUMNS = [
     Column("failure", tables.COUNT),
     Column("job is now"),
-    Column("wait set", tables.SECONDS),
+    Column("wait set", tables.NUMBER, "s", digits=0),  # one format: "160 s" beside "3,600 s"
     Column("last error"),
 ]
 
@@ -61,7 +61,10 @@ class RetryLab(Lab):
         )
         self.reset_button = button("Reset", "pgq-reset", icon="refresh", tooltip="a fresh job")
         self.guess = guess_field(
-            "Your guess: the longest wait the failures before dead will set, in seconds", minimum=0
+            "Your guess: the longest wait the failures before dead will set, in seconds",
+            unit="s",
+            plausible=(0, 86_400),
+            minimum=0,
         )
         self.table = styled(W.HTML(value=""), "pgq-failures-table")
         self.chart = chart_box()
@@ -157,6 +160,8 @@ class HerdLab(ExperimentPanel):
             charts=one_chart,
             css_class="pgq-herd-lab",
             guess_label=f"Your guess: over how many seconds will the {jobs:,} first retries spread?",
+            guess_unit="s",
+            guess_plausible=(0, 600),
         )
 
     def show(self, result: JitterHerdResult) -> None:

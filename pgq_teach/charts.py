@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import importlib.util
+import math
 import sys
 import textwrap
 import threading
@@ -104,10 +105,27 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Reference:
     """A value to draw across a chart as a dashed rule, such as the guide's
-    figure: `label` names it in the legend and the tooltip."""
+    figure: `label` names it in the legend and the tooltip; `meaning` says what
+    such a line is ("the guide's figure", "the ideal times"), in the legend's title.
+    A label that starts "guide #" means the guide's figure unless told otherwise."""
 
     label: str
     value: float
+    meaning: str = ""
+
+    @property
+    def what(self) -> str:
+        """What the dashed line is, for the legend's title."""
+        if self.meaning:
+            return self.meaning
+        return "the guide's figure" if self.label.startswith("guide #") else "a reference"
+
+
+def dashed_title(refs: Sequence[Reference]) -> str:
+    """The title of the dashed rules' legend: what they are, never just "dashed"."""
+    meanings = list(dict.fromkeys(r.what for r in refs))
+    lines = "dashed line" if len(refs) == 1 else "dashed lines"
+    return f"{lines}: {', '.join(meanings)}"
 
 
 def values(rows: Sequence[dict[str, Any]]) -> alt.Data:
@@ -153,7 +171,7 @@ def references(refs: Sequence[Reference], channel: str, scale_axis: alt.Axis) ->
         .encode(
             strokeDash=alt.StrokeDash(
                 "reference:N",
-                legend=alt.Legend(title="dashed"),
+                legend=alt.Legend(title=dashed_title(refs)),
                 scale=alt.Scale(range=[[6, 3], [2, 2], [8, 3, 2, 3]]),
             ),
             tooltip=[alt.Tooltip("reference:N"), alt.Tooltip("value:Q", format=",.4~f")],
@@ -173,15 +191,26 @@ def bars(
     colour: str | None = None,
     fmt: str = ",.0f",
     tooltip: Sequence[str] = (),
+    log: bool = False,
 ) -> alt.LayerChart:
     """Horizontal bars, one a row: `label` names the bar, `value` its length,
     printed at its end with `fmt`; `colour` (a field) colours and keys them.
     The axis runs a fifth past the longest bar or rule, so the printed values
-    stay inside the plot, clear of the legend."""
+    stay inside the plot, clear of the legend. With `log`, the axis is
+    logarithmic (powers of ten), so bars that differ a hundredfold all read
+    (every value must then be above 0)."""
     longest = max([row[value] for row in rows] + [r.value for r in refs] + [1e-9])
+    scale = alt.Scale(domainMax=longest * 1.2)
+    if log:
+        smallest = min([row[value] for row in rows] + [r.value for r in refs] + [longest])
+        low, high = 10 ** math.floor(math.log10(smallest)), longest * 3
+        scale = alt.Scale(type="log", domainMin=low, domainMax=high)
+        ticks = [10**n for n in range(round(math.log10(low)), math.ceil(math.log10(high)) + 1)]
+        value_axis = value_axis.copy()
+        value_axis.values = [t for t in ticks if t <= high]
     base = alt.Chart(values(rows)).encode(
         y=alt.Y(f"{label}:N", sort=None, title=None),
-        x=alt.X(f"{value}:Q", axis=value_axis, scale=alt.Scale(domainMax=longest * 1.2)),
+        x=alt.X(f"{value}:Q", axis=value_axis, scale=scale),
         tooltip=[alt.Tooltip(f"{label}:N"), alt.Tooltip(f"{value}:Q", format=fmt), *tooltip],
     )
     bar = base.mark_bar(height=LANE_PX - 8)

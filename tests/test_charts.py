@@ -40,3 +40,58 @@ def test_the_first_chart_skips_the_iri_grammar_and_an_iri_check_still_loads_it()
         "iri_bad": False,
         "grammar_after_check": True,
     }
+
+
+def layer_of(spec: dict, mark: str) -> dict:
+    return next(
+        layer
+        for layer in spec["layer"]
+        if (layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"]) == mark
+    )
+
+
+def test_a_dashed_rules_legend_names_what_the_line_is():
+    from pgq_teach import charts
+
+    rows = [{"what": "a", "n": 3.0}]
+    guide = charts.bars(
+        rows,
+        label="what",
+        value="n",
+        heading="h",
+        value_axis=charts.axis("n"),
+        refs=[charts.Reference("guide #5: 4 s", 4.0)],
+    ).to_dict()
+    ideals = charts.bars(
+        rows,
+        label="what",
+        value="n",
+        heading="h",
+        value_axis=charts.axis("n"),
+        refs=[
+            charts.Reference("serial 4 s", 4.0, "the ideal times"),
+            charts.Reference("shared", 1.0, "the ideal times"),
+        ],
+    ).to_dict()
+    titles = [layer_of(s, "rule")["encoding"]["strokeDash"]["legend"]["title"] for s in (guide, ideals)]
+    assert titles == ["dashed line: the guide's figure", "dashed lines: the ideal times"]
+
+
+def test_a_log_bar_chart_reads_at_its_smallest_bar():
+    """Lesson 06's waits, 20 s to 160 s beside the hour cap: on a log axis from a power of ten
+    under the smallest bar, ticked at powers of ten only (no crowded labels)."""
+    from pgq_teach import charts
+
+    rows = [{"failure": f"after failure {n}", "wait": w} for n, w in enumerate((20, 40, 80, 160), 1)]
+    spec = charts.bars(
+        rows,
+        label="failure",
+        value="wait",
+        heading="h",
+        value_axis=charts.axis("wait", "s"),
+        refs=[charts.Reference("guide #9: the cap, 3,600 s", 3600)],
+        log=True,
+    ).to_dict()
+    x = layer_of(spec, "bar")["encoding"]["x"]
+    assert x["scale"]["type"] == "log" and x["scale"]["domainMin"] == 10
+    assert x["axis"]["values"] == [10, 100, 1000, 10000]

@@ -177,3 +177,15 @@ def test_the_panel_runs_headless_and_shows_guess_server_and_guide(db):
     assert "pgq-compare" in html and "<td class=pgq-num>7</td>" in html and db.server.version in html
     assert panel.status.value.startswith("done") and panel.done
     assert panel.run_and_wait() is result  # already run: not pressed again
+
+
+def test_the_zero_work_lab_charts_and_sums_up_in_ms_as_its_guess_is(db):
+    """One unit per lab: the guess is in ms, so the chart and the summary are too."""
+    result = claims.zero_work(db, jobs=100, workers=2, rounds=1, guess=250)
+    spec = result.chart().to_dict()
+    bars = chart_rows(spec, "bar")
+    measured = [t * 1000 for times in result.elapsed_s.values() for t in times]
+    assert sorted(b["drain time"] for b in bars) == sorted(measured)
+    assert spec["layer"][0]["encoding"]["x"]["axis"]["title"] == "drain time (ms)"
+    rounds = [line for line in result.summary().splitlines() if "lease +" in line and "," not in line[-4:]]
+    assert rounds and all(line.endswith(" ms") for line in rounds), result.summary()

@@ -71,13 +71,13 @@ def check_complete(
             evidence += [
                 Evidence(
                     f"{story}: stale worker A's call",
-                    f"job {job_id}, token {old_token:,}: matched {tables.count(stale, 'row')}; "
+                    f"job {job_id}, token {old_token}: matched {tables.count(stale, 'row')}; "
                     f"job {status_after_stale}",
                     stale == 0 and status_after_stale == "running",
                 ),
                 Evidence(
                     f"{story}: current worker B's call",
-                    f"token {token:,}: matched {tables.count(current, 'row')}; job {status_after}",
+                    f"token {token}: matched {tables.count(current, 'row')}; job {status_after}",
                     current == 1 and status_after == "done",
                 ),
             ]

@@ -107,7 +107,8 @@ def check_notify(
         new[0]["kind"] == v["kind"] and new[0]["payload"] == v["payload"].obj for v, new, _ in commits
     )
     shown = ", ".join(
-        repr(p if len(p) <= 60 else p[:57] + "...") + f" ({len(p.encode())} bytes)" for p in payloads
+        repr(p if len(p) <= 60 else p[:57] + "...") + f" ({tables.count(len(p.encode()), 'byte')})"
+        for p in payloads
     )
     evidence = [
         Evidence(

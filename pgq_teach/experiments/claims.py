@@ -330,8 +330,12 @@ class FiveWayResult(Result, race.Ideals):
             "duplicates: most in any round",
             value_axis=charts.axis("drain time", "s", ",.1~f"),
             refs=[
-                charts.Reference(f"serial ideal {self.serial_ideal_s:.1f} s", self.serial_ideal_s),
-                charts.Reference(f"shared ideal {self.shared_ideal_s:.1f} s", self.shared_ideal_s),
+                charts.Reference(
+                    f"serial ideal {self.serial_ideal_s:.1f} s", self.serial_ideal_s, "the ideal times"
+                ),
+                charts.Reference(
+                    f"shared ideal {self.shared_ideal_s:.1f} s", self.shared_ideal_s, "the ideal times"
+                ),
             ],
         )
 
@@ -440,18 +444,18 @@ class ZeroWorkResult(Result):
             f"zero work: {self.workers} workers, {self.jobs:,} jobs, "
             f"{tables.count(self.rounds, 'round')}" + self.stopped_note
         ]
-        for mode in ZERO_WORK_STYLES:
-            times = ", ".join(f"{t:.2f}" for t in self.elapsed_s[mode]) or "–"
-            lines.append(f"  {SHORT[mode]:<20} {times} s")
+        for mode in ZERO_WORK_STYLES:  # in ms, as the guess and the chart are: one unit for the lab
+            times = ", ".join(f"{t * 1000:,.0f}" for t in self.elapsed_s[mode]) or "–"
+            lines.append(f"  {SHORT[mode]:<20} {times} ms")
         lines.append(f"  every job run once: {'yes' if self.every_job_once else 'NO'}")
         lines.append(f"  {self.verdict()}")
         lines.append(f"  your guess for SKIP LOCKED: {guess_text(self.guess, ' ms')}")
         return "\n".join(lines + self.footer())
 
     def chart(self) -> charts.Chart:
-        """Each round's drain time, with and without SKIP LOCKED."""
+        """Each round's drain time, with and without SKIP LOCKED, in ms as the lab's guess is."""
         rows = [
-            {"round": f"{SHORT[r.mode]}, round {n}", "drain time": r.elapsed_s, "claim": SHORT[r.mode]}
+            {"round": f"{SHORT[r.mode]}, round {n}", "drain time": r.elapsed_s * 1000, "claim": SHORT[r.mode]}
             for mode in ZERO_WORK_STYLES
             for n, r in enumerate((r for r in self.races if r.mode == mode), start=1)
         ]
@@ -460,9 +464,9 @@ class ZeroWorkResult(Result):
             label="round",
             value="drain time",
             colour="claim",
-            fmt=",.2f",
+            fmt=",.0f",
             heading=f"Zero work: {self.jobs:,} jobs, {self.workers} workers, each round",
-            value_axis=charts.axis("drain time", "s", ",.2~f"),
+            value_axis=charts.axis("drain time", "ms", ",.0f"),
         )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from .. import charts, checks, queue, seeding
+from .. import charts, checks, queue, seeding, tables
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
@@ -155,9 +155,10 @@ class RaceResult(Result, Ideals):
 
     def summary(self) -> str:
         lines = [
-            f"{style_name(self.mode)}: {self.workers} workers, {self.jobs:,} jobs, {self.work_ms:g} ms each"
-            + self.stopped_note,
-            f"  run more than once: {self.run_more_than_once:,} jobs  (your guess: {guess_text(self.guess)})",
+            f"{style_name(self.mode)}: {tables.count(self.workers, 'worker')}, "
+            f"{tables.count(self.jobs, 'job')}, {self.work_ms:g} ms each" + self.stopped_note,
+            f"  run more than once: {tables.count(self.run_more_than_once, 'job')}"
+            f"  (your guess: {guess_text(self.guess)})",
             f"  total runs: {self.total_runs:,}; done: {self.done:,}; wasted claims: {self.wasted_claims:,}",
             f"  elapsed {self.elapsed_s:.2f} s; ideal {self.serial_ideal_s:.2f} s serial, "
             f"{self.shared_ideal_s:.2f} s shared",
@@ -435,7 +436,7 @@ class SweepResult(Result):
         shown = [r for r in self.races if r.workers in (1, 4, 8, max(self.workers))]
         return [
             (
-                f"{r.workers} workers: jobs run more than once",
+                f"{tables.count(r.workers, 'worker')}: jobs run more than once",
                 self.guess_cell if r.workers == 4 else None,
                 r.run_more_than_once,
                 self.guide_text(r),
@@ -454,8 +455,10 @@ class SweepResult(Result):
             per = self.runs_per_duplicate(r.workers)
             per_text = f" ({per:.1f} runs per such job)" if per else ""
             lines.append(
-                f"  {r.workers:>2} workers: {r.run_more_than_once:>4,} jobs run more than once, "
-                f"{r.extra_runs:>4,} extra runs{per_text}"
+                f"  {r.workers:>2} {tables.plural(r.workers, 'worker'):<7}: "
+                f"{r.run_more_than_once:>4,} {tables.plural(r.run_more_than_once, 'job'):<4} "
+                "run more than once, "
+                f"{r.extra_runs:>4,} extra {tables.plural(r.extra_runs, 'run')}{per_text}"
             )
         return "\n".join(lines + self.footer())
 

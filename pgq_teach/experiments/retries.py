@@ -189,7 +189,8 @@ class ScheduleResult(Result):
         return max(waits) if len(self.steps) <= len(waits) + 1 else "–"
 
     def chart(self) -> charts.Chart:
-        """The wait after each failure, beside the guide's hour cap."""
+        """The wait after each failure, beside the guide's hour cap, on a log scale: the first
+        waits (20 s) are slivers beside the cap (3,600 s) on a plain one."""
         cap = self.guide.values["cap_s"]
         rows = [
             # read a moment after the failure, a capped wait shows as 3,599.9 s: whole seconds, as waits_s
@@ -202,9 +203,10 @@ class ScheduleResult(Result):
             label="failure",
             value="wait",
             heading="The wait fail.sql sets after each failure",
-            value_axis=charts.axis("wait", "s"),
-            refs=[charts.Reference(f"guide #{self.guide.number}: the cap, {cap:,.0f} s (1 h)", cap)],
+            value_axis=charts.axis("wait, log scale", "s"),
+            refs=[charts.Reference(f"guide #{self.guide.number}: the cap, {cap:,.0f} s", cap)],
             tooltip=["capped:N"],
+            log=True,
         )
 
 

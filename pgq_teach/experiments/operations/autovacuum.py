@@ -234,6 +234,7 @@ class AutovacuumComparison(Result):
                 charts.Reference(
                     f"{r.settings}: autovacuum starts at {r.starts_at(self.base_rows):,.0f}",
                     r.starts_at(self.base_rows),
+                    "where autovacuum starts",
                 )
                 for r in self.runs
             ],

@@ -109,7 +109,13 @@ class OutageResult(Result):
             heading="Outbox lag over the run",
             x_axis=charts.axis("time since the start", "s", ",.1~f"),
             y_axis=charts.axis("outbox lag", "s", ",.1~f"),
-            refs=[charts.Reference(f"the outage, {self.outage_s:g} s", self.outage_s)],
+            refs=[
+                charts.Reference(
+                    f"the outage, {self.outage_s:g} s",
+                    self.outage_s,
+                    "the outage's length, where the lag should peak",
+                )
+            ],
             tooltip=["broker:N"],
         )
 

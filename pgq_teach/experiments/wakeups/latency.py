@@ -129,7 +129,7 @@ class LatencyResult(Result):
             fmt=",.1f",
             heading="Pickup latency: from commit to the worker's claim",
             value_axis=charts.axis("latency", "ms"),
-            refs=[charts.Reference(f"poll every {self.poll_s:g} s", self.poll_s * 1000)],
+            refs=[charts.Reference(f"poll every {self.poll_s:g} s", self.poll_s * 1000, "the poll interval")],
         )
 
 

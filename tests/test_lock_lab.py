@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from helpers import gone
+from helpers import gone, wait_for
 from pgq_teach.experiments.locks import activity
 from pgq_teach.widgets.lock_lab import LockLab
 
@@ -145,3 +145,36 @@ def test_a_new_lab_closes_the_earlier_one_on_the_same_database(db):
         assert second.a.wait_done().job_id == 1
     finally:
         second.close()
+
+
+def test_the_status_line_says_what_to_press_next_at_every_step(lab):
+    """The lab's status line follows the sessions, not only the first step (it stayed on
+    "Press BEGIN in session A" whatever the learner did)."""
+
+    def says(text):
+        assert wait_for(lambda: text in lab.status.value, 5), lab.status.value
+
+    says("Press BEGIN in session A")
+    lab.a.begin_button.click()
+    says("Session A is in a transaction: press a claim in A.")
+    lab.a.claim_buttons["for_update"].click()
+    says("Session A holds job 1 until COMMIT or ROLLBACK. Now press a claim in B")
+    lab.b.claim_buttons["for_update"].click()
+    lab.b.wait_until("waiting", timeout=5)
+    says("Session B waits for the row lock session A holds")
+    lab.a.commit_button.click()
+    assert lab.b.wait_done(timeout=10).job_id == 2
+    says("Session B's claim ran outside BEGIN, so it committed at once")
+    lab.reset_button.click()
+    lab.wait()
+    says("Two ready jobs: 1 and 2.")
+
+
+def test_a_replay_beside_the_lab_leaves_no_closed_session_in_its_activity_view(lab, db):
+    """After lesson 02's replays, the lab's view listed their sessions "idle in transaction"
+    though they had closed: a look taken while they ran stayed on screen."""
+    from pgq_teach.widgets.lock_lab import replay
+
+    replay(db, "skip_locked")
+    assert "idle in transaction" not in lab.activity.value
+    assert {r.session for r in lab.refresh_activity()} == {"A", "B"}

@@ -50,7 +50,7 @@ from ..experiments.locks import (
     WaitersResult,
     prepare,
 )
-from ..experiments.sessions import ActivityMonitor, ActivityRow
+from ..experiments.sessions import ERROR, GOT_JOB, IN_TRANSACTION, NO_JOB, ActivityMonitor, ActivityRow
 from ..tables import Table
 from .common import error_html, guess_field, replay_button, result_html, styled
 from .lab import Lab, button
@@ -61,9 +61,54 @@ from .lab import Lab, button
 SETTLE_SECONDS = 5.0
 _open_labs: weakref.WeakSet = weakref.WeakSet()  # so a new lab can close an old one
 ACTIVITY_COLUMNS = ("session", "pid", "state", "wait_event_type", "wait_event", "pg_blocking_pids")
-PANEL_WIDTH = "470px"  # fixed, so a session's column never moves as its status text changes
+# Each session's column is a fixed share of the lab (the two and their gap fit a 934 px output
+# at 1366 px), so a column never moves as its status text changes; claim buttons wrap if need be.
+PANEL_WIDTH = "calc(50% - 12px)"
+SESSIONS_GAP = "24px"
 STATUS_HEIGHT = "4.5em"  # room for the longest status line, wrapped
 READY_TEXT = "Two ready jobs: 1 and 2. Press BEGIN in session A, then a claim, then a claim in B."
+
+
+def next_step(a: SessionState, b: SessionState) -> str:
+    """The lab's status line, from the two sessions' states: what to press next."""
+    sessions = {"A": a, "B": b}
+    other = {"A": "B", "B": "A"}
+    for name, state in sessions.items():
+        if state.phase == ERROR and state.in_transaction:
+            return f"Session {name}'s transaction is aborted by its error: press ROLLBACK in {name}."
+    for name, state in sessions.items():
+        if state.phase == WAITING:
+            return (
+                f"Session {name} waits for the row lock session {other[name]} holds: press COMMIT or "
+                f"ROLLBACK in {other[name]} to let it go on."
+            )
+    holding = [n for n, st in sessions.items() if st.phase == GOT_JOB and st.in_transaction]
+    fresh = [n for n, st in sessions.items() if st.phase in (IDLE, IN_TRANSACTION)]
+    if len(holding) == 1 and fresh:
+        name, waiter = holding[0], other[holding[0]]
+        return (
+            f"Session {name} holds job {sessions[name].job_id} until COMMIT or ROLLBACK. Now press a claim "
+            f"in {waiter}: FOR UPDATE waits, NOWAIT refuses at once, SKIP LOCKED takes another job."
+        )
+    for name, state in sessions.items():
+        if state.phase == IN_TRANSACTION:
+            return f"Session {name} is in a transaction: press a claim in {name}."
+    if any(st.in_transaction for st in sessions.values()):
+        return (
+            "Both claims have answered: press COMMIT or ROLLBACK in each session that is in a "
+            "transaction, then Reset for two ready jobs again."
+        )
+    if all(st.phase == IDLE and st.note.startswith("reset") for st in sessions.values()):
+        return READY_TEXT
+    if all(st.phase == IDLE and not st.note for st in sessions.values()):
+        return READY_TEXT
+    outside = [n for n, st in sessions.items() if st.phase in (GOT_JOB, NO_JOB) and not st.in_transaction]
+    if outside:
+        return (
+            f"Session {outside[0]}'s claim ran outside BEGIN, so it committed at once and holds no lock. "
+            "Press Reset for two ready jobs again, or BEGIN in a session first."
+        )
+    return "Both transactions have ended. Press Reset for two ready jobs again, then BEGIN in session A."
 
 
 class ReplayView:
@@ -92,16 +137,31 @@ def settle_labs(db: Database) -> None:
             lab.wait()
 
 
+def refresh_labs(db: Database) -> None:
+    """Read pg_stat_activity again for any open lock lab on this database, once a replay run
+    beside it has closed its sessions: a look taken while they were open would otherwise
+    stay on screen, listing them "idle in transaction" after they had gone."""
+    for lab in list(_open_labs):
+        if lab.db.name == db.name and not lab.closed:
+            lab.refresh_activity()
+
+
 def replay(db: Database, clause: str = "for_update", **settings) -> ReplayView:
     """Run the guide's two-session sequence (experiments.locks.replay) and show it."""
     settle_labs(db)
-    return ReplayView(locks.replay(db, clause, **settings))
+    try:
+        return ReplayView(locks.replay(db, clause, **settings))
+    finally:
+        refresh_labs(db)
 
 
 def line_of_waiters(db: Database) -> ReplayView:
     """A and three waiters, B, C and D, on one row (experiments.locks.line_of_waiters), shown."""
     settle_labs(db)
-    return ReplayView(locks.line_of_waiters(db))
+    try:
+        return ReplayView(locks.line_of_waiters(db))
+    finally:
+        refresh_labs(db)
 
 
 def status_html(state: SessionState, queued: int = 0) -> str:
@@ -231,6 +291,8 @@ class LockLab(Lab):
     database (re-running a notebook cell), whose open transactions would
     otherwise block the reset."""
 
+    built = False  # until __init__ ends: a session's change may arrive while the lab is being made
+
     def __init__(self, db: Database, *, reset: bool = True):
         for earlier in list(_open_labs):
             if earlier.db.name == db.name:
@@ -242,9 +304,9 @@ class LockLab(Lab):
         self.monitor = ActivityMonitor(
             db, on_rows=self._show_rows, on_error=self._show_monitor_error, busy=self._anything_running
         )
-        self.a = SessionPanel(db, "A", self.monitor.watch, self._settle)
+        self.a = SessionPanel(db, "A", self._session_changed, self._settle)
         try:
-            self.b = SessionPanel(db, "B", self.monitor.watch, self._settle)
+            self.b = SessionPanel(db, "B", self._session_changed, self._settle)
         except BaseException:
             self.a.session.close()
             self.monitor.close()
@@ -257,7 +319,7 @@ class LockLab(Lab):
             value="for_update",
             description="B claims with",
             style={"description_width": "initial"},
-            layout=W.Layout(width="16em"),
+            layout=W.Layout(width="auto", min_width="22em"),  # the whole "FOR UPDATE SKIP LOCKED"
         )
         self.guess = guess_field(
             "Your guess: how many seconds will B wait?", unit="s", plausible=(0, locks.HOLD_LIMITS[1])
@@ -267,7 +329,10 @@ class LockLab(Lab):
 
         self.reset_button.on_click(lambda _: self.reset())
         self.replay_button.on_click(lambda _: self.start_replay())
-        sessions = W.HBox([self.a, self.b], layout=W.Layout(justify_content="flex-start", grid_gap="24px"))
+        sessions = W.HBox(
+            [self.a, self.b],
+            layout=W.Layout(justify_content="flex-start", grid_gap=SESSIONS_GAP, width="100%"),
+        )
         super().__init__(
             [
                 sessions,
@@ -277,7 +342,7 @@ class LockLab(Lab):
                     "<b>Replay the guide's sequence</b>: A locks job 1 and holds it for 2 s; "
                     "B claims while A holds it."
                 ),
-                W.HBox([self.mode, self.guess], layout=W.Layout(grid_gap="16px")),
+                W.HBox([self.mode, self.guess], layout=W.Layout(grid_gap="16px", flex_flow="row wrap")),
                 self.replay_button,
                 self.replay_output,
             ],
@@ -286,6 +351,7 @@ class LockLab(Lab):
             next_step=READY_TEXT,
         )
         _open_labs.add(self)
+        self.built = True
         self.monitor.watch()
 
     # --- the lab's background jobs: reset and replay --------------------------
@@ -347,10 +413,22 @@ class LockLab(Lab):
     def show(self, result) -> None:
         if isinstance(result, ReplayResult):
             self.replay_output.value = result_html(result)
-            self.finish(f"done: the replay's result is below. {READY_TEXT}")
+            self.finish(f"done: the replay's result is below. {self.next_step()}")
         else:
-            self.say(READY_TEXT)
+            self.say(self.next_step())
         self.monitor.watch()
+
+    def next_step(self) -> str:
+        """What to press next, from both sessions' states (the status line between runs)."""
+        return next_step(self.a.state, self.b.state)
+
+    def _session_changed(self) -> None:
+        # Called on a session's thread, possibly while the lab is still making its panels.
+        self.monitor.watch()
+        if self.built and not self.busy and not self.closed:
+            text = self.next_step()
+            if text != self.status.value:
+                self.say(text)
 
     # --- the live activity view ---------------------------------------------------
 

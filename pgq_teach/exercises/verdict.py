@@ -84,7 +84,7 @@ class Verdict:
         color = "#1b5e20" if self.passed else "#b00020"
         mark = "Pass" if self.passed else ("Refused" if self.refused else "Not yet")
         rows = [["✓" if e.ok else "✗" if e.ok is False else "·", e.what, e.found] for e in self.evidence]
-        evidence = tables.columns("", "what the checker looked at", "what it found")
+        evidence = tables.columns("ok", "what the checker looked at", "what it found")  # no empty <th>
         table = Table(evidence, rows, css="pgq-evidence").html() if rows else ""
         hint = f'<p class="pgq-hint"><b>Hint:</b> {escape(self.hint)}</p>' if self.hint else ""
         guide = f'<p class="pgq-guide" style="color:#555">{escape(str(self.guide))}</p>' if self.guide else ""

@@ -65,7 +65,7 @@ def result_html(result: Any) -> str:
 FOCUS_STYLE = (
     ".pgq-guess input:focus-visible, .pgq-lab input:focus-visible, .pgq-lab button:focus-visible,"
     " .pgq-lab select:focus-visible, .pgq-lab textarea:focus-visible"
-    " { outline: 3px solid #1a5fb4; outline-offset: 2px; }"
+    " { outline: 3px solid #1a5fb4 !important; outline-offset: 2px; }"  # ipywidgets sets outline: none
     ".pgq-guess .widget-label { white-space: normal; overflow: visible; height: auto;"
     " line-height: 1.4; max-width: none; flex: 0 1 auto; }"
     ".pgq-guess .widget-text { width: auto; max-width: 100%; align-items: center; }"

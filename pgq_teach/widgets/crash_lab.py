@@ -155,21 +155,22 @@ def next_step(done: set[str]) -> str | None:
     return next((hint for step, hint in HANDS_ON if step not in done), None)
 
 
-def lease_slider(lease_s: float) -> W.FloatSlider:
+def lease_box(lease_s: float) -> W.BoundedFloatText:
+    """The hands-on lease, in whole seconds: a number box with a real <label> (a slider's
+    handle has no accessible name), changed on Enter or leaving the box."""
     low, high = HANDS_ON_LIMITS
     return styled(
-        W.FloatSlider(
+        W.BoundedFloatText(
             value=lease_s,
             min=min(low, lease_s),
             max=max(high, lease_s),
             step=1,
             description="lease, s (by hand)",
-            readout_format=".0f",
             continuous_update=False,
             style={"description_width": "initial"},
-            layout=W.Layout(width="28em"),
+            layout=W.Layout(width="auto"),
         ),
-        "pgq-lease-slider",
+        "pgq-lease-box",
     )
 
 
@@ -185,7 +186,7 @@ class CrashLab(Lab):
         self.steps_done: set[str] = set()
         self._live_until = 0.0
 
-        self.lease = lease_slider(lease_s)
+        self.lease = lease_box(lease_s)
         self.hold_panel = WorkerPanel(
             "hold-style worker",
             "BEGIN; claim FOR UPDATE SKIP LOCKED; work inside the transaction",

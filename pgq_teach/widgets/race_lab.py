@@ -38,6 +38,20 @@ GUESS_LABEL = "Your guess: how many jobs will run more than once?"
 _WIDE = {"description_width": "initial"}
 
 
+def number_box(value: int, low: int, high: int, description: str, step: int = 1) -> W.BoundedIntText:
+    """A bounded whole number with a real <label>, changed on Enter or leaving the box."""
+    return W.BoundedIntText(
+        value=value,
+        min=low,
+        max=high,
+        step=step,
+        description=description,
+        continuous_update=False,
+        style=_WIDE,
+        layout=W.Layout(width="auto"),
+    )
+
+
 def _headline(result: RaceResult) -> str:
     stopped = " <i>(stopped early)</i>" if result.stopped else ""
     return (
@@ -86,9 +100,11 @@ class RaceLab(ExperimentPanel):
         self, db: Database, *, workers: int = 8, jobs: int = 400, work_ms: int = 10, mode: str = "naive"
     ):
         self.db = db
-        self.workers = W.IntSlider(value=workers, min=1, max=16, description="workers", style=_WIDE)
-        self.jobs = W.IntSlider(value=jobs, min=10, max=2_000, step=10, description="jobs", style=_WIDE)
-        self.work_ms = W.IntSlider(value=work_ms, min=0, max=50, description="work per job, ms", style=_WIDE)
+        # Number boxes, not sliders: a box's <label> names it to a screen reader, where ipywidgets'
+        # slider handle has no accessible name (axe-core: aria-input-field-name).
+        self.workers = number_box(workers, 1, 16, "workers (1 to 16)")
+        self.jobs = number_box(jobs, 10, 2_000, "jobs (10 to 2,000)", step=10)
+        self.work_ms = number_box(work_ms, 0, 50, "work per job, ms (0 to 50)")
         self.mode = W.Dropdown(
             options=[(label, key) for key, label in STYLES.items()],
             value=mode,

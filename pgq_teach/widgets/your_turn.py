@@ -39,7 +39,9 @@ class YourTurn(Lab):
             sql = (exercises.last_sql(key) if save else None) or self.exercise.attempt_text()
         self.title = W.HTML(f"<b>Your turn: {escape(self.exercise.title)}.</b> {escape(self.exercise.task)}")
         self.editor = styled(
-            W.Textarea(value=sql, layout=W.Layout(width="100%", height="16em")), "pgq-your-turn-sql"
+            # auto and stretched, not 100%: 100% plus the widget's margins ran 4 px past the output area
+            W.Textarea(value=sql, layout=W.Layout(width="auto", align_self="stretch", height="16em")),
+            "pgq-your-turn-sql",
         )
         self.check_button = button("Check", "pgq-check", button_style="primary", icon="check")
         self.stop_button = button(

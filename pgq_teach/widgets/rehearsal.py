@@ -345,3 +345,27 @@ class RehearsalWidget(W.VBox):
             "A new rehearsal has begun, with another scenario.</div>" + self.summary_html()
         )
         return record
+
+
+def trade_offs_html() -> str:
+    """Lesson 12's trade-off table, one short table per property (system, what it offers),
+    each cell with its source's footnote number. The one wide table, seven narrow columns of
+    long cells, ran past the notebook's output area at 1366 px."""
+    systems, rows = interview_content.trade_offs()
+    sources: list[str] = []
+    parts = []
+    for row in rows:
+        cells = []
+        for key, name in systems.items():
+            cell = row.cells[key]
+            if cell.source not in sources:
+                sources.append(cell.source)
+            cells.append([name, f"{cell.text} [{sources.index(cell.source) + 1}]"])
+        heads = tables.columns("system", "what it offers")
+        parts.append(f"<p><b>{escape(row.title)}</b></p>" + Table(heads, cells, css="pgq-trade-offs").html())
+    notes = "".join(f"<li>[{n}] {escape(source)}</li>" for n, source in enumerate(sources, 1))
+    return (
+        '<div class="pgq-trade-offs-all">'
+        + "".join(parts)
+        + f'<ul style="list-style:none; padding-left:0; overflow-wrap:anywhere">{notes}</ul></div>'
+    )

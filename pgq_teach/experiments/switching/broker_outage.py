@@ -129,7 +129,8 @@ class OutageResult(Result):
                 f"(your guess for the peak: {guess_text(self.guess, ' s')})",
                 f"events: {self.events_written} written, {self.in_broker} in the broker, {self.lost} lost, "
                 f"{self.dead} dead, {self.out_of_order} out of order per order",
-                f"relay: paused {self.pauses} times, handed back {self.handed_back} claimed events unsent "
+                f"relay: paused {tables.count(self.pauses, 'time')}, handed back "
+                f"{tables.count(self.handed_back, 'claimed event')} unsent "
                 "(no try spent)",
                 f"duplicates: {self.published_uncompleted} published by a relay that died before marking "
                 f"them sent; the dedup window removed {self.deduplicated} duplicate publishes; "

@@ -9,7 +9,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ... import checks, queue
+from ... import checks, queue, tables
 from ...databases import Database
 from ...errors import BadInput
 from ...guide import GuideFigure
@@ -89,10 +89,10 @@ class OutboxResult(Result):
                 ),
                 (
                     f"broker down: {self.refused_while_down} publishes refused, "
-                    f"{self.waiting_while_down} jobs waited ready with backoff, none lost"
+                    f"{tables.count(self.waiting_while_down, 'job')} waited ready with backoff, none lost"
                 ),
                 (
-                    f"relay crashed after publishing {self.republished_after_crash} jobs: "
+                    f"relay crashed after publishing {tables.count(self.republished_after_crash, 'job')}: "
                     "the reaper returned them and they were published again"
                 ),
                 (

@@ -38,6 +38,9 @@ from helpers import needs_a_server_of_its_own, on_server, server_folder
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
 START_TIMEOUT = 90
+# A common laptop screen: the issue that measured the labs' widths measured them here (a
+# notebook's output area is then about 934 px wide).
+VIEWPORT = {"width": 1366, "height": 1000}
 STEP_MS = 30_000  # the default wait for any one step in the page
 # The most a lesson's Run All may take in the browser: quiet, the longest (lesson 10) takes 56
 # to 75 s, and a loaded run took over 240 s once. A wide bound, as for any time, that still leaves
@@ -297,6 +300,9 @@ def open_and_run_all(page, lab: LabServer, notebook: str, timeout_ms: int = RUN_
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     if errors.count():
         raise AssertionError(f"{notebook} wrote to stderr or raised:\n{errors.first.inner_text()[:2000]}")
+    screen = too_wide(page) + axe_problems(page, Path(notebook).stem)
+    if screen:
+        raise AssertionError(f"{notebook}, on screen after Run All:\n" + "\n".join(screen))
     if notebook in IN_BROWSER:
         problems = nbval_problems(IN_BROWSER[notebook], ran_cells(page, notebook))
         if problems:
@@ -353,7 +359,7 @@ def new_page(chromium):
     """A fresh browser context and page, with the course's waits."""
     from playwright.sync_api import expect
 
-    page = chromium.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page = chromium.new_context(viewport=VIEWPORT).new_page()
     page.set_default_timeout(STEP_MS)
     expect.set_options(timeout=STEP_MS)  # Playwright's expect() has a 5 s default of its own
     return page
@@ -434,14 +440,11 @@ def fresh_page(chromium, jupyterlab, request):
     page.context.close()
 
 
-def set_slider(panel, description: str, value: float) -> None:
-    """Type a value into a slider's readout, as a person can."""
-    slider = panel.locator(".widget-slider", has=panel.page.locator(f"label:text-is('{description}')"))
-    readout = slider.locator(".widget-readout")
-    readout.click()
-    readout.press("Control+A")
-    readout.type(str(value))
-    readout.press("Enter")
+def set_number(panel, description: str, value: float) -> None:
+    """Type a value into the number box labelled `description` and press Enter, as a person can."""
+    box = panel.get_by_label(description, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
 
 
 # A lesson runs once in `make test`, not twice. A browser test marked `runs_lesson(notebook)`
@@ -617,6 +620,158 @@ def unpadded_cells(root, least: dict[str, float] = LEAST_PADDING_PX) -> list[str
     return root.evaluate(UNPADDED_JS, least)
 
 
+# Every lab, and every cell output, in `root` that is wider than the notebook's output area it
+# sits in (at VIEWPORT's 1366 px, about 934 px): a lab by its box or the content it overflows
+# with, an output by content it scrolls sideways. A px of slack for rounding.
+TOO_WIDE_JS = """(root) => {
+  const scope = root.matches && root.matches('.pgq-lab') ? [root] : [...root.querySelectorAll('.pgq-lab')];
+  const name = (el) => [...el.classList]
+    .find(c => c.startsWith('pgq-') && c !== 'pgq-lab' && c !== 'pgq-done')
+    || el.tagName.toLowerCase();
+  const problems = [];
+  for (const lab of scope) {
+    const area = lab.closest('.jp-OutputArea-output');
+    if (!area || lab.offsetParent === null) continue;
+    const room = area.clientWidth;
+    const wide = Math.max(lab.scrollWidth, Math.ceil(lab.getBoundingClientRect().width));
+    if (wide > room + 1) problems.push(`lab ${name(lab)} is ${wide} px wide in a ${room} px output area`);
+  }
+  if (!(root.matches && root.matches('.pgq-lab'))) {
+    const outputs = [...root.querySelectorAll('.jp-OutputArea-output')].filter(o => o.offsetParent !== null);
+    for (const out of outputs) {
+      if (out.scrollWidth > out.clientWidth + 1) {
+        const cell = out.closest('.jp-Cell');
+        const index = cell ? [...cell.parentNode.children].indexOf(cell) : -1;
+        const first = out.innerText.trim().split('\\n')[0].slice(0, 50);
+        problems.push(`cell ${index}'s output ("${first}") is ${out.scrollWidth} px wide`
+          + ` in ${out.clientWidth} px`);
+      }
+    }
+  }
+  return problems;
+}"""
+
+# Every visible menu (<select>) in `root` whose chosen value is wider than the room its box
+# gives it (its width less padding and the arrow's 20 px): "SKIP LOCKE…".
+CUT_MENUS_JS = """(root) => {
+  const canvas = document.createElement('canvas').getContext('2d');
+  return [...root.querySelectorAll('select')].filter(el => el.offsetParent !== null).flatMap(el => {
+    const s = getComputedStyle(el);
+    canvas.font = `${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+    const text = el.selectedOptions.length ? el.selectedOptions[0].text : '';
+    const widest = Math.max(0, ...[...el.options].map(o => canvas.measureText(o.text).width));
+    const room = el.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight) - 20;
+    const cut = `menu showing "${text}" cuts its values: needs ${Math.ceil(widest)} px, has ${room} px`;
+    return widest > room ? [cut] : [];
+  });
+}"""
+
+
+def too_wide(root) -> list[str]:
+    """Each lab or cell output in `root` (a locator or a page) wider than its output area."""
+    return (
+        root.evaluate(TOO_WIDE_JS)
+        if hasattr(root, "element_handle")
+        else root.evaluate(f"() => ({TOO_WIDE_JS})(document)")
+    )
+
+
+def cut_menus(root) -> list[str]:
+    """Each menu in `root` (a locator) that cannot show its longest value whole."""
+    return root.evaluate(CUT_MENUS_JS)
+
+
+# --- accessibility: axe-core on what the course puts on the page -----------------------------
+# axe-core 4.12 ships inside the axe-playwright-python wheel (the dev extra): no download at
+# test time. Only the course's own DOM is checked: what its cells put out (widgets, tables,
+# charts, printed text) and its rendered lesson text, not JupyterLab's own chrome or its code
+# editors, whose violations are JupyterLab's to fix.
+COURSE_DOM = (".jp-OutputArea-output", ".jp-MarkdownCell .jp-RenderedMarkdown")
+AXE_RUN = """async (include) => {
+  const found = include.filter(s => document.querySelector(s));
+  if (!found.length) return [];
+  const result = await window.axe.run({include: found.map(s => [s])}, {resultTypes: ['violations']});
+  return result.violations.map(v => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map(n => ({target: n.target.join(' '), html: n.html.slice(0, 160)})),
+  }));
+}"""
+
+
+SCROLLING_CODE = """() => [...document.querySelectorAll('.jp-CodeCell')]
+  .map((cell, n) => [n, cell.querySelector('.cm-scroller')])
+  .filter(([n, el]) => el && el.scrollWidth > el.clientWidth + 1)
+  .map(([n, el]) => `code cell ${n}: ${el.scrollWidth} px of code in ${el.clientWidth} px`)"""
+
+
+def axe_script() -> Path:
+    import axe_playwright_python
+
+    return Path(axe_playwright_python.__file__).parent / "axe.min.js"
+
+
+def axe_violations(page, include: tuple[str, ...] = COURSE_DOM) -> list[dict]:
+    """axe-core's violations within `include` (CSS selectors) on the page as it stands."""
+    if not page.evaluate("() => !!window.axe"):
+        page.add_script_tag(path=str(axe_script()))
+    return page.evaluate(AXE_RUN, list(include))
+
+
+def axe_problems(page, label: str) -> list[str]:
+    """One line per axe-core violation in the course's own DOM, each node named; the whole
+    report goes to tests/artifacts/<label>-axe.json."""
+    started = time.monotonic()
+    violations = axe_violations(page)
+    report: dict = {
+        "seconds": round(time.monotonic() - started, 2),
+        "violations": violations,
+        # Code cells whose lines scroll sideways (a scrollable region that cannot take focus):
+        # JupyterLab's editor, so reported here, not failed; the lessons keep code lines short.
+        "code_cells_scrolling": page.evaluate(SCROLLING_CODE),
+    }
+    if os.environ.get("PGQ_AXE_WHOLE_PAGE"):  # for a report on JupyterLab's own: not a failure
+        report["whole_page"] = [
+            {"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]]}
+            for v in axe_violations(page, ("body",))
+        ]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / f"{label}-axe.json").write_text(json.dumps(report, indent=1))
+    return [
+        f"axe {v['id']} ({v['impact']}): {v['help']}: {n['target']} {n['html']}"
+        for v in violations
+        for n in v["nodes"][:5]
+    ]
+
+
+FIRST_CONTROL = """(lab) => {
+  const first = [...lab.querySelectorAll('input, button, select, textarea, [tabindex]')]
+    .find(el => el.offsetParent !== null && !el.disabled && el.tabIndex >= 0);
+  if (!first) throw new Error('the lab has no control that takes focus');
+  first.focus();
+}"""
+
+
+def press(page, lab, target, key: str) -> None:
+    """Work one control by keyboard: enter the lab at its first control (as Tab from the
+    cell above would), Tab to `target` (a locator) and press `key` ("Space", "Enter")."""
+    lab.evaluate(FIRST_CONTROL)
+    tab_to(page, target)
+    page.keyboard.press(key)
+
+
+def tab_to(page, target, limit: int = 60) -> int:
+    """Press Tab until `target` (a locator) has the keyboard's focus, as a keyboard user
+    would; the number of presses. Fails after `limit` presses."""
+    handle = target.element_handle()
+    for presses in range(limit + 1):
+        if page.evaluate(
+            "(el) => document.activeElement === el || el.contains(document.activeElement)", handle
+        ):
+            return presses
+        page.keyboard.press("Tab")
+    raise AssertionError(f"{limit} presses of Tab never reached {target}")
+
+
 def not_done(lab) -> list[str]:
     """Why `lab` does not show its done state (the class pgq-done, and a status line
     that says so); empty when it does."""
@@ -628,12 +783,13 @@ def not_done(lab) -> list[str]:
 
 
 def lab_faults(lab, shot: Path | None = None) -> list[str]:
-    """Everything wrong with one lab on screen: clipped text, unpadded cells, no done state.
-    With `shot`, its screenshot is saved there first (tests/artifacts/)."""
+    """Everything wrong with one lab on screen: clipped text or menus, wider than its output,
+    unpadded cells, no done state. With `shot`, its screenshot is saved there first
+    (tests/artifacts/)."""
     lab.scroll_into_view_if_needed()
     if shot is not None:
         lab.screenshot(path=str(shot))
-    return clipped_text(lab) + unpadded_cells(lab) + not_done(lab)
+    return clipped_text(lab) + cut_menus(lab) + too_wide(lab) + unpadded_cells(lab) + not_done(lab)
 
 
 def assert_every_lab_finished(page, lesson: str, *, least: int = 1, timeout_ms: int = 10_000) -> int:

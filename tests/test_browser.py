@@ -3,20 +3,25 @@ browser. nbval cannot see what a widget renders; these tests can."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
 from jupyter_browser import (
     ARTIFACTS,
     BROWSER_TESTS,
+    FIRST_CONTROL,
     ThemeRetry,
     assert_every_lab_finished,
     chart_text_problems,
     clipped_text,
     open_and_run_all,
     open_page,
+    press,
     run_and_find,
-    set_slider,
+    set_number,
+    tab_to,
 )
 
 pytestmark = BROWSER_TESTS
@@ -32,12 +37,15 @@ CHAR_WIDTH_JS = """(el) => {
 
 
 def assert_guess_fields_are_wide(page) -> int:
-    """Every prediction field can show at least 8 characters; returns how many were checked."""
+    """Every prediction field can show at least 8 characters and has a real <label> tied to
+    it (whose text names it to a screen reader); returns how many were checked."""
     fields = page.locator(".pgq-guess input")
     count = fields.count()
     for i in range(count):
         field = fields.nth(i)
         field.scroll_into_view_if_needed()
+        label = field.evaluate("el => el.labels.length ? el.labels[0].textContent : ''")
+        assert label.strip(), f"guess field {i} has no <label> tied to it"
         size = field.evaluate(CHAR_WIDTH_JS)
         assert size["width"] >= 8 * size["char"], f"guess field {i}: {size['width']:.0f} px, under 8 chars"
     return count
@@ -67,11 +75,12 @@ def test_start_here_connects_and_prints_the_server_version(page, jupyterlab):
 @pytest.mark.runs_lesson("01-double-send.ipynb")
 def test_race_lab_runs_from_its_run_button(page, jupyterlab):
     panel = run_and_find(page, jupyterlab, "01-double-send.ipynb", ".pgq-race-lab")
-    set_slider(panel, "workers", 8)
+    set_number(panel, "workers (1 to 16)", 8)
     status = panel.locator(".pgq-status")
     panel.locator("button", has_text="Run").click()
     status.filter(has_text="running").wait_for()
     status.filter(has_text="done").wait_for(timeout=60_000)
+    run_the_race_lab_by_keyboard(page, panel)
     twice = int(panel.locator(".pgq-run-twice").inner_text().replace(",", ""))
     assert twice > 0
     # a job run twice, in red: polled, since Vega draws the chart after the status line says done
@@ -83,7 +92,7 @@ def test_race_lab_runs_from_its_run_button(page, jupyterlab):
     assert assert_guess_fields_are_wide(page) >= 4  # three race labs and the sweep
 
     # A new run clears the old result before anything else: no old count under "running…".
-    set_slider(panel, "jobs", 2000)
+    set_number(panel, "jobs (10 to 2,000)", 2000)
     panel.locator("button", has_text="Run").click()
     status.filter(has_text="running").wait_for()
     assert panel.locator(".pgq-result").inner_text().strip() == ""
@@ -96,6 +105,28 @@ def test_race_lab_runs_from_its_run_button(page, jupyterlab):
     assert chart_text_problems(sweep, shots="01-sweep") == []
     chart.screenshot(path=str(ARTIFACTS / "01-sweep.png"))
     assert assert_every_lab_finished(page, "01") >= 5  # three race labs, the sweep, Your turn
+
+
+def run_the_race_lab_by_keyboard(page, panel) -> None:
+    """The race lab by keyboard alone: Tab into the guess, type it, Tab to Run, Space; it
+    finishes, and the guess reached the result. The focus ring shows where the keys go."""
+    panel.evaluate(FIRST_CONTROL)
+    guess = panel.locator(".pgq-guess input")
+    tab_to(page, guess)
+    ring = guess.evaluate("el => getComputedStyle(el).outlineWidth + ' ' + getComputedStyle(el).outlineStyle")
+    assert ring == "3px solid", f"the focused guess shows {ring!r}, not the course's focus ring"
+    page.keyboard.type("7")
+    run = panel.locator("button", has_text="Run")
+    tab_to(page, run)
+    page.keyboard.press("Space")
+    panel.locator(".pgq-status").filter(has_text="running").wait_for()  # not the last run's "done"
+    panel.locator(".pgq-status").filter(has_text="done").wait_for(timeout=60_000)
+    guessed = panel.locator(".pgq-compare td").filter(has_text=re.compile(r"^\s*7\s*$"))
+    assert guessed.count() >= 1, "the guess typed by keyboard is not in the result's table"
+    assert panel.evaluate("el => el.classList.contains('pgq-done')")
+    press(page, panel, run, "Enter")  # Enter works as well as Space
+    panel.locator(".pgq-status").filter(has_text="running").wait_for()
+    panel.locator(".pgq-status").filter(has_text="done").wait_for(timeout=60_000)
 
 
 @pytest.mark.runs_lesson("02-row-locks.ipynb")

@@ -9,17 +9,22 @@ import pytest
 from jupyter_browser import (
     BROWSER_TESTS,
     assert_every_lab_finished,
+    axe_violations,
     clipped_text,
+    cut_menus,
     lab_faults,
     not_done,
+    too_wide,
     unpadded_cells,
 )
 
 pytestmark = BROWSER_TESTS
 
-# A lab as the widgets draw one: a status line, a button, a label, a table.
+# A lab as the widgets draw one, in a cell's output area: a status line, a button, a label, a
+# table, a menu and a guess field.
 LAB = """
-<div class="pgq-lab pgq-demo-lab {done}">
+<div class="jp-OutputArea-output" style="width:760px; overflow-x:auto">
+<div class="pgq-lab pgq-demo-lab {done}" style="width:{width}">
   <button style="width:{button}; overflow:hidden; white-space:nowrap; text-overflow:ellipsis">
     Third worker claims</button>
   <label style="display:inline-block; width:{label}; overflow:hidden; white-space:nowrap">
@@ -27,8 +32,21 @@ LAB = """
   <div class="pgq-status pgq-lab-status" style="width:{status}; overflow:hidden; white-space:nowrap">
     done: the reaper handed back 1 job</div>
   <table><tr><th style="padding:{padding}">job</th></tr><tr><td style="padding:{padding}">2</td></tr></table>
-</div>"""
-MENDED = {"done": "pgq-done", "button": "auto", "label": "auto", "status": "auto", "padding": "4px 10px"}
+  <label for="menu">B claims with</label>
+  <select id="menu" style="width:{menu}">
+    <option>FOR UPDATE</option><option>FOR UPDATE SKIP LOCKED</option></select>
+  {guess_label}<input id="guess" type="text">
+</div></div>"""
+MENDED = {
+    "done": "pgq-done",
+    "button": "auto",
+    "label": "auto",
+    "status": "auto",
+    "padding": "4px 10px",
+    "width": "auto",
+    "menu": "auto",
+    "guess_label": '<label for="guess">Your guess, s</label>',
+}
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +88,24 @@ def test_a_lab_without_its_done_state_is_caught(plain):
     assert not_done(lab) == ["not done: its status line says 'done: the reaper handed back 1 job'"]
     with pytest.raises(AssertionError, match="pgq-demo-lab .*not done"):
         assert_every_lab_finished(plain, "plain", timeout_ms=200)
+
+
+def test_a_lab_wider_than_its_output_area_is_caught(plain):
+    assert too_wide(show(plain, width="964px")) == ["lab pgq-demo-lab is 964 px wide in a 760 px output area"]
+    lab, output = too_wide(plain)  # on the whole page its output is caught too: it scrolls sideways
+    assert lab.startswith("lab pgq-demo-lab is 964 px") and "output" in output and "in 760 px" in output
+    show(plain)
+    assert too_wide(plain) == []
+
+
+def test_a_menu_too_narrow_for_its_values_is_caught(plain):
+    [fault] = cut_menus(show(plain, menu="90px"))
+    assert fault.startswith('menu showing "FOR UPDATE" cuts its values')
+
+
+def test_axe_finds_a_field_with_no_label_in_the_courses_output(plain):
+    show(plain, guess_label="")
+    found = {v["id"] for v in axe_violations(plain, (".jp-OutputArea-output",))}
+    assert "label" in found
+    show(plain)
+    assert axe_violations(plain, (".jp-OutputArea-output",)) == []

@@ -13,8 +13,9 @@ from jupyter_browser import (
     BROWSER_TESTS,
     assert_every_lab_finished,
     chart_text_problems,
+    press,
     run_and_find,
-    set_slider,
+    set_number,
 )
 
 pytestmark = BROWSER_TESTS
@@ -27,7 +28,7 @@ def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, j
     # By hand the lease starts long enough for a person (20 s); the learner may shorten it,
     # as this test does, so it need not wait 20 s. Moving the slider starts again from two jobs.
     assert "20 s lease" in lease.inner_text()
-    set_slider(crash, "lease, s (by hand)", 3)
+    set_number(crash, "lease, s (by hand)", 3)
     lease.filter(has_text="3 s lease").wait_for()
     crash.locator(".pgq-reset").click()
     hold.locator(".pgq-start:not([disabled])").wait_for()
@@ -61,6 +62,34 @@ def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, j
     expect(board).to_contain_text("lease expired")
     crash.screenshot(path=str(ARTIFACTS / "04-crash-lab.png"))
     assert assert_every_lab_finished(page, "04") >= 3  # the crash and cleanup labs, Your turn
+    work_the_crash_lab_by_keyboard(page, crash)
+
+
+def work_the_crash_lab_by_keyboard(page, crash) -> None:
+    """The same story by keyboard alone (Tab, then Space or Enter on each button), from Reset
+    to the done state; the lease is still the 3 s the mouse run set."""
+    hold, lease, board = (
+        crash.locator(".pgq-hold-worker"),
+        crash.locator(".pgq-lease-worker"),
+        crash.locator(".pgq-crash-board"),
+    )
+    press(page, crash, crash.locator(".pgq-reset"), "Enter")
+    crash.locator(".pgq-third-status").filter(has_text="Start the hold-style worker").wait_for()
+    assert not crash.evaluate("el => el.classList.contains('pgq-done')")
+    press(page, crash, hold.locator(".pgq-start"), "Space")
+    hold.locator(".pgq-status").filter(has_text="working on job 1").wait_for()
+    press(page, crash, lease.locator(".pgq-start"), "Enter")
+    lease.locator(".pgq-status").filter(has_text="working on job 2").wait_for()
+    press(page, crash, hold.locator(".pgq-end"), "Space")
+    hold.locator(".pgq-status").filter(has_text="session ended").wait_for()
+    press(page, crash, crash.locator(".pgq-third-claim"), "Enter")
+    crash.locator(".pgq-third-status").filter(has_text="claimed job 1").wait_for()
+    press(page, crash, lease.locator(".pgq-end"), "Enter")
+    lease.locator(".pgq-status").filter(has_text="session ended").wait_for()
+    board.locator("tr[data-job='2'][data-status='running']", has_text="passed").wait_for(timeout=10_000)
+    press(page, crash, crash.locator(".pgq-reap"), "Space")
+    board.locator("tr[data-job='2'][data-status='ready']").wait_for()
+    page.wait_for_function("el => el.classList.contains('pgq-done')", arg=crash.element_handle())
 
 
 @pytest.mark.runs_lesson("05-stalled-workers-and-fencing.ipynb")

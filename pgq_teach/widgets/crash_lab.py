@@ -168,7 +168,7 @@ def lease_box(lease_s: float) -> W.BoundedFloatText:
             description="lease, s (by hand)",
             continuous_update=False,
             style={"description_width": "initial"},
-            layout=W.Layout(width="auto"),
+            layout=W.Layout(width="20em"),
         ),
         "pgq-lease-box",
     )

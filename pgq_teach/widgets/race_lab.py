@@ -48,7 +48,7 @@ def number_box(value: int, low: int, high: int, description: str, step: int = 1)
         description=description,
         continuous_update=False,
         style=_WIDE,
-        layout=W.Layout(width="auto"),
+        layout=W.Layout(width="24em"),  # the label and a box for 5 digits; not the lab's whole width
     )
 
 

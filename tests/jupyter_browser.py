@@ -300,7 +300,11 @@ def open_and_run_all(page, lab: LabServer, notebook: str, timeout_ms: int = RUN_
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     if errors.count():
         raise AssertionError(f"{notebook} wrote to stderr or raised:\n{errors.first.inner_text()[:2000]}")
-    screen = too_wide(page) + axe_problems(page, Path(notebook).stem)
+    screen = (
+        too_wide(page)
+        + cut_menus(page.locator(".jp-Notebook").first)
+        + axe_problems(page, Path(notebook).stem)
+    )
     if screen:
         raise AssertionError(f"{notebook}, on screen after Run All:\n" + "\n".join(screen))
     if notebook in IN_BROWSER:

@@ -174,6 +174,16 @@ def test_lock_lab_shows_waiting_then_served_and_skip_locked_at_once(page, jupyte
     a.locator(".pgq-rollback").click()
 
 
+@pytest.mark.runs_lesson("02b-lock-waits.ipynb")
+def test_lock_waits_lesson_runs_readable_and_accessible(page, jupyterlab):
+    """Run All alone checks what every lesson's must: no lab or output wider than its output
+    area, no menu cut, no axe-core violation in the course's own DOM (open_and_run_all)."""
+    open_and_run_all(page, jupyterlab, "02b-lock-waits.ipynb")
+    lab = page.locator(".pgq-lock-lab").first
+    lab.scroll_into_view_if_needed()
+    assert clipped_text(lab) == []
+
+
 def column_x(a, b) -> tuple[float, float]:
     """The left edge of each session's column, in pixels."""
     return a.bounding_box()["x"], b.bounding_box()["x"]

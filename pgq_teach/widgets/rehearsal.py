@@ -351,7 +351,7 @@ def trade_offs_html() -> str:
     """Lesson 12's trade-off table, one short table per property (system, what it offers),
     each cell with its source's footnote number. The one wide table, seven narrow columns of
     long cells, ran past the notebook's output area at 1366 px."""
-    systems, rows = interview_content.trade_offs()
+    systems, rows = content.trade_offs()
     sources: list[str] = []
     parts = []
     for row in rows:

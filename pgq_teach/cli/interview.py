@@ -39,7 +39,9 @@ def add_interview(sub: Subcommands) -> None:
 
 def cmd_interview(args: argparse.Namespace) -> int:
     """The interview rehearsal on stdin/stdout; no database needed. It continues
-    the open rehearsal (the notebook's too) until the learner types finish."""
+    the open rehearsal (the notebook's too) until the learner types finish. It says
+    how to stop first, and exits 0 after a stop too (Ctrl-C, Ctrl-D): by then every
+    line typed is saved, which is what a clean stop means."""
     from ..interview.estimation import fmt
     from ..interview.rehearsal import Rehearsal
     from ..interview.render import summary_html, summary_markdown
@@ -71,8 +73,12 @@ def cmd_interview(args: argparse.Namespace) -> int:
     if args.minutes is not None and rehearsal.current.get("minutes") != args.minutes:
         say_fitted(f"(your open rehearsal keeps its {fmt(rehearsal.current['minutes'])} minutes)")
 
-    record = rehearse_in_terminal(TerminalInput(), say_fitted, rehearsal)
-    return 0 if record is not None else 1
+    say_fitted(
+        "(to stop: Ctrl-C, or Ctrl-D, at any point; everything you typed is saved, and "
+        "`pgq-teach interview` goes on from there)"
+    )
+    rehearse_in_terminal(TerminalInput(), say_fitted, rehearsal)
+    return 0  # finished, kept open, Ctrl-C or end of input: everything typed is saved, nothing failed
 
 
 class TerminalInput:

@@ -37,10 +37,11 @@ from typing import Any
 PARTS = {
     "content": "",
     "catalog": "STEPS COMMUNICATION STEP_KEYS DIMENSIONS SCENARIOS FOLLOW_UPS WITH_SQL DEFAULT_MINUTES "
-    "step scenario_named follow_up",
+    "step scenario_named follow_up rubric_for",
     "estimation": "HEADROOM ROW_WRITES_PER_JOB DEAD_VERSIONS_PER_JOB percent fmt Quote quote drain_quote "
-    "measure_capacity Measured measured_at Estimate estimate scenario_estimate",
-    "answers": "run_model_sql model_answer",
+    "measure_capacity Measured measured_at Estimate estimate scenario_estimate KindLoad PartnerLoad "
+    "WorkEstimate work_estimate",
+    "answers": "execute_step run_model_sql board_text model_answer",
     "rehearsal": "FILE FOLLOW_UPS_PER_REHEARSAL file_lock fresh_attempt ATTEMPT_PARTS rehearsal_check "
     "Rehearsal merged",
     "render": "clock_text trend_text summary_lines trade_off_markdown SUMMARY_SQL summary_markdown "

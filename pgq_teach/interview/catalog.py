@@ -23,6 +23,16 @@ def step(key: str) -> content.InterviewStep:
     raise BadInput(f"no step {key!r}; the steps are {', '.join(STEP_KEYS)}")
 
 
+def rubric_for(step_key: str, scenario_key: str) -> content.Rubric:
+    """A step's rubric as an interviewer holds it for one scenario: the strong-hire
+    level's notes and example are that scenario's."""
+    rubric = step(step_key).rubric
+    written = scenario_named(scenario_key).steps[step_key]
+    top = rubric.levels[-1]
+    strong = content.Level(top.level, top.name, f"{top.says} {written.notes}", written.strong_hire)
+    return content.Rubric(rubric.dimension, (*rubric.levels[:-1], strong))
+
+
 def scenario_named(key: str) -> content.Scenario:
     if key not in SCENARIOS:
         raise BadInput(f"no scenario {key!r}; the scenarios are {', '.join(SCENARIOS)}")

@@ -29,6 +29,7 @@ from .catalog import (
     SCENARIOS,
     STEPS,
     follow_up,
+    rubric_for,
     scenario_named,
     step,
 )
@@ -263,6 +264,10 @@ class Rehearsal:
 
     def ended(self, step_key: str) -> bool:
         return step_key in self.current["ended"]
+
+    def rubric(self, step_key: str) -> content.Rubric:
+        """The step's rubric as it is scored for this rehearsal's scenario."""
+        return rubric_for(step_key, self.current["scenario"])
 
     def model(self, step_key: str) -> str:
         """The model answer, only once the step has ended (an honest score needs that)."""

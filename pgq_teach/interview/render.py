@@ -13,7 +13,7 @@ from ..statements import statement
 from . import content
 from .answers import model_answer
 from .catalog import STEPS, follow_up
-from .estimation import drain_quote, fmt, scenario_estimate
+from .estimation import drain_quote, fmt, scenario_estimate, work_estimate
 from .rehearsal import Rehearsal
 
 
@@ -70,7 +70,11 @@ def summary_markdown(server_version: str = "") -> str:
     if server_version:
         out += [f"Measured on PostgreSQL {server_version}.", ""]
     out += ["## The design", ""]
-    out += [f"- **{s.title}**: {model_answer(s.key, 'flash-sale')}" for s in STEPS if s.key != "estimation"]
+    out += [
+        f"- **{s.title}**: " + " ".join(model_answer(s.key, "flash-sale", board=False).split())
+        for s in STEPS
+        if s.key != "estimation"
+    ]
     out += ["", "## My numbers", ""]
     drain = drain_quote()
     out.append(
@@ -78,6 +82,8 @@ def summary_markdown(server_version: str = "") -> str:
         if drain
         else "- drain: not measured yet (lesson 11)"
     )
+    work = work_estimate("flash-sale")
+    out += [f"- flash sale: {line}" for line in [work.binding(), *work.lines()]]
     try:
         out += [f"- flash sale: {line}" for line in scenario_estimate("flash-sale").lines()]
     except BadInput as exc:

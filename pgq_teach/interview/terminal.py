@@ -152,7 +152,7 @@ def terminal_step(r: Rehearsal, key: str, read: Read, say: Say) -> None:
     r.end_step(key)
     over = " (over time)" if r.spent(key) > r.seconds_for(key) else ""
     say(f"time {clock_text(r.spent(key))} of {clock_text(r.seconds_for(key))}{over}")
-    for line in rubric_text(s.rubric):
+    for line in rubric_text(r.rubric(key)):
         say(line)
     say("A model answer: " + r.model(key))
     ask_flags(r, key, read, say)

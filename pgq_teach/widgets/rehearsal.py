@@ -225,7 +225,7 @@ class RehearsalWidget(W.VBox):
                 box.observe(lambda ch, i=n: self.flagged(i, ch["new"]), names="value")
             self.flags.children = self.flag_boxes
             self.score_pick.value = r.scores().get(s.rubric.dimension, UNSCORED)
-            self.rubric.value = rubric_html(s.rubric) if ended else ""
+            self.rubric.value = rubric_html(r.rubric(key)) if ended else ""
             self.model.value = boxed("A model answer", r.model(key)) if ended else ""
         finally:
             self.loading = False

@@ -6,6 +6,13 @@ follow-up questions and the trade-off table.
 The files are the single source for the widget, the CLI and the notebook; this
 module only reads them into frozen records and checks their shape, so a broken
 edit fails here, with the file and entry named, not halfway through a rehearsal.
+
+Each scenario is a file of its own in `scenarios/`: its load profile, its partners
+and their quotas, the interviewer's answers, its hard parts by key, and for every
+step the model answer (a section per hard part the step answers), the strong-hire
+example and the rubric notes written for that scenario. `steps.yaml` holds only
+what every scenario shares: the prompt, hints, red flags, the rubric's levels and
+the mechanisms' SQL the deep dive writes on the board.
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ LEVELS = (1, 2, 3)
 
 
 def load_file(name: str) -> dict[str, Any]:
-    """One content file as a dict, read from the installed package."""
+    """One content file as a dict, read from the installed package (`name` may be
+    `scenarios/flash-sale`)."""
     path = resources.files(__name__).joinpath(f"{name}.yaml")
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict):
@@ -33,13 +41,53 @@ def load_file(name: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class JobKind:
-    """One kind of job in a scenario: how many each order makes and how long one takes."""
+    """One kind of job in a scenario: how many each order makes, how long one takes
+    (wall time, mostly waiting on its partner), the CPU its handler burns, what it
+    stores in the object store, and its deadline (in words and in seconds)."""
 
     name: str
     per_order: float
     work_ms: float
+    cpu_ms: float
+    stored_bytes: float
     slo: str
+    slo_s: float
     partner: str
+
+
+@dataclass(frozen=True)
+class Partner:
+    """An outside system some kinds call: its quota (None when the interviewer gave
+    none) and how long it is down at a time (0 when not said)."""
+
+    key: str
+    name: str
+    quota_per_s: float | None
+    kinds: tuple[str, ...]
+    outage_minutes: float
+    note: str
+
+
+@dataclass(frozen=True)
+class HardPart:
+    """What makes this scenario hard, and the steps whose model answer has a section for it."""
+
+    key: str
+    title: str
+    steps: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ScenarioStep:
+    """One step written for one scenario: the rubric notes (what a strong answer covers
+    here), the strong-hire example, and the model answer as (section key, text) pairs."""
+
+    notes: str
+    strong_hire: str
+    sections: tuple[tuple[str, str], ...]
+
+    def section(self, key: str) -> str:
+        return dict(self.sections).get(key, "")
 
 
 @dataclass(frozen=True)
@@ -49,15 +97,29 @@ class Scenario:
     key: str
     title: str
     orders_per_day: float
+    day_hours: float
     peak_orders_per_s: float
+    peak_minutes: float
     retention_days: float
     batch: int
     jobs: tuple[JobKind, ...]
+    partners: tuple[Partner, ...]
     answers: dict[str, str]
+    hard_parts: tuple[HardPart, ...]
+    steps: dict[str, ScenarioStep]
 
     @property
     def avg_orders_per_s(self) -> float:
+        """Orders a second averaged over the whole day (what storage and retention see)."""
         return self.orders_per_day / 86_400
+
+    @property
+    def busy_orders_per_s(self) -> float:
+        """Orders a second over the hours the orders arrive in (what an outage piles up)."""
+        return self.orders_per_day / (self.day_hours * 3600)
+
+    def kind(self, name: str) -> JobKind:
+        return next(j for j in self.jobs if j.name == name)
 
     @property
     def jobs_per_order(self) -> float:
@@ -89,6 +151,36 @@ class Rubric:
 
 
 @dataclass(frozen=True)
+class SqlStep:
+    """One SQL statement a model answer quotes (shown) or needs to be checked (setup).
+    `name` titles a shown mechanism ("the claim"); `params` fill its psql-style
+    placeholders (`:id`, `:'lease'`) when a test or a lesson runs it."""
+
+    text: str
+    rows: int
+    shown: bool
+    name: str = ""
+    params: tuple[tuple[str, Any], ...] = ()
+
+
+def sql_steps(where: str, items: list[dict[str, Any]] | None) -> tuple[SqlStep, ...]:
+    out = []
+    for n, s in enumerate(items or []):
+        if s.get("shown") and "name" not in s and where.startswith("steps.yaml"):
+            raise BadInput(f"{where} sql {n}: a shown mechanism needs a name")
+        out.append(
+            SqlStep(
+                s["text"],
+                int(s["rows"]),
+                bool(s["shown"]),
+                str(s.get("name", "")),
+                tuple((s.get("params") or {}).items()),
+            )
+        )
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class InterviewStep:
     """A step of the rehearsal, scored on one interviewer dimension."""
 
@@ -99,16 +191,7 @@ class InterviewStep:
     hints: tuple[str, ...]
     red_flags: tuple[str, ...]
     rubric: Rubric
-    model: str
-
-
-@dataclass(frozen=True)
-class SqlStep:
-    """One SQL statement a model answer quotes (shown) or needs to be checked (setup)."""
-
-    text: str
-    rows: int
-    shown: bool
+    sql: tuple[SqlStep, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,7 +227,8 @@ def rubric_of(where: str, data: dict[str, Any]) -> Rubric:
         raise BadInput(f"{where}: a rubric has levels 1, 2 and 3, got {sorted(levels)}")
     return Rubric(
         str(data["dimension"]),
-        tuple(Level(n, levels[n]["name"], levels[n]["says"], levels[n]["example"]) for n in LEVELS),
+        # a step's strong-hire example is written per scenario (catalog.rubric_for)
+        tuple(Level(n, levels[n]["name"], levels[n]["says"], levels[n].get("example", "")) for n in LEVELS),
     )
 
 
@@ -154,27 +238,77 @@ def opening() -> dict[str, Any]:
     return load_file("prompt")
 
 
+SCENARIO_FILES = ("small-store", "flash-sale", "multi-tenant-saas")
+
+
+def scenario_of(key: str, s: dict[str, Any], step_keys: tuple[str, ...]) -> Scenario:
+    """One scenario file read and checked: its answers cover every clarify topic, its
+    partners name its kinds, every step is written for it, and every hard part names
+    steps that have a section for it."""
+    where = f"scenarios/{key}.yaml"
+    topics = set(opening()["topics"])
+    if set(s["answers"]) != topics:
+        raise BadInput(f"{where}: answers must cover exactly {sorted(topics)}")
+    jobs = tuple(
+        JobKind(
+            name,
+            float(j["per_order"]),
+            float(j["work_ms"]),
+            float(j["cpu_ms"]),
+            float(j.get("stored_bytes", 0)),
+            j["slo"],
+            float(j["slo_s"]),
+            j["partner"],
+        )
+        for name, j in s["jobs"].items()
+    )
+    partners = tuple(
+        Partner(
+            pk,
+            p["name"],
+            None if p.get("quota_per_s") is None else float(p["quota_per_s"]),
+            tuple(p["kinds"]),
+            float(p.get("outage_minutes", 0)),
+            p.get("note", ""),
+        )
+        for pk, p in s["partners"].items()
+    )
+    kinds = {j.name for j in jobs}
+    for p in partners:
+        if not set(p.kinds) <= kinds:
+            raise BadInput(f"{where} partner {p.key}: unknown kinds {sorted(set(p.kinds) - kinds)}")
+    hard = tuple(HardPart(hk, h["title"], tuple(h["steps"])) for hk, h in s["hard_parts"].items())
+    if set(s["steps"]) != set(step_keys):
+        raise BadInput(f"{where}: steps must be written for exactly {list(step_keys)}")
+    steps = {
+        sk: ScenarioStep(v["notes"], v["strong_hire"], tuple((k, str(t)) for k, t in v["model"].items()))
+        for sk, v in s["steps"].items()
+    }
+    for h in hard:
+        for sk in h.steps:
+            if sk not in steps:
+                raise BadInput(f"{where} hard part {h.key}: no step {sk!r}")
+    return Scenario(
+        key,
+        s["title"],
+        float(s["orders_per_day"]),
+        float(s.get("day_hours", 24)),
+        float(s["peak_orders_per_s"]),
+        float(s["peak_minutes"]),
+        float(s["retention_days"]),
+        int(s["batch"]),
+        jobs,
+        partners,
+        dict(s["answers"]),
+        hard,
+        steps,
+    )
+
+
 @cache
 def scenarios() -> dict[str, Scenario]:
-    out = {}
-    for key, s in load_file("scenarios").items():
-        topics = set(opening()["topics"])
-        if set(s["answers"]) != topics:
-            raise BadInput(f"scenarios.yaml {key}: answers must cover exactly {sorted(topics)}")
-        out[key] = Scenario(
-            key,
-            s["title"],
-            float(s["orders_per_day"]),
-            float(s["peak_orders_per_s"]),
-            float(s["retention_days"]),
-            int(s["batch"]),
-            tuple(
-                JobKind(name, float(j["per_order"]), float(j["work_ms"]), j["slo"], j["partner"])
-                for name, j in s["jobs"].items()
-            ),
-            dict(s["answers"]),
-        )
-    return out
+    step_keys = tuple(st.key for st in steps_and_communication()[0])
+    return {key: scenario_of(key, load_file(f"scenarios/{key}"), step_keys) for key in SCENARIO_FILES}
 
 
 @cache
@@ -190,7 +324,7 @@ def steps_and_communication() -> tuple[tuple[InterviewStep, ...], Rubric]:
             tuple(s["hints"]),
             tuple(s["red_flags"]),
             rubric_of(f"steps.yaml {key}", s["rubric"]),
-            s["model"],
+            sql_steps(f"steps.yaml {key}", s.get("sql")),
         )
         for key, s in data.items()
     )
@@ -205,7 +339,7 @@ def follow_ups() -> dict[str, FollowUp]:
             f["topic"],
             f["question"],
             f["model"],
-            tuple(SqlStep(s["text"], int(s["rows"]), bool(s["shown"])) for s in f.get("sql") or []),
+            sql_steps(f"follow_ups.yaml {key}", f.get("sql")),
         )
         for key, f in load_file("follow_ups").items()
     }

@@ -159,6 +159,8 @@ def test_every_trade_off_cell_has_a_source_for_every_system():
         "retention",
         "dedup",
         "operations_cost",
+        "exactly_once",
+        "message_size",
     }
     for row in rows:
         for cell in row.cells.values():
@@ -167,6 +169,19 @@ def test_every_trade_off_cell_has_a_source_for_every_system():
                 assert hasattr(measurements, cell.source.split(": ")[1])
     table = interview.trade_off_markdown()
     assert "SQS FIFO" in table and "[1] " in table
+
+
+def test_the_trade_off_table_has_what_the_review_found_missing():
+    _, rows = interview_content.trade_offs()
+    cell = {(r.key, s): c.text for r in rows for s, c in r.cells.items()}
+    assert "streams drop a repeat" in cell["dedup", "rabbitmq"]
+    assert "365 days" in cell["fan_out_replay", "sqs_fifo"]
+    assert "4.2" in cell["retry_and_delay", "kafka"] and "preview" in cell["retry_and_delay", "kafka"]
+    peak = interview.work_estimate("flash-sale").kinds
+    events = sum(k.jobs_per_s for k in peak)  # 1,208 jobs a second at the flash sale's peak
+    assert f"100 / {events:,.0f} = {100 / events:.2f} s" in cell["dedup", "redis_streams"]
+    for model in (interview.model_answer("trade_offs", sc) for sc in interview.SCENARIOS):
+        assert "RabbitMQ give leases" not in model and "delays and dead-letter queues built in" not in model
 
 
 def test_the_two_wrong_model_answers_are_fixed():

@@ -292,3 +292,30 @@ def test_lessons_after_10_take_a_letter_and_keep_11s_number():
 )
 def test_run_all_times_read_as_the_course_says_them(seconds, text):
     assert lessons.run_all_text(seconds) == text
+
+
+def stored_text(notebook: str, cell_id: str) -> str:
+    """The text a stored notebook's cell printed or displayed."""
+    nb = nbformat.read(NOTEBOOKS / notebook, as_version=4)
+    (cell,) = [c for c in nb.cells if c.get("id") == cell_id]
+    parts = []
+    for out in cell.get("outputs", []):
+        parts.append(out.get("text", ""))
+        parts += [str(v) for k, v in out.get("data", {}).items() if k in ("text/plain", "text/html")]
+    return "".join(parts)
+
+
+def test_lesson_12_shows_the_drain_lesson_11_s_stored_run_measured():
+    """One number, one source: lesson 12 reads lesson 11's drain from the measurement
+    store (interview.drain_quote), so the stored lessons show one number for it, in the
+    quote and on the one-page summary, and none from lesson 11's text."""
+    drained = re.search(r"([\d,]+) jobs/s\n", stored_text("11-when-to-switch.ipynb", "ad93c49d"))
+    assert drained, "lesson 11's stored drain summary"
+    quoted = stored_text("12-the-interview.ipynb", "8cf6f50c")
+    page = stored_text("12-the-interview.ipynb", "97cdafa3")
+    assert quoted.startswith(f"{drained.group(1)} jobs/s, measured in lesson 11-when-to-switch"), quoted
+    assert f"drain (lesson 11): {drained.group(1)} jobs/s" in page
+    text = "".join(
+        "".join(c.source) for c in nbformat.read(NOTEBOOKS / "12-the-interview.ipynb", as_version=4).cells
+    )
+    assert drained.group(1) not in text  # read, never copied into the lesson

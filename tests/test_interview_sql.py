@@ -18,10 +18,6 @@ WITH_SQL = interview.WITH_SQL
 STEPS_WITH_SQL = tuple(s.key for s in interview.STEPS if s.sql)  # the deep dive's mechanisms
 
 
-def quoted(key: str):
-    return interview.step(key).sql if key in interview.STEP_KEYS else interview.follow_up(key).sql
-
-
 def test_the_model_answers_that_quote_sql_include_the_two_that_were_wrong():
     assert {"fairness", "unique"} <= set(WITH_SQL) and STEPS_WITH_SQL == ("deep_dive",)
 
@@ -29,7 +25,7 @@ def test_the_model_answers_that_quote_sql_include_the_two_that_were_wrong():
 @pytest.mark.parametrize("key", WITH_SQL + STEPS_WITH_SQL)
 def test_every_sql_in_a_model_answer_runs_and_reports_its_rows(conn, key):
     statements.run(conn, "lab/reset_jobs")  # ids from 1, as the answers' scenes number them
-    for n, sql_step in enumerate(quoted(key)):
+    for n, sql_step in enumerate(interview.quoted_sql(key)):
         assert interview.execute_step(conn, sql_step) == sql_step.rows, (key, n, sql_step.text)
 
 
@@ -78,7 +74,7 @@ def test_the_model_answers_name_no_file_but_show_the_lines():
 UNIQUE_INDEXES = [
     (key, n)
     for key in WITH_SQL + STEPS_WITH_SQL
-    for n, s in enumerate(quoted(key))
+    for n, s in enumerate(interview.quoted_sql(key))
     if "CREATE UNIQUE INDEX" in s.text.upper()
 ]
 
@@ -88,7 +84,7 @@ def test_no_model_answer_s_unique_index_drops_a_job_of_another_kind(conn, key, n
     """Every kind of every scenario, and lesson 11's paid and shipped events, twice for one
     order (two webhooks an order, two events): with the answer's unique index in place,
     every job of a kind the index is not about is kept, ON CONFLICT DO NOTHING or not."""
-    index = quoted(key)[n]
+    index = interview.quoted_sql(key)[n]
     interview.execute_step(conn, index)
     about = set(re.findall(r"kind\s*=\s*'(\w+)'", index.text))
     assert about, "a unique key per order must name its kind, or it applies to every kind"

@@ -10,7 +10,7 @@ import psycopg
 from ..databases import Database
 from ..errors import BadInput
 from ..statements import Statement, run
-from .catalog import STEP_KEYS, WITH_SQL, follow_up, scenario_named, step
+from .catalog import WITH_SQL, quoted_sql, scenario_named, step
 from .content import SqlStep
 from .estimation import drain_quote, fmt, scenario_estimate, work_estimate
 
@@ -29,9 +29,9 @@ def run_model_sql(db: Database, key: str) -> list[int]:
     emptied jobs table, inside one transaction that is rolled back: the rows each step
     reported (RETURNING rows, or rows changed). Nothing stays, so a lesson can show that
     the answer works on its own database."""
-    steps = step(key).sql if key in STEP_KEYS else follow_up(key).sql
+    steps = quoted_sql(key)
     if not steps:
-        raise BadInput(f"follow-up {key!r} quotes no SQL; these do: {', '.join(WITH_SQL)}")
+        raise BadInput(f"{key!r} quotes no SQL; these do: deep_dive, {', '.join(WITH_SQL)}")
     with db.connection() as conn, conn.transaction(force_rollback=True):
         run(conn, "lab/reset_jobs")
         return [execute_step(conn, sql_step) for sql_step in steps]

@@ -39,6 +39,11 @@ def scenario_named(key: str) -> content.Scenario:
     return SCENARIOS[key]
 
 
+def quoted_sql(key: str) -> tuple[content.SqlStep, ...]:
+    """The SQL a step's model answer (the deep dive's mechanisms) or a follow-up's quotes."""
+    return step(key).sql if key in STEP_KEYS else follow_up(key).sql
+
+
 def follow_up(key: str) -> content.FollowUp:
     if key not in FOLLOW_UPS:
         raise BadInput(f"no follow-up {key!r}; known: {', '.join(FOLLOW_UPS)}")

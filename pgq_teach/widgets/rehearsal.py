@@ -40,8 +40,17 @@ def rubric_html(rubric: Any) -> str:
 
 
 def boxed(title: str, text: str) -> str:
-    body = escape(text).replace("\n", "<br>")
-    return f"<div style='background:#f3f7ff;padding:6px'><b>{escape(title)}</b><p>{body}</p></div>"
+    """A model answer in a box: its paragraphs as prose, and the SQL it writes on the board
+    (a paragraph whose lines after its title are indented or SQL) kept as written."""
+    parts = []
+    for para in text.split("\n\n"):
+        head, _, rest = para.partition("\n")
+        if rest and head.endswith(":") and not head.startswith(" "):  # a mechanism: its name, then its lines
+            sql = f"<pre class='pgq-sql' style='white-space:pre-wrap'>{escape(rest)}</pre>"
+            parts.append(f"<p><b>{escape(head)}</b></p>{sql}")
+        else:
+            parts.append("<p>" + escape(para).replace("\n", "<br>") + "</p>")
+    return f"<div style='background:#f3f7ff;padding:6px'><b>{escape(title)}</b>{''.join(parts)}</div>"
 
 
 def show_if(widget: W.Widget, visible: bool) -> None:

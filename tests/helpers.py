@@ -290,6 +290,7 @@ def server_folder(prefix: str = "pgq-teach-test-", *, fresh: bool = False) -> It
             broker.Broker().stop()
             if embedded.status()["running"]:
                 embedded.stop()
+            embedded.stop_checker()  # the checker a check there started, in pg18-checker
         shutil.rmtree(home, ignore_errors=True)
 
 

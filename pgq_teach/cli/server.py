@@ -63,6 +63,8 @@ def _server_stop() -> None:
             if embedded.stop()
             else "the embedded PostgreSQL was not running"
         )
+    if embedded.stop_checker():  # whatever the backend: the checker is always the embedded one
+        say("stopped the checker (the embedded PostgreSQL 18 that runs Your turn's SQL)")
     if broker.Broker().stop():
         say("stopped the NATS broker (lesson 11)")
 
@@ -80,6 +82,7 @@ def _server_status() -> int:
             say(f"PGQ_DSN server ({describe(dsn)}): not reachable. {exc}")
             return 1
         say(f"PGQ_DSN server: up, {found.line()}")
+        _checker_status()
         return 0
     if backend == "docker":
         st = container.status()
@@ -104,7 +107,15 @@ def _server_status() -> int:
     if st["another_install"]:
         state += f", but {st['another_install']}: `pgq-teach server start` restarts it from this install"
     say(f"embedded PostgreSQL: {state}; data in {st['data_dir']}")
+    _checker_status()
     return 0 if st["running"] or backend == "docker" else 1
+
+
+def _checker_status() -> None:
+    """One line on the checker, which Your turn starts when it needs it."""
+    ck = embedded.checker_status()
+    state = f"running (pid {ck['pid']})" if ck["running"] else "stopped (Your turn starts it)"
+    say(f"the checker (Your turn's own PostgreSQL 18): {state}; in {ck['data_dir']}")
 
 
 def _server_restart() -> int:
@@ -193,7 +204,8 @@ def cmd_clean(args: argparse.Namespace) -> int:
     folder = embedded.data_dir()
     if args.all:  # ask before anything is dropped: a no leaves every database as it was
         question = (
-            f"stop PostgreSQL and remove {folder}, every database in it, and the broker's store? [y/N] "
+            f"stop PostgreSQL and remove {folder}, every database in it, the checker's folder and the "
+            "broker's store? [y/N] "
         )
         if not args.yes and not _confirmed(question):
             say(f"left {folder} as it was")
@@ -206,6 +218,9 @@ def cmd_clean(args: argparse.Namespace) -> int:
     try:
         say(server.line())
         say(tidy.clean(server).line())
+        checker = tidy.clean_checker()
+        if checker:
+            say(checker)
     finally:
         if stopped and not args.all:  # leave it as clean found it, unless someone came meanwhile
             say(tidy.stop_if_alone(server))

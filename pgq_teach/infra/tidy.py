@@ -129,11 +129,27 @@ def _let_wal_go(conn: psycopg.Connection) -> str:
     return ""
 
 
+def clean_checker() -> str:
+    """Stop the checker and give its copy back to its template's size (the next check starts
+    it afresh anyway): one line, or "" when it has no folder yet."""
+    folder = embedded.checker_folder()
+    if not folder.is_dir():
+        return ""
+    before = folder_size(folder)
+    was_running = embedded.stop_checker()
+    data = embedded.checker_data()
+    if data.is_dir():
+        shutil.rmtree(data, ignore_errors=True)
+    after = folder_size(folder)
+    stopped = "stopped the checker and " if was_running else ""
+    return f"{stopped}emptied its scratch copy: freed {mib(max(before - after, 0))} ({folder})"
+
+
 def removed_by_all() -> list[Path]:
-    """The folders `clean --all` removes: the data folder and the broker store beside it
-    (none for a data folder with no name, /, which the server refuses anyway)."""
+    """The folders `clean --all` removes: the data folder, the checker's folder and the broker
+    store beside it (none for a data folder with no name, /, which the server refuses anyway)."""
     folder = embedded.data_dir()
-    return [folder, broker.default_store()] if folder.name else [folder]
+    return [folder, embedded.checker_folder(), broker.default_store()] if folder.name else [folder]
 
 
 def learner_home_inside(folders: list[Path]) -> Path | None:
@@ -159,4 +175,8 @@ def remove_data_folder() -> tuple[Path, int]:
     bytes it held."""
     folder = embedded.data_dir()
     embedded.stop()
-    return folder, remove(folder)
+    size = remove(folder)
+    if folder.name:  # the checker's folder goes with it
+        embedded.stop_checker()
+        size += remove(embedded.checker_folder())
+    return folder, size

@@ -26,6 +26,7 @@ from .sandbox import (
     LOCK_TIMEOUT_S,
     STATEMENT_TIMEOUT_S,
     STOPPED,
+    CheckerRestarted,
     Scratch,
     one_check,
     open_scratch,
@@ -216,6 +217,15 @@ def judge(ex: Exercise, sql: str, *, scratch: Scratch | None = None, progress=No
         learner_sql = read(sql, ex.params, ex.words, exercise=ex.key)
         scratch = scratch or open_scratch(ex.key.replace("/", "_"))
         return ex.run(scratch, learner_sql, exercise=ex.key, progress=progress, stop=stop)
+    except CheckerRestarted as exc:
+        return Verdict(
+            ex.key,
+            False,
+            str(exc),
+            refused=True,
+            hint="A queue statement takes milliseconds: look for what multiplies the work, then Check again.",
+            server_version=_checker_version(scratch),
+        )
     except Refused as exc:
         return refused(ex.key, str(exc))
     except psycopg.errors.QueryCanceled:
@@ -244,7 +254,13 @@ def judge(ex: Exercise, sql: str, *, scratch: Scratch | None = None, progress=No
             False,
             f"PostgreSQL raised an error: {first}",
             hint="Read the error, fix the statement, and Check again.",
+            server_version=_checker_version(scratch),
         )
+
+
+def _checker_version(scratch: Scratch | None) -> str:
+    """The version of the server that ran the check ("" if none did)."""
+    return scratch.db.server.version if scratch is not None else ""
 
 
 def check(key: str, sql: str, *, save: bool = True, progress=None, stop=None) -> Verdict:

@@ -5,10 +5,23 @@ classroom server behind PGQ_DSN), so the SQL typed into "Your turn" is treated
 as an attacker's: it must not reach a superuser's rights or another learner's
 data, and must not damage the course, hang a widget or fill a disk.
 
+Where it runs: only on the checker (`infra.server.get_checker`), an embedded
+PostgreSQL 18 of its own beside the lessons' data folder, started on demand,
+whatever server the lessons use (PGQ_DSN, Docker or embedded); the lessons'
+server, with the learner's measurements and progress, never runs a learner
+statement. The checker's processes run under an address-space limit
+(embedded.CHECKER_ADDRESS_SPACE, inherited by every backend), so a statement
+that would take all the memory ends in PostgreSQL's own "out of memory" error;
+and a backend that does not stop when cancelled (one deep in the planner never
+reads a cancel) is ended by killing the checker, which the next statement finds
+started afresh from its template (CheckerRestarted says so in the verdict).
+Disk: temp_file_limit, and MAX_SCRATCH_BYTES checked after each run of a
+statement that writes.
+
 Who is trusted, and what each role can do:
 
-- The course's own connection (`Database.connection()`, a superuser on the
-  embedded server) is trusted and runs only the course's statements from
+- The course's own connection (`Database.connection()`, the checker's
+  superuser) is trusted and runs only the course's statements from
   `sql/`. It never touches an object the learner controls; and the learner
   controls none: no table, function, statistics object, trigger, operator or
   default is ever owned or made by the learner's role, so nothing the
@@ -42,13 +55,14 @@ MAX_BYTES characters is stopped and refused; Stop
 `one_check`, which `exercises.check` holds, lets one check of an exercise run
 at a time in a process.
 
-What bounds memory: a value's growth is refused from the parse tree (no WITH
+What bounds memory: the checker's address-space limit, and before it a value's growth is
+refused from the parse tree (no WITH
 RECURSIVE, no ARRAY(SELECT ...), and no statement whose inlined expressions
 pass MAX_EXPANSION nodes and characters or read tables over MAX_RELATIONS times,
 `learner_sql.Reading`), because the
-watchdog cannot end a backend that is not listening: one that builds a huge expression tree in the
-planner checks for no cancel, outlives its closed session, and can grow until
-the kernel's OOM killer ends it, which restarts the whole cluster. A value the
+cancel cannot end a backend that is not listening: one that builds a huge expression tree in the
+planner checks for no cancel and outlives its closed session, until the watchdog kills the
+checker or the limit ends it. A value the
 reader lets through is at most about MAX_EXPANSION times a column's own size.
 
 Not bounded yet: learners on one shared server share one role and one scratch
@@ -67,6 +81,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -79,7 +94,9 @@ from psycopg.conninfo import make_conninfo
 from psycopg.pq.abc import PGresult
 
 from ..databases import Database, open_database
-from ..statements import run
+from ..infra import embedded
+from ..infra.server import get_checker, rebuild_checker
+from ..statements import run, run_one
 from .learner_sql import LearnerSQL, Refused
 
 ROLE = "pgq_learner"
@@ -95,6 +112,11 @@ WATCHDOG_GRACE_S = 1.0  # the client's deadline: the server's timeout plus this
 MAX_ROWS = 1_000
 MAX_BYTES = 1_000_000  # of the rows one learner statement returns, as the client reads them
 TEMP_FILE_LIMIT = "64MB"  # per session, for sorts and hashes that spill: the disk a statement may fill
+# The most the scratch database may hold after a statement that writes (measured after each
+# run of one): the largest check's own tables take about 30 MB (the index exercise's 100,100
+# rows and their indexes), so a check past this is growing it, not grading it.
+MAX_SCRATCH_BYTES = 128 * 2**20
+KILL_WAIT_S = 0.5  # after the session is closed, how long its backend has to leave before the kill
 STOPPED = "stopped: you pressed Stop, so the check ended there"
 
 # One password per role for this process, so two checks in one kernel never
@@ -175,7 +197,7 @@ def open_scratch(exercise: str) -> Scratch:
     """A fresh scratch database for one exercise, with the course's tables
     (and the fencing token column), the learner role's grants and the checker
     role. `exercise` is its label (the key with `_` for `/`)."""
-    db = open_database(f"scratch_{exercise}", reset=True)
+    db = open_database(f"scratch_{exercise}", reset=True, server=get_checker())
     db.apply("exercise/add_fence_token")
     with db.connection() as conn:
         set_up_roles(conn, db.name)
@@ -238,12 +260,20 @@ def _stopped(conn: psycopg.Connection) -> bool:
     return getattr(conn, "label", None) in STOPPED_LABELS
 
 
+class CheckerRestarted(Refused):
+    """The learner's statement did not stop when cancelled, so the checker was killed and
+    started afresh from its template: what the verdict says."""
+
+
 class Watchdog:
     """At the deadline, cancel the session's statement from the client side;
-    if it has not ended a grace period later, close the session."""
+    if it has not ended a grace period later, close the session; and if its
+    backend still runs then (one deep in the planner never reads a cancel),
+    kill the checker, which `guarded` then starts afresh."""
 
     def __init__(self, conn: psycopg.Connection, seconds: float):
-        self.conn, self.seconds, self.fired = conn, seconds, False
+        self.conn, self.seconds, self.fired, self.killed = conn, seconds, False, False
+        self.backend = conn.info.backend_pid
         self.timers = [
             threading.Timer(seconds, self._cancel),
             threading.Timer(seconds + WATCHDOG_GRACE_S, self._close),
@@ -260,6 +290,13 @@ class Watchdog:
 
     def _close(self) -> None:
         self.conn.close()
+        deadline = time.monotonic() + KILL_WAIT_S
+        while embedded.checker_backend(self.backend):
+            if time.monotonic() > deadline:
+                self.killed = True
+                embedded.kill_checker()
+                return
+            time.sleep(0.02)
 
     def __enter__(self) -> Watchdog:
         for timer in self.timers:
@@ -273,12 +310,23 @@ class Watchdog:
             self.conn.close()
 
 
+def _restarted(dog: Watchdog) -> CheckerRestarted:
+    """Wait for the watchdog's kill to end, start the checker afresh, and say so."""
+    dog.timers[1].join()
+    rebuild_checker()
+    return CheckerRestarted(
+        f"your statement did not stop within {dog.seconds:g} s, even when cancelled; "
+        "the checker was restarted (your lessons' server was not touched)"
+    )
+
+
 @contextmanager
 def guarded(
     conn: psycopg.Connection, seconds: float = STATEMENT_TIMEOUT_S + WATCHDOG_GRACE_S
 ) -> Iterator[None]:
     """Run learner SQL on `conn` under the watchdog; a statement the watchdog
-    or Stop ended raises Refused saying so."""
+    or Stop ended raises Refused saying so (CheckerRestarted if the watchdog
+    had to kill the checker)."""
     if _stopped(conn):
         raise Refused(STOPPED)
     dog = Watchdog(conn, seconds)
@@ -286,6 +334,10 @@ def guarded(
         with dog:
             yield
     except (psycopg.errors.QueryCanceled, psycopg.OperationalError):
+        if dog.fired:  # the close may be deciding whether to kill: let it finish
+            dog.timers[1].join()
+        if dog.killed:
+            raise _restarted(dog) from None
         if _stopped(conn):
             raise Refused(STOPPED) from None
         if dog.fired:
@@ -294,6 +346,8 @@ def guarded(
                 "a queue statement takes milliseconds"
             ) from None
         raise
+    if dog.killed:
+        raise _restarted(dog)
     if dog.fired:
         raise Refused(f"it ran past the checker's {seconds:g} s deadline and was cancelled")
 
@@ -359,7 +413,9 @@ def execute(
     query, params = _query(learner, values)
     with guarded(conn, seconds):
         if not returns_rows(learner):
-            return Fetched([], conn.execute(query, params).rowcount)
+            fetched = Fetched([], conn.execute(query, params).rowcount)
+            _check_size(conn, learner)
+            return fetched
         rows: list[tuple] = []
         size = 0
         stream = conn.cursor().stream(query, params)
@@ -374,7 +430,31 @@ def execute(
                 rows.append(row)
         finally:
             stream.close()  # type: ignore[attr-defined]  # leaving the stream early cancels the statement
+        _check_size(conn, learner)
         return Fetched(rows, len(rows))
+
+
+def writes(learner: LearnerSQL) -> bool:
+    """Whether the statement may write: anything but a SELECT with no data-changing WITH query."""
+    tree = learner.tree
+    if type(tree).__name__ != "SelectStmt":
+        return True
+    ctes = getattr(getattr(tree, "withClause", None), "ctes", None) or ()
+    return any(type(cte.ctequery).__name__ != "SelectStmt" for cte in ctes)
+
+
+def _check_size(conn: psycopg.Connection, learner: LearnerSQL) -> None:
+    """After a statement that writes, Refused if the scratch database now holds over
+    MAX_SCRATCH_BYTES: a check runs a statement hundreds of times, and each run may grow
+    what the next one reads (the reader bounds one run's growth only)."""
+    if not writes(learner) or conn.info.transaction_status == pq.TransactionStatus.INERROR:
+        return
+    (size,) = run_one(conn, "exercise/scratch_size")
+    if size > MAX_SCRATCH_BYTES:
+        raise Refused(
+            f"the scratch database grew past {MAX_SCRATCH_BYTES // 2**20} MB ({size // 2**20} MB), so the "
+            "check stopped it there: a queue statement changes a few rows, it does not grow the table"
+        )
 
 
 def plan(conn: psycopg.Connection, learner: LearnerSQL, values: dict[str, Any]) -> dict:

@@ -15,6 +15,7 @@ from ..tables import Table
 
 MAX_TEXT = 400  # characters of any one string a verdict keeps: learner data can be any size
 MAX_ITEMS = 100  # items of any one list in a verdict's numbers
+GRADED_ON = "your lessons' server never runs your SQL"
 
 
 def cut(value: Any) -> Any:
@@ -76,8 +77,13 @@ class Verdict:
         if self.guide:
             lines.append(f"  {self.guide}")
         if self.server_version:
-            lines.append(f"  this server: PostgreSQL {self.server_version}")
+            lines.append(f"  {self.graded_on}")
         return "\n".join(lines)
+
+    @property
+    def graded_on(self) -> str:
+        """Which server ran the learner's SQL: always the checker, never the lessons' server."""
+        return f"graded on the checker: PostgreSQL {self.server_version}, a server of its own ({GRADED_ON})"
 
     def html(self) -> str:
         """Visible text: the verdict, a table of evidence, the hint."""
@@ -89,7 +95,7 @@ class Verdict:
         hint = f'<p class="pgq-hint"><b>Hint:</b> {escape(self.hint)}</p>' if self.hint else ""
         guide = f'<p class="pgq-guide" style="color:#555">{escape(str(self.guide))}</p>' if self.guide else ""
         version = (
-            f'<p style="color:#555">this server: PostgreSQL {escape(self.server_version)}</p>'
+            f'<p class="pgq-graded-on" style="color:#555">{escape(self.graded_on)}</p>'
             if self.server_version
             else ""
         )

@@ -112,10 +112,15 @@ WATCHDOG_GRACE_S = 1.0  # the client's deadline: the server's timeout plus this
 MAX_ROWS = 1_000
 MAX_BYTES = 1_000_000  # of the rows one learner statement returns, as the client reads them
 TEMP_FILE_LIMIT = "64MB"  # per session, for sorts and hashes that spill: the disk a statement may fill
-# The most the scratch database may hold after a statement that writes (measured after each
-# run of one): the largest check's own tables take about 30 MB (the index exercise's 100,100
-# rows and their indexes), so a check past this is growing it, not grading it.
+# The most the scratch database may hold after a statement that writes (read after the runs
+# of one, SIZE_EVERY_S apart): a check's own scratch database takes 7 to 9 MB after its model
+# answer (the index exercise's, with 100,100 rows and two indexes, 21.6 MB), so a check past this is growing
+# it, not grading it.
 MAX_SCRATCH_BYTES = 128 * 2**20
+# The size read costs a round trip or two (10 to 30 ms on a loaded machine, measured), and a
+# check runs a claim hundreds of times: read at most this often on one session. A run that
+# grows the table by more than the limit in that time has to write it, which takes longer.
+SIZE_EVERY_S = 0.25
 KILL_WAIT_S = 0.5  # after the session is closed, how long its backend has to leave before the kill
 STOPPED = "stopped: you pressed Stop, so the check ended there"
 
@@ -449,7 +454,11 @@ def _check_size(conn: psycopg.Connection, learner: LearnerSQL) -> None:
     what the next one reads (the reader bounds one run's growth only)."""
     if not writes(learner) or conn.info.transaction_status == pq.TransactionStatus.INERROR:
         return
+    now = time.monotonic()
+    if now - getattr(conn, "sized_at", 0.0) < SIZE_EVERY_S:
+        return
     (size,) = run_one(conn, "exercise/scratch_size")
+    setattr(conn, "sized_at", time.monotonic())  # noqa: B010 (any session; LearnerConnection or not)
     if size > MAX_SCRATCH_BYTES:
         raise Refused(
             f"the scratch database grew past {MAX_SCRATCH_BYTES // 2**20} MB ({size // 2**20} MB), so the "

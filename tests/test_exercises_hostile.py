@@ -19,7 +19,7 @@ from pgq_teach import databases, exercises
 from pgq_teach.exercises import learner_sql, sandbox
 from pgq_teach.exercises.learner_sql import Refused, read
 from pgq_teach.exercises.verdict import MAX_TEXT
-from pgq_teach.infra import learner
+from pgq_teach.infra import learner, server
 from pgq_teach.statements import run
 from pgq_teach.widgets.your_turn import YourTurn
 
@@ -42,7 +42,7 @@ def seeded_scratch(label: str) -> sandbox.Scratch:
 @pytest.fixture
 def scratch(pg):
     yield seeded_scratch(LABEL)
-    databases.drop_database(f"scratch_{LABEL}")
+    databases.drop_database(f"scratch_{LABEL}", server=server.get_checker())
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def unchanged_scratch(module_server):
         made = seeded_scratch(label)
     yield made
     with on_server(module_server):
-        databases.drop_database(f"scratch_{label}")
+        databases.drop_database(f"scratch_{label}", server=server.get_checker())
 
 
 # The tests that fingerprint the whole cluster before and after an attack (roles and their
@@ -743,15 +743,15 @@ def test_a_learner_session_cannot_end_or_cancel_a_sibling(scratch):
 
 @ALONE
 def test_the_fingerprint_sees_a_database_made_beside_the_scratch(scratch):
-    """The fingerprint is not blind on the server the attacks run on: a database made
+    """The fingerprint is not blind on the server the attacks run on (the checker): a database made
     there changes it, and once dropped the cluster reads as before (a role's default
     changing it is shown above)."""
     before = fingerprint(scratch)
-    databases.open_database(f"{LABEL}_beside", schema=False)
+    databases.open_database(f"{LABEL}_beside", schema=False, server=scratch.db.server)
     try:
         assert fingerprint(scratch) != before
     finally:
-        databases.drop_database(f"{LABEL}_beside")
+        databases.drop_database(f"{LABEL}_beside", server=scratch.db.server)
     assert fingerprint(scratch) == before
 
 
@@ -939,7 +939,7 @@ def test_role_setups_run_at_once_take_turns(pg):
         assert errors == []
     finally:
         for label in labels:
-            databases.drop_database(f"scratch_{label}")
+            databases.drop_database(f"scratch_{label}", server=server.get_checker())
 
 
 def doubling_chain(links: int, materialized: str = "NOT MATERIALIZED", value: str = "kind") -> str:

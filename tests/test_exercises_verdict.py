@@ -12,6 +12,7 @@ from pgq_teach.exercises.learner_sql import Refused, read
 from pgq_teach.exercises.sandbox import open_scratch, sessions, stage
 from pgq_teach.exercises.verdict import Evidence, Verdict
 from pgq_teach.guide import figure
+from pgq_teach.infra import server
 from pgq_teach.seeding import reset_and_seed
 from pgq_teach.statements import run, statement
 
@@ -61,7 +62,7 @@ def test_verdicts_do_not_share_their_numbers():
 @pytest.fixture
 def scratch(pg):
     yield open_scratch("test_shared_parts")
-    databases.drop_database("scratch_test_shared_parts")
+    databases.drop_database("scratch_test_shared_parts", server=server.get_checker())
 
 
 def rows(owner) -> dict[int, dict]:

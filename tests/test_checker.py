@@ -1,0 +1,162 @@
+"""The checker: the learner's "Your turn" SQL runs only on an embedded PostgreSQL 18 of its
+own, under an address-space limit, and a statement that will not stop is ended by killing
+that server, which comes back afresh from its template. After each hostile check here the
+lessons' server reads exactly as before (roles, settings, databases, sessions, locks, and
+its postmaster's start time: it never restarted), and the next exercise's model answer passes.
+
+Each test runs on this module's own server (`alone`), so its checker is this module's too:
+a kill here ends no other test's check.
+
+(This file is exempt from the no-SQL-in-tests rule, as tests/test_exercises_hostile.py is:
+its SQL is what a learner types into "Your turn", the input under test.)"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import psycopg
+import pytest
+
+from pgq_teach import exercises
+from pgq_teach.exercises import learner_sql, sandbox
+from pgq_teach.infra import embedded, server
+from pgq_teach.statements import run
+
+ALONE = pytest.mark.usefixtures("alone")
+NEXT = "05/complete"  # the exercise whose model answer must pass after each attack
+
+
+@pytest.fixture(autouse=True)
+def learner_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path))
+
+
+def lessons_fingerprint() -> tuple:
+    """The lessons' server as nothing typed into Your turn may change it (a closed session
+    takes a moment to leave pg_stat_activity, so read until two reads agree)."""
+    lessons = server.get_server()
+    last = None
+    for _ in range(50):
+        with psycopg.connect(lessons.dsn, autocommit=True, connect_timeout=5) as conn:
+            row = tuple(run(conn, "exercise/lessons_fingerprint").fetchone())
+        if row == last:
+            return row
+        last = row
+        time.sleep(0.1)
+    return last
+
+
+def on_the_checker(conn_dsn: str, name: str) -> bool:
+    with psycopg.connect(conn_dsn, autocommit=True, connect_timeout=5) as conn:
+        return bool(run(conn, "admin/database_exists", {"name": name}).fetchone())
+
+
+@ALONE
+def test_the_learners_sql_runs_on_the_checker_and_the_verdict_says_so():
+    lessons = server.get_server()
+    ex = exercises.exercise(NEXT)
+    verdict = exercises.check(NEXT, ex.answer_text(), save=False)
+    assert verdict.passed, verdict.summary()
+    checker = server.get_checker()
+    assert checker.dsn != lessons.dsn and checker.major == 18
+    assert verdict.server_version == checker.version
+    assert "graded on the checker" in verdict.summary() and "pgq-graded-on" in verdict.html()
+    scratch = sandbox.open_scratch(sandbox.label_of(NEXT))
+    assert on_the_checker(checker.dsn, scratch.db.name)
+    assert not on_the_checker(lessons.dsn, scratch.db.name)
+
+
+@ALONE
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/<pid>/limits")
+def test_every_checker_backend_runs_under_the_address_space_limit():
+    checker = server.get_checker()
+    with psycopg.connect(checker.dsn, autocommit=True) as conn:
+        pid = conn.info.backend_pid
+        with open(f"/proc/{pid}/limits") as limits:
+            line = next(x for x in limits if x.startswith("Max address space"))
+    assert line.split()[3:5] == [str(embedded.CHECKER_ADDRESS_SPACE)] * 2, line
+
+
+def stop_the_learners_backend(checker_dsn: str, done: threading.Event, found: list) -> None:
+    """SIGSTOP the learner's session that runs the statement, as soon as it shows: a backend
+    that reads no cancel, as one deep in the planner (C1) is."""
+    with psycopg.connect(checker_dsn, autocommit=True) as conn:
+        while not done.is_set():
+            for pid, query in run(conn, "lab/active_pids_of_role", {"role": sandbox.ROLE}).fetchall():
+                if "jobs e" in query:
+                    os.kill(pid, signal.SIGSTOP)
+                    found.append(pid)
+                    return
+            time.sleep(0.02)
+
+
+# What each attack's verdict says: the checker's own error, or the watchdog's kill.
+OUT_OF_MEMORY = ("out of memory", "the checker was restarted")
+
+
+def doubling(links: int) -> str:
+    """C1 as the review wrote it at first: each WITH query named once, its column used twice,
+    so the planner pulls each link up into the next and the expression doubles per link."""
+    parts = [f"a{i + 1} AS (SELECT k || k AS k FROM a{i})" for i in range(links)]
+    return f"WITH a0 AS (SELECT kind AS k FROM jobs LIMIT 1), {', '.join(parts)} SELECT length(k) AS pid FROM a{links}"  # noqa: E501 (the input under test, kept on one line)
+
+
+ATTACKS = [
+    (
+        # Passes the reader as it is: five reads of jobs, sorted whole before the row cap can
+        # see a row, so it spills to disk until temp_file_limit or the statement timeout ends it.
+        "a sort the reader lets through",
+        "09/holder",
+        "SELECT a.id AS pid FROM jobs a, jobs b, jobs c, jobs d, jobs e "
+        "ORDER BY md5(a.kind || b.kind || c.kind || d.kind || e.kind)",
+        ("temp_file_limit", "statement timeout", "deadline"),
+    ),
+    (
+        # The reader refuses this (its growth bound); lifted for this test alone, the planner
+        # grows the expression 2^26 times: unlimited, it would take the machine's memory.
+        "C1 at 26 links, the reader's growth bound lifted",
+        "09/holder",
+        doubling(26),
+        OUT_OF_MEMORY,
+    ),
+    (
+        "a backend that reads no cancel",
+        "09/holder",
+        "SELECT count(*)::int AS pid FROM jobs a, jobs b, jobs c, jobs d, jobs e",
+        ("your statement did not stop within 4 s", "the checker was restarted"),
+    ),
+]
+
+
+@ALONE
+@pytest.mark.parametrize("what, key, sql, says", ATTACKS, ids=[a[0] for a in ATTACKS])
+def test_a_hostile_check_never_reaches_the_lessons_server(monkeypatch, what, key, sql, says):
+    checker = server.get_checker()  # started before the fingerprint: it is no part of the lessons'
+    before = lessons_fingerprint()
+    checker_pid = embedded.checker_status()["pid"]
+    done, stopped = threading.Event(), []
+    if what.startswith("C1"):
+        monkeypatch.setattr(learner_sql, "MAX_EXPANSION", 10**12)
+    if "no cancel" in what:
+        stopper = threading.Thread(target=stop_the_learners_backend, args=(checker.dsn, done, stopped))
+        stopper.daemon = True
+        stopper.start()
+    try:
+        verdict = exercises.check(key, sql, save=False)
+    finally:
+        done.set()
+    assert not verdict.passed, verdict.summary()
+    assert any(part in verdict.headline for part in says), verdict.summary()
+    assert "Traceback" not in verdict.summary()
+    if "no cancel" in what:
+        assert stopped, "the test never found the learner's session to stop"
+        assert all(part in verdict.headline for part in says), verdict.headline
+        assert embedded.checker_status()["pid"] != checker_pid  # killed, and started afresh
+    assert lessons_fingerprint() == before  # postmaster start time included: it never restarted
+    ex = exercises.exercise(NEXT)
+    after = exercises.check(NEXT, ex.answer_text(), save=False)
+    assert after.passed, after.summary()

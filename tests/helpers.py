@@ -242,6 +242,7 @@ def made_and_stopped(pgdata: Path) -> Path:
             embedded.start()
         finally:
             embedded.stop()
+        embedded.make_checker_template()  # in pg18-checker: a check there starts without initdb
     if (pgdata / "postmaster.pid").exists() or any(pgdata.glob(".s.PGSQL.*")):
         raise OSError(f"the server in {pgdata} did not stop cleanly")
     for name in NOT_CLUSTER:
@@ -253,14 +254,25 @@ def copy_template(pgdata: Path) -> None:
     """Copy the process's template (data_template) to `pgdata`, or leave `pgdata` absent if
     there is none or the copy fails (the server's first start then runs initdb). cp -a keeps
     each file's owner and mode (as root the wheel runs the server as its own system user, which
-    owns what initdb made), in about half the CPU time of shutil.copytree's file by file."""
+    owns what initdb made), in about half the CPU time of shutil.copytree's file by file. The
+    checker's template goes beside it (pg18-checker/template), so a check there runs no initdb."""
     template = data_template()
     if template is None:
         return
+    checker = template.with_name(f"{template.name}-checker") / "template"
     try:
         subprocess.run(
             ["cp", "-a", "--", str(template), str(pgdata)], check=True, capture_output=True, text=True
         )
+        if checker.is_dir():  # the checker's template beside it (embedded.checker_folder)
+            beside = pgdata.with_name(f"{pgdata.name}-checker")
+            beside.mkdir()
+            subprocess.run(
+                ["cp", "-a", "--", str(checker), str(beside / "template")],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
     except (OSError, subprocess.CalledProcessError) as exc:
         said = getattr(exc, "stderr", None) or exc
         warnings.warn(

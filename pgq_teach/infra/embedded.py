@@ -432,8 +432,9 @@ def _hand_over(path: Path) -> None:
             os.lchown(name, entry.pw_uid, entry.pw_gid)
 
 
-def _make_checker_template() -> None:
-    """initdb the template once and write CHECKER_SETTINGS into it (it is never started)."""
+def make_checker_template() -> None:
+    """initdb the checker's template once and write CHECKER_SETTINGS into it (it is never
+    started); a copy of one made elsewhere serves as well (the tests copy theirs)."""
     template = _checker_template()
     if (template / "PG_VERSION").is_file():
         return
@@ -509,7 +510,7 @@ def start_checker() -> str:
         return uri
     with _checker_lock():
         if _pid(data) is None:
-            _make_checker_template()
+            make_checker_template()
             _fill_from_template(data)
             _start_checker_postmaster(data)
         deadline = time.monotonic() + CONNECT_RETRY_SECONDS

@@ -9,7 +9,8 @@ import contextlib
 import psycopg
 import pytest
 
-from pgq_teach import exercises
+from pgq_teach import databases, exercises
+from pgq_teach.infra import server
 from pgq_teach.statements import run, statement
 
 pytestmark = pytest.mark.usefixtures("pg")
@@ -201,15 +202,20 @@ def test_a_holder_query_on_backend_xmin_alone_misses_the_writer():
     assert first["culprit"] in first["found"] and second["found"] == []
 
 
-def test_a_holder_query_that_names_a_client_session_outside_the_scenes_still_fails(db):
+def test_a_holder_query_that_names_a_client_session_outside_the_scenes_still_fails():
     """The checker leaves out only what no learner query can tell apart (an autovacuum
     worker visiting the scratch database): a client session the scenes did not open, here a
     snapshot held in another database, which holds the scratch's VACUUM back not at all, counts.
-    A dozen of them, as on a busy server: each counts, and the evidence says how many in one item."""
+    A dozen of them, as on a busy server: each counts, and the evidence says how many in one item.
+    They are opened on the checker, the server the check runs on (the lessons' server is
+    another cluster, whose sessions no check can see)."""
     text = exercises.exercise("09/holder").answer_text()
     assert "datname = current_database()\n  AND " in text
     everywhere = text.replace("datname = current_database()\n  AND ", "")
+    checker = server.get_checker()
+    db = databases.open_database("holder_elsewhere", schema=False, server=checker)
     with contextlib.ExitStack() as stack:
+        stack.callback(databases.drop_database, "holder_elsewhere", server=checker)
         pids = []
         for _ in range(12):
             elsewhere = stack.enter_context(db.connection(autocommit=False))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -160,3 +161,35 @@ def test_a_hostile_check_never_reaches_the_lessons_server(monkeypatch, what, key
     ex = exercises.exercise(NEXT)
     after = exercises.check(NEXT, ex.answer_text(), save=False)
     assert after.passed, after.summary()
+
+
+@ALONE
+def test_a_check_that_grows_the_scratch_past_its_limit_is_stopped(monkeypatch):
+    """H1: the size read after a writing statement's runs stops the check (the limit lowered
+    to one byte here, so the model answer's first write passes it)."""
+    monkeypatch.setattr(sandbox, "MAX_SCRATCH_BYTES", 1)
+    verdict = exercises.check(NEXT, exercises.exercise(NEXT).answer_text(), save=False)
+    assert verdict.refused and "scratch database grew past" in verdict.headline, verdict.summary()
+
+
+@ALONE
+def test_server_stop_stops_the_checker_whatever_the_backend():
+    """On a PGQ_DSN server (here the module's own, named by its DSN) `server stop` leaves that
+    server alone and still stops the checker; the next check starts it afresh and passes."""
+    lessons = server.get_server()
+    server.get_checker()
+    env = {**os.environ, "PGQ_BACKEND": "dsn", "PGQ_DSN": lessons.dsn}
+    done = subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", "server", "stop"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "is yours to stop" in done.stdout and "stopped the checker" in done.stdout, done.stdout
+    assert not embedded.checker_status()["running"]
+    assert embedded.status()["running"]  # the lessons' server was left alone
+    verdict = exercises.check(NEXT, exercises.exercise(NEXT).answer_text(), save=False)
+    assert verdict.passed, verdict.summary()

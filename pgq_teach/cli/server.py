@@ -51,6 +51,7 @@ def _server_stop() -> None:
             f"the PGQ_DSN server ({describe(os.environ.get('PGQ_DSN', ''))}) is yours to stop; "
             "pgq-teach leaves it alone"
         )
+        _stop_checker()
         return
     if wanted in ("auto", "docker"):
         if container.stop():
@@ -63,10 +64,15 @@ def _server_stop() -> None:
             if embedded.stop()
             else "the embedded PostgreSQL was not running"
         )
-    if embedded.stop_checker():  # whatever the backend: the checker is always the embedded one
-        say("stopped the checker (the embedded PostgreSQL 18 that runs Your turn's SQL)")
+    _stop_checker()
     if broker.Broker().stop():
         say("stopped the NATS broker (lesson 11)")
+
+
+def _stop_checker() -> None:
+    """Whatever the backend: the checker is always the embedded PostgreSQL 18, started here."""
+    if embedded.stop_checker():
+        say("stopped the checker (the embedded PostgreSQL 18 that runs Your turn's SQL)")
 
 
 def _server_status() -> int:

@@ -271,4 +271,8 @@ def test_the_folders_all_would_remove_are_named_for_any_data_folder(monkeypatch)
     monkeypatch.setenv("PGQ_DATA_DIR", "/")
     assert tidy.removed_by_all() == [Path("/")]
     monkeypatch.setenv("PGQ_DATA_DIR", "/srv/course/pg")
-    assert tidy.removed_by_all() == [Path("/srv/course/pg"), Path("/srv/course/pg-nats")]
+    assert tidy.removed_by_all() == [
+        Path("/srv/course/pg"),
+        Path("/srv/course/pg-checker"),
+        Path("/srv/course/pg-nats"),
+    ]

@@ -131,7 +131,7 @@ def _let_wal_go(conn: psycopg.Connection) -> str:
 
 def clean_checker() -> str:
     """Stop the checker and give its copy back to its template's size (the next check starts
-    it afresh anyway): one line, or "" when it has no folder yet."""
+    it afresh anyway): one line, or "" when there was nothing to do."""
     folder = embedded.checker_folder()
     if not folder.is_dir():
         return ""
@@ -140,9 +140,11 @@ def clean_checker() -> str:
     data = embedded.checker_data()
     if data.is_dir():
         shutil.rmtree(data, ignore_errors=True)
-    after = folder_size(folder)
-    stopped = "stopped the checker and " if was_running else ""
-    return f"{stopped}emptied its scratch copy: freed {mib(max(before - after, 0))} ({folder})"
+    freed = max(before - folder_size(folder), 0)
+    if not was_running and not freed:
+        return ""
+    stopped = "stopped the checker and " if was_running else "the checker: "
+    return f"{stopped}emptied its scratch copy: freed {mib(freed)} ({folder})"
 
 
 def removed_by_all() -> list[Path]:

@@ -59,7 +59,7 @@ What bounds memory: the checker's address-space limit, and before it a value's g
 refused from the parse tree (no WITH
 RECURSIVE, no ARRAY(SELECT ...), and no statement whose inlined expressions
 pass MAX_EXPANSION nodes and characters or read tables over MAX_RELATIONS times,
-`learner_sql.Reading`), because the
+`reading.Reading`), because the
 cancel cannot end a backend that is not listening: one that builds a huge expression tree in the
 planner checks for no cancel and outlives its closed session, until the watchdog kills the
 checker or the limit ends it. A value the

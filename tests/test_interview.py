@@ -681,3 +681,22 @@ def test_the_follow_ups_the_review_found_wrong_or_short_now_say_it():
     assert "cancel-label" not in said("dependencies")
     small = interview.scenario_named("small-store")
     assert "payment check" not in small.answers["ordering"]  # it names no job the store lacks
+
+
+def test_a_ctrl_c_that_lands_while_a_line_is_saved_saves_it_once():
+    """CI saw it: the Ctrl-C arrived after the line was written and before the reader forgot
+    it, and the reader's clean-up saved it a second time."""
+    import signal
+
+    from pgq_teach.interview.terminal import read_until_empty
+
+    saved: list[str] = []
+
+    def keep(text: str) -> None:
+        saved.append(text)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, just after the write
+
+    lines = iter(["How many orders at peak?", ""])
+    with pytest.raises(KeyboardInterrupt):
+        read_until_empty(lambda: next(lines), print, keep, has_text=False)
+    assert saved == ["How many orders at peak?"]

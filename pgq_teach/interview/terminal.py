@@ -4,8 +4,11 @@ written with `Say`, so the CLI gives it standard input and a test gives it a lis
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import content
@@ -34,6 +37,20 @@ def read_line(read: Read) -> str:
 NOTHING_TYPED = "(nothing typed here yet: type your answer, or press Enter again to go on without one)"
 
 
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) back until the block ends: it is then raised as usual, after the
+    block. Only the main thread can hold it; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def read_until_empty(read: Read, say: Say, keep: Callable[[str], None], *, has_text: bool) -> None:
     """Hand the lines typed to `keep` up to an empty line: each line as it comes, or, while
     `read.waiting()` says more lines are already there (a paste), all of them at once, so a
@@ -50,8 +67,9 @@ def read_until_empty(read: Read, say: Say, keep: Callable[[str], None], *, has_t
                 pending.append(line)
                 has_text = True
                 if not waiting():
-                    keep("\n".join(pending))
-                    pending = []
+                    with interrupts_held():  # a Ctrl-C between the save and the reset would save it twice
+                        keep("\n".join(pending))
+                        pending = []
             elif has_text or warned:
                 return
             else:

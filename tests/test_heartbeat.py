@@ -229,7 +229,7 @@ def test_a_pending_alter_table_ends_the_beat_at_its_lock_timeout_and_beats_resum
     )
     assert still_pending and during[1] == 0
     assert error is not None and "LockNotAvailable" in error and "lock timeout" in error
-    assert not worker._fatal.first()
+    assert not worker._first_error.first()
 
 
 @pytest.mark.parametrize("heartbeat", [True, False])

@@ -271,7 +271,7 @@ def test_a_stale_claim_and_a_newer_one_of_the_same_job_are_told_apart(db, conn):
     finally:
         leases.close()
     assert stale.lost.is_set() and not fresh.lost.is_set() and told == [(stale.fence_token, "fenced")]
-    assert leases.left(stale) == float("-inf") and leases.left(fresh) > 50
+    assert leases.seconds_left(stale) == float("-inf") and leases.seconds_left(fresh) > 50
     with pytest.raises(pgq.BadInput, match="twice"):
         pgq.complete_many(conn, [stale, fresh])
     assert pgq.complete_many(conn, [stale]) == [False] and pgq.complete_many(conn, [fresh]) == [True]

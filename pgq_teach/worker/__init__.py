@@ -32,7 +32,7 @@ takes at most one more, in this order:
    held while another lock is taken.
 
 `Leases._conn_lock` (the heartbeat connection) is held alone. No lock is held
-while an `on_event` or an `on_lost` callback runs: a callback may block.
+while an `on_event` or an `on_lease_lost` callback runs: a callback may block.
 
 It never prints. What happened is counted in `Worker.report`, and optional
 `on_event(name, job)` calls, from the producer's and the executors' threads
@@ -118,13 +118,17 @@ class Worker:
         self.stop_event = threading.Event()  # set by stop(), from any thread
         self.report = WorkerReport()
         self._reporter = Reporter(self.report, self.on_event)
-        self._fatal = FirstError()  # an unexpected error on any thread: run() raises it
+        self._first_error = FirstError()  # an unexpected error on any thread: run() raises it
         self._inbox = Inbox()  # the producer's: every other thread posts to it
         self._closing = threading.Event()  # set by run()'s thread: the listener and the heartbeat stop
         self.leases = Leases(
-            s.dsn, s.lease, self._lost, self._reporter.beat, on_skipped=self._reporter.renewal_skipped
+            s.dsn,
+            s.lease,
+            self._report_lost_lease,
+            self._reporter.beat,
+            on_skipped=self._reporter.renewal_skipped,
         )
-        self._heartbeat = Heartbeat(self.leases, s.beat_every, self._closing, self._fail)
+        self._heartbeat = Heartbeat(self.leases, s.beat_every, self._closing, self._stop_on_error)
         self._listener = Listener(s.dsn, self._inbox, self._reporter, self._closing, LISTEN_TIMEOUT)
         self._work = WorkConnection(s.dsn)
         self._completer = Completer(
@@ -138,7 +142,7 @@ class Worker:
             completer=self._completer,
             reporter=self._reporter,
             inbox=self._inbox,
-            on_error=self._fail,
+            on_error=self._stop_on_error,
         )
         self._producer = Producer(
             s,
@@ -170,7 +174,7 @@ class Worker:
             self._producer.loop(until_idle=until_idle)
         finally:
             self._shut_down()
-        error = self._fatal.first()
+        error = self._first_error.first()
         if error is not None:
             raise error
         return self.report
@@ -214,13 +218,13 @@ class Worker:
         """The lease clock's loop on this thread, until the Worker closes (a test runs it alone)."""
         self._heartbeat.lease_clock_loop()
 
-    def _fail(self, exc: BaseException) -> None:
+    def _stop_on_error(self, exc: BaseException) -> None:
         """A thread hit an unexpected error: stop, and run() raises the first such error."""
-        self._fatal.keep(exc)
+        self._first_error.keep(exc)
         self.stop()
 
-    def _lost(self, job: queue.Job, why: str) -> None:
-        """Leases' on_lost. Not counted if its outcome is on its way or may have committed: it
+    def _report_lost_lease(self, job: queue.Job, why: str) -> None:
+        """Leases' on_lease_lost. Not counted if its outcome is on its way or may have committed: it
         is counted as what it did, or fenced. It is announced all the same: this process no
         longer holds the claim."""
         counted = why != ON_ITS_WAY and not self._completer.is_unsure(job)

@@ -21,7 +21,7 @@ from typing import TypeVar
 import psycopg
 
 from .. import queue
-from .connections import LOST, WorkConnection
+from .connections import CONNECTION_BROKEN, WorkConnection
 from .inbox import Inbox, Message
 from .leases import Leases, claim_key
 from .report import Reporter
@@ -51,7 +51,7 @@ class Completer:
         # Written by the executors and senders; read by the producer and the executors.
         self._held_since: float | None = None
         # Claims whose outcome was sent as the connection broke: it may have committed with no
-        # answer back, so when sent again it matches no running row. See _own_earlier.
+        # answer back, so when sent again it matches no running row. See _settle_unsure_completions.
         # Written by senders; read by senders and by whichever thread learns a lease lost.
         self._unsure: set[tuple[int, int]] = set()
 
@@ -86,25 +86,25 @@ class Completer:
             return claim_key(job) in self._unsure
 
     def try_send(self) -> None:
-        """An executor's send: if the connection is lost the outcomes stay
+        """An executor's send: if the connection breaks the outcomes stay
         held, and the producer sends them on a fresh connection."""
         try:
             self.send()
-        except LOST as exc:
-            self.reporter.connection_lost(exc)
+        except CONNECTION_BROKEN as exc:
+            self.reporter.connection_broke(exc)
             self.work.close()
 
     def send_what_is_left(self, tries: int = 3) -> None:
         """Send every held outcome before stopping: a second claim of one job goes in a
-        statement of its own, and a lost connection is tried again on a fresh one. Outcomes
+        statement of its own, and a broken connection is tried again on a fresh one. Outcomes
         still unsent after `tries` failures are left: their leases pass and the jobs run
         again (at least once)."""
         failures = 0
         while self.holds_any():  # the executors have stopped: only this thread adds
             try:
                 self.send()
-            except LOST as exc:
-                self.reporter.connection_lost(exc)
+            except CONNECTION_BROKEN as exc:
+                self.reporter.connection_broke(exc)
                 self.work.close()
                 failures += 1
                 if failures >= tries:
@@ -123,8 +123,8 @@ class Completer:
             with self._lock:
                 # A stale claim and a newer one of the same job go in separate
                 # statements: the rows a statement returns name jobs, not claims.
-                done, self._done = _once_each(self._done, [job.id for job in self._done])
-                failed, self._failed = _once_each(self._failed, [job.id for job, _ in self._failed])
+                done, self._done = _first_of_each_job(self._done, [job.id for job in self._done])
+                failed, self._failed = _first_of_each_job(self._failed, [job.id for job, _ in self._failed])
                 later = bool(self._done or self._failed)
                 self._held_since = time.monotonic() if later else None
             if later:
@@ -137,24 +137,26 @@ class Completer:
             # holds them again, but for any given up meanwhile.
             taken = self.leases.take(done + [job for job, _ in failed])
             try:
-                work = self.work.get()
-                completed = queue.complete_many(work, done, durable=self.durable) if done else []
-                completed = self._own_earlier(work, done, completed)
+                conn = self.work.get()
+                completed = queue.complete_many(conn, done, durable=self.durable) if done else []
+                completed = self._settle_unsure_completions(conn, done, completed)
             except BaseException:
-                self._hold_again(done, failed, failures_sent=False)  # unsure first: see lease_lost
+                self._hold_again(
+                    done, failed, failures_sent=False
+                )  # unsure first: see Worker._report_lost_lease
                 self.leases.put_back(taken)
                 raise
             # The completions have committed: whatever happens to the failures, count them.
             error: BaseException | None = None
             try:
-                outcomes = queue.fail_many(work, failed, durable=self.durable) if failed else []
-                outcomes = self._own_earlier_failures(work, failed, outcomes)
+                outcomes = queue.fail_many(conn, failed, durable=self.durable) if failed else []
+                outcomes = self._settle_unsure_failures(conn, failed, outcomes)
             except BaseException as exc:
                 failing = {claim_key(job) for job, _ in failed}
                 self._hold_again([], failed, failures_sent=True)
                 self.leases.put_back({key: held for key, held in taken.items() if key in failing})
                 error, failed, outcomes = exc, [], []
-            self.leases.sent(taken)
+            self.leases.forget_taken(taken)
         self.reporter.finished([job for job, ok in zip(done, completed, strict=True) if ok])
         for job, ok in zip(done, completed, strict=True):
             if not ok:
@@ -169,7 +171,7 @@ class Completer:
     ) -> None:
         """Outcomes a send could not deliver go back to the front, to be sent again. What was
         sent may have committed as the connection broke, so it is marked unsure (see
-        _own_earlier): the completions always, the failures if their statement went out."""
+        _settle_unsure_completions): the completions always, the failures if their statement went out."""
         with self._lock:
             self._done[:0], self._failed[:0] = done, failed
             self._unsure.update(claim_key(job) for job in done)
@@ -177,25 +179,25 @@ class Completer:
                 self._unsure.update(claim_key(job) for job, _ in failed)
             self._held_since = self._held_since or time.monotonic()
 
-    def _own_earlier(
-        self, work: psycopg.Connection, jobs: list[queue.Job], completed: list[bool]
+    def _settle_unsure_completions(
+        self, conn: psycopg.Connection, jobs: list[queue.Job], completed: list[bool]
     ) -> list[bool]:
         """`completed`, with a job this claim had already completed counted as completed, not
         fenced: its completion was sent as the connection broke and committed, though no answer
         came back (a server restart, a cut network). Among fenced completions only this claim's
         completes a job with that token, since a newer claim takes a new one
         (queue.completed_by)."""
-        return self._settle_unsure(jobs, completed, lambda i, ok: ok or queue.completed_by(work, jobs[i]))
+        return self._settle_unsure(jobs, completed, lambda i, ok: ok or queue.completed_by(conn, jobs[i]))
 
-    def _own_earlier_failures(
-        self, work: psycopg.Connection, failed: list[tuple[queue.Job, Exception]], outcomes: list[str]
+    def _settle_unsure_failures(
+        self, conn: psycopg.Connection, failed: list[tuple[queue.Job, Exception]], outcomes: list[str]
     ) -> list[str]:
         """`outcomes`, with a failure this claim had already recorded counted as what it made of
-        the job (a retry or dead), not fenced, as _own_earlier does for completions: while no
+        the job (a retry or dead), not fenced, as _settle_unsure_completions does for completions: while no
         newer claim or requeue has changed the row since (queue.failed_by)."""
 
         def settle(i: int, outcome: str) -> str:
-            return (queue.failed_by(work, *failed[i]) or outcome) if outcome == "fenced" else outcome
+            return (queue.failed_by(conn, *failed[i]) or outcome) if outcome == "fenced" else outcome
 
         return self._settle_unsure([job for job, _ in failed], outcomes, settle)
 
@@ -217,7 +219,7 @@ class Completer:
         return checked
 
 
-def _once_each(items: list[T], ids: list[int]) -> tuple[list[T], list[T]]:
+def _first_of_each_job(items: list[T], ids: list[int]) -> tuple[list[T], list[T]]:
     """Split outcomes (with the id of each one's job) into the first of each
     job and the rest, for a later statement."""
     if len(set(ids)) == len(ids):

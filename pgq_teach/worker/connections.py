@@ -1,5 +1,5 @@
-"""The Worker's connections: how each is opened, which errors mean one was
-lost, and the work connection that the producer and the executors share.
+"""The Worker's connections: how each is opened, which errors mean one
+broke, and the work connection that the producer and the executors share.
 
 A process holds three sessions: the work connection (claims, reaps and
 outcome sends, one statement at a time), the LISTEN connection (listener.py)
@@ -14,10 +14,10 @@ from typing import Any
 
 import psycopg
 
-# A lost server or session: start over on fresh connections. The server ends
+# The server or the session went away: start over on fresh connections. The server ends
 # an idle-in-transaction session with 25P03, which psycopg raises as an
 # InternalError rather than an OperationalError.
-LOST = (psycopg.OperationalError, psycopg.errors.IdleInTransactionSessionTimeout)
+CONNECTION_BROKEN = (psycopg.OperationalError, psycopg.errors.IdleInTransactionSessionTimeout)
 
 
 def connect(dsn: str, **options: Any) -> psycopg.Connection:
@@ -34,7 +34,7 @@ def close_quietly(conn: psycopg.Connection | None) -> None:
 
 
 class WorkConnection:
-    """The work connection, opened when first needed and again after it is lost. Hold
+    """The work connection, opened when first needed and again after it broke. Hold
     `lock` for the whole of a claim or a send: it is the first lock in the lock order
     (the package's docstring)."""
 
@@ -59,7 +59,7 @@ class WorkConnection:
                 pass
 
     def close(self) -> None:
-        """Close it (after it was lost): the next user opens a fresh one."""
+        """Close it (after it broke): the next user opens a fresh one."""
         with self.lock:
             conn, self._conn = self._conn, None
         close_quietly(conn)

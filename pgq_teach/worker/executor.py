@@ -58,7 +58,7 @@ class Executors:
 
     def start(self) -> None:
         self._threads = [
-            threading.Thread(target=self._execute, daemon=True, name=f"pgq-executor-{i}")
+            threading.Thread(target=self._executor_loop, daemon=True, name=f"pgq-executor-{i}")
             for i in range(self.count)
         ]
         for thread in self._threads:
@@ -86,7 +86,7 @@ class Executors:
         with self._lock:
             return self._busy
 
-    def _execute(self) -> None:
+    def _executor_loop(self) -> None:
         while (jobs := self._batches.get()) is not None:
             ended = False
             try:
@@ -130,7 +130,7 @@ class Executors:
         at `now` (monotonic) by the last beat or the claim, or a fenced
         renewal that matched (the heartbeat's statement, which never waits
         on a row: leases.py)."""
-        if self.leases.left(job, now) >= self.leases.seconds / 2:
+        if self.leases.seconds_left(job, now) >= self.leases.seconds / 2:
             return True
         if not job.still_mine():
             return False

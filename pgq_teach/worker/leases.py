@@ -98,7 +98,7 @@ def timeout_ms(seconds: float) -> int:
 ON_ITS_WAY = "given up on its way"
 
 
-def marked(jobs: Sequence[queue.Job]) -> list[queue.Job]:
+def mark_lost(jobs: Sequence[queue.Job]) -> list[queue.Job]:
     """Mark these claims lost (job.mark_lost); those not marked before, whose handlers are to be told."""
     return [job for job in jobs if job.mark_lost()]
 
@@ -114,13 +114,13 @@ class Leases:
         self,
         dsn: str,
         lease: timedelta,
-        on_lost: Callable[[queue.Job, str], None],
+        on_lease_lost: Callable[[queue.Job, str], None],
         on_beat: Callable[[str, str | None], None],
         on_skipped: Callable[[queue.Job], None] | None = None,
     ):
         self.dsn, self.lease = dsn, lease
         self.seconds = lease.total_seconds()
-        self.on_lost, self.on_beat = on_lost, on_beat
+        self.on_lease_lost, self.on_beat = on_lease_lost, on_beat
         # Told of each held job a renewal skipped (another session held its row): not a loss.
         # Set once, here; called by the heartbeat and the executors' checks, under no lock.
         self.on_skipped = on_skipped or (lambda job: None)
@@ -167,7 +167,7 @@ class Leases:
 
     def take(self, jobs: Sequence[queue.Job]) -> dict[tuple[int, int], tuple[queue.Job, float]]:
         """Renew these jobs no more while their outcomes are sent (give_up_passed still
-        watches their end); what was held, for put_back or sent."""
+        watches their end); what was held, for put_back or forget_taken."""
         keys = [claim_key(job) for job in jobs]
         with self._lock:
             taken = {key: entry for key in keys if (entry := self._until.pop(key, None)) is not None}
@@ -181,7 +181,7 @@ class Leases:
                 if self._sending.pop(key, None) is not None and entry[0].still_mine():
                     self._until[key] = entry
 
-    def sent(self, taken: dict[tuple[int, int], tuple[queue.Job, float]]) -> None:
+    def forget_taken(self, taken: dict[tuple[int, int], tuple[queue.Job, float]]) -> None:
         """Forget what take() returned once its send has finished (what put_back restored stays)."""
         with self._lock:
             for key in taken:
@@ -189,13 +189,13 @@ class Leases:
 
     def release(self, jobs: Sequence[queue.Job]) -> None:
         """Jobs whose outcome was sent, or that were never started."""
-        self.sent(self.take(jobs))
+        self.forget_taken(self.take(jobs))
 
     def held(self) -> list[queue.Job]:
         with self._lock:
             return [job for job, _ in self._until.values()]
 
-    def left(self, job: queue.Job, now: float | None = None) -> float:
+    def seconds_left(self, job: queue.Job, now: float | None = None) -> float:
         """Seconds of lease surely left at `now` (monotonic; default: the
         present); minus infinity for a job not held."""
         with self._lock:
@@ -210,7 +210,7 @@ class Leases:
         whose row another session held is skipped, and stays held with the lease it had.
         Raises psycopg.Error if the statement could not run or finish within the session's
         timeouts (the connection is closed then, so the next try opens a fresh one)."""
-        sent = time.monotonic()
+        sent_at = time.monotonic()  # before the statement is sent: the lease surely runs from later
         with self._conn_lock:
             try:
                 held = queue.renew_leases(self._connection(), jobs, self.lease)
@@ -228,9 +228,9 @@ class Leases:
                     if key in self._until:  # not one taken meanwhile for its outcome's send
                         skipped.append(job)
                 elif key in self._until:
-                    self._until[key] = (job, sent + self.seconds)
-            fresh = marked(lost)
-        self._tell(fresh, "fenced")
+                    self._until[key] = (job, sent_at + self.seconds)
+            newly_lost = mark_lost(lost)
+        self._tell_lost(newly_lost, "fenced")
         for job in skipped:
             self.on_skipped(job)
         return {key for key, renewed in held.items() if renewed}
@@ -268,7 +268,7 @@ class Leases:
     def give_up(self, jobs: Sequence[queue.Job]) -> None:
         """Stop holding these jobs and tell their handlers they are lost."""
         self.release(jobs)
-        self._lose(jobs, "given up")
+        self._tell_lost(mark_lost(jobs), "given up")
 
     def give_up_passed(self) -> None:
         """Give up every job whose lease may pass within the margin without a renewal,
@@ -279,9 +279,12 @@ class Leases:
             for job in passed:
                 del self._until[claim_key(job)]
             on_way = [job for job, until in self._sending.values() if until <= end and job.still_mine()]
-            fresh, fresh_on_way = marked(passed), marked(on_way)  # under the lock: see put_back
-        self._tell(fresh, "given up")
-        self._tell(fresh_on_way, ON_ITS_WAY)
+            newly_lost, newly_lost_on_way = (
+                mark_lost(passed),
+                mark_lost(on_way),
+            )  # under the lock: see put_back
+        self._tell_lost(newly_lost, "given up")
+        self._tell_lost(newly_lost_on_way, ON_ITS_WAY)
 
     def give_up_all(self) -> None:
         """Give up every job still held or on its way: the process stops holding any."""
@@ -289,8 +292,8 @@ class Leases:
             jobs = [job for job, _ in [*self._until.values(), *self._sending.values()]]
             self._until.clear()
             self._sending.clear()
-            fresh = marked(jobs)
-        self._tell(fresh, "given up")
+            newly_lost = mark_lost(jobs)
+        self._tell_lost(newly_lost, "given up")
 
     def earliest_end(self) -> float:
         """The soonest moment (monotonic) a job is to be given up, its lease's end less the
@@ -300,14 +303,11 @@ class Leases:
             ends += [until for job, until in self._sending.values() if job.still_mine()]
         return min(ends, default=float("inf")) - self.margin
 
-    def _lose(self, jobs: Sequence[queue.Job], why: str) -> None:
-        self._tell(marked(jobs), why)
-
-    def _tell(self, jobs: Sequence[queue.Job], why: str) -> None:
-        # Called once every job lost at the same moment is marked (marked): a callback may
+    def _tell_lost(self, jobs: Sequence[queue.Job], why: str) -> None:
+        # Called once every job lost at the same moment is marked (mark_lost): a callback may
         # block, and a job still marked as held meanwhile would run on after a reaper took it.
         for job in jobs:
-            self.on_lost(job, why)
+            self.on_lease_lost(job, why)
 
     def backend_pid(self) -> int | None:
         """The heartbeat session's server process id, while it is open."""
@@ -358,7 +358,7 @@ class Heartbeat:
         next_beat = time.monotonic() + self.every
         while not self.closing.wait(max(0.0, next_beat - time.monotonic())):
             next_beat = time.monotonic() + self.every
-            self._survive(lambda: self.leases.beat(self.closing))
+            self._run_step_or_stop_worker(lambda: self.leases.beat(self.closing))
 
     def lease_clock_loop(self) -> None:
         """Give each job up at its end (Leases.earliest_end), though no beat failed: beats
@@ -370,9 +370,9 @@ class Heartbeat:
         while not self.closing.wait(
             max(0.0, min(self.leases.earliest_end(), time.monotonic() + self.every) - time.monotonic())
         ):
-            self._survive(self.leases.give_up_passed)
+            self._run_step_or_stop_worker(self.leases.give_up_passed)
 
-    def _survive(self, step: Callable[[], None]) -> None:
+    def _run_step_or_stop_worker(self, step: Callable[[], None]) -> None:
         """One step of either loop. An on_event callback's error stops the Worker (run()
         raises it) instead of ending the thread, which must go on giving leases up until
         the Worker closes."""

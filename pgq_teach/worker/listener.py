@@ -3,7 +3,7 @@ notification wakes one claim in the process, not one per executor.
 
 The connection is autocommit, outside any transaction, or notifications
 would wait until that transaction ended. A notification is a hint and can
-be lost, so an idle producer also claims every `poll` seconds; and after a
+be missed, so an idle producer also claims every `poll` seconds; and after a
 reconnect the producer claims at once, for notifications sent while nobody
 listened. The thread waits on its socket and on a doorbell (a socketpair)
 that the Worker rings as it stops, so it wakes at once rather than at its
@@ -72,7 +72,7 @@ class Listener:
                 backoff = 0.2
             except psycopg.Error as exc:
                 self.listening.set()
-                self.reporter.connection_lost(exc)
+                self.reporter.connection_broke(exc)
                 self._close()
                 self.closing.wait(backoff)
                 backoff = min(backoff * 2, 5.0)

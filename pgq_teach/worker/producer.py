@@ -4,7 +4,7 @@ each free executor one batch, and sends the held outcomes when they are due.
 
 Between claims it waits on its inbox (inbox.py) for news from the other
 threads: a notification, a reconnected listener, a finished batch, a first
-outcome held, or stop. A notification is a hint and can be lost, so an idle
+outcome held, or stop. A notification is a hint and can be missed, so an idle
 producer also claims every `poll` seconds.
 """
 
@@ -17,7 +17,7 @@ import psycopg
 
 from .. import queue
 from .completer import Completer
-from .connections import LOST, WorkConnection
+from .connections import CONNECTION_BROKEN, WorkConnection
 from .executor import Executors
 from .inbox import Inbox, Message
 from .leases import Leases
@@ -67,13 +67,13 @@ class Producer:
                         continue
                 if until_idle and self.idle():
                     break
-                if self._wait(poll_at):
+                if self._wait_for_news(poll_at):
                     maybe_more = True
                     poll_at = time.monotonic() + self.settings.poll
                 backoff = 0.2
-            except LOST as exc:
-                # Lost the server or our session: start over on a fresh connection.
-                self.reporter.connection_lost(exc)
+            except CONNECTION_BROKEN as exc:
+                # The server or our session went away: start over on a fresh connection.
+                self.reporter.connection_broke(exc)
                 self.work.close()
                 maybe_more = True
                 self.stop_event.wait(backoff)
@@ -83,13 +83,13 @@ class Producer:
         """Reap if due, claim up to `batch` jobs and hold their leases. When
         the claim finds nothing, return any expired lease and look again."""
         with self.work.lock:
-            work = self.work.get()
-            reaped_now = self._reap(work, force=False)
-            jobs = self._claim_on(work, batch)
+            conn = self.work.get()
+            reaped_now = self._reap(conn, force=False)
+            jobs = self._claim_and_hold(conn, batch)
             empty = int(not jobs)
             if not jobs and not reaped_now:
-                self._reap(work, force=True)
-                jobs = self._claim_on(work, batch)
+                self._reap(conn, force=True)
+                jobs = self._claim_and_hold(conn, batch)
                 empty += not jobs
         # Counted once the round is over, before any "claimed" event: a count that rises after
         # a watcher saw one (lesson 07's latency lab) means run() has stopped looking until its
@@ -106,9 +106,9 @@ class Producer:
         its last outcome before it counts itself free, so none can slip between the looks."""
         return self.executors.busy() == 0 and not self.completer.holds_any()
 
-    def _claim_on(self, work: psycopg.Connection, batch: int) -> list[queue.Job]:
+    def _claim_and_hold(self, conn: psycopg.Connection, batch: int) -> list[queue.Job]:
         since = time.monotonic()  # before the statement is sent: the lease surely runs from later
-        jobs = queue.claim(work, batch=batch, lease=self.settings.lease)
+        jobs = queue.claim(conn, batch=batch, lease=self.settings.lease)
         self.leases.hold(jobs, since)
         self.reporter.add(claims=1, claimed=len(jobs))
         return jobs
@@ -120,12 +120,12 @@ class Producer:
             self.executors.hand_out(jobs[start : start + batch])
         return len(jobs)
 
-    def _reap(self, work: psycopg.Connection, *, force: bool) -> bool:
+    def _reap(self, conn: psycopg.Connection, *, force: bool) -> bool:
         now = time.monotonic()
         if not force and now < self._next_reap:
             return False
         self._next_reap = now + self.settings.reap_every
-        reaped = queue.reap(work)
+        reaped = queue.reap(conn)
         self.reporter.add(reaper_passes=1, reaped=reaped)
         return True
 
@@ -136,7 +136,7 @@ class Producer:
         since = self.completer.held_since()
         return since is not None and (send_now or time.monotonic() - since >= self.settings.flush_after_s)
 
-    def _wait(self, poll_at: float) -> bool:
+    def _wait_for_news(self, poll_at: float) -> bool:
         """Until a notification, an executor's news, a held outcome's
         flush_after, the poll, or stop. True if the queue may now hold due
         jobs (a notification, a reconnected listener, or the poll)."""

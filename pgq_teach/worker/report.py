@@ -102,7 +102,7 @@ class Reporter:
         with self._lock:
             self.report.last_error = error_line(exc)
 
-    def connection_lost(self, exc: BaseException) -> None:
+    def connection_broke(self, exc: BaseException) -> None:
         with self._lock:
             self.report.last_error = error_line(exc)
             self.report.reconnects += 1

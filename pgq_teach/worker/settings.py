@@ -44,26 +44,28 @@ class WorkerSettings:
         dsn = getattr(self.dsn, "dsn", self.dsn)
         if not isinstance(dsn, str):
             raise BadInput(f"expected a connection string or a Database, got {self.dsn!r}")
-        self.keep("dsn", dsn)
+        self._store_checked("dsn", dsn)
         handlers = self.handlers
         if not isinstance(handlers, Mapping) or not handlers or not all(map(callable, handlers.values())):
             raise BadInput("handlers must map each kind to a callable")
-        self.keep("handlers", dict(handlers))
+        self._store_checked("handlers", dict(handlers))
         if not isinstance(self.heartbeat, bool):
             raise BadInput(f"heartbeat must be True or False, got {self.heartbeat!r}")
-        self.keep("poll", checks.seconds("poll", self.poll, 0.001, 86_400))
-        self.keep("concurrency", checks.whole_number("concurrency", self.concurrency, 1, MAX_CONCURRENCY))
-        self.keep("lease", checks.lease(self.lease))
-        self.keep("batch", checks.whole_number("batch", self.batch, 1, queue.MAX_BATCH))
+        self._store_checked("poll", checks.seconds("poll", self.poll, 0.001, 86_400))
+        self._store_checked(
+            "concurrency", checks.whole_number("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
+        )
+        self._store_checked("lease", checks.lease(self.lease))
+        self._store_checked("batch", checks.whole_number("batch", self.batch, 1, queue.MAX_BATCH))
         flush_after = self.flush_after
         if flush_after is not None:
             if not (isinstance(flush_after, (int, float)) and 0 <= flush_after < self.lease_s):
                 raise BadInput(
                     f"flush_after must be 0 or more seconds and shorter than the lease, got {flush_after!r}"
                 )
-            self.keep("flush_after", float(flush_after))
+            self._store_checked("flush_after", float(flush_after))
 
-    def keep(self, name: str, value: Any) -> None:
+    def _store_checked(self, name: str, value: Any) -> None:
         """Store a checked value in the form the Worker uses (the settings are frozen once made)."""
         object.__setattr__(self, name, value)
 

@@ -17,8 +17,8 @@ ack and the marking (lesson 11's labs crash a relay there).
 - `outbox_lag`: unsent events and the age of the oldest, the relay's alarm.
 - `OrderConsumer` (and `consumed`): the consuming side, applying each order's
   events in sequence and absorbing duplicates by job id.
-- `StandInBroker` and its `Consumer`: NOT a real broker, an in-memory list for
-  a platform with no nats-server wheel and for the relay exercise.
+- `StandInBroker` and its `Consumer`: NOT a real broker, an in-memory list the
+  relay exercise grades with (lesson 11's labs need the real one).
 
 `RelayStats` is a plain record of what one relay did.
 """
@@ -232,7 +232,7 @@ class StandInDown(Exception):
 
 class StandInBroker:
     """NOT a real broker: an in-memory list of (message id, payload) standing in
-    for Kafka, RabbitMQ or SQS in this offline lab. `up` switches it on and off;
+    for one in the relay exercise's scratch database. `up` switches it on and off;
     every accepted message is kept, duplicates included, as a broker would."""
 
     def __init__(self):

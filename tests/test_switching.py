@@ -1,14 +1,17 @@
-"""Lesson 11: the signals' recommendation, the drain rate, and the outbox
-relay to a stand-in broker, on a real PostgreSQL."""
+"""Lesson 11: the signals' recommendation, the drain rate, the stand-in broker the
+relay exercise grades with, and the broker labs' refusal where the real broker is
+missing, on a real PostgreSQL."""
 
 from __future__ import annotations
 
 import pytest
 
-from pgq_teach.errors import BadInput
+from pgq_teach import queue
+from pgq_teach.errors import BadInput, SetupError
 from pgq_teach.experiments import switching
-from pgq_teach.experiments.switching import Consumer, StandInBroker, StandInDown, recommend
-from pgq_teach.infra import learner
+from pgq_teach.experiments.switching import recommend
+from pgq_teach.infra import broker, learner
+from pgq_teach.outbox import Consumer, StandInBroker, StandInDown
 
 
 @pytest.fixture(autouse=True)
@@ -83,22 +86,22 @@ def test_the_stand_in_broker_refuses_while_down_and_the_consumer_deduplicates():
     assert consumer.processed == [1, 2] and consumer.duplicates_skipped == 1 and broker.refused == 1
 
 
-def test_the_outbox_relay_loses_nothing_and_delivers_at_least_once(db):
-    r = switching.outbox_relay(db, orders=30, rolled_back=4, crash_batch=3)
-    assert r.nothing_lost and r.distinct_delivered == r.orders_committed == 30
-    assert r.refused_while_down == 10 and r.waiting_while_down == 10
-    assert r.broker_messages == 33 and r.republished_after_crash == 3
-    assert r.consumer_processed == 30 and r.duplicates_skipped == 3
-    assert r.status_counts == {"done": 30}
-    assert r.comparison()[0][:3] == ("messages in the broker", "no guess", 33)  # an unmade guess is not 0
+def test_without_the_broker_lesson_11_refuses_in_one_line_before_anything_runs(db, tmp_path, monkeypatch):
+    """Lesson 11 needs the extra broker: with no nats-server, its labs and its server start
+    each say so in one line, and nothing runs (the lesson's table keeps its rows)."""
+    from pgq_teach.widgets.broker_labs import OutageLab
 
-
-@pytest.mark.parametrize(
-    "kwargs", [{"orders": 2}, {"crash_batch": 0}, {"crash_batch": 50}, {"rolled_back": -1}]
-)
-def test_the_outbox_relay_refuses_bad_input(db, kwargs):
-    with pytest.raises(BadInput):
-        switching.outbox_relay(db, **kwargs)
+    with db.connection() as conn:
+        queue.enqueue(conn, "publish_order", {"order_id": 1})
+    monkeypatch.setattr(broker, "binary", lambda: None)
+    assert not broker.available()
+    with pytest.raises(SetupError) as refused:
+        OutageLab(db)
+    assert "\n" not in str(refused.value) and "pgq-teach[broker]" in str(refused.value)
+    with pytest.raises(SetupError, match=r"pgq-teach\[broker\]"):
+        broker.Broker(tmp_path / "store").start()
+    with db.connection() as conn:
+        assert queue.status_counts(conn) == {"ready": 1}
 
 
 @pytest.mark.parametrize("kwargs", [{"jobs": 0}, {"batch": 100_000}, {"workers": True}])

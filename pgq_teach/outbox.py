@@ -3,13 +3,24 @@
 The outbox is the jobs table: checkout writes the order and its event (kind
 `OUTBOX_KIND`) in one transaction. `Relay` claims the oldest unsent event of
 each order (claim_in_key_order.sql), publishes it to the broker (NATS
-JetStream, `pgq_teach.infra.broker`) with Nats-Msg-Id = the job id, waits for the
-broker's ack and only then marks it sent. An outage is not an event's fault:
-the relay hands the batch back with its attempts (release_many.sql) and
-pauses, doubling the pause up to a cap. An event the broker refuses for its
-own sake (larger than the stream's max_msg_size) spends a try, as a failed
-job does. A caller may pass `after_publish`, which runs between the broker's
-ack and the marking (lesson 11's labs crash a relay there).
+JetStream, `pgq_teach.infra.broker`) with Nats-Msg-Id = its event id, waits for
+the broker's ack and only then marks it sent.
+
+The event id is the jobs table's `event_id`, a UUID written at enqueue, never
+the job id: job ids repeat (a TRUNCATE ... RESTART IDENTITY; a new primary after
+an asynchronous failover), and the broker acks a repeated id inside its window
+as a duplicate without storing it, so a new event would be marked sent unstored.
+
+What the broker says is sorted by fault (`broker.sorted_error`):
+- no answer, or "not now" (busy, the same id in process, a server error): not
+  the event's fault. The relay hands the batch back with its attempts
+  (release_many.sql) and pauses, doubling the pause up to a cap;
+- refused under a limit a person can raise while it waits (the stream's
+  max_msg_size): a try is spent, with the queue's backoff, as a failed job's;
+- never publishable as it is (over the server's max_payload): dead at once
+  (fail_dead.sql), since every retry would fail the same way.
+A caller may pass `after_publish`, which runs between the broker's ack and the
+marking (lesson 11's labs crash a relay there).
 
 - `prepare_outbox`: an empty outbox with the relay's index, and an empty ORDERS
   stream. It empties the jobs table (lab/reset_jobs.sql): a lab's or a test's
@@ -28,8 +39,9 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 import psycopg
@@ -48,9 +60,25 @@ OUTBOX_KEY_INDEX = "jobs_unsent_key_idx"  # outbox_key_index.sql's index
 RELAY_LEASE_S = 30.0  # a relay's claim: a killed relay's events wait this long for the reaper
 
 
-def event_bytes(job: queue.Job) -> bytes:
-    """The message body: the event as written in the outbox, with its job id."""
-    return json.dumps({"job_id": job.id, **job.payload}, separators=(",", ":")).encode()
+@dataclass(frozen=True)
+class Event(queue.Job):
+    """A claimed outbox event: the job, and the id it is published under (schema.sql's
+    `event_id`, written at enqueue; the job id can repeat, this one does not)."""
+
+    event_id: uuid.UUID | None = None
+
+    @property
+    def message_id(self) -> str:
+        """The Nats-Msg-Id: the event id, which the broker's dedup window is keyed on."""
+        if self.event_id is None:
+            raise ValueError(f"job {self.id} was claimed without its event id")
+        return str(self.event_id)
+
+
+def event_bytes(event: Event) -> bytes:
+    """The message body: the event as written in the outbox, with its event id and job id."""
+    body = {"event_id": event.message_id, "job_id": event.id, **event.payload}
+    return json.dumps(body, separators=(",", ":")).encode()
 
 
 def subject(job: queue.Job) -> str:
@@ -60,12 +88,14 @@ def subject(job: queue.Job) -> str:
 @dataclass
 class RelayStats:
     """What one relay did: events sent (acked as new), acks the dedup window marked
-    duplicate, events refused for their own sake, pauses for an outage, and how
-    many claimed events it handed back unsent."""
+    duplicate, events refused for their own sake (a try spent), events no retry could
+    publish (dead at once), pauses for an outage, and how many claimed events it
+    handed back unsent."""
 
     sent: int = 0
     deduplicated: int = 0
     rejected: int = 0
+    unpublishable: int = 0
     pauses: int = 0
     handed_back: int = 0
     claims: int = 0
@@ -90,7 +120,7 @@ class Relay:
         pause_cap_s: float = 2.0,
         ack_timeout_s: float = 1.0,
         in_key_order: bool = True,
-        after_publish: Callable[[list[queue.Job]], None] | None = None,
+        after_publish: Callable[[Sequence[queue.Job]], None] | None = None,
     ):
         self.db, self.client = db, client
         self.in_key_order = in_key_order
@@ -104,16 +134,16 @@ class Relay:
         self.stats = RelayStats()
         self.stop_event = threading.Event()
 
-    def claim(self, conn: psycopg.Connection) -> list[queue.Job]:
+    def claim(self, conn: psycopg.Connection) -> list[Event]:
         """The head unsent event of up to `batch` orders (in_key_order=False: the
         course's plain claim, the oldest due events whatever their order)."""
         began = time.perf_counter()
         self.stats.claims += 1
         try:
             if not self.in_key_order:
-                return queue.claim(conn, batch=self.batch, lease=self.lease)
+                return with_event_ids(conn, queue.claim(conn, batch=self.batch, lease=self.lease))
             params = {"kind": OUTBOX_KIND, "batch": self.batch, "lease": self.lease}
-            return run(conn, "claim_in_key_order", params, row_factory=records(queue.Job)).fetchall()
+            return run(conn, "claim_in_key_order", params, row_factory=records(Event)).fetchall()
         finally:
             self.stats.claim_s += time.perf_counter() - began
 
@@ -121,8 +151,8 @@ class Relay:
         """One round: (events claimed, whether the broker was down)."""
         queue.reap(conn)
         jobs = self.claim(conn)
-        sent: list[queue.Job] = []
-        unsent: list[queue.Job] = []
+        sent: list[Event] = []
+        unsent: list[Event] = []
         down = ""
         # One event per order in a per-key claim: the whole batch can be in flight at once.
         # The plain claim may hold two events of one order, so it publishes one at a time.
@@ -131,7 +161,7 @@ class Relay:
             if down:  # after a refused connection, the rest of the batch goes back unsent, in order
                 unsent.extend(group)
                 continue
-            messages = [(subject(j), event_bytes(j), str(j.id)) for j in group]
+            messages = [(subject(j), event_bytes(j), j.message_id) for j in group]
             outcomes = self.client.publish_batch(messages, timeout_s=self.ack_timeout_s)
             for job, outcome in zip(group, outcomes, strict=True):
                 if isinstance(outcome, broker.BrokerDown):
@@ -140,6 +170,8 @@ class Relay:
                 elif isinstance(outcome, broker.Rejected):
                     queue.fail(conn, job, outcome)  # its own fault: a try is spent, with the queue's backoff
                     self.stats.rejected += 1
+                elif isinstance(outcome, broker.Unpublishable):
+                    self.bury(conn, job, str(outcome))
                 else:
                     self.stats.deduplicated += outcome[1]
                     self.stats.sent += not outcome[1]
@@ -152,7 +184,17 @@ class Relay:
             queue.complete_many(conn, sent)
         return len(jobs), bool(down)
 
-    def hand_back(self, conn: psycopg.Connection, jobs: list[queue.Job], error: str) -> None:
+    def bury(self, conn: psycopg.Connection, job: Event, error: str) -> None:
+        """Dead at once: no retry can publish it, so spending its tries would only delay
+        the person who must mend it (and hold its order's later events back meanwhile)."""
+        with queue.atomic(conn):
+            self.stats.unpublishable += len(
+                run(
+                    conn, "fail_dead", {"id": job.id, "fence_token": job.fence_token, "error": error}
+                ).fetchall()
+            )
+
+    def hand_back(self, conn: psycopg.Connection, jobs: Sequence[queue.Job], error: str) -> None:
         """Back to ready unsent, attempts given back: the broker was down, not the event."""
         params = {"ids": [j.id for j in jobs], "fence_tokens": [j.fence_token for j in jobs], "error": error}
         with queue.atomic(conn):
@@ -176,11 +218,11 @@ class Relay:
 
 class OrderConsumer:
     """The consuming side (shipping): applies each order's events in sequence.
-    A job id seen before is a duplicate its idempotency absorbs; an event whose
+    An event id seen before is a duplicate its idempotency absorbs; an event whose
     sequence is not the next of its order is out of order (counted, never applied)."""
 
     def __init__(self) -> None:
-        self.seen: set[int] = set()
+        self.seen: set[str] = set()
         self.last_seq: dict[int, int] = {}
         self.applied = 0
         self.duplicates_absorbed = 0
@@ -188,16 +230,24 @@ class OrderConsumer:
 
     def take(self, body: bytes) -> None:
         event = json.loads(body)
-        if event["job_id"] in self.seen:
+        if event["event_id"] in self.seen:
             self.duplicates_absorbed += 1
             return
-        self.seen.add(event["job_id"])
+        self.seen.add(event["event_id"])
         order, seq = event["order_id"], event["seq"]
         if seq != self.last_seq.get(order, 0) + 1:
             self.out_of_order += 1
             return
         self.last_seq[order] = seq
         self.applied += 1
+
+
+def with_event_ids(conn: psycopg.Connection, jobs: list[queue.Job]) -> list[Event]:
+    """Jobs the plain claim returned, with the event id each is published under."""
+    ids = dict(run(conn, "lab/event_ids", {"ids": [j.id for j in jobs]}).fetchall()) if jobs else {}
+    return [
+        Event(**{f.name: getattr(j, f.name) for f in fields(queue.Job)}, event_id=ids[j.id]) for j in jobs
+    ]
 
 
 def consumed(client: broker.Client) -> OrderConsumer:

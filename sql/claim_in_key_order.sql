@@ -20,7 +20,8 @@
 --   bigger). Adding ", id" made it hash every unsent row and sort them on
 --   every claim (15,000 rows read at 15,000, against about 300; 50x the
 --   time). The lease and attempted_at count from clock_timestamp(), as in
---   claim.sql.
+--   claim.sql. It returns claim.sql's columns and then event_id, the id the
+--   relay publishes the event under (schema.sql says why it is not the job id).
 
 WITH next AS (
   SELECT id FROM jobs AS event
@@ -45,4 +46,4 @@ SET status = 'running',
 FROM next
 WHERE jobs.id = next.id
 RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.leased_until,
-          jobs.fence_token;
+          jobs.fence_token, jobs.event_id;

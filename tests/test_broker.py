@@ -12,7 +12,7 @@ import signal
 import pytest
 
 from helpers import wait_for
-from pgq_teach import cli, measurements, queue
+from pgq_teach import cli, measurements, outbox, queue
 from pgq_teach.errors import SetupError
 from pgq_teach.experiments import switching
 from pgq_teach.infra import broker
@@ -129,6 +129,76 @@ def test_the_broker_rejects_an_oversized_event_for_its_own_sake(client):
     with pytest.raises(broker.Rejected, match="size"):
         client.publish("size.x", b"x" * 101, "big")
     assert client.publish("size.x", b"x" * 50, "fits") == (1, False)  # the limit counts headers too
+
+
+def test_a_new_event_with_a_reused_job_id_is_stored_not_taken_for_a_duplicate(db, client):
+    """Job ids repeat (a TRUNCATE ... RESTART IDENTITY here; a new primary after an
+    asynchronous failover in production). The relay publishes under the event's own id,
+    so a new event that got an old event's job id inside the window is stored, and the
+    consumer applies it; under the job id it was acked as a duplicate and never stored."""
+    payload = {"seq": 1, "event": "created"}
+    with db.connection() as conn:
+        outbox.prepare_outbox(conn, client, duplicate_window_s=120)
+        relay = switching.Relay(db, client)
+        first = queue.enqueue(conn, switching.OUTBOX_KIND, {"order_id": 1, **payload})
+        assert relay.run_once(conn) == (1, False)
+        run(conn, "lab/reset_jobs")  # the ids start again at 1
+        second = queue.enqueue(conn, switching.OUTBOX_KIND, {"order_id": 2, **payload})
+        assert second == first
+        assert relay.run_once(conn) == (1, False)
+        assert queue.status_counts(conn) == {"done": 1}
+    assert relay.stats.sent == 2 and relay.stats.deduplicated == 0  # acked as new, both times
+    assert client.stream_messages(switching.STREAM) == 2
+    shipping = outbox.consumed(client)
+    assert shipping.applied == 2 and shipping.duplicates_absorbed == 0
+
+
+def test_publish_errors_are_sorted_by_fault_not_by_class(client):
+    """Over the real server's max_payload: never publishable. Over a stream's max_msg_size:
+    refused, a try spent. JetStream's "not now" answers (no responders, 408, 429, 409
+    "duplicate message id is in process", 5xx) are the broker's moment, not the message's."""
+    from nats.js.errors import APIError, ServiceUnavailableError
+
+    client.make_stream("FAULT", ["fault.>"], max_msg_size=100)
+    with pytest.raises(broker.Unpublishable, match="max_payload"):
+        client.publish("fault.x", b"x" * (broker.MAX_PAYLOAD + 1), "huge")
+    with pytest.raises(broker.Rejected, match="400 10054"):
+        client.publish("fault.x", b"x" * 101, "big")
+    assert client.stream_messages("FAULT") == 0  # neither was stored
+    # The answers a quiet test server does not give on demand, as the client raises them.
+    transient = [
+        ServiceUnavailableError(code=503),
+        APIError(code=408, description="request timeout"),
+        APIError(code=429, description="too many requests"),
+        APIError(code=409, err_code=10158, description="duplicate message id is in process"),
+        APIError(code=500, description="raft: could not store entry to WAL"),
+    ]
+    assert all(isinstance(broker.sorted_error(e), broker.BrokerDown) for e in transient)
+    assert isinstance(broker.sorted_error(APIError(code=400, err_code=10054)), broker.Rejected)
+
+
+def test_an_event_no_retry_can_publish_goes_dead_at_once_and_the_relay_goes_on(db, tmp_path, monkeypatch):
+    """On a server whose max_payload one event is over: that event is dead after its one
+    claim (its order's next event held behind it), the others are sent, and the relay
+    never pauses: the broker is up, and only that event is at fault."""
+    monkeypatch.setattr(broker, "MAX_PAYLOAD", 600)
+    small = broker.Broker(tmp_path / "small")
+    try:
+        with broker.Client(small.start().url) as client, db.connection() as conn:
+            outbox.prepare_outbox(conn, client, duplicate_window_s=120)
+            for order, note in ((1, "x" * 700), (2, ""), (3, "")):
+                queue.enqueue(conn, switching.OUTBOX_KIND, {"order_id": order, "seq": 1, "note": note})
+            queue.enqueue(conn, switching.OUTBOX_KIND, {"order_id": 1, "seq": 2, "note": ""})
+            relay = switching.Relay(db, client)
+            assert relay.run_once(conn) == (3, False)  # not taken for an outage
+            assert relay.run_once(conn) == (0, False)  # order 1's second event waits behind its dead head
+            assert queue.status_counts(conn) == {"dead": 1, "done": 2, "ready": 1}
+            tries = dict(run(conn, "lab/attempts_spent", {"kind": switching.OUTBOX_KIND}).fetchall())
+            assert tries == {0: 1, 1: 3}  # one claim, of max_attempts 5, and dead
+            assert relay.stats.unpublishable == 1 and relay.stats.sent == 2 and relay.stats.pauses == 0
+            assert client.stream_messages(switching.STREAM) == 2
+    finally:
+        small.stop()
 
 
 def relay_setup(db, client, orders: int):

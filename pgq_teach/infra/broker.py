@@ -53,11 +53,25 @@ EXTRA = "pip install 'pgq-teach[broker]' (in a clone: make install)"
 
 
 class BrokerDown(Exception):
-    """The broker did not answer: down, restarting, or unreachable. Not the message's fault."""
+    """No ack, and not the message's fault: the broker did not answer (down, restarting,
+    unreachable), or answered "not now" (busy, the same id in process, a server error)."""
 
 
 class Rejected(Exception):
-    """The broker answered and refused this message for its own sake (too large, for example)."""
+    """The broker answered and refused this message for its own sake, under a limit a person
+    can change while it waits (the stream's max_msg_size): the relay spends a try on it."""
+
+
+class Unpublishable(Exception):
+    """This message can never be published as it is: it is over the server's max_payload,
+    which the client checks before it sends anything. No retry can change that."""
+
+
+# JetStream's "not now" answers: a publish that meets one may succeed unchanged a moment
+# later. HTTP-like status codes, with the server's own error codes where one status means
+# several things (nats-server 2.x, server/errors.json: JSStreamDuplicateMessageConflict).
+TRANSIENT_STATUS = {408, 429, 503}  # request timeout, too many requests, no responders / unavailable
+TRANSIENT_ERR_CODES = {10158}  # 409: "duplicate message id is in process"
 
 
 def binary() -> Path | None:
@@ -283,13 +297,24 @@ def _answers(port: int) -> bool:
         return False
 
 
-def _sorted_error(exc: Exception) -> BrokerDown | Rejected:
-    """A publish error as the relay sees it: the broker refused this message (its own
-    fault), or the broker was not there to answer (nobody's fault but the outage's)."""
-    from nats.js.errors import APIError, ServiceUnavailableError
+Outcome = tuple[int, bool] | BrokerDown | Rejected | Unpublishable
 
-    if isinstance(exc, APIError) and not isinstance(exc, ServiceUnavailableError):
-        return Rejected(f"the broker refused it: {exc.description or exc}")
+
+def sorted_error(exc: Exception) -> BrokerDown | Rejected | Unpublishable:
+    """A publish error sorted by fault, not by class: the outage's or the broker's moment
+    (BrokerDown: hand it back, spend no try), the message's under a limit a person can
+    raise (Rejected: spend a try), or the message's for good (Unpublishable: dead now)."""
+    from nats.errors import MaxPayloadError
+    from nats.js.errors import APIError
+
+    if isinstance(exc, MaxPayloadError):
+        return Unpublishable(f"over the server's max_payload; no retry can send it ({type(exc).__name__})")
+    if isinstance(exc, APIError):
+        code, err_code = exc.code or 0, exc.err_code or 0
+        said = f"{code} {err_code}: {exc.description or type(exc).__name__}"
+        if code in TRANSIENT_STATUS or code >= 500 or err_code in TRANSIENT_ERR_CODES:
+            return BrokerDown(f"the broker answered not now ({said})")
+        return Rejected(f"the broker refused it ({said})")
     return BrokerDown(f"no ack from the broker ({type(exc).__name__})")
 
 
@@ -429,7 +454,7 @@ class Client:
     ) -> tuple[int, bool]:
         """Publish and wait for the broker's ack: (stream sequence, duplicate?). A duplicate is
         a message id the stream saw within its duplicate window: it is not stored again.
-        Raises BrokerDown when no ack comes, Rejected when the broker refuses the message."""
+        Raises the BrokerDown, Rejected or Unpublishable it met (see `sorted_error`)."""
         outcome = self.publish_batch([(subject, payload, msg_id)], timeout_s=timeout_s)[0]
         if isinstance(outcome, Exception):
             raise outcome
@@ -437,20 +462,21 @@ class Client:
 
     def publish_batch(
         self, messages: list[tuple[str, bytes, str]], *, timeout_s: float = 1.0
-    ) -> list[tuple[int, bool] | BrokerDown | Rejected]:
+    ) -> list[Outcome]:
         """Publish (subject, payload, message id) messages all in flight at once and wait for
-        every ack: for each, (sequence, duplicate?) or the BrokerDown or Rejected it met.
+        every ack: for each, (sequence, duplicate?) or the error it met, sorted by fault
+        (`sorted_error`).
         Only messages whose relative order does not matter may share a batch: one may fail
         while a later one is stored."""
 
-        async def one(subject: str, payload: bytes, msg_id: str) -> tuple[int, bool] | BrokerDown | Rejected:
+        async def one(subject: str, payload: bytes, msg_id: str) -> Outcome:
             try:
                 ack = await self.js.publish(subject, payload, timeout=timeout_s, headers={MSG_ID: msg_id})
-            except Exception as exc:  # sorted into the two kinds the relay acts on  # noqa: BLE001
-                return _sorted_error(exc)
+            except Exception as exc:  # sorted into the three kinds the relay acts on  # noqa: BLE001
+                return sorted_error(exc)
             return int(ack.seq), bool(ack.duplicate)
 
-        async def all_of() -> list[tuple[int, bool] | BrokerDown | Rejected]:
+        async def all_of() -> list[Outcome]:
             return list(await asyncio.gather(*(one(*m) for m in messages)))
 
         return self.call(all_of(), timeout=timeout_s + 10)

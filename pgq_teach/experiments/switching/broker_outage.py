@@ -6,8 +6,10 @@ dedup window to remove."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ... import charts, checks, queue, tables
@@ -40,7 +42,7 @@ class RelayCrashed(Exception):
         self.published = published
 
 
-def crash_after_publish(events: list[queue.Job]) -> None:
+def crash_after_publish(events: Sequence[queue.Job]) -> None:
     """A relay's `after_publish` that dies there: the events are in the broker, and the
     table still holds them claimed until their lease runs out and the reaper hands them back."""
     raise RelayCrashed(len(events))
@@ -250,7 +252,7 @@ def outage(
     consumer = OrderConsumer()
     for _, _, body in messages:
         consumer.take(body)
-    in_broker = {int(msg_id) for _, msg_id, _ in messages}
+    in_broker = {json.loads(body)["job_id"] for _, _, body in messages}
     return finish(
         OutageResult,
         db,

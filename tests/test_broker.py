@@ -201,6 +201,17 @@ def test_an_event_no_retry_can_publish_goes_dead_at_once_and_the_relay_goes_on(d
         small.stop()
 
 
+def test_the_outbox_lag_counts_from_the_write_not_from_a_backoff(db):
+    """A refused event waits out a backoff (run_at 20 s ahead): its lag still counts from
+    when checkout wrote it (enqueued_at), never restarting or going below zero."""
+    with db.connection() as conn:
+        queue.enqueue(conn, switching.OUTBOX_KIND, {"order_id": 1, "seq": 1})
+        (job,) = queue.claim(conn, batch=1, lease=30)
+        assert queue.fail(conn, job, "refused") == "ready"
+        count, age = switching.outbox_lag(conn)
+    assert count == 1 and 0 < age < 20  # from run_at it read about -20 s (clamped: 0)
+
+
 def relay_setup(db, client, orders: int):
     """Orders with two events each, written in the outbox; the stream refuses everything."""
     with db.connection() as conn:

@@ -22,6 +22,11 @@ What the broker says is sorted by fault (`broker.sorted_error`):
 A caller may pass `after_publish`, which runs between the broker's ack and the
 marking (lesson 11's labs crash a relay there).
 
+Per-key order holds when each order's events commit in id order: the claim's
+NOT EXISTS cannot see an earlier id that is not yet committed. The writer meets
+that by locking the order's row before it writes the event (`write_event`).
+
+- `write_event`: checkout's write of an order's next event, under the order's lock.
 - `prepare_outbox`: an empty outbox with the relay's index, and an empty ORDERS
   stream. It empties the jobs table (lab/reset_jobs.sql): a lab's or a test's
   start, never a live outbox's.
@@ -48,6 +53,7 @@ import psycopg
 
 from . import checks, queue
 from .databases import Database
+from .errors import BadInput
 from .infra import broker
 from .statements import records, run, run_one
 
@@ -73,6 +79,21 @@ class Event(queue.Job):
         if self.event_id is None:
             raise ValueError(f"job {self.id} was claimed without its event id")
         return str(self.event_id)
+
+
+def write_event(
+    conn: psycopg.Connection, order_id: int, payload: dict[str, Any], *, max_attempts: int = 5
+) -> int:
+    """Write an order's next event in the outbox, in the caller's transaction (or one of its
+    own), after locking the order's row (lock_order.sql): a second writer of the same order
+    waits for this one to end before it draws an id, so the order's events commit in id
+    order, which the per-key claim needs. The job id; an order that does not exist is refused."""
+    with conn.transaction():
+        if run(conn, "lock_order", {"order_id": order_id}).fetchone() is None:
+            raise BadInput(f"order {order_id} does not exist: write the order before its events")
+        return queue.enqueue(
+            conn, OUTBOX_KIND, {"order_id": order_id, **payload}, max_attempts=max_attempts, notify=False
+        )
 
 
 def event_bytes(event: Event) -> bytes:

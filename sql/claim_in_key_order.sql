@@ -2,7 +2,12 @@
 -- takes only the oldest unsent event of each order: an event whose order has
 -- an earlier event not yet sent (ready, waiting out a backoff, held by a
 -- relay, or dead) is left alone, so one order's events reach the broker in
--- the order they were written, whatever fails, and however many relays run.
+-- the order they were written, whatever fails, and however many relays run,
+-- on one condition: each order's events commit in id order. NOT EXISTS sees
+-- only committed rows, so if id 10 is drawn first and id 11 commits first, 11
+-- is claimed as the head and published first. The writer meets the condition
+-- by locking the order's row before it writes an event (lock_order.sql,
+-- pgq_teach.outbox.write_event).
 -- Safe: yes. The production relay claim (its index: outbox_key_index.sql).
 -- Parameters: kind (text), batch (int, 1..10000), lease (interval).
 -- Notes: the key is the order id in the payload; one order's later events

@@ -4,14 +4,19 @@ missing, on a real PostgreSQL."""
 
 from __future__ import annotations
 
+import threading
+from datetime import timedelta
+
 import pytest
 
-from pgq_teach import queue
+from helpers import wait_for
+from pgq_teach import outbox, queue
 from pgq_teach.errors import BadInput, SetupError
 from pgq_teach.experiments import switching
 from pgq_teach.experiments.switching import recommend
 from pgq_teach.infra import broker, learner
-from pgq_teach.outbox import Consumer, StandInBroker, StandInDown
+from pgq_teach.outbox import OUTBOX_KIND, Consumer, Event, StandInBroker, StandInDown
+from pgq_teach.statements import records, run, run_one
 
 
 @pytest.fixture(autouse=True)
@@ -149,3 +154,53 @@ def test_your_turn_knows_when_it_holds_the_first_attempt():
     assert turn.holds_first_attempt
     turn.editor.value += "\n-- my own change"
     assert not turn.holds_first_attempt
+
+
+def heads(conn) -> list[int]:
+    """The per-key claim's heads now (claim_in_key_order.sql), by job id."""
+    params = {"kind": OUTBOX_KIND, "batch": 10, "lease": timedelta(seconds=30)}
+    return [e.id for e in run(conn, "claim_in_key_order", params, row_factory=records(Event)).fetchall()]
+
+
+def new_order(db) -> int:
+    with db.connection() as conn:
+        run(conn, "lab/reset_jobs")
+        run(conn, "outbox_key_index")
+        return int(run_one(conn, "lab/place_order", {"email": "a@example.com", "total": 10})[0])
+
+
+def test_per_key_order_breaks_when_a_later_id_commits_first(db):
+    """The claim's precondition, broken: id 1 drawn first and still open, id 2 committed.
+    NOT EXISTS cannot see the uncommitted id 1, so id 2, the order's later event, is the head."""
+    order = new_order(db)
+    with db.connection() as a, db.connection() as b, db.connection() as relay:
+        with a.transaction():
+            first = queue.enqueue(a, OUTBOX_KIND, {"order_id": order, "seq": 1}, notify=False)
+            with b.transaction():
+                second = queue.enqueue(b, OUTBOX_KIND, {"order_id": order, "seq": 2}, notify=False)
+            assert first < second and heads(relay) == [second]  # published ahead of its order's first
+
+
+def test_the_order_lock_makes_one_order_s_events_commit_in_id_order(db):
+    """write_event locks the order's row first: a second writer of the same order waits
+    (its blocker is the first writer) until the first commits, and only then draws its id,
+    so the head is the first event, and the second follows it."""
+    order = new_order(db)
+    got: dict[str, int] = {}
+    with db.connection() as a, db.connection() as b, db.connection() as relay:
+        waiting = threading.Thread(target=lambda: got.update(second=outbox.write_event(b, order, {"seq": 2})))
+        with a.transaction():
+            first = outbox.write_event(a, order, {"seq": 1})
+            waiting.start()
+
+            def blocked_by() -> list[int]:
+                return [r[0] for r in run(relay, "migration_blockers", {"pid": b.info.backend_pid})]
+
+            assert wait_for(lambda: blocked_by() == [a.info.backend_pid], timeout=10)
+            assert heads(relay) == [] and "second" not in got  # nothing committed, nothing drawn
+        waiting.join(10)
+        assert got["second"] > first
+        assert heads(relay) == [first]  # the first event is the head; the second waits behind it
+    with pytest.raises(BadInput, match="does not exist"):
+        with db.connection() as conn:
+            outbox.write_event(conn, order + 1, {"seq": 1})

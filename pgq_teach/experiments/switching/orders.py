@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import psycopg
 
-from ... import queue
 from ...databases import Database
-from ...outbox import OUTBOX_KIND
+from ...outbox import write_event
 from ...statements import run_one
 from ..results import advice
 
@@ -22,8 +21,9 @@ EVENTS = ("created", "paid", "shipped")  # an order's events, in the order check
 
 class OrderDesk:
     """Checkout's side: each step writes one order event in the outbox, in its own
-    transaction. A new order commits with its 'created' event; later steps add an
-    open order's next event. `written` lists every committed event's job id."""
+    transaction, under the order's lock (`outbox.write_event`). A new order commits
+    with its 'created' event; later steps add an open order's next event. `written`
+    lists every committed event's job id."""
 
     def __init__(self, db: Database, *, max_attempts: int = 2):
         self.db = db
@@ -39,14 +39,15 @@ class OrderDesk:
             self.write(conn, order_id, seq + 1)
             return
         with conn.transaction():
-            order_id = run_one(conn, "lab/place_order", {"email": f"c{self.steps}@example.com", "total": 10})[
-                0
-            ]
-            self.write(conn, order_id, 1)
+            self.write(conn, self.place(conn), 1)
+
+    def place(self, conn: psycopg.Connection) -> int:
+        """Save a new order (its events come after, under its lock): its id."""
+        return int(run_one(conn, "lab/place_order", {"email": f"c{self.steps}@example.com", "total": 10})[0])
 
     def write(self, conn: psycopg.Connection, order_id: int, seq: int) -> None:
-        payload = {"order_id": order_id, "seq": seq, "event": EVENTS[seq - 1]}
-        job_id = queue.enqueue(conn, OUTBOX_KIND, payload, max_attempts=self.max_attempts, notify=False)
+        payload = {"seq": seq, "event": EVENTS[seq - 1]}
+        job_id = write_event(conn, order_id, payload, max_attempts=self.max_attempts)
         self.written.append(job_id)
         if seq < len(EVENTS):
             self.open.append((order_id, seq))

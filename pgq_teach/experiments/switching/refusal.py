@@ -38,8 +38,9 @@ def refused_backlog(
     everything: its max_msg_size is set below any event's size."""
     prepare_outbox(conn, client, duplicate_window_s=JETSTREAM_DUPLICATE_WINDOW_S)
     desk = OrderDesk(db, max_attempts=max_attempts)
+    placed = [desk.place(conn) for _ in range(orders)]
     for seq in (1, 2):
-        for order_id in range(1, orders + 1):
+        for order_id in placed:
             desk.write(conn, order_id, seq)
     client.set_max_msg_size(STREAM, 10)
     return desk

@@ -204,3 +204,11 @@ def test_the_order_lock_makes_one_order_s_events_commit_in_id_order(db):
     with pytest.raises(BadInput, match="does not exist"):
         with db.connection() as conn:
             outbox.write_event(conn, order + 1, {"seq": 1})
+
+
+def test_the_commit_order_lab_breaks_the_precondition_then_meets_it(db):
+    plain, locked = switching.commit_order(db).rows
+    assert plain.first_id < plain.second_id and not plain.second_waited
+    assert plain.heads_while_open == [2]  # the later event was the head: it would go first
+    assert locked.first_id < locked.second_id and locked.second_waited
+    assert locked.heads_while_open == [] and locked.heads_after == [1]

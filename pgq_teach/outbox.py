@@ -67,7 +67,7 @@ RELAY_LEASE_S = 30.0  # a relay's claim: a killed relay's events wait this long 
 
 
 @dataclass(frozen=True)
-class Event(queue.Job):
+class OutboxEvent(queue.Job):
     """A claimed outbox event: the job, and the id it is published under (schema.sql's
     `event_id`, written at enqueue; the job id can repeat, this one does not)."""
 
@@ -96,7 +96,7 @@ def write_event(
         )
 
 
-def event_bytes(event: Event) -> bytes:
+def event_bytes(event: OutboxEvent) -> bytes:
     """The message body: the event as written in the outbox, with its event id and job id."""
     body = {"event_id": event.message_id, "job_id": event.id, **event.payload}
     return json.dumps(body, separators=(",", ":")).encode()
@@ -155,7 +155,7 @@ class Relay:
         self.stats = RelayStats()
         self.stop_event = threading.Event()
 
-    def claim(self, conn: psycopg.Connection) -> list[Event]:
+    def claim(self, conn: psycopg.Connection) -> list[OutboxEvent]:
         """The head unsent event of up to `batch` orders (in_key_order=False: the
         course's plain claim, the oldest due events whatever their order)."""
         began = time.perf_counter()
@@ -164,7 +164,7 @@ class Relay:
             if not self.in_key_order:
                 return with_event_ids(conn, queue.claim(conn, batch=self.batch, lease=self.lease))
             params = {"kind": OUTBOX_KIND, "batch": self.batch, "lease": self.lease}
-            return run(conn, "claim_in_key_order", params, row_factory=records(Event)).fetchall()
+            return run(conn, "claim_in_key_order", params, row_factory=records(OutboxEvent)).fetchall()
         finally:
             self.stats.claim_s += time.perf_counter() - began
 
@@ -172,8 +172,8 @@ class Relay:
         """One round: (events claimed, whether the broker was down)."""
         queue.reap(conn)
         jobs = self.claim(conn)
-        sent: list[Event] = []
-        unsent: list[Event] = []
+        sent: list[OutboxEvent] = []
+        unsent: list[OutboxEvent] = []
         down = ""
         # One event per order in a per-key claim: the whole batch can be in flight at once.
         # The plain claim may hold two events of one order, so it publishes one at a time.
@@ -205,7 +205,7 @@ class Relay:
             queue.complete_many(conn, sent)
         return len(jobs), bool(down)
 
-    def bury(self, conn: psycopg.Connection, job: Event, error: str) -> None:
+    def bury(self, conn: psycopg.Connection, job: OutboxEvent, error: str) -> None:
         """Dead at once: no retry can publish it, so spending its tries would only delay
         the person who must mend it (and hold its order's later events back meanwhile)."""
         with queue.atomic(conn):
@@ -263,11 +263,12 @@ class OrderConsumer:
         self.applied += 1
 
 
-def with_event_ids(conn: psycopg.Connection, jobs: list[queue.Job]) -> list[Event]:
+def with_event_ids(conn: psycopg.Connection, jobs: list[queue.Job]) -> list[OutboxEvent]:
     """Jobs the plain claim returned, with the event id each is published under."""
     ids = dict(run(conn, "lab/event_ids", {"ids": [j.id for j in jobs]}).fetchall()) if jobs else {}
     return [
-        Event(**{f.name: getattr(j, f.name) for f in fields(queue.Job)}, event_id=ids[j.id]) for j in jobs
+        OutboxEvent(**{f.name: getattr(j, f.name) for f in fields(queue.Job)}, event_id=ids[j.id])
+        for j in jobs
     ]
 
 

@@ -15,7 +15,7 @@ from pgq_teach.errors import BadInput, SetupError
 from pgq_teach.experiments import switching
 from pgq_teach.experiments.switching import recommend
 from pgq_teach.infra import broker, learner
-from pgq_teach.outbox import OUTBOX_KIND, Consumer, Event, StandInBroker, StandInDown
+from pgq_teach.outbox import OUTBOX_KIND, Consumer, OutboxEvent, StandInBroker, StandInDown
 from pgq_teach.statements import records, run, run_one
 
 
@@ -159,7 +159,9 @@ def test_your_turn_knows_when_it_holds_the_first_attempt():
 def heads(conn) -> list[int]:
     """The per-key claim's heads now (claim_in_key_order.sql), by job id."""
     params = {"kind": OUTBOX_KIND, "batch": 10, "lease": timedelta(seconds=30)}
-    return [e.id for e in run(conn, "claim_in_key_order", params, row_factory=records(Event)).fetchall()]
+    return [
+        e.id for e in run(conn, "claim_in_key_order", params, row_factory=records(OutboxEvent)).fetchall()
+    ]
 
 
 def new_order(db) -> int:

@@ -16,7 +16,7 @@ import psycopg
 from ... import queue, tables
 from ...databases import Database
 from ...errors import SetupError
-from ...outbox import OUTBOX_KIND, Event, write_event
+from ...outbox import OUTBOX_KIND, OutboxEvent, write_event
 from ...statements import records, run, run_one
 
 WAIT_S = 10.0  # how long the lab waits for the second writer to finish or be seen waiting
@@ -59,7 +59,7 @@ def head_seqs(conn: psycopg.Connection) -> list[int]:
     """The seq of each event the per-key claim would take now: claimed, then rolled back."""
     params = {"kind": OUTBOX_KIND, "batch": 10, "lease": LEASE}
     with conn.transaction(force_rollback=True):
-        heads = run(conn, "claim_in_key_order", params, row_factory=records(Event)).fetchall()
+        heads = run(conn, "claim_in_key_order", params, row_factory=records(OutboxEvent)).fetchall()
     return sorted(int(e.payload["seq"]) for e in heads)
 
 

@@ -3,13 +3,21 @@
 -- enqueues go on, then swaps them. Use it when the index has grown after a
 -- burst of jobs (index files never shrink by themselves).
 -- Safe: yes for claims and enqueues, with two catches. It waits, more than
--- once, for every transaction in the database older than its own steps to
--- end, so one idle transaction (lesson 09's) stalls it for as long as it
--- stays open; set a lock_timeout to give up instead. And if it fails or is
--- cancelled, it leaves an invalid copy, jobs_ready_idx_ccnew, that every
--- write still updates: drop it (DROP INDEX CONCURRENTLY jobs_ready_idx_ccnew)
--- before trying again. It cannot run inside a transaction block, and takes
--- longer than a plain REINDEX.
+-- once, but not for every older transaction: for transactions holding a
+-- lock on jobs (first the writers; in its last steps any lock, a reader's
+-- too, so an idle READ COMMITTED transaction that read one job stalls it),
+-- and for transactions in this database with a snapshot older than its own
+-- (an idle REPEATABLE READ one). A transaction that holds neither, or one in
+-- another database, does not stall it (measured on PostgreSQL 15 and 18;
+-- ReindexRelationConcurrently in src/backend/commands/indexcmds.c). Set a
+-- lock_timeout to give up instead of waiting. If it fails or is cancelled
+-- it leaves an invalid index behind, which every write still updates: before
+-- the swap the new copy, jobs_ready_idx_ccnew (indisready may be false or
+-- true); after it the old index, jobs_ready_idx_ccold, and the rebuild is in
+-- place. Drop whichever is left (DROP INDEX CONCURRENTLY; list them with
+-- sql/lab/invalid_indexes.sql: a name may carry a number, _ccnew1) before
+-- trying again. It cannot run inside a transaction block, and takes longer
+-- than a plain REINDEX.
 -- Parameters: none.
 
 REINDEX INDEX CONCURRENTLY jobs_ready_idx;

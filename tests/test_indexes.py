@@ -2,11 +2,13 @@
 sizes, the index that does not shrink, and the literal 'ready' against a
 generic plan (guide #14, #15, #16)."""
 
+import psycopg
 import pytest
 
 from helpers import cannot_run, counts, seed
 from pgq_teach.errors import BadInput
-from pgq_teach.experiments import indexes
+from pgq_teach.experiments import bloat, indexes
+from pgq_teach.statements import run_one
 
 DONE = 20_000  # enough rows for the full index to span many pages
 
@@ -87,13 +89,34 @@ def test_distinct_keys_make_no_posting_lists(db):
     assert lists.posting_lists == 0 and lists.leaf_items == lists.row_pointers == 5_010
 
 
-def test_plain_reindex_blocks_a_read_by_id_and_concurrently_waits_for_an_idle_transaction(db):
+def test_plain_reindex_blocks_a_read_by_id_and_concurrently_waits_for_a_snapshot_or_a_lock(db):
     r = indexes.reindex_locks(db)
     assert r.read_by_id_during_plain == "55P03"
-    assert r.concurrently_with_idle == "55P03" and r.concurrently_waited_s >= 0.9
-    assert r.invalid_left == ["jobs_ready_idx_ccnew"]
-    assert "jobs_ready_idx_ccnew" not in indexes.sizes(db)  # the lab dropped it
-    assert "gave up" in r.summary()
+    snapshot, lock, nothing = (r.concurrently[key] for key in ("snapshot", "lock", "nothing"))
+    # an older snapshot in this database stalls it before the swap: the new copy is left
+    assert snapshot.sqlstate == "55P03" and snapshot.waited_s >= 0.9
+    assert snapshot.invalid_left == ["jobs_ready_idx_ccnew"]
+    # a lock on jobs (an idle READ COMMITTED reader: no snapshot) stalls it after the swap:
+    # the rebuild is in place and the old index is left, renamed
+    assert lock.sqlstate == "55P03" and lock.invalid_left == ["jobs_ready_idx_ccold"]
+    # an idle transaction with neither: it does not wait for "every older transaction"
+    assert nothing.sqlstate is None and nothing.invalid_left == []
+    assert not {"jobs_ready_idx_ccnew", "jobs_ready_idx_ccold"} & set(indexes.sizes(db))  # dropped
+    assert "jobs_ready_idx" in indexes.sizes(db)
+    assert "gave up" in r.summary() and "finished" in r.summary()
+
+
+def test_an_idle_read_committed_reader_holds_its_lock_and_no_snapshot(db, conn):
+    """The reader the REINDEX test stalls on holds no backend_xmin: a SELECT sent with parameters
+    would keep its portal's snapshot until the next statement, which the lab's reader ends."""
+    seed(conn, 3)
+    idle = bloat.IdleTransaction(db, isolation=psycopg.IsolationLevel.READ_COMMITTED, read_job=1)
+    try:
+        pid = idle.open()
+        state, xid, xmin = run_one(conn, "lab/session_horizon", {"pid": pid})
+    finally:
+        idle.close()
+    assert state == "idle in transaction" and xid is None and xmin is None
 
 
 def test_vacuum_deletes_the_drained_ready_index_pages_and_the_file_keeps_its_size(db):

@@ -9,8 +9,10 @@
 - IdleTransaction: the forgotten REPEATABLE READ session that holds a snapshot
   and stops VACUUM (guide #18), and BloatLab, which steps through the guide's
   experiment around it;
-- holders and exact_counts: who holds the snapshot (backend_xmin), and
-  pgstattuple's exact view where the server ships it.
+- holders and exact_counts: who holds the horizon back (backend_xid from any
+  database, backend_xmin from this one), and pgstattuple's exact view where
+  the server ships it; held_elsewhere: a transaction ID held in another
+  database, as the activity query shows it from here.
 
 The lesson's database has autovacuum switched off on jobs, so VACUUM runs
 only when the lesson says so and every learner measures the same thing.
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import charts, checks, measurements, queue, tables
+from .. import charts, checks, measurements, queue, seeding, tables
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
@@ -367,8 +369,10 @@ class IdleTransaction:
     and then sits idle: its snapshot stays until the transaction ends (at
     READ COMMITTED, `isolation`, it is dropped when the SELECT ends).
     `timeout` (such as "1s") sets idle_in_transaction_session_timeout first.
-    The session is a sessions.Session, named IDLE_NAME, so its timeline
-    records what it ran."""
+    `read_job`, a job's id, has it also read that job by id after the SELECT:
+    at READ COMMITTED it then holds no snapshot, yet keeps its lock on `jobs`
+    (ACCESS SHARE, on the table and every index) until it ends. The session
+    is a sessions.Session, named IDLE_NAME, so its timeline records what it ran."""
 
     def __init__(
         self,
@@ -376,8 +380,9 @@ class IdleTransaction:
         *,
         timeout: str | None = None,
         isolation: psycopg.IsolationLevel = psycopg.IsolationLevel.REPEATABLE_READ,
+        read_job: int | None = None,
     ):
-        self.db, self.timeout, self.isolation = db, timeout, isolation
+        self.db, self.timeout, self.isolation, self.read_job = db, timeout, isolation, read_job
         self.session: Session | None = None
         self.pid: int | None = None
 
@@ -395,6 +400,13 @@ class IdleTransaction:
         if self.timeout is not None:
             session.run("lab/set_idle_timeout", {"timeout": self.timeout})  # committed: lasts the session
         session.begin()  # the single SELECT: the snapshot is taken here
+        if self.read_job is not None:
+            session.run("lab/job_row", {"id": self.read_job})
+            # A SELECT sent with parameters (the extended protocol) leaves its unnamed portal,
+            # and the portal's snapshot, open until the next statement or the transaction's end
+            # (PostgreSQL docs, "Message Flow: Extended Query"): one more plain SELECT ends it,
+            # so the session keeps the read's lock and no snapshot.
+            session.run("lab/open_transaction")
         session.wait_done()
         failed = next((step for step in session.timeline if step.failed), None)
         if failed is not None:
@@ -480,10 +492,46 @@ def read_committed_idle(db: Database, *, jobs: int = 1_000) -> QuietIdle:
 
 
 def holders(db: Database) -> list[dict]:
-    """The guide's activity query (sql/stats_sessions.sql): sessions holding a
-    transaction id or a snapshot, oldest first."""
+    """The course's activity query (sql/stats_sessions.sql) from `db`: what
+    holds back its cleanup, oldest horizon first. A transaction ID is listed
+    from any database (reach 'every database'), a snapshot alone from this
+    one only, and a logical slot's catalog_xmin as 'system catalogs only'."""
     with db.connection(row_factory=dict_row) as conn:
         return run(conn, "stats_sessions").fetchall()
+
+
+@dataclass(frozen=True)
+class HeldElsewhere:
+    """A row-locking transaction in another database, and a snapshot taken
+    here after it began: what the activity query lists from here."""
+
+    holder_pid: int  # the session in the other database
+    holder_xid: str  # its transaction ID (from its row lock)
+    bystander_pid: int  # an idle REPEATABLE READ transaction here, opened after it
+    bystander_xmin: str | None  # its snapshot's xmin: the other database's transaction ID
+    rows: list[dict]  # the activity query, run here while both were open
+
+
+def held_elsewhere(db: Database, other: Database) -> HeldElsewhere:
+    """Lock one job in `other` (a transaction ID, held open), open an idle
+    snapshot in `db`, and run the activity query in `db`."""
+    if other.name == db.name:
+        raise BadInput(f"other must be another database on the same server, got {other.name!r}")
+    with other.connection() as conn:
+        seeding.reset_and_seed(conn, "send_receipt", 1)
+    bystander = IdleTransaction(db)
+    with other.connection(autocommit=False) as hold, db.connection() as here:
+        run(hold, "teaching/hold_skip_locked").fetchall()  # a row lock: the transaction gets an ID
+        holder_pid = hold.info.backend_pid
+        _, holder_xid, _ = run_one(here, "lab/session_horizon", {"pid": holder_pid})
+        try:
+            bystander_pid = bystander.open()
+            _, _, bystander_xmin = run_one(here, "lab/session_horizon", {"pid": bystander_pid})
+            rows = holders(db)
+        finally:
+            bystander.close()
+            hold.rollback()
+    return HeldElsewhere(holder_pid, holder_xid, bystander_pid, bystander_xmin, rows)
 
 
 # --- pgstattuple's exact view ---------------------------------------------------

@@ -256,19 +256,34 @@ def posting_lists(db: Database, index: str) -> PostingLists:
 # --- REINDEX: what the plain one blocks, and what stalls the concurrent one ------------
 
 
+@dataclass(frozen=True)
+class ConcurrentRun:
+    """REINDEX INDEX CONCURRENTLY beside one idle session, under a lock_timeout."""
+
+    beside: str  # the idle session, in words
+    sqlstate: str | None  # how it ended (None: it finished)
+    waited_s: float
+    invalid_left: list[str]  # invalid indexes on jobs afterwards (then dropped by the lab)
+
+    def __str__(self) -> str:
+        ended = (
+            f"gave up after {self.waited_s:.1f} s, SQLSTATE {self.sqlstate}" if self.sqlstate else "finished"
+        )
+        left = ", ".join(self.invalid_left) or "none"
+        return f"beside {self.beside}: {ended}; invalid indexes left: {left}"
+
+
 @dataclass(kw_only=True)
 class ReindexLocks(Result):
-    """What a plain REINDEX blocks, and what an idle transaction does to
-    REINDEX CONCURRENTLY (sql/reindex_ready.sql) under a lock_timeout."""
+    """What a plain REINDEX blocks, and which idle sessions stall REINDEX
+    CONCURRENTLY (sql/reindex_ready.sql) under a lock_timeout."""
 
     lock_timeout: str
     # a read of one job by id, which never uses jobs_ready_idx, while a plain REINDEX of that
     # index is open in another transaction: the SQLSTATE it ended with (None: it ran)
     read_by_id_during_plain: str | None
-    # REINDEX CONCURRENTLY with an idle REPEATABLE READ transaction open: how it ended, after how long
-    concurrently_with_idle: str | None
-    concurrently_waited_s: float
-    invalid_left: list[str]  # invalid indexes on jobs after it failed (then dropped by the lab)
+    # REINDEX CONCURRENTLY beside each idle session of IDLE_KINDS, by its key
+    concurrently: dict[str, ConcurrentRun]
     guide: GuideFigure = field(default_factory=lambda: figure(15))
 
     def summary(self) -> str:
@@ -281,20 +296,36 @@ class ReindexLocks(Result):
                     if self.read_by_id_during_plain
                     else "ran"
                 ),
-                "  REINDEX INDEX CONCURRENTLY, with an idle REPEATABLE READ transaction open: "
-                + (
-                    f"gave up after {self.concurrently_waited_s:.1f} s, "
-                    f"SQLSTATE {self.concurrently_with_idle}"
-                    if self.concurrently_with_idle
-                    else "finished"
-                ),
-                f"  invalid indexes it left on jobs: {', '.join(self.invalid_left) or 'none'}",
+                "  REINDEX INDEX CONCURRENTLY ...",
             ]
+            + [f"    {run}" for run in self.concurrently.values()]
             + self.footer()
         )
 
 
 LOCK_TIMEOUT = "1s"
+
+# The idle sessions REINDEX CONCURRENTLY runs beside: (words, isolation, job read by id or None).
+# What stalls it is an older snapshot in this database (it waits for those before it swaps the
+# indexes) or any lock on jobs (it waits for every locker before it marks the old index dead);
+# an idle READ COMMITTED transaction holds no snapshot but keeps the locks of what it read.
+IDLE_KINDS: dict[str, tuple[str, psycopg.IsolationLevel, int | None]] = {
+    "snapshot": (
+        "an idle REPEATABLE READ transaction that ran SELECT now() (a snapshot)",
+        psycopg.IsolationLevel.REPEATABLE_READ,
+        None,
+    ),
+    "lock": (
+        "an idle READ COMMITTED transaction that read one job by id (a lock on jobs)",
+        psycopg.IsolationLevel.READ_COMMITTED,
+        1,
+    ),
+    "nothing": (
+        "an idle READ COMMITTED transaction that ran SELECT now() (neither)",
+        psycopg.IsolationLevel.READ_COMMITTED,
+        None,
+    ),
+}
 
 
 def sqlstate_of(conn: psycopg.Connection, name: str) -> str | None:
@@ -308,9 +339,9 @@ def sqlstate_of(conn: psycopg.Connection, name: str) -> str | None:
 
 def reindex_locks(db: Database, *, jobs: int = 1_000) -> ReindexLocks:
     """Hold a plain REINDEX of the ready index open in one transaction and read
-    one job by id from another session; then, with an idle REPEATABLE READ
-    transaction open, run REINDEX CONCURRENTLY (sql/reindex_ready.sql) under a
-    lock_timeout, list the invalid index it leaves, and drop it."""
+    one job by id from another session; then run REINDEX CONCURRENTLY
+    (sql/reindex_ready.sql) under a lock_timeout beside each idle session of
+    IDLE_KINDS in turn, list the invalid indexes each run leaves, and drop them."""
     checks.whole_number("jobs", jobs, 1, 100_000)
     with db.connection() as conn:
         run(conn, "lab/reset_jobs")
@@ -322,26 +353,37 @@ def reindex_locks(db: Database, *, jobs: int = 1_000) -> ReindexLocks:
             read = sqlstate_of_read(other)
         finally:
             holder.rollback()
-        idle = bloat.IdleTransaction(db)
-        idle.open()
-        try:
-            began = time.monotonic()
-            concurrently = sqlstate_of(other, "reindex_ready")
-            waited = time.monotonic() - began
-        finally:
-            idle.close()
-        invalid = [name for (name,) in run(other, "lab/invalid_indexes").fetchall()]
-        for name in invalid:
-            run(other, "lab/drop_index", idents={"name": name})
+        concurrently = {key: reindex_beside(db, other, *kind) for key, kind in IDLE_KINDS.items()}
     return finish(
         ReindexLocks,
         db,
         lock_timeout=LOCK_TIMEOUT,
         read_by_id_during_plain=read,
-        concurrently_with_idle=concurrently,
-        concurrently_waited_s=waited,
-        invalid_left=invalid,
+        concurrently=concurrently,
     )
+
+
+def reindex_beside(
+    db: Database,
+    conn: psycopg.Connection,
+    beside: str,
+    isolation: psycopg.IsolationLevel,
+    read_job: int | None,
+) -> ConcurrentRun:
+    """REINDEX CONCURRENTLY on `conn` while one idle transaction is open; then
+    drop whatever invalid index it left, so the next run starts clean."""
+    idle = bloat.IdleTransaction(db, isolation=isolation, read_job=read_job)
+    idle.open()
+    try:
+        began = time.monotonic()
+        sqlstate = sqlstate_of(conn, "reindex_ready")
+        waited = time.monotonic() - began
+    finally:
+        idle.close()
+    invalid = [name for (name,) in run(conn, "lab/invalid_indexes").fetchall()]
+    for name in invalid:
+        run(conn, "lab/drop_index", idents={"name": name})
+    return ConcurrentRun(beside, sqlstate, waited, invalid)
 
 
 def sqlstate_of_read(conn: psycopg.Connection) -> str | None:

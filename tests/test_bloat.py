@@ -10,11 +10,13 @@ import pytest
 from helpers import cannot_run, chart_rows, counts, gone, seed
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import bloat
+from pgq_teach.statements import run, run_one
 
 # Drains measure what on-access pruning leaves: the buffers a drain touches, the table's size.
 # A write transaction open anywhere on the server, in any database, holds that pruning back
-# (PostgreSQL recomputes the horizon only when the server's oldest transaction moves on), and
-# the parallel pass has plenty: every test here runs on an embedded server of its module's own.
+# (every snapshot's xmin is the oldest transaction ID running on the server: GetSnapshotData,
+# procarray.c), and the parallel pass has plenty: every test here runs on an embedded server of
+# its module's own.
 pytestmark = pytest.mark.usefixtures("alone")
 
 JOBS = 5_000  # big enough for an index of many pages, small enough to be quick
@@ -96,6 +98,41 @@ def test_an_idle_snapshot_in_another_database_is_not_listed_and_holds_nothing_ba
         idle.close()
         databases.drop_database("holder-elsewhere")
     assert report.not_removable == 0  # beside a holder in this database: 2 * JOBS (the test above)
+
+
+def test_a_transaction_id_held_in_another_database_is_listed_first_and_its_bystander_after(db):
+    """The culprit of a cross-database hold is the ID's holder, in the other database; a session
+    here whose snapshot carries that ID as its xmin is a bystander, listed after it."""
+    from pgq_teach import databases
+
+    other = databases.open_database("xid-elsewhere", reset=True)  # on the same server as db
+    try:
+        seen = bloat.held_elsewhere(db, other)
+    finally:
+        databases.drop_database("xid-elsewhere")
+    assert seen.bystander_xmin == seen.holder_xid  # a snapshot here starts from the other's ID
+    first = seen.rows[0]
+    assert first["pid"] == seen.holder_pid and first["datname"] == other.name
+    assert first["backend_xid"] == seen.holder_xid and first["reach"] == "every database"
+    bystander = next(row for row in seen.rows if row["pid"] == seen.bystander_pid)
+    assert bystander["reach"] == "this database" and bystander["backend_xid"] is None
+
+
+def test_a_logical_slot_is_listed_as_holding_back_the_catalogs_only_and_vacuum_removes_all(db, conn):
+    """A logical slot's catalog_xmin holds back the system catalogs, never jobs."""
+    if run_one(conn, "lab/wal_level")[0] != "logical":
+        cannot_run(db, "a logical slot needs wal_level = logical")
+    slot = f"pgq_test_{db.name}"[:63]
+    run(conn, "lab/create_logical_slot", {"slot": slot})
+    try:
+        bloat.drain(db, jobs=1_000)
+        report = bloat.vacuum(db)
+        row = next(r for r in bloat.holders(db) if r["state"] == f"slot: {slot}")
+    finally:
+        run(conn, "lab/drop_slot", {"slot": slot})
+    assert row["backend_xmin"] is None and row["catalog_xmin"] is not None
+    assert row["reach"] == "system catalogs only"
+    assert report.not_removable == 0 and report.removed > 0
 
 
 def test_idle_in_transaction_session_timeout_ends_the_session(db):

@@ -443,7 +443,7 @@ class Stats:
         )
         wait = f"; oldest due wait {tables.duration(self.oldest_due_wait)}" if self.oldest_due_wait else ""
         dead = f"; dead row versions {self.dead_tuples:,}" if self.dead_tuples is not None else ""
-        return f"{counts}{wait}{dead}; {tables.count(len(self.sessions), 'session')} holding a snapshot"
+        return f"{counts}{wait}{dead}; holding VACUUM back: {len(self.sessions)}"
 
 
 def status_counts(conn: psycopg.Connection) -> dict[str, int]:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import charts, checks, measurements, queue, seeding, tables
+from .. import charts, checks, databases, measurements, queue, seeding, tables
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
@@ -512,11 +512,22 @@ class HeldElsewhere:
     rows: list[dict]  # the activity query, run here while both were open
 
 
-def held_elsewhere(db: Database, other: Database) -> HeldElsewhere:
+def held_elsewhere(db: Database, other: Database | None = None) -> HeldElsewhere:
     """Lock one job in `other` (a transaction ID, held open), open an idle
-    snapshot in `db`, and run the activity query in `db`."""
-    if other.name == db.name:
+    snapshot in `db`, and run the activity query in `db`. Without `other`, a
+    second database on the same server is made for it, and dropped after."""
+    if other is not None and other.name == db.name:
         raise BadInput(f"other must be another database on the same server, got {other.name!r}")
+    label = "elsewhere-" + db.name.removeprefix(databases.PREFIX)
+    there = other or databases.open_database(label, reset=True, server=db.server)
+    try:
+        return hold_and_look(db, there)
+    finally:
+        if other is None:
+            databases.drop_database(label, server=db.server)
+
+
+def hold_and_look(db: Database, other: Database) -> HeldElsewhere:
     with other.connection() as conn:
         seeding.reset_and_seed(conn, "send_receipt", 1)
     bystander = IdleTransaction(db)

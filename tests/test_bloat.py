@@ -83,8 +83,8 @@ def test_an_idle_repeatable_read_transaction_stops_vacuum(db):
 
 
 def test_an_idle_snapshot_in_another_database_is_not_listed_and_holds_nothing_back(db):
-    """stats_sessions.sql lists this database's sessions only: since PostgreSQL 14 a
-    snapshot held in another database does not hold back VACUUM of this one's tables."""
+    """stats_sessions.sql lists a snapshot alone from this database only: since PostgreSQL 14 a
+    snapshot (no transaction ID) held in another database does not hold back VACUUM here."""
     from pgq_teach import databases
 
     other = databases.open_database("holder-elsewhere", reset=True)  # on the same server as db

@@ -9,7 +9,7 @@ import pytest
 
 from helpers import cannot_run, chart_rows, counts, gone, seed
 from pgq_teach.errors import BadInput
-from pgq_teach.experiments import bloat
+from pgq_teach.experiments import bloat, horizon
 from pgq_teach.statements import run, run_one
 
 # Drains measure what on-access pruning leaves: the buffers a drain touches, the table's size.
@@ -103,19 +103,15 @@ def test_an_idle_snapshot_in_another_database_is_not_listed_and_holds_nothing_ba
 def test_a_transaction_id_held_in_another_database_is_listed_first_and_its_bystander_after(db):
     """The culprit of a cross-database hold is the ID's holder, in the other database; a session
     here whose snapshot carries that ID as its xmin is a bystander, listed after it."""
-    from pgq_teach import databases
-
-    other = databases.open_database("xid-elsewhere", reset=True)  # on the same server as db
-    try:
-        seen = bloat.held_elsewhere(db, other)
-    finally:
-        databases.drop_database("xid-elsewhere")
-    assert seen.bystander_xmin == seen.holder_xid  # a snapshot here starts from the other's ID
+    seen = horizon.held_elsewhere(db)  # in a second database on db's server, made and dropped for it
+    assert seen.bystander_xmin == seen.holder_xid  # on a server of its own: a snapshot here starts from it
     first = seen.rows[0]
-    assert first["pid"] == seen.holder_pid and first["datname"] == other.name
+    assert first["pid"] == seen.holder_pid and first["datname"] != db.name
     assert first["backend_xid"] == seen.holder_xid and first["reach"] == "every database"
-    bystander = next(row for row in seen.rows if row["pid"] == seen.bystander_pid)
-    assert bystander["reach"] == "this database" and bystander["backend_xid"] is None
+    bystander = seen.row(seen.bystander_pid)
+    assert bystander is not None and bystander["backend_xid"] is None
+    assert bystander["reach"] == "this database"
+    assert seen.carrier_before_bystander()
 
 
 def test_a_logical_slot_is_listed_as_holding_back_the_catalogs_only_and_vacuum_removes_all(db, conn):

@@ -11,8 +11,7 @@
   experiment around it;
 - holders and exact_counts: who holds the horizon back (backend_xid from any
   database, backend_xmin from this one), and pgstattuple's exact view where
-  the server ships it; held_elsewhere: a transaction ID held in another
-  database, as the activity query shows it from here.
+  the server ships it (horizon.held_elsewhere: an ID held in another database).
 
 The lesson's database has autovacuum switched off on jobs, so VACUUM runs
 only when the lesson says so and every learner measures the same thing.
@@ -29,7 +28,7 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import charts, checks, databases, measurements, queue, seeding, tables
+from .. import charts, checks, measurements, queue, tables
 from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
@@ -402,10 +401,8 @@ class IdleTransaction:
         session.begin()  # the single SELECT: the snapshot is taken here
         if self.read_job is not None:
             session.run("lab/job_row", {"id": self.read_job})
-            # A SELECT sent with parameters (the extended protocol) leaves its unnamed portal,
-            # and the portal's snapshot, open until the next statement or the transaction's end
-            # (PostgreSQL docs, "Message Flow: Extended Query"): one more plain SELECT ends it,
-            # so the session keeps the read's lock and no snapshot.
+            # a SELECT sent with parameters keeps its unnamed portal, and the portal's snapshot,
+            # until the next statement (docs, "Extended Query"): a plain one leaves only the lock
             session.run("lab/open_transaction")
         session.wait_done()
         failed = next((step for step in session.timeline if step.failed), None)
@@ -498,51 +495,6 @@ def holders(db: Database) -> list[dict]:
     one only, and a logical slot's catalog_xmin as 'system catalogs only'."""
     with db.connection(row_factory=dict_row) as conn:
         return run(conn, "stats_sessions").fetchall()
-
-
-@dataclass(frozen=True)
-class HeldElsewhere:
-    """A row-locking transaction in another database, and a snapshot taken
-    here after it began: what the activity query lists from here."""
-
-    holder_pid: int  # the session in the other database
-    holder_xid: str  # its transaction ID (from its row lock)
-    bystander_pid: int  # an idle REPEATABLE READ transaction here, opened after it
-    bystander_xmin: str | None  # its snapshot's xmin: the other database's transaction ID
-    rows: list[dict]  # the activity query, run here while both were open
-
-
-def held_elsewhere(db: Database, other: Database | None = None) -> HeldElsewhere:
-    """Lock one job in `other` (a transaction ID, held open), open an idle
-    snapshot in `db`, and run the activity query in `db`. Without `other`, a
-    second database on the same server is made for it, and dropped after."""
-    if other is not None and other.name == db.name:
-        raise BadInput(f"other must be another database on the same server, got {other.name!r}")
-    label = "elsewhere-" + db.name.removeprefix(databases.PREFIX)
-    there = other or databases.open_database(label, reset=True, server=db.server)
-    try:
-        return hold_and_look(db, there)
-    finally:
-        if other is None:
-            databases.drop_database(label, server=db.server)
-
-
-def hold_and_look(db: Database, other: Database) -> HeldElsewhere:
-    with other.connection() as conn:
-        seeding.reset_and_seed(conn, "send_receipt", 1)
-    bystander = IdleTransaction(db)
-    with other.connection(autocommit=False) as hold, db.connection() as here:
-        run(hold, "teaching/hold_skip_locked").fetchall()  # a row lock: the transaction gets an ID
-        holder_pid = hold.info.backend_pid
-        _, holder_xid, _ = run_one(here, "lab/session_horizon", {"pid": holder_pid})
-        try:
-            bystander_pid = bystander.open()
-            _, _, bystander_xmin = run_one(here, "lab/session_horizon", {"pid": bystander_pid})
-            rows = holders(db)
-        finally:
-            bystander.close()
-            hold.rollback()
-    return HeldElsewhere(holder_pid, holder_xid, bystander_pid, bystander_xmin, rows)
 
 
 # --- pgstattuple's exact view ---------------------------------------------------

@@ -8,10 +8,13 @@ from .databases import Database, open_database
 from .errors import BadInput, PgqError, SetupError
 from .infra.server import Server, get_server
 from .queue import (
+    Duplicate,
     Job,
     NotClaimed,
     Stats,
     claim,
+    claim_fair,
+    claim_priority,
     cleanup,
     complete,
     complete_many,
@@ -32,6 +35,7 @@ from .worker import Worker, WorkerReport
 __all__ = [
     "BadInput",
     "Database",
+    "Duplicate",
     "Job",
     "NotClaimed",
     "PgqError",
@@ -41,6 +45,8 @@ __all__ = [
     "Worker",
     "WorkerReport",
     "claim",
+    "claim_fair",
+    "claim_priority",
     "cleanup",
     "complete",
     "enqueue",

@@ -22,6 +22,10 @@ from psycopg.types.json import Jsonb
 from .errors import BadInput
 
 MAX_KIND_CHARS = 200  # the kind travels in NOTIFY, whose payload must stay under 8,000 bytes
+# The jobs table's CHECKs (sql/schema.sql): refused here first, with a line that names the argument.
+MAX_PRIORITY = 9
+MAX_TENANT_CHARS = 200
+MAX_UNIQUE_KEY_CHARS = 200
 MAX_PAYLOAD_BYTES = 1_000_000  # bigger data belongs elsewhere; enqueue a key to it
 MAX_LEASE = timedelta(days=365)  # longer is surely a mistake, and would overflow timestamps
 MAX_DELAY = timedelta(days=365)  # how far ahead a job may be put off; beyond is surely a mistake
@@ -77,15 +81,37 @@ def one_of(name: str, value: T, choices: Collection[T]) -> T:
 
 def job_kind(kind: Any) -> str:
     """A job's kind: non-empty text PostgreSQL can store and NOTIFY can carry."""
-    if not isinstance(kind, str) or not kind.strip():
-        raise BadInput(f"kind must be a non-empty string, got {kind!r}")
-    if "\x00" in kind:
-        raise BadInput("kind must not contain a NUL byte (PostgreSQL text cannot store one)")
-    if len(kind) > MAX_KIND_CHARS:
-        raise BadInput(f"kind is {len(kind)} characters; keep it to {MAX_KIND_CHARS} (it is sent in NOTIFY)")
-    if any("\ud800" <= ch <= "\udfff" for ch in kind):
-        raise BadInput("kind must be valid Unicode: it holds a lone surrogate, which UTF-8 cannot encode")
-    return kind
+    return _short_text("kind", kind, MAX_KIND_CHARS, "it is sent in NOTIFY")
+
+
+def priority(value: Any) -> int:
+    """A job's priority, 0 (runs first) to 9, as the column's CHECK allows."""
+    return whole_number("priority", value, 0, MAX_PRIORITY)
+
+
+def tenant(value: Any) -> str | None:
+    """A job's tenant: None (nobody's) or non-empty text the column can hold."""
+    return None if value is None else _short_text("tenant", value, MAX_TENANT_CHARS, "the column's limit")
+
+
+def unique_key(value: Any) -> str | None:
+    """A job's unique key: None (not unique) or non-empty text the column can hold."""
+    if value is None:
+        return None
+    return _short_text("unique_key", value, MAX_UNIQUE_KEY_CHARS, "the column's limit")
+
+
+def _short_text(name: str, value: Any, max_chars: int, why: str) -> str:
+    """Non-empty text PostgreSQL can store, up to `max_chars` characters (`why` says whose limit)."""
+    if not isinstance(value, str) or not value.strip():
+        raise BadInput(f"{name} must be a non-empty string, got {value!r}")
+    if "\x00" in value:
+        raise BadInput(f"{name} must not contain a NUL byte (PostgreSQL text cannot store one)")
+    if len(value) > max_chars:
+        raise BadInput(f"{name} is {len(value):,} characters; keep it to {max_chars} ({why})")
+    if any("\ud800" <= ch <= "\udfff" for ch in value):
+        raise BadInput(f"{name} must be valid Unicode: it holds a lone surrogate, which UTF-8 cannot encode")
+    return value
 
 
 def job_payload_text(payload: Any) -> str:

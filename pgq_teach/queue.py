@@ -22,7 +22,7 @@ from psycopg.pq import PipelineStatus, TransactionStatus
 from psycopg.rows import dict_row
 
 from . import checks, tables
-from .errors import BadInput
+from .errors import BadInput, PgqError
 from .statements import records, run
 
 MAX_BATCH = 10_000
@@ -116,11 +116,24 @@ def enqueue(
     run_at: datetime | timedelta | None = None,
     max_attempts: int = 5,
     notify: bool = True,
+    priority: int = 0,
+    tenant: str | None = None,
+    unique_key: str | None = None,
+    on_conflict: OnConflict = "return",
 ) -> int:
     """Add a job inside the caller's transaction and return its id.
 
     With notify (the default) idle workers are woken when the transaction
     commits; a rollback removes both the job and the notification.
+
+    `priority` 0 (the default, first) to 9 counts for a Worker made with
+    priorities=True or fair=True; `tenant` names whose line the job joins in the
+    fair claim. With a `unique_key`, while a job of this kind holding the key
+    is ready or running, nothing is added and that job's id is returned
+    (on_conflict="return"), or `Duplicate` is raised carrying it ("raise").
+    A done or dead job frees its key. A job still runs at least once per
+    enqueue that added it, and may run more than once (delivery is at least
+    once), so a handler stays idempotent.
     """
     params = {
         "kind": checks.job_kind(kind),
@@ -128,11 +141,93 @@ def enqueue(
         "run_at": checks.run_at(run_at),
         "max_attempts": checks.whole_number("max_attempts", max_attempts, 1, MAX_ATTEMPTS),
     }
+    options = _options(priority, tenant, on_conflict)
+    key = checks.unique_key(unique_key)
     with conn.transaction():
-        [(job_id,)] = run(conn, "enqueue", params).fetchall()  # INSERT ... RETURNING id: one row
+        if options == PLAIN and key is None:
+            [(job_id,)] = run(conn, "enqueue", params).fetchall()  # INSERT ... RETURNING id: one row
+        else:
+            params |= options | {"unique_key": key}
+            [job_id] = _add_unique(conn, "enqueue_unique", params, [key], on_conflict)
         if notify:
             run(conn, "notify_ready", {"kind": kind})
     return job_id
+
+
+class Duplicate(PgqError):
+    """A unique enqueue with on_conflict="raise" found a live job (ready or running) of
+    its kind holding its key: `job_id` is that job's id. Nothing was added."""
+
+    def __init__(self, kind: str, unique_key: str, job_id: int):
+        super().__init__(f"a live {kind} job (id {job_id}) already holds unique_key {unique_key!r}")
+        self.kind, self.unique_key, self.job_id = kind, unique_key, job_id
+
+
+OnConflict = Literal["return", "raise"]
+PLAIN = {"priority": 0, "tenant": None}  # what the taught enqueue statements write
+UNIQUE_TRIES = 5  # a key whose live job keeps finishing between two looks is surely a bug
+
+
+def _options(priority: Any, tenant: Any, on_conflict: Any) -> dict[str, Any]:
+    """The checked priority and tenant (the unique enqueue's columns beyond the taught ones)."""
+    checks.one_of("on_conflict", on_conflict, ("return", "raise"))
+    return {"priority": checks.priority(priority), "tenant": checks.tenant(tenant)}
+
+
+def _add_unique(
+    conn: psycopg.Connection,
+    name: str,
+    params: dict[str, Any],
+    keys: list[str | None],
+    on_conflict: str,
+    texts: list[str] | None = None,
+) -> list[int]:
+    """Run a unique enqueue and return one id per key, in order: the new job's, or the live
+    job's that holds the key (or Duplicate). A key refused by the insert whose job then
+    finished before the look is tried again: its job is gone, so the key is free. `texts`,
+    the payloads as JSON, one per key, for enqueue_many_unique (enqueue_unique's is in params)."""
+    kind = params["kind"]
+    ids: list[int | None] = [None] * len(keys)
+    todo = list(range(len(keys)))
+    for _ in range(UNIQUE_TRIES):
+        added = run(conn, name, params | _unique_params(keys, todo, texts)).fetchall()
+        refused = _match_added(keys, todo, added, ids)
+        held = dict(run(conn, "live_unique_ids", {"kind": kind, "unique_keys": [keys[i] for i in refused]}))
+        for i in refused:
+            if keys[i] in held:
+                if on_conflict == "raise":
+                    raise Duplicate(kind, str(keys[i]), held[keys[i]])
+                ids[i] = held[keys[i]]
+        todo = [i for i in refused if ids[i] is None]
+        if not todo:
+            return [i for i in ids if i is not None]
+    raise PgqError(f"unique enqueue of {kind}: a key's live job kept finishing between two looks; try again")
+
+
+def _unique_params(keys: list[str | None], todo: list[int], texts: list[str] | None) -> dict[str, Any]:
+    """The keys and payloads of the jobs still to add, for enqueue_many_unique (none for
+    enqueue_unique, whose one job is in its params)."""
+    if texts is None:
+        return {}
+    return {"unique_keys": [keys[i] for i in todo], "payloads": "[" + ",".join(texts[i] for i in todo) + "]"}
+
+
+def _match_added(
+    keys: list[str | None], todo: list[int], added: list[tuple[Any, ...]], ids: list[int | None]
+) -> list[int]:
+    """Give each job still to add the id the insert returned for it (rows come back in the
+    order of `todo`, one per job added); return the positions it refused (a key held)."""
+    rows = iter(added)
+    row = next(rows, None)
+    refused = []
+    for i in todo:
+        # A row is this job's if its key matches; enqueue_unique returns the id alone.
+        if row is not None and (len(row) == 1 or row[1] == keys[i]):
+            ids[i] = row[0]
+            row = next(rows, None)
+        else:
+            refused.append(i)
+    return refused
 
 
 def enqueue_many(
@@ -143,27 +238,54 @@ def enqueue_many(
     run_at: datetime | timedelta | None = None,
     max_attempts: int = 5,
     notify: bool = True,
+    priority: int = 0,
+    tenant: str | None = None,
+    unique_keys: Sequence[str | None] | None = None,
+    on_conflict: OnConflict = "return",
 ) -> list[int]:
     """Add one job per payload, in one statement inside the caller's
     transaction, and return their ids in order. One notification for the
-    whole statement, not one per job. Every payload is checked before any SQL."""
+    whole statement, not one per job. Every payload is checked before any SQL.
+
+    `priority` and `tenant` are every job's, as in `enqueue`; `unique_keys`, one
+    per payload (None: no key), makes each job unique as `enqueue`'s unique_key
+    does, a key repeated in the list included (its later jobs get the first's id)."""
     if isinstance(payloads, (str, bytes, Mapping)) or not isinstance(payloads, Sequence):
         raise BadInput(f"payloads must be a list of payloads, got {type(payloads).__name__}")
+    texts = [checks.job_payload_text(p) for p in payloads]
     params = {
         "kind": checks.job_kind(kind),
         # One JSON array in one text parameter: each payload is serialised once,
         # and the server splits it (jsonb_array_elements) in payload order.
-        "payloads": "[" + ",".join([checks.job_payload_text(p) for p in payloads]) + "]",
+        "payloads": "[" + ",".join(texts) + "]",
         "run_at": checks.run_at(run_at),
         "max_attempts": checks.whole_number("max_attempts", max_attempts, 1, MAX_ATTEMPTS),
     }
+    options = _options(priority, tenant, on_conflict)
+    keys = _check_unique_keys(unique_keys, len(texts))
     if not payloads:
         return []
     with conn.transaction():
-        ids = [r[0] for r in run(conn, "enqueue_many", params).fetchall()]
+        if options == PLAIN and not any(keys):
+            ids = [r[0] for r in run(conn, "enqueue_many", params).fetchall()]
+        else:
+            params |= options
+            ids = _add_unique(conn, "enqueue_many_unique", params, keys, on_conflict, texts)
         if notify:
             run(conn, "notify_ready", {"kind": kind})
     return ids
+
+
+def _check_unique_keys(unique_keys: Any, count: int) -> list[str | None]:
+    if unique_keys is None:
+        return [None] * count
+    if isinstance(unique_keys, (str, bytes, Mapping)) or not isinstance(unique_keys, Sequence):
+        raise BadInput(f"unique_keys must be a list of keys (or None), got {type(unique_keys).__name__}")
+    if len(unique_keys) != count:
+        raise BadInput(
+            f"unique_keys must hold one key per payload: {len(unique_keys):,} keys, {count:,} payloads"
+        )
+    return [checks.unique_key(key) for key in unique_keys]
 
 
 def atomic(conn: psycopg.Connection) -> contextlib.AbstractContextManager[Any]:
@@ -197,6 +319,44 @@ def claim(conn: psycopg.Connection, *, batch: int = 1, lease: timedelta | float 
     params = {"batch": checks.whole_number("batch", batch, 1, MAX_BATCH), "lease": checks.lease(lease)}
     with atomic(conn):
         return run(conn, "claim", params, row_factory=records(Job)).fetchall()
+
+
+def claim_priority(
+    conn: psycopg.Connection, *, batch: int = 1, lease: timedelta | float = DEFAULT_LEASE
+) -> list[Job]:
+    """Claim up to `batch` due jobs of the smallest priority that has due work (0 first),
+    oldest first within it (sql/claim_priority.sql); an empty list when none is due."""
+    params = {"batch": checks.whole_number("batch", batch, 1, MAX_BATCH), "lease": checks.lease(lease)}
+    with atomic(conn):
+        return run(conn, "claim_priority", params, row_factory=records(Job)).fetchall()
+
+
+MAX_PER_TENANT = 100_000
+
+
+def claim_fair(
+    conn: psycopg.Connection,
+    *,
+    batch: int = 1,
+    lease: timedelta | float = DEFAULT_LEASE,
+    per_tenant: int = 1,
+) -> list[Job]:
+    """Claim up to `batch` due jobs that have a tenant, fairly: within the best priority with
+    due work, every tenant's first job before any tenant's second, tenants with the fewest
+    running jobs first, and never more than `per_tenant` running jobs of one tenant across
+    every fair claimer (sql/claim_fair_tenants.sql, then sql/claim_fair.sql, in one
+    transaction: a savepoint in the caller's). A job with no tenant is never taken here."""
+    params: dict[str, Any] = {
+        "batch": checks.whole_number("batch", batch, 1, MAX_BATCH),
+        "per_tenant": checks.whole_number("per_tenant", per_tenant, 1, MAX_PER_TENANT),
+    }
+    lease = checks.lease(lease)
+    with conn.transaction():  # the tenants' locks last until it ends
+        locked = run(conn, "claim_fair_tenants", params).fetchall()
+        if not locked:
+            return []
+        params |= {"tenants": [t for t, _ in locked], "priority": locked[0][1], "lease": lease}
+        return run(conn, "claim_fair", params, row_factory=records(Job)).fetchall()
 
 
 def _explain_fence(conn: psycopg.Connection, job: Job, verb: str) -> bool:

@@ -1,0 +1,78 @@
+-- claim_fair_tenants.sql: the fair claim's first step. Finds the best
+-- priority (0 first) with due jobs that have a tenant, lists the tenants with
+-- due work there, fewest running jobs first (then the oldest due job first),
+-- leaves out any tenant already at per_tenant running jobs, and takes a lock
+-- on up to batch of them, skipping a tenant whose lock another fair claim
+-- holds. Returns (tenant, priority, running) for each tenant locked, running
+-- being the count of its running jobs this ranking used.
+-- Safe: yes, read only but for the locks, which last until the transaction
+--   ends. Run it in a transaction with claim_fair.sql after it (queue.claim_fair
+--   does both).
+-- Parameters: batch (int, 1..10000), per_tenant (int, the cap on each tenant's
+--             running jobs).
+-- Notes: a tenant's lock is a transaction-level advisory lock on the key
+--   (4601, hashtext(tenant)): pg_try_advisory_xact_lock never waits, so it is
+--   the tenant's SKIP LOCKED (Advisory Lock Functions,
+--   https://www.postgresql.org/docs/18/functions-admin.html#FUNCTIONS-ADVISORY-LOCKS).
+--   Two tenants whose names hash alike share a lock: a claim that holds one
+--   skips the other for that round, and each cap still holds.
+--   The running counts here only choose whom to lock; claim_fair.sql counts
+--   again after the lock is held, with a newer snapshot, and that count is the
+--   one that caps.
+--   The tenants are found with one index descent each in
+--   jobs_ready_tenant_priority_idx (priority, tenant, run_at), a loose index
+--   scan written as a recursive query (WITH RECURSIVE), and each one's oldest
+--   due job with one more descent, so the cost grows with the number of
+--   tenants that have ready jobs at that priority, not with their jobs.
+--   The materialized, ordered list is read in order, and the LIMIT stops it
+--   once batch tenants are locked: no lock is taken on a tenant it never reads.
+--   A job with no tenant is in no tenant's line: the fair claim never takes it.
+
+WITH RECURSIVE best AS (
+  SELECT p.priority
+  FROM generate_series(0, 9) AS p (priority)
+  WHERE EXISTS (
+    SELECT 1 FROM jobs
+    WHERE status = 'ready' AND tenant IS NOT NULL AND priority = p.priority
+      AND run_at BETWEEN '-infinity' AND now()
+  )
+  ORDER BY p.priority
+  LIMIT 1
+),
+tenants (tenant) AS (
+  (SELECT j.tenant FROM jobs j, best
+   WHERE j.status = 'ready' AND j.tenant IS NOT NULL AND j.priority = best.priority
+   ORDER BY j.tenant LIMIT 1)
+  UNION ALL
+  SELECT (SELECT j.tenant FROM jobs j, best
+          WHERE j.status = 'ready' AND j.tenant IS NOT NULL AND j.priority = best.priority
+            AND j.tenant > t.tenant
+          ORDER BY j.tenant LIMIT 1)
+  FROM tenants t
+  WHERE t.tenant IS NOT NULL
+),
+running AS (
+  SELECT tenant, count(*) AS running
+  FROM jobs
+  WHERE status = 'running' AND tenant IS NOT NULL
+  GROUP BY tenant
+),
+candidates AS MATERIALIZED (
+  SELECT t.tenant, best.priority, coalesce(r.running, 0) AS running
+  FROM tenants t
+  CROSS JOIN best
+  LEFT JOIN running r ON r.tenant = t.tenant
+  CROSS JOIN LATERAL (
+    SELECT j.run_at FROM jobs j
+    WHERE j.status = 'ready' AND j.tenant = t.tenant AND j.priority = best.priority
+      AND j.run_at BETWEEN '-infinity' AND now()
+    ORDER BY j.run_at
+    LIMIT 1
+  ) AS oldest
+  WHERE t.tenant IS NOT NULL AND coalesce(r.running, 0) < :per_tenant
+  ORDER BY coalesce(r.running, 0), oldest.run_at, t.tenant
+)
+SELECT tenant, priority, running
+FROM candidates
+WHERE pg_try_advisory_xact_lock(4601, hashtext(tenant))
+LIMIT :batch;

@@ -1,0 +1,95 @@
+"""The fair claim (sql/claim_fair_tenants.sql, then sql/claim_fair.sql): within the best
+priority with due work, every tenant's first job before any tenant's second, and the cap on
+each tenant's running jobs held exactly by concurrent claimers."""
+
+import threading
+from collections import Counter
+
+import pytest
+from psycopg.rows import dict_row
+
+import pgq_teach as pgq
+from helpers import counts
+from pgq_teach import queue
+from pgq_teach.experiments.sessions import together
+from pgq_teach.statements import run
+
+FLOOD, SMALL = 20_000, 50  # lab/seed_tenant_flood.sql: tenant 'big', then 't1'...'t50', one job each
+
+
+def running_by_tenant(conn) -> Counter:
+    rows = run(conn, "lab/all_jobs", row_factory=dict_row).fetchall()
+    return Counter(row["tenant"] for row in rows if row["status"] == "running")
+
+
+def test_one_claim_gives_every_tenant_its_first_job_before_any_second(conn):
+    run(conn, "lab/seed_tenant_flood", {"flood": 100, "tenants": 5})
+    jobs = queue.claim_fair(conn, batch=8, per_tenant=10)
+    assert len(jobs) == 8
+    assert running_by_tenant(conn) == Counter({"big": 3, "t1": 1, "t2": 1, "t3": 1, "t4": 1, "t5": 1})
+
+
+def test_the_fifo_claim_on_the_same_queue_serves_only_the_flood(conn):
+    run(conn, "lab/seed_tenant_flood", {"flood": 100, "tenants": 5})
+    queue.claim(conn, batch=8)
+    assert running_by_tenant(conn) == Counter({"big": 8})  # what the fair claim is for
+
+
+def test_eight_claimers_give_every_tenant_a_job_within_one_round_of_a_20000_job_flood(db, conn):
+    """One round: as many claims of one job as there are tenants (51), made by 8 sessions at
+    once. With the fewest-running-first order each tenant gets exactly one."""
+    run(conn, "lab/seed_tenant_flood", {"flood": FLOOD, "tenants": SMALL})
+    claims = iter(range(SMALL + 1))
+    lock = threading.Lock()
+
+    def claimer(_: int) -> None:
+        with db.connection() as own:
+            while True:
+                with lock:
+                    if next(claims, None) is None:
+                        return
+                assert len(queue.claim_fair(own, batch=1, per_tenant=1_000)) == 1
+
+    together(8, claimer)
+    by_tenant = running_by_tenant(conn)
+    assert set(by_tenant) == {"big"} | {f"t{i}" for i in range(1, SMALL + 1)}
+    assert set(by_tenant.values()) == {1}
+
+
+@pytest.mark.parametrize("per_tenant", [1, 3])
+def test_eight_claimers_never_exceed_the_cap_per_tenant(db, conn, per_tenant):
+    """Every claimer keeps claiming until a claim finds nothing; the flood tenant ends with
+    exactly per_tenant running jobs, each small tenant with its one."""
+    run(conn, "lab/seed_tenant_flood", {"flood": 2_000, "tenants": 5})
+    claimed: list[int] = []
+
+    def claimer(_: int) -> None:
+        with db.connection() as own:
+            while jobs := queue.claim_fair(own, batch=2, per_tenant=per_tenant):
+                claimed.extend(job.id for job in jobs)
+
+    together(8, claimer)
+    assert running_by_tenant(conn) == Counter({"big": per_tenant, **{f"t{i}": 1 for i in range(1, 6)}})
+    assert len(claimed) == len(set(claimed)) == per_tenant + 5
+
+
+def test_it_takes_the_best_priority_with_due_work_and_no_job_without_a_tenant(conn):
+    queue.enqueue(conn, "k", {}, priority=0)  # no tenant: in no tenant's line
+    queue.enqueue(conn, "k", {}, priority=1, tenant="a", run_at=queue.DEFAULT_LEASE)  # not yet due
+    low = queue.enqueue(conn, "k", {}, priority=6, tenant="b")
+    high = queue.enqueue(conn, "k", {}, priority=2, tenant="c")
+    assert [job.id for job in queue.claim_fair(conn, batch=5, per_tenant=5)] == [high]
+    assert [job.id for job in queue.claim_fair(conn, batch=5, per_tenant=5)] == [low]
+    assert queue.claim_fair(conn, batch=5, per_tenant=5) == []
+    assert counts(conn) == {"ready": 2, "running": 2}
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"per_tenant": 0}, "per_tenant must be from 1"), ({"batch": 0}, "batch must be from 1")],
+)
+def test_bad_input_is_refused_before_any_sql(conn, kwargs, message):
+    queue.enqueue(conn, "k", {}, tenant="a")
+    with pytest.raises(pgq.BadInput, match=message):
+        queue.claim_fair(conn, **kwargs)
+    assert counts(conn) == {"ready": 1}

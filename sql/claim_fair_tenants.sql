@@ -21,14 +21,18 @@
 --   one that caps.
 --   The tenants are found with one index descent each in
 --   jobs_ready_tenant_priority_idx (priority, tenant, run_at), a loose index
---   scan written as a recursive query (WITH RECURSIVE), and each one's oldest
---   due job with one more descent, so the cost grows with the number of
---   tenants that have ready jobs at that priority, not with their jobs.
+--   scan written as a recursive query (WITH RECURSIVE; PostgreSQL has no skip
+--   scan for DISTINCT), each descent landing on the tenant's oldest ready job,
+--   so the cost grows with the number of tenants that have ready jobs at that
+--   priority, not with their jobs: docs/beyond-fifo.md has it measured. The
+--   best priority is a scalar subquery so that each descent can use it as an
+--   index bound (joined as a table, it was not, and each descent read every
+--   ready row of the priority: 26 s with 1,000 tenants).
 --   The materialized, ordered list is read in order, and the LIMIT stops it
 --   once batch tenants are locked: no lock is taken on a tenant it never reads.
 --   A job with no tenant is in no tenant's line: the fair claim never takes it.
 
-WITH RECURSIVE best AS (
+WITH RECURSIVE best (priority) AS MATERIALIZED (
   SELECT p.priority
   FROM generate_series(0, 9) AS p (priority)
   WHERE EXISTS (
@@ -39,17 +43,21 @@ WITH RECURSIVE best AS (
   ORDER BY p.priority
   LIMIT 1
 ),
-tenants (tenant) AS (
-  (SELECT j.tenant FROM jobs j, best
-   WHERE j.status = 'ready' AND j.tenant IS NOT NULL AND j.priority = best.priority
-   ORDER BY j.tenant LIMIT 1)
+-- Each tenant's oldest ready job at that priority: if it is not due, none of
+-- the tenant's is (it has the smallest run_at).
+tenants (tenant, run_at) AS (
+  (SELECT j.tenant, j.run_at FROM jobs j
+   WHERE j.status = 'ready' AND j.tenant IS NOT NULL AND j.priority = (SELECT priority FROM best)
+   ORDER BY j.tenant, j.run_at LIMIT 1)
   UNION ALL
-  SELECT (SELECT j.tenant FROM jobs j, best
-          WHERE j.status = 'ready' AND j.tenant IS NOT NULL AND j.priority = best.priority
-            AND j.tenant > t.tenant
-          ORDER BY j.tenant LIMIT 1)
+  SELECT next.tenant, next.run_at
   FROM tenants t
-  WHERE t.tenant IS NOT NULL
+  CROSS JOIN LATERAL (
+    SELECT j.tenant, j.run_at FROM jobs j
+    WHERE j.status = 'ready' AND j.tenant IS NOT NULL AND j.priority = (SELECT priority FROM best)
+      AND j.tenant > t.tenant
+    ORDER BY j.tenant, j.run_at LIMIT 1
+  ) AS next
 ),
 running AS (
   SELECT tenant, count(*) AS running
@@ -58,19 +66,11 @@ running AS (
   GROUP BY tenant
 ),
 candidates AS MATERIALIZED (
-  SELECT t.tenant, best.priority, coalesce(r.running, 0) AS running
+  SELECT t.tenant, (SELECT priority FROM best) AS priority, coalesce(r.running, 0) AS running
   FROM tenants t
-  CROSS JOIN best
   LEFT JOIN running r ON r.tenant = t.tenant
-  CROSS JOIN LATERAL (
-    SELECT j.run_at FROM jobs j
-    WHERE j.status = 'ready' AND j.tenant = t.tenant AND j.priority = best.priority
-      AND j.run_at BETWEEN '-infinity' AND now()
-    ORDER BY j.run_at
-    LIMIT 1
-  ) AS oldest
-  WHERE t.tenant IS NOT NULL AND coalesce(r.running, 0) < :per_tenant
-  ORDER BY coalesce(r.running, 0), oldest.run_at, t.tenant
+  WHERE t.run_at <= now() AND coalesce(r.running, 0) < :per_tenant
+  ORDER BY coalesce(r.running, 0), t.run_at, t.tenant
 )
 SELECT tenant, priority, running
 FROM candidates

@@ -50,6 +50,7 @@ class Job:
     max_attempts: int = 5
     leased_until: datetime | None = None
     fence_token: int = 0
+    tenant: str | None = None  # read by the fair claim only (the others leave it None)
 
     @property
     def lost(self) -> threading.Event:
@@ -340,16 +341,21 @@ def claim_fair(
     batch: int = 1,
     lease: timedelta | float = DEFAULT_LEASE,
     per_tenant: int = 1,
+    after: str | None = None,
 ) -> list[Job]:
     """Claim up to `batch` due jobs that have a tenant, fairly: within the best priority with
     due work, every tenant's first job before any tenant's second, tenants with the fewest
     running jobs first, and never more than `per_tenant` running jobs of one tenant across
     every fair claimer (sql/claim_fair_tenants.sql, then sql/claim_fair.sql, in one
     transaction: a savepoint in the caller's, whose tenants then stay locked until the caller's
-    transaction ends). A job with no tenant is never taken here."""
+    transaction ends). A job with no tenant is never taken here. Among tenants with as many
+    running jobs, the turn goes to those after `after` by name, then from the first: pass
+    the last claim's `next_turn`, so that jobs finishing between claims do not hand every
+    turn to the tenant with the oldest job."""
     params: dict[str, Any] = {
         "batch": checks.whole_number("batch", batch, 1, MAX_BATCH),
         "per_tenant": checks.whole_number("per_tenant", per_tenant, 1, MAX_PER_TENANT),
+        "after": checks.tenant(after),
     }
     claiming: dict[str, Any] = {"lease": checks.lease(lease)}
     for _ in range(FAIR_TRIES):
@@ -359,10 +365,25 @@ def claim_fair(
                 return []
             claiming |= {"tenants": [r[0] for r in locked], "priority": locked[0][1]}
             claiming["ranked_running"] = [r[2] for r in locked]
-            jobs = run(conn, "claim_fair", params | claiming, row_factory=records(Job)).fetchall()
+            jobs = run(
+                conn, "claim_fair", _without(params, "after") | claiming, row_factory=records(Job)
+            ).fetchall()
         if jobs:
             return jobs
     return []  # every look found its tenants taken meanwhile: the caller's next claim looks again
+
+
+def next_turn(after: str | None, jobs: Sequence[Job]) -> str | None:
+    """The `after` for the next fair claim: of the tenants these jobs were claimed for, the
+    one furthest along the turn that started after `after` (unchanged if none)."""
+    tenants = [job.tenant for job in jobs if job.tenant is not None]
+    if not tenants:
+        return after
+    return max(tenants, key=lambda t: (after is not None and t <= after, t))  # wrapped round: further
+
+
+def _without(params: dict[str, Any], name: str) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if k != name}
 
 
 # Tenants locked but nothing claimed: each one's running count grew after its ranking's

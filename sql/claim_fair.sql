@@ -57,4 +57,4 @@ SET status = 'running',
 FROM next
 WHERE jobs.id = next.id
 RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.leased_until,
-          jobs.fence_token;
+          jobs.fence_token, jobs.tenant;

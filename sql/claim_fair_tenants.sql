@@ -1,6 +1,7 @@
 -- claim_fair_tenants.sql: the fair claim's first step. Finds the best
 -- priority (0 first) with due jobs that have a tenant, lists the tenants with
--- due work there, fewest running jobs first (then the oldest due job first),
+-- due work there, fewest running jobs first, then in turn: the tenants after
+-- `after` (the last one this claimer served) by name, then from the first,
 -- leaves out any tenant already at per_tenant running jobs, and takes a lock
 -- on up to batch of them, skipping a tenant whose lock another fair claim
 -- holds. Returns (tenant, priority, running) for each tenant locked, running
@@ -9,7 +10,11 @@
 --   ends. Run it in a transaction with claim_fair.sql after it (queue.claim_fair
 --   does both).
 -- Parameters: batch (int, 1..10000), per_tenant (int, the cap on each tenant's
---             running jobs).
+--             running jobs), after (text or NULL: start from the first).
+-- Why turns: ordered by running jobs alone, a lone worker whose jobs finish
+--   before its next claim sees every count at 0, and the oldest job (the
+--   flood's) would win every time. The turn is the claimer's to keep
+--   (queue.next_turn).
 -- Notes: a tenant's lock is a transaction-level advisory lock on the key
 --   (4601, hashtext(tenant)): pg_try_advisory_xact_lock never waits, so it is
 --   the tenant's SKIP LOCKED (Advisory Lock Functions,
@@ -70,7 +75,7 @@ candidates AS MATERIALIZED (
   FROM tenants t
   LEFT JOIN running r ON r.tenant = t.tenant
   WHERE t.run_at <= now() AND coalesce(r.running, 0) < :per_tenant
-  ORDER BY coalesce(r.running, 0), t.run_at, t.tenant
+  ORDER BY coalesce(r.running, 0), coalesce(t.tenant <= :'after', false), t.tenant
 )
 SELECT tenant, priority, running
 FROM candidates

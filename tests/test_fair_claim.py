@@ -93,3 +93,16 @@ def test_bad_input_is_refused_before_any_sql(conn, kwargs, message):
     with pytest.raises(pgq.BadInput, match=message):
         queue.claim_fair(conn, **kwargs)
     assert counts(conn) == {"ready": 1}
+
+
+def test_a_fair_worker_serves_every_tenant_before_the_flood_s_second_job(db, conn):
+    run(conn, "lab/seed_tenant_flood", {"flood": 200, "tenants": 5})
+    tenants: list[str] = []
+
+    def handler(job) -> None:
+        tenants.append("big" if job.payload["n"] <= 200 else f"t{job.payload['n'] - 200}")
+
+    worker = pgq.Worker(db, {"webhook": handler}, fair=True, per_tenant=1)
+    worker.run(until_idle=True)
+    assert sorted(tenants[:6]) == ["big", "t1", "t2", "t3", "t4", "t5"]
+    assert tenants[6:] == ["big"] * 199

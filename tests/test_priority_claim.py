@@ -62,3 +62,25 @@ def test_bad_batch_is_refused_before_any_sql(conn):
         with pytest.raises(pgq.BadInput, match="batch must be"):
             queue.claim_priority(conn, batch=batch)
     assert counts(conn) == {"ready": 1}
+
+
+def test_a_worker_with_priorities_runs_the_urgent_job_before_the_backlog(db, conn):
+    backlog = queue.enqueue_many(conn, "k", [{"p": 5}] * 5, priority=5)
+    urgent = queue.enqueue(conn, "k", {"p": 0}, priority=0)
+    ran: list[int] = []
+    pgq.Worker(db, {"k": lambda job: ran.append(job.id)}, priorities=True).run(until_idle=True)
+    assert ran == [urgent, *backlog]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"per_tenant": 2}, "per_tenant caps the fair claim"),
+        ({"priorities": True, "fair": True}, "not both"),
+        ({"fair": True, "per_tenant": 0}, "per_tenant must be from 1"),
+        ({"priorities": "yes"}, "priorities must be True or False"),
+    ],
+)
+def test_a_worker_refuses_a_claim_it_cannot_make_before_it_connects(kwargs, message):
+    with pytest.raises(pgq.BadInput, match=message):
+        pgq.Worker("host=/nonexistent dbname=none", {"k": print}, **kwargs)

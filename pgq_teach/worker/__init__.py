@@ -95,6 +95,9 @@ class Worker:
         flush_after: float | None = None,
         durable_completions: bool = False,
         on_event: Callable[[str, queue.Job | None], None] | None = None,
+        priorities: bool = False,
+        fair: bool = False,
+        per_tenant: int | None = None,
     ):
         """`dsn_or_db`: a connection string, or a Database. `concurrency`:
         executor threads. `heartbeat` (the default): extend every held lease
@@ -105,10 +108,15 @@ class Worker:
         would pass that; they are also sent at the end of every batch.
         Default: a tenth of the lease, at most one second.
         `durable_completions`: wait for the disk on every completion
-        (sql/complete_many_relaxed.sql says why the default need not)."""
+        (sql/complete_many_relaxed.sql says why the default need not).
+        `priorities`: claim the smallest priority with due work first
+        (queue.claim_priority). `fair`: claim fairly per tenant (queue.claim_fair),
+        at most `per_tenant` running jobs of one tenant across every fair
+        Worker (no cap when None); a fair Worker never claims a job with no tenant."""
         # Checked by WorkerSettings, which also takes a Database for the dsn and seconds for the lease.
         given: dict[str, Any] = dict(concurrency=concurrency, lease=lease, batch=batch, poll=poll)
         given |= dict(heartbeat=heartbeat, flush_after=flush_after, durable_completions=durable_completions)
+        given |= dict(priorities=priorities, fair=fair, per_tenant=per_tenant)
         self.settings = s = WorkerSettings(dsn=dsn_or_db, handlers=handlers, **given)
         self.dsn, self.handlers, self.concurrency, self.lease = s.dsn, s.handlers, s.concurrency, s.lease
         self.batch, self.poll, self.heartbeat = s.batch, s.poll, s.heartbeat

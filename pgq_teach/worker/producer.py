@@ -47,6 +47,8 @@ class Producer:
         # When the next reaper pass is due (monotonic): written and read by the claiming thread
         # (run()'s, or run_once()'s caller), under the work connection's lock.
         self._next_reap = 0.0
+        # The fair claim's turn: the last tenant it served (queue.next_turn). Same thread and lock.
+        self._after: str | None = None
 
     def loop(self, *, until_idle: bool) -> None:
         """Work until stopped (or, with until_idle, until nothing is due and
@@ -108,7 +110,8 @@ class Producer:
 
     def _claim_and_hold(self, conn: psycopg.Connection, batch: int) -> list[queue.Job]:
         since = time.monotonic()  # before the statement is sent: the lease surely runs from later
-        jobs = queue.claim(conn, batch=batch, lease=self.settings.lease)
+        jobs = self.settings.claim(conn, batch, self._after)  # FIFO as taught, or priorities, or fair
+        self._after = queue.next_turn(self._after, jobs)
         self.leases.hold(jobs, since)
         self.reporter.add(claims=1, claimed=len(jobs))
         return jobs

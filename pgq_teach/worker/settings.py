@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import psycopg
+
 from .. import checks, queue
 from ..errors import BadInput
 from .leases import BEATS_PER_LEASE
@@ -39,6 +41,9 @@ class WorkerSettings:
     heartbeat: bool = True
     flush_after: float | None = None
     durable_completions: bool = False
+    priorities: bool = False
+    fair: bool = False
+    per_tenant: int | None = None
 
     def __post_init__(self) -> None:
         dsn = getattr(self.dsn, "dsn", self.dsn)
@@ -49,8 +54,10 @@ class WorkerSettings:
         if not isinstance(handlers, Mapping) or not handlers or not all(map(callable, handlers.values())):
             raise BadInput("handlers must map each kind to a callable")
         self._store_checked("handlers", dict(handlers))
-        if not isinstance(self.heartbeat, bool):
-            raise BadInput(f"heartbeat must be True or False, got {self.heartbeat!r}")
+        for name in ("heartbeat", "priorities", "fair"):
+            if not isinstance(getattr(self, name), bool):
+                raise BadInput(f"{name} must be True or False, got {getattr(self, name)!r}")
+        self.check_claim()
         self._store_checked("poll", checks.seconds("poll", self.poll, 0.001, 86_400))
         self._store_checked(
             "concurrency", checks.whole_number("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
@@ -64,6 +71,29 @@ class WorkerSettings:
                     f"flush_after must be 0 or more seconds and shorter than the lease, got {flush_after!r}"
                 )
             self._store_checked("flush_after", float(flush_after))
+
+    def check_claim(self) -> None:
+        """Which claim: per_tenant only with fair (it caps the fair claim), and
+        priorities or fair, not both (the fair claim takes the best priority first)."""
+        if self.per_tenant is not None:
+            if not self.fair:
+                raise BadInput("per_tenant caps the fair claim: give it with fair=True")
+            self._store_checked(
+                "per_tenant", checks.whole_number("per_tenant", self.per_tenant, 1, queue.MAX_PER_TENANT)
+            )
+        if self.priorities and self.fair:
+            raise BadInput("give priorities=True or fair=True, not both: the fair claim takes priorities too")
+
+    def claim(self, conn: psycopg.Connection, batch: int, after: str | None = None) -> list[queue.Job]:
+        """Claim up to `batch` jobs with the claim these settings ask for: the FIFO claim as
+        taught (sql/claim.sql), the priority claim, or the fair claim (uncapped without
+        per_tenant), whose turn starts after the tenant `after`."""
+        if self.fair:
+            cap = self.per_tenant or queue.MAX_PER_TENANT
+            return queue.claim_fair(conn, batch=batch, lease=self.lease, per_tenant=cap, after=after)
+        if self.priorities:
+            return queue.claim_priority(conn, batch=batch, lease=self.lease)
+        return queue.claim(conn, batch=batch, lease=self.lease)
 
     def _store_checked(self, name: str, value: Any) -> None:
         """Store a checked value in the form the Worker uses (the settings are frozen once made)."""

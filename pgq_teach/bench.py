@@ -258,6 +258,40 @@ def raw_loop(connections: int) -> Callable[[Database, int], DrainOutcome]:
     return go
 
 
+CLAIM_TENANTS = 1_000  # the fair claim's cost grows with the tenants that have ready jobs
+CLAIM_PRIORITIES = 10
+
+
+def claim_loop(name: str) -> Callable[[Database, int], DrainOutcome]:
+    """One connection drains a queue spread over 1,000 tenants and 10 priorities with one
+    claim of the library's (`claim`, the FIFO claim as taught; `claim_priority`; `claim_fair`,
+    per_tenant at the batch, so the cap never binds and the cost is the claim's own) at batch
+    100, each batch completed in one fenced statement: the claims side by side on one queue."""
+    claims: dict[str, Callable[..., list[queue.Job]]] = {
+        "claim": queue.claim,
+        "claim_priority": queue.claim_priority,
+        "claim_fair": lambda conn, **kw: queue.claim_fair(conn, per_tenant=RAW_BATCH, **kw),
+    }
+    claim = claims[name]
+
+    def go(db: Database, jobs: int) -> DrainOutcome:
+        with db.connection() as conn:
+            params = {"kind": KIND, "count": jobs, "tenants": CLAIM_TENANTS, "priorities": CLAIM_PRIORITIES}
+            run(conn, "lab/seed_tenant_jobs", params)
+            run(conn, "lab/analyze_jobs")
+            done = 0
+            began = time.perf_counter()
+            while batch := claim(conn, batch=RAW_BATCH):
+                done += sum(queue.complete_many(conn, batch))
+            took = time.perf_counter() - began
+        ok, note = _end_state(db, jobs)
+        if done != jobs:
+            ok, note = False, f"{done:,} completions reported for {jobs:,} jobs"
+        return DrainOutcome(jobs / took, ok, note)
+
+    return go
+
+
 def worker_drain(
     batch: int, workers: int, durable: bool = False, concurrency: int = 1
 ) -> Callable[[Database, int], DrainOutcome]:
@@ -409,6 +443,21 @@ def setups(samples: int, with_pgqueuer: bool) -> list[Setup]:
             "pool",
         )
         for c in POOL_SIZES
+    ]
+    out += [
+        Setup(
+            f"{what}, batch {RAW_BATCH}, 1 conn, {CLAIM_TENANTS:,} tenants",
+            "jobs/s",
+            claim_loop(name),
+            RAW_BATCH,
+            1,
+            "claims",
+        )
+        for what, name in (
+            ("FIFO claim", "claim"),
+            ("priority claim", "claim_priority"),
+            ("fair claim", "claim_fair"),
+        )
     ]
     out.append(Setup("enqueue_many (bulk enqueue)", "jobs/s", bulk_enqueue, family="enqueue"))
     pickups = {

@@ -1,0 +1,135 @@
+"""Priorities, starvation and aging (for lesson 10b): one low-priority job under a
+steady stream of urgent ones, claimed with the priority claim (sql/claim_priority.sql),
+without and then with aging (sql/age_priorities.sql).
+
+Each round enqueues `load` urgent jobs (priority 0) and claims and completes `load` jobs: the
+queue's capacity exactly matches the urgent arrivals, so without aging the job at priority 9
+is never the best and waits for ever (the run stops after `rounds`). With aging, once it has
+been due for `age_after_s` it joins priority 0 with the oldest run_at, and the next claim takes
+it. The knobs that make the result: `load`, `rounds` and `age_after_s`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from .. import checks, queue, seeding, tables
+from ..databases import Database
+from ..guide import GuideFigure
+from ..statements import run
+from .results import Comparison, Progress, Result, advice, finish, tell
+
+KIND = "priority_lab"
+GUIDE_OLDEST_FIRST = advice(
+    "the claim", "the claim takes the oldest due job first (ORDER BY run_at); no priorities"
+)
+
+
+@dataclass
+class Run:
+    """One run of the stream: in which round the low-priority job was claimed (None: never,
+    within the rounds), and how long it had waited then."""
+
+    aging: bool
+    claimed_in_round: int | None
+    waited_s: float | None
+    rounds_run: int
+
+
+@dataclass(kw_only=True)
+class StarvationResult(Result):
+    load: int
+    rounds: int
+    age_after_s: float
+    without_aging: Run
+    with_aging: Run
+    guide: GuideFigure = field(default_factory=lambda: GUIDE_OLDEST_FIRST)
+
+    @property
+    def starved(self) -> bool:
+        """Without aging, the low-priority job never ran while the urgent stream lasted."""
+        return self.without_aging.claimed_in_round is None
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            ("rounds before the low job ran, no aging", self.guess_cell, _rounds(self.without_aging), "–"),
+            ("rounds before the low job ran, with aging", "–", _rounds(self.with_aging), "–"),
+        ]
+
+    def summary(self) -> str:
+        aged = self.with_aging
+        lines = [
+            f"{tables.count(self.load, 'urgent job')} enqueued and claimed per round, {self.rounds} rounds:",
+            f"  without aging, the priority-9 job {_rounds(self.without_aging)}",
+            f"  with aging after {tables.duration(self.age_after_s)}, it {_rounds(aged)}"
+            + (f", after waiting {tables.duration(aged.waited_s)}" if aged.waited_s is not None else ""),
+        ]
+        return "\n".join(lines + self.footer())
+
+
+def _rounds(r: Run) -> str:
+    if r.claimed_in_round is None:
+        return f"never ran in {r.rounds_run} rounds"
+    return f"ran in round {r.claimed_in_round}"
+
+
+def starvation(
+    db: Database,
+    *,
+    load: int = 20,
+    rounds: int = 100,
+    age_after_s: float = 0.5,
+    guess: float | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+) -> StarvationResult:
+    """Run the stream twice on a reset jobs table, without and with aging; see the module."""
+    load = checks.whole_number("load", load, 1, 1_000)
+    rounds = checks.whole_number("rounds", rounds, 1, 10_000)
+    age_after_s = checks.seconds("age_after_s", age_after_s, 0.01, 60)
+    stop = stop or threading.Event()
+    runs: list[Run] = []
+    for aging in (False, True):
+        runs.append(_stream(db, load, rounds, age_after_s if aging else None, stop, progress, len(runs)))
+    return finish(
+        StarvationResult,
+        db,
+        guess=guess,
+        stopped=stop,
+        load=load,
+        rounds=rounds,
+        age_after_s=age_after_s,
+        without_aging=runs[0],
+        with_aging=runs[1],
+    )
+
+
+def _stream(
+    db: Database,
+    load: int,
+    rounds: int,
+    age_after_s: float | None,
+    stop: threading.Event,
+    progress: Progress | None,
+    done_runs: int,
+) -> Run:
+    """One run: the low job first, then the urgent rounds, until it is claimed or rounds end."""
+    with db.connection() as conn:
+        seeding.reset_jobs(conn)
+        began = time.monotonic()  # before the enqueue: the wait it reports is never short
+        low = queue.enqueue(conn, KIND, {"low": True}, priority=9)
+        for round_no in range(1, rounds + 1):
+            if stop.is_set():
+                return Run(age_after_s is not None, None, None, round_no - 1)
+            queue.enqueue_many(conn, KIND, [{"round": round_no}] * load, priority=0, notify=False)
+            if age_after_s is not None:
+                run(conn, "age_priorities", {"after": timedelta(seconds=age_after_s)})
+            jobs = queue.claim_priority(conn, batch=load)
+            queue.complete_many(conn, jobs)
+            tell(progress, done_runs * rounds + round_no, 2 * rounds)
+            if any(job.id == low for job in jobs):
+                return Run(age_after_s is not None, round_no, time.monotonic() - began, round_no)
+    return Run(age_after_s is not None, None, None, rounds)

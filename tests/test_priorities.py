@@ -1,0 +1,35 @@
+"""experiments.priorities: starvation of a low priority under a steady urgent stream, and aging
+(sql/age_priorities.sql) as one answer, on a real server."""
+
+import pytest
+
+import pgq_teach as pgq
+from pgq_teach.experiments import priorities
+from pgq_teach.statements import run
+
+
+def test_without_aging_the_low_job_starves_and_with_aging_it_runs_once_it_has_waited(db):
+    result = priorities.starvation(db, load=5, rounds=200, age_after_s=0.05)
+    assert result.starved
+    assert result.without_aging.rounds_run == 200
+    aged = result.with_aging
+    assert aged.claimed_in_round is not None  # in the first round that ran after it had waited
+    assert aged.waited_s is not None and aged.waited_s >= 0.05
+    assert "never ran in 200 rounds" in result.summary()
+
+
+def test_aging_moves_only_ready_jobs_that_waited_past_it(conn):
+    old = pgq.enqueue(conn, "k", {}, priority=7, run_at=-priorities.timedelta(minutes=5))
+    pgq.enqueue(conn, "k", {}, priority=7)  # due now: has not waited
+    pgq.enqueue(conn, "k", {}, priority=7, run_at=priorities.timedelta(minutes=5))  # not yet due
+    moved = [r[0] for r in run(conn, "age_priorities", {"after": priorities.timedelta(minutes=1)})]
+    assert moved == [old]
+    assert [job.id for job in pgq.claim_priority(conn)] == [old]
+
+
+@pytest.mark.parametrize("kwargs", [{"load": 0}, {"rounds": 0}, {"age_after_s": 0}])
+def test_bad_settings_are_refused_before_the_table_is_touched(conn, db, kwargs):
+    job = pgq.enqueue(conn, "k", {})
+    with pytest.raises(pgq.BadInput):
+        priorities.starvation(db, **kwargs)
+    assert pgq.queue.job_state(conn, job)["status"] == "ready"

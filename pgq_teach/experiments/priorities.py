@@ -29,7 +29,7 @@ GUIDE_OLDEST_FIRST = advice(
 
 
 @dataclass
-class Run:
+class StreamRun:
     """One run of the stream: in which round the low-priority job was claimed (None: never,
     within the rounds), and how long it had waited then."""
 
@@ -44,8 +44,8 @@ class StarvationResult(Result):
     load: int
     rounds: int
     age_after_s: float
-    without_aging: Run
-    with_aging: Run
+    without_aging: StreamRun
+    with_aging: StreamRun
     guide: GuideFigure = field(default_factory=lambda: GUIDE_OLDEST_FIRST)
 
     @property
@@ -70,7 +70,7 @@ class StarvationResult(Result):
         return "\n".join(lines + self.footer())
 
 
-def _rounds(r: Run) -> str:
+def _rounds(r: StreamRun) -> str:
     if r.claimed_in_round is None:
         return f"never ran in {r.rounds_run} rounds"
     return f"ran in round {r.claimed_in_round}"
@@ -86,12 +86,12 @@ def starvation(
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> StarvationResult:
-    """Run the stream twice on a reset jobs table, without and with aging; see the module."""
+    """StreamRun the stream twice on a reset jobs table, without and with aging; see the module."""
     load = checks.whole_number("load", load, 1, 1_000)
     rounds = checks.whole_number("rounds", rounds, 1, 10_000)
     age_after_s = checks.seconds("age_after_s", age_after_s, 0.01, 60)
     stop = stop or threading.Event()
-    runs: list[Run] = []
+    runs: list[StreamRun] = []
     for aging in (False, True):
         runs.append(_stream(db, load, rounds, age_after_s if aging else None, stop, progress, len(runs)))
     return finish(
@@ -115,7 +115,7 @@ def _stream(
     stop: threading.Event,
     progress: Progress | None,
     done_runs: int,
-) -> Run:
+) -> StreamRun:
     """One run: the low job first, then the urgent rounds, until it is claimed or rounds end."""
     with db.connection() as conn:
         seeding.reset_jobs(conn)
@@ -123,7 +123,7 @@ def _stream(
         low = queue.enqueue(conn, KIND, {"low": True}, priority=9)
         for round_no in range(1, rounds + 1):
             if stop.is_set():
-                return Run(age_after_s is not None, None, None, round_no - 1)
+                return StreamRun(age_after_s is not None, None, None, round_no - 1)
             queue.enqueue_many(conn, KIND, [{"round": round_no}] * load, priority=0, notify=False)
             if age_after_s is not None:
                 run(conn, "age_priorities", {"after": timedelta(seconds=age_after_s)})
@@ -131,5 +131,5 @@ def _stream(
             queue.complete_many(conn, jobs)
             tell(progress, done_runs * rounds + round_no, 2 * rounds)
             if any(job.id == low for job in jobs):
-                return Run(age_after_s is not None, round_no, time.monotonic() - began, round_no)
-    return Run(age_after_s is not None, None, None, rounds)
+                return StreamRun(age_after_s is not None, round_no, time.monotonic() - began, round_no)
+    return StreamRun(age_after_s is not None, None, None, rounds)

@@ -3,13 +3,14 @@ priority with due work, every tenant's first job before any tenant's second, and
 each tenant's running jobs held exactly by concurrent claimers."""
 
 import threading
+import time
 from collections import Counter
 
 import pytest
 from psycopg.rows import dict_row
 
 import pgq_teach as pgq
-from helpers import counts
+from helpers import counts, wait_for
 from pgq_teach import queue
 from pgq_teach.experiments.sessions import together
 from pgq_teach.statements import run
@@ -106,3 +107,18 @@ def test_a_fair_worker_serves_every_tenant_before_the_flood_s_second_job(db, con
     worker.run(until_idle=True)
     assert sorted(tenants[:6]) == ["big", "t1", "t2", "t3", "t4", "t5"]
     assert tenants[6:] == ["big"] * 199
+
+
+def test_a_capped_fair_worker_claims_again_once_it_sends_an_outcome_not_at_its_next_poll(db, conn):
+    """With per_tenant 1 and one tenant, each job waits for the one before it to be sent as
+    done. A finished job sends no notification, so a Worker that waited for its poll (30 s
+    here) would take minutes for 5 jobs; sending an outcome is what frees the room. Each job
+    takes 0.2 s, and the Worker has 2 executors: it asks for 2, gets 1 (the cap), and its
+    next claim must wait for the running one's outcome."""
+    ids = queue.enqueue_many(conn, "k", [{}] * 5, tenant="acme")
+    worker = pgq.Worker(
+        db, {"k": lambda job: time.sleep(0.2)}, fair=True, per_tenant=1, poll=30, concurrency=2
+    )
+    with pgq.worker.running_idle([worker], timeout=0):
+        assert wait_for(lambda: counts(conn) == {"done": 5}, timeout=20), counts(conn)
+    assert sorted(worker.report.done_ids) == sorted(ids)

@@ -60,6 +60,9 @@ class Producer:
             try:
                 if self._outcomes_due():
                     self.completer.send()
+                    # A fair claim may have got fewer jobs than asked because a tenant was at
+                    # per_tenant; a job sent as done frees room, and no notification says so.
+                    maybe_more = maybe_more or self.settings.fair
                 free = self.executors.free()
                 if free and (maybe_more or until_idle):
                     asked = free * self.settings.batch

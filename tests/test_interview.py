@@ -328,7 +328,7 @@ def test_lessons_11_and_12_quote_the_same_stored_run():
     quoted = interview.drain_quote()
     assert quoted.value == stored["value"] and quoted.at == stored["at"]
     text = interview.model_answer("estimation", "flash-sale")
-    assert f"drained {interview.fmt(15_154)} jobs/s" in text and stored["at"] in text
+    assert f"drained {interview.readable(15_154)} jobs/s" in text and stored["at"] in text
     assert "lesson 11-when-to-switch" in text
     measurements.record(measurements.DRAIN_JOBS_PER_S_11, 8_639)  # a new run of lesson 11
     assert "drained 8,639 jobs/s" in interview.model_answer("estimation", "flash-sale")

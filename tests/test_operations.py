@@ -73,7 +73,7 @@ def test_idle_in_transaction_timeout_ends_the_session_with_25p03(db):
 def test_the_stored_default_naptime_run_loads_and_shows_both_settings_alike():
     r = operations.stored_autovacuum_run()
     assert r.naptime == "1min" and r.churn_s >= 120 and len(r.runs) == 2
-    defaults, guide = r.run("defaults"), r.run("guide")
+    defaults, guide = r.with_settings("defaults"), r.with_settings("guide")
     assert len(defaults.samples) > 100 and isinstance(defaults.samples[0], tuple)
     assert abs(defaults.autovacuums - guide.autovacuums) <= 1
     assert (
@@ -121,7 +121,7 @@ def test_the_autovacuum_lab_runs_defaults_and_the_guide_settings_under_the_same_
     r = operations.autovacuum_per_table(db, base_rows=50_000, churn_s=8, jobs_per_tick=200, guess=12_000)
     if r.skipped:
         cannot_run(db, r.skipped)
-    defaults, guide = r.run("defaults"), r.run("guide")
+    defaults, guide = r.with_settings("defaults"), r.with_settings("guide")
     assert r.naptime == "1s" and not r.stopped
     assert (guide.scale_factor, guide.threshold) == (0.01, 1000)  # the second run used the guide's settings
     starts = defaults.starts_at(50_000)  # 10,050

@@ -42,7 +42,7 @@ def cmd_interview(args: argparse.Namespace) -> int:
     the open rehearsal (the notebook's too) until the learner types finish. It says
     how to stop first, and exits 0 after a stop too (Ctrl-C, Ctrl-D): by then every
     line typed is saved, which is what a clean stop means."""
-    from ..interview.estimation import fmt
+    from ..interview.estimation import readable
     from ..interview.rehearsal import Rehearsal
     from ..interview.render import summary_html, summary_markdown
     from ..interview.terminal import rehearse_in_terminal
@@ -71,7 +71,7 @@ def cmd_interview(args: argparse.Namespace) -> int:
             f"finish it to start {args.scenario})"
         )
     if args.minutes is not None and rehearsal.current.get("minutes") != args.minutes:
-        say_fitted(f"(your open rehearsal keeps its {fmt(rehearsal.current['minutes'])} minutes)")
+        say_fitted(f"(your open rehearsal keeps its {readable(rehearsal.current['minutes'])} minutes)")
 
     say_fitted(
         "(to stop: Ctrl-C, or Ctrl-D, at any point; everything you typed is saved, and "

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..databases import open_database
 from ..errors import BadInput
-from ..faults.settings import FaultSettings, LoadSettings, RunSettings, S
+from ..faults.settings import AnyRunSettings, FaultSettings, LoadSettings, RunSettings
 from .common import Subcommands, say, typed
 
 
@@ -60,7 +60,7 @@ def cmd_load(args: argparse.Namespace) -> int:
     return _run_in_fresh_database(args, "load run", run_load, s, details)
 
 
-def _settings(settings: type[S], args: argparse.Namespace) -> S:
+def _settings(settings: type[AnyRunSettings], args: argparse.Namespace) -> AnyRunSettings:
     """A run's settings from the command line; a refusal names the option as typed
     (`--kill-every`), not the setting behind it (kill_every)."""
     try:

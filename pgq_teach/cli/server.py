@@ -153,17 +153,17 @@ def add_broker(sub: Subcommands) -> None:
 
 def cmd_broker(args: argparse.Namespace) -> int:
     """`pgq-teach broker start|status|stop`: lesson 11's NATS server with JetStream."""
-    the_broker = broker.Broker()
+    nats = broker.Broker()
     if args.action == "stop":
-        say("stopped the NATS broker" if the_broker.stop() else "the NATS broker was not running")
+        say("stopped the NATS broker" if nats.stop() else "the NATS broker was not running")
         return 0
     if args.action == "status":
-        st = the_broker.status()
+        st = nats.status()
         say(st.line() if broker.binary() else broker.missing_line())
         return 0 if st.running else 1
     if not broker.available():
         raise SetupError(broker.missing_line())
-    say(the_broker.start().line())
+    say(nats.start().line())
     return 0
 
 
@@ -232,13 +232,11 @@ def cmd_clean(args: argparse.Namespace) -> int:
             say(tidy.stop_if_alone(server))
     if not args.all:
         return 0
-    the_broker = broker.Broker()
-    if the_broker.stop():
+    nats = broker.Broker()
+    if nats.stop():
         say("stopped the NATS broker (lesson 11)")
-    if the_broker.store.is_dir():
-        say(
-            f"removed lesson 11's broker store {the_broker.store} ({tidy.mib(tidy.remove(the_broker.store))})"
-        )
+    if nats.store.is_dir():
+        say(f"removed lesson 11's broker store {nats.store} ({tidy.mib(tidy.remove(nats.store))})")
     folder, size = tidy.remove_data_folder()
     say(f"stopped the embedded PostgreSQL and removed {folder} ({tidy.mib(size)})")
     return 0

@@ -41,7 +41,7 @@ class Exercise:
     title: str
     task: str
     params: tuple[str, ...]  # the placeholders the learner may use
-    run: Callable[..., Verdict]
+    check: Callable[..., Verdict]  # the checker: the learner's attempt in, a Verdict out
     attempt: str  # the seeded wrong attempt, a statement name under sql/
     answer: str  # the model answer, a statement name under sql/
     words: frozenset[str] = STATEMENT_WORDS  # the statements accepted, by first word
@@ -213,10 +213,10 @@ def judge(ex: Exercise, sql: str, *, scratch: Scratch | None = None, progress=No
     """The verdict on `sql`, in `scratch` (a fresh scratch database if None)."""
     try:
         if ex.form:  # numbers, not SQL: nothing reaches a server
-            return ex.run(sql, exercise=ex.key, progress=progress, stop=stop)
+            return ex.check(sql, exercise=ex.key, progress=progress, stop=stop)
         learner_sql = read(sql, ex.params, ex.words, exercise=ex.key)
         scratch = scratch or open_scratch(ex.key.replace("/", "_"))
-        return ex.run(scratch, learner_sql, exercise=ex.key, progress=progress, stop=stop)
+        return ex.check(scratch, learner_sql, exercise=ex.key, progress=progress, stop=stop)
     except CheckerRestarted as exc:
         return Verdict(
             ex.key,

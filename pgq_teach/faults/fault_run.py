@@ -354,7 +354,7 @@ def _final_reap(fleet: Fleet, lease: float) -> int:
     return fleet.session.call(queue.reap)
 
 
-def _judge(v: dict[str, Any], report: FaultReport) -> None:
-    copy_verdict(report, v, _FROM_VERDICT)
-    report.lost = v["enqueued"] - v["done"] - v["dead"]
-    report.running_at_end = v["running"]
+def _judge(verdict: dict[str, Any], report: FaultReport) -> None:
+    copy_verdict(report, verdict, _FROM_VERDICT)
+    report.lost = verdict["enqueued"] - verdict["done"] - verdict["dead"]
+    report.running_at_end = verdict["running"]

@@ -49,24 +49,24 @@ class LoadReport(RunReport):
 
     @property
     def violations(self) -> list[str]:
-        v = []
+        found = []
         if self.done + self.dead != self.enqueued:
-            v.append(f"done {self.done} + dead {self.dead} != enqueued {self.enqueued}")
+            found.append(f"done {self.done} + dead {self.dead} != enqueued {self.enqueued}")
         if self.dead_without_their_error:
             one = "dead job without the error of its last try"
             many = "dead jobs without the error of their last try"
-            v.append(tables.count(self.dead_without_their_error, one, many))
+            found.append(tables.count(self.dead_without_their_error, one, many))
         if self.not_as_planned:
-            v.append(
+            found.append(
                 f"{tables.count(self.not_as_planned, 'job')} did not end as the failure plan dictates: "
                 + "; ".join(self.examples[:3])
             )
         if self.calls != self.planned_calls:
-            v.append(f"{tables.count(self.calls, 'handler call')}, the plan makes {self.planned_calls:,}")
+            found.append(f"{tables.count(self.calls, 'handler call')}, the plan makes {self.planned_calls:,}")
         if self.failures != self.planned_failures:
             planned = f"the plan makes {self.planned_failures:,}"
-            v.append(f"{tables.count(self.failures, 'failure')} recorded, {planned}")
-        return v + broken(self, _INVARIANTS)
+            found.append(f"{tables.count(self.failures, 'failure')} recorded, {planned}")
+        return found + broken(self, _INVARIANTS)
 
     def lines(self) -> list[str]:
         share = self.failures / self.calls if self.calls else 0.0
@@ -129,20 +129,23 @@ def run_load(
         report.stopped = stop.is_set()
     report.elapsed, report.crashes = fleet.elapsed, fleet.crashes
     try:
-        v = fleet.verdict()
+        verdict = fleet.verdict()
         results = fleet.session.rows("lab/fault_job_results")
     finally:
         fleet.session.close()
-    _judge(v, results, plan, report)
+    _judge(verdict, results, plan, report)
     return report
 
 
 def _judge(
-    v: dict[str, Any], results: list[tuple[Any, ...]], plan: dict[int, tuple[str, int]], report: LoadReport
+    verdict: dict[str, Any],
+    results: list[tuple[Any, ...]],
+    plan: dict[int, tuple[str, int]],
+    report: LoadReport,
 ) -> None:
-    copy_verdict(report, v, ("done", "dead", "calls", "failures", "fenced", *_SHARED))
-    report.running_at_end = v["running"]
-    report.calls_after_done = v["calls_after_done"] + v["effects_after_done"]
+    copy_verdict(report, verdict, ("done", "dead", "calls", "failures", "fenced", *_SHARED))
+    report.running_at_end = verdict["running"]
+    report.calls_after_done = verdict["calls_after_done"] + verdict["effects_after_done"]
     for n, status, attempts, _max, last_error in results:
         want = plan.get(n)
         if (status, attempts) != want:

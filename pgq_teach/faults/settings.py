@@ -18,7 +18,7 @@ from typing import Any, ClassVar, TypeVar
 from .. import checks
 
 DAY = 86_400.0  # the longest any run's clock may be set to
-S = TypeVar("S", bound="RunSettings")
+AnyRunSettings = TypeVar("AnyRunSettings", bound="RunSettings")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,7 +71,7 @@ class RunSettings:
         }
 
     @classmethod
-    def from_options(cls: type[S], options: Mapping[str, Any]) -> S:
+    def from_options(cls: type[AnyRunSettings], options: Mapping[str, Any]) -> AnyRunSettings:
         """Settings from the named options that are settings of this run
         (the CLI's, say); any not given keep the run's default."""
         names = {f.name for f in fields(cls)}

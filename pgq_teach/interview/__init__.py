@@ -38,7 +38,8 @@ PARTS = {
     "content": "",
     "catalog": "STEPS COMMUNICATION STEP_KEYS DIMENSIONS SCENARIOS FOLLOW_UPS WITH_SQL DEFAULT_MINUTES "
     "step scenario_named follow_up rubric_for quoted_sql",
-    "estimation": "HEADROOM ROW_WRITES_PER_JOB DEAD_VERSIONS_PER_JOB percent fmt Quote quote drain_quote "
+    "estimation": "HEADROOM ROW_WRITES_PER_JOB DEAD_VERSIONS_PER_JOB percent readable Quote quote "
+    "drain_quote "
     "measure_capacity Measured measured_at Estimate estimate scenario_estimate KindLoad PartnerLoad "
     "WorkEstimate work_estimate",
     "answers": "execute_step run_model_sql board_text model_answer",

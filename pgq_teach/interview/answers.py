@@ -12,7 +12,7 @@ from ..errors import BadInput
 from ..statements import Statement, run
 from .catalog import WITH_SQL, quoted_sql, scenario_named, step
 from .content import SqlStep
-from .estimation import drain_quote, fmt, scenario_estimate, work_estimate
+from .estimation import drain_quote, readable, scenario_estimate, work_estimate
 
 
 def execute_step(conn: psycopg.Connection, sql_step: SqlStep) -> int:
@@ -70,7 +70,7 @@ def model_answer(step_key: str, scenario_key: str, *, board: bool = True) -> str
         drain = drain_quote()
         if drain is not None:
             worked += (
-                f" As a ceiling check: lesson 11 drained {fmt(float(drain.value))} {drain.unit} "
+                f" As a ceiling check: lesson 11 drained {readable(float(drain.value))} {drain.unit} "
                 f"({drain.source}; empty jobs, batches of 100, four sessions)."
             )
         text = text.replace("{estimate}", worked)

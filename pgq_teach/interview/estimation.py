@@ -31,7 +31,8 @@ def percent(share: float) -> str:
     return f"{share:.1%}" if 0 < share < 0.01 else f"{share:.0%}"
 
 
-def fmt(value: float) -> str:
+def readable(value: float) -> str:
+    """A number as the rehearsal says it: whole from 100 up, else to two or one decimals."""
     if abs(value) >= 100 or float(value).is_integer():
         return f"{value:,.0f}"
     return f"{value:,.2f}" if abs(value) < 10 else f"{value:,.1f}"
@@ -156,24 +157,26 @@ class Estimate(Result):
     def lines(self) -> list[str]:
         m = self.measured
         return [
-            f"load: {fmt(self.jobs_per_s)} jobs/s at peak ({fmt(self.avg_jobs_per_s)} on average), "
+            f"load: {readable(self.jobs_per_s)} jobs/s at peak ({readable(self.avg_jobs_per_s)} on average), "
             f"claimed and completed in batches of {self.batch}",
-            f"workers: {fmt(self.jobs_per_s)}/s x {fmt(self.work_ms / 1000)} s = "
+            f"workers: {readable(self.jobs_per_s)}/s x {readable(self.work_ms / 1000)} s = "
             f"{self.workers:,} jobs in flight (Little's law)",
-            f"commits: {fmt(self.jobs_per_s)} x 2 / {self.batch} = {fmt(self.commits_per_s)} commits/s "
+            f"commits: {readable(self.jobs_per_s)} x 2 / {self.batch} = "
+            f"{readable(self.commits_per_s)} commits/s "
             "(a claim and a completion per batch; the enqueue rides the order's commit)",
-            f"rows: {fmt(self.row_writes_per_s)} row writes/s (insert, claim, completion, delete), "
-            f"{fmt(self.dead_per_s)} dead versions/s for autovacuum",
-            f"WAL: {fmt(self.jobs_per_s)} x {fmt(m.wal_bytes_per_job + m.insert_wal_bytes_per_job)} bytes = "
-            f"{fmt(self.wal_bytes_per_s / 1e6)} MB/s (insert, claim and completion as measured; "
+            f"rows: {readable(self.row_writes_per_s)} row writes/s (insert, claim, completion, delete), "
+            f"{readable(self.dead_per_s)} dead versions/s for autovacuum",
+            f"WAL: {readable(self.jobs_per_s)} x "
+            f"{readable(m.wal_bytes_per_job + m.insert_wal_bytes_per_job)} bytes = "
+            f"{readable(self.wal_bytes_per_s / 1e6)} MB/s (insert, claim and completion as measured; "
             "the cleanup's delete adds its own)",
-            f"storage: {fmt(self.storage_bytes_per_day / 1e6)} MB a day "
-            f"at {fmt(m.bytes_per_job)} bytes a job; "
-            f"{fmt(self.rows_kept)} rows kept, so autovacuum starts every "
-            f"{fmt(self.autovacuum_trigger_rows)} dead rows once jobs has the guide's settings "
+            f"storage: {readable(self.storage_bytes_per_day / 1e6)} MB a day "
+            f"at {readable(m.bytes_per_job)} bytes a job; "
+            f"{readable(self.rows_kept)} rows kept, so autovacuum starts every "
+            f"{readable(self.autovacuum_trigger_rows)} dead rows once jobs has the guide's settings "
             "(1,000 + 0.01 x rows; the defaults wait for 50 + 0.2 x rows)",
-            f"against the server at batch {self.batch}: {fmt(m.commits_per_s)} commits/s and "
-            f"{fmt(m.wal_bytes_per_s / 1e6)} MB/s of WAL ({m.source}): "
+            f"against the server at batch {self.batch}: {readable(m.commits_per_s)} commits/s and "
+            f"{readable(m.wal_bytes_per_s / 1e6)} MB/s of WAL ({m.source}): "
             f"{percent(self.commit_share)} of the commits, {percent(self.wal_share)} of the WAL",
             f"verdict: {self.verdict}",
             "what a real capacity test adds: many sessions at once, real payloads, a run long enough "
@@ -320,12 +323,14 @@ class PartnerLoad:
         from ..tables import duration
 
         if self.quota_per_s is None:
-            return f"{self.name}: {fmt(self.sends_per_s)} calls/s at peak; {self.note}"
-        out = f"{self.name}: {fmt(self.sends_per_s)} calls/s at peak against {fmt(self.quota_per_s)}/s "
+            return f"{self.name}: {readable(self.sends_per_s)} calls/s at peak; {self.note}"
+        out = f"{self.name}: {readable(self.sends_per_s)} calls/s at peak "
+        out += f"against {readable(self.quota_per_s)}/s "
         out += f"({self.note}): "
         if self.backlog > 0:
             out += (
-                f"{fmt(self.backlog)} queued over the peak, the last peak job waits {duration(self.wait_s)} "
+                f"{readable(self.backlog)} queued over the peak, "
+                f"the last peak job waits {duration(self.wait_s)} "
                 f"against its {duration(self.slo_s)} SLO ({'holds' if self.slo_holds else 'breaks'}), "
                 f"the backlog gone {duration(self.drain_s)} after the peak"
             )
@@ -333,7 +338,7 @@ class PartnerLoad:
             out += f"{percent(self.use)} of the quota, no backlog"
         if self.outage_s:
             out += (
-                f"; a {duration(self.outage_s)} outage queues {fmt(self.outage_backlog)}, "
+                f"; a {duration(self.outage_s)} outage queues {readable(self.outage_backlog)}, "
                 f"gone {duration(self.outage_drain_s)} after it ends"
             )
         return out
@@ -374,12 +379,12 @@ class WorkEstimate:
             if why == "outage":
                 return (
                     f"binding constraint: the {p.name}'s outages: {duration(p.outage_s)} down queues "
-                    f"{fmt(p.outage_backlog)}, against a {duration(p.slo_s)} SLO; the quota of "
-                    f"{fmt(p.quota_per_s or 0)}/s drains them {duration(p.outage_drain_s)} after"
+                    f"{readable(p.outage_backlog)}, against a {duration(p.slo_s)} SLO; the quota of "
+                    f"{readable(p.quota_per_s or 0)}/s drains them {duration(p.outage_drain_s)} after"
                 )
             return (
-                f"binding constraint: the {p.name}'s quota of {fmt(p.quota_per_s or 0)}/s: "
-                f"{fmt(p.backlog)} queued at the peak, the last waits {duration(p.wait_s)} "
+                f"binding constraint: the {p.name}'s quota of {readable(p.quota_per_s or 0)}/s: "
+                f"{readable(p.backlog)} queued at the peak, the last waits {duration(p.wait_s)} "
                 f"against {duration(p.slo_s)}"
             )
         uses = [(p.use, f"the {p.name}'s quota ({percent(p.use)} of it at peak)") for p in self.partners]
@@ -392,10 +397,10 @@ class WorkEstimate:
 
     def lines(self) -> list[str]:
         out = [
-            f"{k.kind}: {fmt(k.jobs_per_s)} jobs/s at peak, {fmt(k.cpu_s_per_s)} CPU-s/s, "
-            f"{fmt(k.in_flight)} in flight"
+            f"{k.kind}: {readable(k.jobs_per_s)} jobs/s at peak, {readable(k.cpu_s_per_s)} CPU-s/s, "
+            f"{readable(k.in_flight)} in flight"
             + (
-                f", {fmt(k.stored_bytes_per_day / 1e9)} GB a day to the object store"
+                f", {readable(k.stored_bytes_per_day / 1e9)} GB a day to the object store"
                 if k.stored_bytes_per_day
                 else ""
             )
@@ -403,8 +408,8 @@ class WorkEstimate:
         ]
         stored = self.stored_bytes_per_day
         out.append(
-            f"work at peak: {fmt(self.cpu_s_per_s)} CPUs busy in the handlers; "
-            + (f"{fmt(stored / 1e9)} GB a day of objects stored" if stored else "no objects stored")
+            f"work at peak: {readable(self.cpu_s_per_s)} CPUs busy in the handlers; "
+            + (f"{readable(stored / 1e9)} GB a day of objects stored" if stored else "no objects stored")
         )
         return out + [p.line() for p in self.partners]
 

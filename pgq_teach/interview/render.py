@@ -13,7 +13,7 @@ from ..statements import statement
 from . import content
 from .answers import model_answer
 from .catalog import STEPS, follow_up
-from .estimation import drain_quote, fmt, scenario_estimate, work_estimate
+from .estimation import drain_quote, readable, scenario_estimate, work_estimate
 from .rehearsal import Rehearsal
 
 
@@ -78,7 +78,7 @@ def summary_markdown(server_version: str = "") -> str:
     out += ["", "## My numbers", ""]
     drain = drain_quote()
     out.append(
-        f"- drain (lesson 11): {fmt(float(drain.value))} {drain.unit}, {drain.source}"
+        f"- drain (lesson 11): {readable(float(drain.value))} {drain.unit}, {drain.source}"
         if drain
         else "- drain: not measured yet (lesson 11)"
     )

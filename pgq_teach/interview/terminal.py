@@ -13,7 +13,7 @@ from typing import Any
 
 from . import content
 from .catalog import COMMUNICATION, DEFAULT_MINUTES, STEP_KEYS, follow_up, step
-from .estimation import fmt
+from .estimation import readable
 from .rehearsal import Rehearsal
 from .render import clock_text, summary_lines
 
@@ -196,7 +196,7 @@ def rehearse_in_terminal(read: Read, say: Say, rehearsal: Rehearsal | None = Non
 
 def terminal_rehearsal(r: Rehearsal, read: Read, say: Say) -> dict[str, Any] | None:
     c = r.current
-    minutes = fmt(c.get("minutes", DEFAULT_MINUTES))
+    minutes = readable(c.get("minutes", DEFAULT_MINUTES))
     say(f"The interview rehearsal: {r.scenario.title}, about {minutes} minutes.")
     if Rehearsal.has_progress(c):
         say("(continuing your open rehearsal; steps you ended are kept)")

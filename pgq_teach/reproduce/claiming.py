@@ -19,8 +19,8 @@ NAIVE_HIGH = max(figure(1).values["pg16"] + figure(1).values["pg18"])
 NAIVE_SLACK = 0.25  # a run within a quarter of the guide's range counts as its figure
 
 
-def judge_naive(v: Values, major: int) -> FigureVerdict:
-    twice, scale = v["run_more_than_once"], v["jobs"] / figure(1).values["jobs"]
+def judge_naive(values: Values, major: int) -> FigureVerdict:
+    twice, scale = values["run_more_than_once"], values["jobs"] / figure(1).values["jobs"]
     if twice == 0:
         return differs("no job ran twice: the race never hit the window between read and update")
     low, high = NAIVE_LOW * scale * (1 - NAIVE_SLACK), NAIVE_HIGH * scale * (1 + NAIVE_SLACK)
@@ -84,26 +84,31 @@ def replay_figure(
     )
 
 
-def waited_on_a(v: Values) -> bool:
+def waited_on_a(values: Values) -> bool:
     return bool(
-        v["waiting_when_sampled"] and v["wait_event"] == ["Lock", "transactionid"] and v["blocked_by_a"]
+        values["waiting_when_sampled"]
+        and values["wait_event"] == ["Lock", "transactionid"]
+        and values["blocked_by_a"]
     )
 
 
-def describe_for_update(v: Values) -> str:
+def describe_for_update(values: Values) -> str:
     event = (
-        " / ".join(str(p) for p in v["wait_event"])
-        if v["wait_event"] and v["waiting_when_sampled"]
+        " / ".join(str(p) for p in values["wait_event"])
+        if values["wait_event"] and values["waiting_when_sampled"]
         else "none"
     )
-    return f"B waited on {event}, got job {v['b_job']} after {seconds(v['b_s'])} (A held {v['hold_s']:g} s)"
+    got = f"got job {values['b_job']} after {seconds(values['b_s'])}"
+    return f"B waited on {event}, {got} (A held {values['hold_s']:g} s)"
 
 
-def judge_for_update(v: Values, major: int) -> FigureVerdict:
-    if not waited_on_a(v):
-        return differs(f"B was not seen waiting on Lock / transactionid behind A (saw {v['wait_event']})")
-    if v["b_job"] != 2:
-        return differs(f"after A committed, B got job {v['b_job']}, not job 2")
+def judge_for_update(values: Values, major: int) -> FigureVerdict:
+    if not waited_on_a(values):
+        return differs(
+            f"B was not seen waiting on Lock / transactionid behind A (saw {values['wait_event']})"
+        )
+    if values["b_job"] != 2:
+        return differs(f"after A committed, B got job {values['b_job']}, not job 2")
     return reproduced()
 
 
@@ -118,19 +123,19 @@ FOR_UPDATE = replay_figure(
 )
 
 
-def failed_at_once(v: Values) -> bool:
-    return v["sqlstate"] == "55P03" and v["b_s"] < v["hold_s"] / 2
+def failed_at_once(values: Values) -> bool:
+    return values["sqlstate"] == "55P03" and values["b_s"] < values["hold_s"] / 2
 
 
-def describe_nowait(v: Values) -> str:
-    return f"B: error {v['sqlstate'] or 'none'} after {seconds(v['b_s'])}"
+def describe_nowait(values: Values) -> str:
+    return f"B: error {values['sqlstate'] or 'none'} after {seconds(values['b_s'])}"
 
 
-def judge_nowait(v: Values, major: int) -> FigureVerdict:
-    if v["sqlstate"] != "55P03":
-        return differs(f"B got {v['sqlstate'] or 'no error'} (job {v['b_job']}), not 55P03")
-    if v["b_s"] >= v["hold_s"] / 2:  # waiting for A would take the whole hold
-        return differs(f"55P03 came only after {seconds(v['b_s'])}, not at once")
+def judge_nowait(values: Values, major: int) -> FigureVerdict:
+    if values["sqlstate"] != "55P03":
+        return differs(f"B got {values['sqlstate'] or 'no error'} (job {values['b_job']}), not 55P03")
+    if values["b_s"] >= values["hold_s"] / 2:  # waiting for A would take the whole hold
+        return differs(f"55P03 came only after {seconds(values['b_s'])}, not at once")
     return reproduced()
 
 
@@ -147,24 +152,24 @@ NOWAIT = replay_figure(
 SKIP_LOCKED_UNDER_S = figure(4).values["under_s"]
 
 
-def judge_skip_locked(v: Values, major: int) -> FigureVerdict:
-    if v["b_job"] != 2 or v["sqlstate"]:
-        return differs(f"B got job {v['b_job']} ({v['sqlstate'] or 'no error'}), not job 2")
-    if v["b_s"] < SKIP_LOCKED_UNDER_S:
+def judge_skip_locked(values: Values, major: int) -> FigureVerdict:
+    if values["b_job"] != 2 or values["sqlstate"]:
+        return differs(f"B got job {values['b_job']} ({values['sqlstate'] or 'no error'}), not job 2")
+    if values["b_s"] < SKIP_LOCKED_UNDER_S:
         return reproduced()
-    if v["b_s"] < v["hold_s"] / 2:
+    if values["b_s"] < values["hold_s"] / 2:
         return explained(
             "B skipped the locked row without waiting for A; the milliseconds "
             "depend on a busy machine's scheduling (lesson 02)"
         )
-    return differs(f"B took {seconds(v['b_s'])}: as long as A's hold")
+    return differs(f"B took {seconds(values['b_s'])}: as long as A's hold")
 
 
 SKIP_LOCKED = replay_figure(
     4,
     "skip_locked",
     "the same with SKIP LOCKED",
-    lambda v: f"B got job {v['b_job']} after {seconds(v['b_s'])}",
+    lambda values: f"B got job {values['b_job']} after {seconds(values['b_s'])}",
     judge_skip_locked,
     timing=True,
 )
@@ -173,28 +178,27 @@ SKIP_LOCKED = replay_figure(
 # --- 5: batch claims --------------------------------------------------------------
 
 
-def describe_batches(v: Values) -> str:
-    once = "each job once" if v["every_job_once"] else "NOT each job once"
-    return (
-        f"{v['batches']:,} batches, largest {v['largest']:,} rows, {once} ({v['workers']} sessions at once)"
-    )
+def describe_batches(values: Values) -> str:
+    once = "each job once" if values["every_job_once"] else "NOT each job once"
+    sessions = f"{values['workers']} sessions at once"
+    return f"{values['batches']:,} batches, largest {values['largest']:,} rows, {once} ({sessions})"
 
 
-def judge_batches(v: Values, major: int) -> FigureVerdict:
-    expected = -(-v["jobs"] // v["batch"])
-    if v["largest"] > v["batch"]:
-        return differs(f"a batch of {v['largest']:,} rows, over its LIMIT {v['batch']:,}")
-    if not v["every_job_once"]:
+def judge_batches(values: Values, major: int) -> FigureVerdict:
+    expected = -(-values["jobs"] // values["batch"])
+    if values["largest"] > values["batch"]:
+        return differs(f"a batch of {values['largest']:,} rows, over its LIMIT {values['batch']:,}")
+    if not values["every_job_once"]:
         return differs("some job was claimed twice, or never")
-    if v["batches"] == expected:
+    if values["batches"] == expected:
         return reproduced()
-    if expected < v["batches"] <= expected + v["workers"]:
-        short = v["batches"] - expected
+    if expected < values["batches"] <= expected + values["workers"]:
+        short = values["batches"] - expected
         return explained(
-            f"{v['workers']} sessions drained at once and split the last rows, so "
+            f"{values['workers']} sessions drained at once and split the last rows, so "
             f"{short} more {'batch' if short == 1 else 'batches'} than the guide's came back (lesson 03)"
         )
-    return differs(f"{v['batches']:,} batches, not {expected:,}")
+    return differs(f"{values['batches']:,} batches, not {expected:,}")
 
 
 BATCHES = Entry(
@@ -227,11 +231,13 @@ def measure_five_ways(result, sizes) -> Values:
     }
 
 
-def judge_five_ways(v: Values, major: int) -> FigureVerdict:
-    held = v["median_s"]["hold_for_update"]
-    if held > v["serial_ideal_s"]:
+def judge_five_ways(values: Values, major: int) -> FigureVerdict:
+    held = values["median_s"]["hold_for_update"]
+    if held > values["serial_ideal_s"]:
         return reproduced()
-    return differs(f"hold + FOR UPDATE took {held:.2f} s, under the {v['serial_ideal_s']:.1f} s serial ideal")
+    return differs(
+        f"hold + FOR UPDATE took {held:.2f} s, under the {values['serial_ideal_s']:.1f} s serial ideal"
+    )
 
 
 FIVE_WAYS = Entry(
@@ -266,8 +272,8 @@ def measure_zero_work(result, sizes) -> Values:
     }
 
 
-def judge_zero_work(v: Values, major: int) -> FigureVerdict:
-    saving = v["saving"]
+def judge_zero_work(values: Values, major: int) -> FigureVerdict:
+    saving = values["saving"]
     if saving >= claims.TOO_CLOSE_TO_CALL:
         # One run's saving is not the gain to expect: the guide's ranges nearly touch (lesson 03).
         return reproduced(
@@ -300,14 +306,14 @@ ZERO_WORK = Entry(
 # --- 16: the claim's plan -----------------------------------------------------------
 
 
-def describe_plans(v: Values) -> str:
-    if v["uses_ready_index"] and v["lockrows_above"]:
+def describe_plans(values: Values) -> str:
+    if values["uses_ready_index"] and values["lockrows_above"]:
         return "Index Scan using jobs_ready_idx under LockRows"
-    return "jobs_ready_idx " + ("used, but not under LockRows" if v["uses_ready_index"] else "not used")
+    return "jobs_ready_idx " + ("used, but not under LockRows" if values["uses_ready_index"] else "not used")
 
 
-def judge_plans(v: Values, major: int) -> FigureVerdict:
-    if v["uses_ready_index"] and v["lockrows_above"]:
+def judge_plans(values: Values, major: int) -> FigureVerdict:
+    if values["uses_ready_index"] and values["lockrows_above"]:
         return reproduced()
     return differs("the locking read does not scan jobs_ready_idx under LockRows")
 
@@ -328,10 +334,10 @@ PLANS = Entry(
 GUIDE_JOBS_PER_S = figure(19).values["jobs"] / figure(19).values["seconds"]
 
 
-def judge_throughput(v: Values, major: int) -> FigureVerdict:
-    if v["completed"] != v["jobs"]:
-        return differs(f"{v['completed']:,} of {v['jobs']:,} jobs completed")
-    if v["jobs_per_s"] >= GUIDE_JOBS_PER_S * 0.75:
+def judge_throughput(values: Values, major: int) -> FigureVerdict:
+    if values["completed"] != values["jobs"]:
+        return differs(f"{values['completed']:,} of {values['jobs']:,} jobs completed")
+    if values["jobs_per_s"] >= GUIDE_JOBS_PER_S * 0.75:
         return reproduced()
     return explained(
         "throughput is the machine's: its CPUs, its disk and what else runs on it "

@@ -29,22 +29,22 @@ def measure_rules(result, sizes) -> Values:
     }
 
 
-def describe_rules(v: Values) -> str:
-    seen = v["observed"]
+def describe_rules(values: Values) -> str:
+    seen = values["observed"]
     return (
-        f"rolled back: {v['rolled_back_heard']} heard; committed: "
-        f"{v['committed_heard_while_open']} while open, {v['committed_heard_after']} after; "
+        f"rolled back: {values['rolled_back_heard']} heard; committed: "
+        f"{values['committed_heard_while_open']} while open, {values['committed_heard_after']} after; "
         f"3 identical -> {seen.get('identical')}, "
         f"3 distinct -> {seen.get('distinct')}; busy listener: {seen.get('busy listener')}; "
         f"nobody listening: {seen.get('nobody listening')}"
     )
 
 
-def judge_rules(v: Values, major: int) -> FigureVerdict:
-    broken = [name for name, holds in v["rules"].items() if not holds]
-    if v["rolled_back_heard"]:
+def judge_rules(values: Values, major: int) -> FigureVerdict:
+    broken = [name for name, holds in values["rules"].items() if not holds]
+    if values["rolled_back_heard"]:
         broken.insert(0, "rolled back")
-    if v["committed_heard_while_open"] or not v["committed_heard_after"]:
+    if values["committed_heard_while_open"] or not values["committed_heard_after"]:
         broken.insert(0, "delivered after COMMIT")
     if broken:
         return differs("these rules did not hold: " + ", ".join(broken))
@@ -77,9 +77,9 @@ def measure_latency(result, sizes) -> Values:
     }
 
 
-def judge_latency(v: Values, major: int) -> FigureVerdict:
-    notify, poll, poll_max = v["notify_ms"], v["poll_ms"], v["poll_max_ms"]
-    if poll_max > v["poll_s"] * 1000 + 500:
+def judge_latency(values: Values, major: int) -> FigureVerdict:
+    notify, poll, poll_max = values["notify_ms"], values["poll_ms"], values["poll_max_ms"]
+    if poll_max > values["poll_s"] * 1000 + 500:
         return differs(f"a job waited {poll_max:,.0f} ms without NOTIFY, longer than the poll")
     if notify >= poll:
         return differs("NOTIFY did not wake the worker sooner than the poll")

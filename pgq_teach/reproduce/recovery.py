@@ -26,24 +26,24 @@ def measure_crash(result, sizes) -> Values:
     }
 
 
-def describe_crash(v: Values) -> str:
+def describe_crash(values: Values) -> str:
     held = (
-        f"held job claimed by another worker after {seconds(v['held_claim_s'])}"
-        if v["held_job_free"]
+        f"held job claimed by another worker after {seconds(values['held_claim_s'])}"
+        if values["held_job_free"]
         else "held job not free"
     )
     return (
-        f"{held}; leased job {v['leased_status']}, handed back {v['back_after_s']:.2f} s later "
-        f"({v['lease_left_s']:.2f} s of lease left)"
+        f"{held}; leased job {values['leased_status']}, handed back {values['back_after_s']:.2f} s later "
+        f"({values['lease_left_s']:.2f} s of lease left)"
     )
 
 
-def judge_crash(v: Values, major: int) -> FigureVerdict:
-    if not v["held_job_free"]:
+def judge_crash(values: Values, major: int) -> FigureVerdict:
+    if not values["held_job_free"]:
         return differs("the hold worker's job was not free once its session ended")
-    if v["leased_status"] != "running" or v["reaped_at_once"]:
+    if values["leased_status"] != "running" or values["reaped_at_once"]:
         return differs("the leased job came back before its lease ended")
-    if not v["reaped_after_lease"] or v["back_after_s"] < v["lease_left_s"] - 0.05:
+    if not values["reaped_after_lease"] or values["back_after_s"] < values["lease_left_s"] - 0.05:
         return differs("the reaper did not hand the leased job back when its lease ended")
     return reproduced()
 
@@ -62,19 +62,23 @@ CRASH = Entry(
 # --- 9: cleanup held back -------------------------------------------------------------
 
 
-def none_removed_while_held(v: Values) -> bool:
-    return v["removed_while_held"] == 0
+def none_removed_while_held(values: Values) -> bool:
+    return values["removed_while_held"] == 0
 
 
-def judge_cleanup(v: Values, major: int) -> FigureVerdict:
-    if not none_removed_while_held(v):
+def judge_cleanup(values: Values, major: int) -> FigureVerdict:
+    if not none_removed_while_held(values):
         return differs(
-            f"VACUUM removed {v['removed_while_held']:,} rows while the worker held its transaction"
+            f"VACUUM removed {values['removed_while_held']:,} rows while the worker held its transaction"
         )
-    if v["dead_while_held"] != v["others"]:
-        return differs(f"{v['dead_while_held']:,} dead rows held back, not the {v['others']:,} updated")
-    if v["removed_after"] < v["others"]:
-        return differs(f"after the commit VACUUM removed {v['removed_after']:,}, not all {v['others']:,}")
+    if values["dead_while_held"] != values["others"]:
+        return differs(
+            f"{values['dead_while_held']:,} dead rows held back, not the {values['others']:,} updated"
+        )
+    if values["removed_after"] < values["others"]:
+        return differs(
+            f"after the commit VACUUM removed {values['removed_after']:,}, not all {values['others']:,}"
+        )
     return reproduced()
 
 
@@ -102,22 +106,24 @@ CLEANUP = Entry(
 # --- 10: the stale worker, fenced ---------------------------------------------------------
 
 
-def stale_updates_nothing(v: Values) -> bool:
-    return v["a_rows"] == 0
+def stale_updates_nothing(values: Values) -> bool:
+    return values["a_rows"] == 0
 
 
-def judge_fencing(v: Values, major: int) -> FigureVerdict:
-    if not stale_updates_nothing(v):
-        return differs(f"the stale worker's completion updated {tables.count(v['a_rows'], 'row')}")
-    if v["b_rows"] != 1:
-        return differs(f"the current holder's completion updated {tables.count(v['b_rows'], 'row')}, not 1")
+def judge_fencing(values: Values, major: int) -> FigureVerdict:
+    if not stale_updates_nothing(values):
+        return differs(f"the stale worker's completion updated {tables.count(values['a_rows'], 'row')}")
+    if values["b_rows"] != 1:
+        return differs(
+            f"the current holder's completion updated {tables.count(values['b_rows'], 'row')}, not 1"
+        )
     return reproduced()
 
 
-def describe_fencing(v: Values) -> str:
+def describe_fencing(values: Values) -> str:
     return (
-        f"A's completion updated {tables.count(v['a_rows'], 'row')}, B's {v['b_rows']} "
-        f"(fencing tokens {v['a_token']} then {v['b_token']})"
+        f"A's completion updated {tables.count(values['a_rows'], 'row')}, B's {values['b_rows']} "
+        f"(fencing tokens {values['a_token']} then {values['b_token']})"
     )
 
 
@@ -143,15 +149,15 @@ def measure_schedule(result, sizes) -> Values:
     return {"waits_s": result.waits_s, "statuses": [s.status for s in result.steps]}
 
 
-def describe_schedule(v: Values) -> str:
-    waits = ", ".join(str(w) for w in v["waits_s"])
-    return f"waits {waits} s; failure {len(v['statuses'])} leaves it {v['statuses'][-1]}"
+def describe_schedule(values: Values) -> str:
+    waits = ", ".join(str(w) for w in values["waits_s"])
+    return f"waits {waits} s; failure {len(values['statuses'])} leaves it {values['statuses'][-1]}"
 
 
-def judge_schedule(v: Values, major: int) -> FigureVerdict:
-    if v["waits_s"][:4] != GUIDE_WAITS_S:
-        return differs(f"waits {v['waits_s'][:4]}, not {GUIDE_WAITS_S}")
-    if len(v["statuses"]) < 5 or v["statuses"][4] != "dead":
+def judge_schedule(values: Values, major: int) -> FigureVerdict:
+    if values["waits_s"][:4] != GUIDE_WAITS_S:
+        return differs(f"waits {values['waits_s'][:4]}, not {GUIDE_WAITS_S}")
+    if len(values["statuses"]) < 5 or values["statuses"][4] != "dead":
         return differs("the fifth failure did not leave the job dead")
     return reproduced()
 

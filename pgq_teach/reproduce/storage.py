@@ -34,21 +34,21 @@ def measure_index_sizes(result, sizes) -> Values:
     }
 
 
-def far_smaller(v: Values) -> bool:
-    return v["ratio"] >= FAR_SMALLER
+def far_smaller(values: Values) -> bool:
+    return values["ratio"] >= FAR_SMALLER
 
 
-def judge_index_sizes(v: Values, major: int) -> FigureVerdict:
-    if not far_smaller(v):
-        return differs(f"the full index is only {v['ratio']:.1f}x the partial one")
+def judge_index_sizes(values: Values, major: int) -> FigureVerdict:
+    if not far_smaller(values):
+        return differs(f"the full index is only {values['ratio']:.1f}x the partial one")
     guide = figure(14).values
-    if v["partial_kb"] == guide["partial_kb"] and near(
-        v["full_kb"], scaled(guide["full_kb"], v["done"], GUIDE_JOBS), SIZE_SLACK
+    if values["partial_kb"] == guide["partial_kb"] and near(
+        values["full_kb"], scaled(guide["full_kb"], values["done"], GUIDE_JOBS), SIZE_SLACK
     ):
         return reproduced()
     return explained(
         f"sizes depend on the keys and the version's btree (deduplication, page splits); the partial "
-        f"index is still {v['ratio']:,.0f}x smaller (lesson 08)"
+        f"index is still {values['ratio']:,.0f}x smaller (lesson 08)"
     )
 
 
@@ -71,12 +71,14 @@ INDEX_SIZES = Entry(
 # --- 15: the drained index ----------------------------------------------------------
 
 
-def judge_drained_index(v: Values, major: int) -> FigureVerdict:
-    stays = v["after_vacuum_kb"] >= 0.9 * v["after_drain_kb"]
-    rebuilt_small = v["after_reindex_kb"] <= v["after_drain_kb"] / 4
+def judge_drained_index(values: Values, major: int) -> FigureVerdict:
+    stays = values["after_vacuum_kb"] >= 0.9 * values["after_drain_kb"]
+    rebuilt_small = values["after_reindex_kb"] <= values["after_drain_kb"] / 4
     if not (stays and rebuilt_small):
         return differs("the drained index did not stay its size until rebuilt")
-    if near(v["after_drain_kb"], scaled(figure(15).values["kb"], v["jobs"], GUIDE_JOBS), SIZE_SLACK):
+    if near(
+        values["after_drain_kb"], scaled(figure(15).values["kb"], values["jobs"], GUIDE_JOBS), SIZE_SLACK
+    ):
         return reproduced()
     return explained(
         "how big a drained index gets depends on its page splits; it still stayed that size "
@@ -123,27 +125,29 @@ def run_drain(db, sizes, progress, stop):
     return drained
 
 
-def one_buffer_after_vacuum(v: Values) -> bool:
-    return v["buffers_after_vacuum"] == 1
+def one_buffer_after_vacuum(values: Values) -> bool:
+    return values["buffers_after_vacuum"] == 1
 
 
 # an empty claim right after the drain, on the guide's two majors
 GUIDE_BUFFERS = {major: figure(17).values[f"buffers_pg{major}"] for major in GUIDE_VERSIONS}
 
 
-def judge_drain(v: Values, major: int) -> FigureVerdict:
-    if not one_buffer_after_vacuum(v):
-        return differs(f"an empty claim read {v['buffers_after_vacuum']} buffers after VACUUM, not 1")
+def judge_drain(values: Values, major: int) -> FigureVerdict:
+    if not one_buffer_after_vacuum(values):
+        return differs(f"an empty claim read {values['buffers_after_vacuum']} buffers after VACUUM, not 1")
     shown = guide_major(major)
-    expected = scaled(GUIDE_BUFFERS[shown], v["jobs"], GUIDE_JOBS)
+    expected = scaled(GUIDE_BUFFERS[shown], values["jobs"], GUIDE_JOBS)
     # A smaller drain (--quick) leaves a few pages that do not shrink with it: compare at full size only.
-    if v["jobs"] == GUIDE_JOBS and not near(v["buffers"], expected, SIZE_SLACK):
+    if values["jobs"] == GUIDE_JOBS and not near(values["buffers"], expected, SIZE_SLACK):
         # The guide's two majors differ here (GUIDE_BUFFERS), so a release can move it: worth reading.
         return differs(
-            f"{v['buffers']:,} buffers right after the drain where the guide saw about "
+            f"{values['buffers']:,} buffers right after the drain where the guide saw about "
             f"{expected:,.0f} on PG {GUIDE_VERSIONS[shown]}; 1 after VACUUM, as the guide says"
         )
-    if near(v["table_mb"], scaled(figure(17).values["table_mb"], v["jobs"], GUIDE_JOBS), SIZE_SLACK):
+    if near(
+        values["table_mb"], scaled(figure(17).values["table_mb"], values["jobs"], GUIDE_JOBS), SIZE_SLACK
+    ):
         return reproduced()
     return explained(
         "the course's rows are wider than the guide's, and the table's size depends on the "
@@ -200,27 +204,35 @@ def run_held_back(db, sizes, progress, stop):
         lab.close()
 
 
-def held_back_then_clean(v: Values) -> bool:
-    return v["removed_while_open"] == 0 and v["buffers_after"] == 1
+def held_back_then_clean(values: Values) -> bool:
+    return values["removed_while_open"] == 0 and values["buffers_after"] == 1
 
 
-def describe_held_back(v: Values) -> str:
+def describe_held_back(values: Values) -> str:
     return (
-        f"VACUUM: {v['removed_while_open']:,} removed, {v['not_removable_while_open']:,} dead not removable; "
-        f"empty claim {tables.count(v['buffers_while_open'], 'buffer')}, {v['ms_while_open']:.2f} ms; "
-        f"after: {tables.count(v['buffers_after'], 'buffer')}, {v['ms_after']:.2f} ms"
+        f"VACUUM: {values['removed_while_open']:,} removed, "
+        f"{values['not_removable_while_open']:,} dead not removable; "
+        f"empty claim {tables.count(values['buffers_while_open'], 'buffer')}, "
+        f"{values['ms_while_open']:.2f} ms; "
+        f"after: {tables.count(values['buffers_after'], 'buffer')}, {values['ms_after']:.2f} ms"
     )
 
 
-def judge_held_back(v: Values, major: int) -> FigureVerdict:
-    if v["removed_while_open"]:
-        removed = tables.count(v["removed_while_open"], "row")
+def judge_held_back(values: Values, major: int) -> FigureVerdict:
+    if values["removed_while_open"]:
+        removed = tables.count(values["removed_while_open"], "row")
         return differs(f"VACUUM removed {removed} while the transaction was open")
-    if v["buffers_after"] != 1:
-        return differs(f"once the transaction ended, an empty claim still read {v['buffers_after']} buffers")
-    if v["not_removable_while_open"] != 2 * v["jobs"]:
-        return differs(f"{v['not_removable_while_open']:,} dead rows held back, not two per job")
-    if near(v["buffers_while_open"], scaled(figure(18).values["buffers"], v["jobs"], GUIDE_JOBS), SIZE_SLACK):
+    if values["buffers_after"] != 1:
+        return differs(
+            f"once the transaction ended, an empty claim still read {values['buffers_after']} buffers"
+        )
+    if values["not_removable_while_open"] != 2 * values["jobs"]:
+        return differs(f"{values['not_removable_while_open']:,} dead rows held back, not two per job")
+    if near(
+        values["buffers_while_open"],
+        scaled(figure(18).values["buffers"], values["jobs"], GUIDE_JOBS),
+        SIZE_SLACK,
+    ):
         return reproduced()
     return explained(
         "how many dead pages an empty claim reads varies with the version (lesson 09); "

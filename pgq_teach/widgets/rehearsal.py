@@ -16,7 +16,7 @@ import ipywidgets as W
 
 from .. import tables
 from ..interview import catalog, content
-from ..interview.estimation import fmt
+from ..interview.estimation import readable
 from ..interview.rehearsal import Rehearsal, merged
 from ..interview.render import clock_text, summary_lines
 from ..tables import Markup, Table
@@ -172,7 +172,7 @@ class RehearsalWidget(W.VBox):
         try:
             self.opening.value = (
                 f"<p><b>Scenario: {escape(r.scenario.title)}</b> · about "
-                f"{fmt(r.current.get('minutes', catalog.DEFAULT_MINUTES))} minutes</p>"
+                f"{readable(r.current.get('minutes', catalog.DEFAULT_MINUTES))} minutes</p>"
                 f"<p><b>Interviewer:</b> {escape(content.opening()['opening'])}</p>"
                 f"<p><i>{escape(content.opening()['clarify_instructions'])}</i></p>"
             )

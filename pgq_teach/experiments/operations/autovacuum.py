@@ -120,7 +120,7 @@ class AutovacuumComparison(Result):
         recorded = f"recorded {self.recorded_on} on PostgreSQL {self.server_version}"
         return [f"  {self.guide}", f"  stored run: {recorded}, not this server"]
 
-    def run(self, settings: str) -> ChurnRun:
+    def with_settings(self, settings: str) -> ChurnRun:
         return next(r for r in self.runs if r.settings == settings)
 
     @property
@@ -143,13 +143,13 @@ class AutovacuumComparison(Result):
         one visit adds carry the table from the guide's start past the defaults' start."""
         if len(self.runs) < 2:
             return False
-        defaults, guide = self.run("defaults"), self.run("guide")
+        defaults, guide = self.with_settings("defaults"), self.with_settings("guide")
         return guide.starts_at(self.base_rows) + self.dead_per_visit < defaults.starts_at(self.base_rows)
 
     def comparison(self) -> list[Comparison]:
         if self.skipped or len(self.runs) < 2:
             return []
-        defaults, guide = self.run("defaults"), self.run("guide")
+        defaults, guide = self.with_settings("defaults"), self.with_settings("guide")
         return [
             (
                 "peak n_dead_tup, defaults",

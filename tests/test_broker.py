@@ -28,10 +28,10 @@ def home(tmp_path, monkeypatch):
 def nats(tmp_path_factory):
     """A broker of the module's own, so a kill here never touches the learner's."""
     assert broker.available(), broker.missing_line()
-    the_broker = broker.Broker(tmp_path_factory.mktemp("nats"))
-    the_broker.start()
-    yield the_broker
-    the_broker.stop()
+    server = broker.Broker(tmp_path_factory.mktemp("nats"))
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture
@@ -226,9 +226,7 @@ def test_per_key_order_across_a_refusal_behind_a_dead_head_and_with_two_relays(d
     its second stays unsent (a claim that counted dead as gone sent all three ahead, out
     of order); after requeue_dead the first goes, then the second, in order.
     Two relays, each on its own session, broker connection and thread, drain one backlog."""
-    r = switching.order_under_refusal(
-        db, orders=3, backlog=400, batch=25, drain_timeout_s=120, the_broker=nats
-    )
+    r = switching.order_under_refusal(db, orders=3, backlog=400, batch=25, drain_timeout_s=120, nats=nats)
     per_key, plain = r.refusals
     assert (per_key.claim, plain.claim) == ("per-key claim", "plain claim")
     for heads in (per_key, plain):
@@ -260,7 +258,7 @@ def test_per_key_order_across_a_refusal_behind_a_dead_head_and_with_two_relays(d
 def test_the_order_lab_refuses_bad_input_before_anything_runs(db, tmp_path, kwargs):
     fresh = broker.Broker(tmp_path / "never")
     with pytest.raises(switching.BadInput):
-        switching.order_under_refusal(db, the_broker=fresh, **kwargs)
+        switching.order_under_refusal(db, nats=fresh, **kwargs)
     assert not fresh.status().running  # refused before the broker was started
 
 
@@ -292,7 +290,7 @@ def test_an_event_whose_ack_was_lost_is_handed_back_and_its_retry_acked_as_a_dup
 
 
 def test_a_republish_after_the_duplicate_window_is_stored_twice(nats):
-    r = switching.republish_after_window(window_s=1.0, the_broker=nats)
+    r = switching.republish_after_window(window_s=1.0, nats=nats)
     assert not r.first_duplicate and r.within_duplicate  # within the window: acked as a duplicate
     assert not r.after_duplicate and r.stored == 2  # after it: stored again, so never "exactly once"
 
@@ -333,9 +331,7 @@ def test_a_broker_outage_hands_the_batch_back_without_spending_tries(db, nats, c
 def test_an_outage_longer_than_the_whole_retry_schedule_leaves_nothing_dead_or_lost(db, nats):
     schedule = switching.retry_schedule_s(2)
     assert schedule == 20  # fail.sql: 20 s after the first try, then dead
-    r = switching.outage(
-        db, outage_s=schedule + 2, before_s=1, after_s=1, max_attempts=2, the_broker=nats, guess=9
-    )
+    r = switching.outage(db, outage_s=schedule + 2, before_s=1, after_s=1, max_attempts=2, nats=nats, guess=9)
     assert r.events_written > 100 and r.in_broker == r.events_written
     assert r.lost == 0 and r.dead == 0 and r.out_of_order == 0
     assert r.pauses > 0 and r.handed_back > 0  # the relay met the outage, and paused
@@ -357,14 +353,14 @@ def test_fan_out_and_replay(db, nats, client):
         relay = switching.Relay(db, client)
         while relay.run_once(conn)[0]:
             pass
-    f = switching.fan_out(db, table_jobs=200, the_broker=nats)
+    f = switching.fan_out(db, table_jobs=200, nats=nats)
     assert f.events == 40 and f.billing == 40 and f.analytics == 40
     assert f.replayed == 40 and f.replay_in_order
     assert f.table_worker_a + f.table_worker_b == 200 and f.table_both == 0
 
 
 def test_the_side_by_side_drain_empties_both_queues(db, nats):
-    s = switching.drain_side_by_side(db, jobs=300, batches=(1, 100), the_broker=nats)
+    s = switching.drain_side_by_side(db, jobs=300, batches=(1, 100), nats=nats)
     assert [(r.system.split()[0], r.batch) for r in s.rows] == [
         ("table", 1),
         ("table", 100),
@@ -377,7 +373,7 @@ def test_the_side_by_side_drain_empties_both_queues(db, nats):
 
 
 def test_the_key_order_cost_relays_everything_both_ways(db, nats):
-    k = switching.key_order_cost(db, orders=30, the_broker=nats)
+    k = switching.key_order_cost(db, orders=30, nats=nats)
     per_key, plain = k.rows
     assert per_key.events == plain.events == 90
     assert per_key.out_of_order == plain.out_of_order == 0  # nothing failed, so both kept order here
@@ -402,6 +398,6 @@ def test_fan_out_before_any_relay_says_what_to_run_first(db, tmp_path):
     fresh = broker.Broker(tmp_path / "fresh")
     try:
         with pytest.raises(SetupError, match="no stream ORDERS"):
-            switching.fan_out(db, the_broker=fresh)
+            switching.fan_out(db, nats=fresh)
     finally:
         fresh.stop()

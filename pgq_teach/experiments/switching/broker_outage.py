@@ -163,7 +163,7 @@ def outage(
     guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
-    the_broker: broker.Broker | None = None,
+    nats: broker.Broker | None = None,
 ) -> OutageResult:
     """Orders keep coming while the broker is SIGKILLed for `outage_s`, then started
     again. A relay that dies after publishing `crashed_batch` events (before marking
@@ -177,11 +177,11 @@ def outage(
     checks.whole_number("crashed_batch", crashed_batch, 0, 1000)
     checks.whole_number("crashed_consumer", crashed_consumer, 0, 1000)
     checks.seconds("duplicate_window_s", duplicate_window_s, 1, 3600)
-    the_broker = the_broker or broker.Broker()
-    the_broker.start()
+    nats = nats or broker.Broker()
+    nats.start()
     stop = stop or threading.Event()
     total_s = before_s + outage_s + after_s
-    with broker.Client(the_broker.status().url, name="relay") as client, db.connection() as conn:
+    with broker.Client(nats.status().url, name="relay") as client, db.connection() as conn:
         prepare_outbox(conn, client, duplicate_window_s=duplicate_window_s)
         desk = OrderDesk(db, max_attempts=max_attempts)
         relay = Relay(db, client)
@@ -219,10 +219,10 @@ def outage(
             next_sample = 0.0
             while (now := time.monotonic() - began) < total_s and not stop.is_set():
                 if not killed_pid and now >= before_s:
-                    killed_pid = the_broker.kill()
+                    killed_pid = nats.kill()
                     up = False
                 if not up and now >= before_s + outage_s:
-                    the_broker.start()
+                    nats.start()
                     up = True
                     restarted_s = time.monotonic() - began
                 desk.step(conn)
@@ -240,7 +240,7 @@ def outage(
             relay.stop_event.set()
             worker.join(30)
             if not up:
-                the_broker.start()
+                nats.start()
         if errors:
             raise errors[0]
         counts = queue.status_counts(conn)

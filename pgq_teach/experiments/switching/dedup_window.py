@@ -31,15 +31,13 @@ class WindowRepublish:
         )
 
 
-def republish_after_window(
-    *, window_s: float = 1.0, the_broker: broker.Broker | None = None
-) -> WindowRepublish:
+def republish_after_window(*, window_s: float = 1.0, nats: broker.Broker | None = None) -> WindowRepublish:
     """Publish one event (Nats-Msg-Id "1") to a stream whose duplicate window is
     `window_s`, repeat it at once, then again once the window has passed."""
     window_s = float(checks.seconds("window_s", window_s, 0.1, 10))
-    the_broker = the_broker or broker.Broker()
+    nats = nats or broker.Broker()
     waited_s = round(window_s + 0.5, 2)
-    with broker.Client(the_broker.start().url, name="window") as client:
+    with broker.Client(nats.start().url, name="window") as client:
         client.make_stream("WINDOW", ["window.>"], duplicate_window_s=window_s)
         _, first = client.publish("window.event", b"{}", "1")
         _, within = client.publish("window.event", b"{}", "1")

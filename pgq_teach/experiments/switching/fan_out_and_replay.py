@@ -60,12 +60,12 @@ class FanOutResult(Result):
         )
 
 
-def fan_out(db: Database, *, table_jobs: int = 1000, the_broker: broker.Broker | None = None) -> FanOutResult:
+def fan_out(db: Database, *, table_jobs: int = 1000, nats: broker.Broker | None = None) -> FanOutResult:
     """Read the ORDERS stream (left by the outage lab) as two consumer groups and a
     replay; claim `table_jobs` jobs with two workers on the table."""
     checks.whole_number("table_jobs", table_jobs, 2, 100_000)
-    the_broker = the_broker or broker.Broker()
-    with broker.Client(the_broker.start().url, name="fan-out") as client:
+    nats = nats or broker.Broker()
+    with broker.Client(nats.start().url, name="fan-out") as client:
         events = client.stream_messages(STREAM)
         billing = client.read_all(STREAM, SUBJECTS[0], consumer="billing")
         analytics = client.read_all(STREAM, SUBJECTS[0], consumer="analytics")

@@ -73,15 +73,13 @@ class KeyOrderCost(Result):
         return "\n".join(lines + self.footer())
 
 
-def key_order_cost(
-    db: Database, *, orders: int = 500, the_broker: broker.Broker | None = None
-) -> KeyOrderCost:
+def key_order_cost(db: Database, *, orders: int = 500, nats: broker.Broker | None = None) -> KeyOrderCost:
     """Write `orders` orders' three events each (all unsent, as after an outage), then
     relay them once with claim_in_key_order.sql and once with the plain claim.sql."""
     checks.whole_number("orders", orders, 1, 100_000)
-    the_broker = the_broker or broker.Broker()
+    nats = nats or broker.Broker()
     rows = []
-    with broker.Client(the_broker.start().url, name="key-order") as client, db.connection() as conn:
+    with broker.Client(nats.start().url, name="key-order") as client, db.connection() as conn:
         for in_key_order in (True, False):
             prepare_outbox(conn, client, duplicate_window_s=JETSTREAM_DUPLICATE_WINDOW_S)
             desk = OrderDesk(db)

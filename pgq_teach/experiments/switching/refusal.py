@@ -169,7 +169,7 @@ def order_under_refusal(
     batch: int = 25,
     drain_timeout_s: float = 60.0,
     guess: float | None = None,
-    the_broker: broker.Broker | None = None,
+    nats: broker.Broker | None = None,
 ) -> OrderUnderRefusal:
     """Where per-key order is tested, on the real broker. `orders` orders of two events
     each: the broker refuses every first event once (a try spent, a backoff to wait out)
@@ -180,8 +180,8 @@ def order_under_refusal(
     checks.whole_number("backlog", backlog, 1, 100_000)
     checks.whole_number("batch", batch, 1, queue.MAX_BATCH)
     drain_timeout_s = float(checks.seconds("drain_timeout_s", drain_timeout_s, 1, 600))
-    the_broker = the_broker or broker.Broker()
-    url = the_broker.start().url
+    nats = nats or broker.Broker()
+    url = nats.start().url
     refusals = []
     with broker.Client(url, name="order") as client, db.connection() as conn:
         for in_key_order in (True, False):

@@ -91,7 +91,7 @@ def drain_side_by_side(
     guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
-    the_broker: broker.Broker | None = None,
+    nats: broker.Broker | None = None,
 ) -> SideBySide:
     """Drain `jobs` no-op jobs, all waiting at the start, with one consumer each way and
     each batch size: the Worker on the table, and a pull consumer with explicit acks on a
@@ -99,10 +99,10 @@ def drain_side_by_side(
     checks.whole_number("jobs", jobs, 10, 200_000)
     for b in batches:
         checks.whole_number("batch", b, 1, queue.MAX_BATCH)
-    the_broker = the_broker or broker.Broker()
+    nats = nats or broker.Broker()
     stop = stop or threading.Event()
     rows: list[DrainRow] = []
-    with broker.Client(the_broker.start().url, name="drain") as client:
+    with broker.Client(nats.start().url, name="drain") as client:
         for n, b in enumerate(batches):
             if stop.is_set():
                 break

@@ -97,7 +97,7 @@ NO_SQL_EXEMPT = {
     "tests/test_exercises_hostile.py",
     "tests/test_checker.py",
     "tests/test_exercises_sql.py",
-    "tests/test_exercises_07_09.py",
+    "tests/test_exercises_notify_and_holder.py",
 }
 
 

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import psycopg
@@ -78,12 +77,12 @@ def test_recovers_after_the_postmaster_is_killed(private):
     embedded.start()
     pid = embedded.status()["pid"]
     os.kill(pid, signal.SIGKILL)
-    started = time.monotonic()
-    uri = embedded.start()  # connect and retry: a zombie may look alive for a moment
+    # start() connects and retries (a zombie may look alive for a moment), and raises if it
+    # cannot connect within CONNECT_RETRY_SECONDS: a fresh postmaster answering is the claim.
+    uri = embedded.start()
     with psycopg.connect(uri) as conn:
         assert run(conn, "lab/ping").fetchone() == (1,)
     assert embedded.status()["pid"] != pid
-    assert time.monotonic() - started < embedded.CONNECT_RETRY_SECONDS + 5
 
 
 def test_environment_sets_and_unsets_for_the_duration_then_puts_each_back(monkeypatch):

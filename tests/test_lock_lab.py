@@ -73,7 +73,10 @@ def test_for_update_then_commit_then_skip_locked_by_clicking(lab):
     lab.a.claim_buttons["for_update"].click()
     lab.b.claim_buttons["skip_locked"].click()
     state = lab.b.wait_done(timeout=5)
-    assert state.job_id == 2 and state.took < 0.5
+    # No wait: B has job 2 while A still holds job 1 in its open transaction, which it has
+    # not committed, so B cannot have waited for A's lock.
+    a_state = lab.a.session.state
+    assert state.job_id == 2 and (a_state.job_id, a_state.in_transaction) == (1, True)
     assert "job 2" in lab.b.status.value and "waiting" not in lab.b.status.value
 
 

@@ -41,8 +41,7 @@ def test_for_update_waits_on_a_transaction_lock_then_takes_job_2(db):
     assert result.wait_event == ("Lock", "transactionid")
     assert result.blocked_by_a
     assert result.a_job == 1 and result.b_job == 2
-    assert 1.3 <= result.b_seconds < 6  # about the hold; wide, the machine is shared
-    assert result.b_seconds >= result.a_held  # B waited for the whole time A held the lock
+    assert result.b_seconds >= result.a_held  # B's answer came after A's COMMIT, on one clock
     assert result.sqlstate is None
     assert result.guide.number == 2
     with db.connection() as conn:
@@ -53,22 +52,25 @@ def test_for_update_waits_on_a_transaction_lock_then_takes_job_2(db):
 
 def test_nowait_fails_at_once_with_55P03(db):
     """Guide #3."""
-    result = replay(db, "nowait", hold_seconds=0.5)
+    result = replay(db, "nowait", hold_seconds=2.0)
     assert result.sqlstate == "55P03"
     assert "could not obtain lock on row" in result.message
     assert result.b_job is None
-    assert result.b_seconds < 1
-    assert not result.still_waiting_at_sample
+    # At once means before A let go: B's error came while A still held the lock (one clock),
+    # and the server never saw B waiting on it. The time is the summary's to report.
+    assert result.b_seconds < result.a_held
+    assert result.wait_event != ("Lock", "transactionid")
     assert result.guide.number == 3
     assert ("B's error (SQLSTATE)", None, "55P03", "55P03") in result.comparison()
 
 
 def test_skip_locked_takes_job_2_without_waiting(db):
     """Guide #4."""
-    result = replay(db, "skip_locked", hold_seconds=0.5)
+    result = replay(db, "skip_locked", hold_seconds=2.0)
     assert result.b_job == 2
-    assert result.b_seconds < 0.5  # the guide saw under 10 ms
-    assert not result.still_waiting_at_sample
+    # Without waiting: B had job 2 while A still held job 1 (one clock), and the server never
+    # saw B waiting on A's lock. The guide's under 10 ms is the summary's to set beside B's time.
+    assert result.b_seconds < result.a_held
     assert result.wait_event != ("Lock", "transactionid")
     assert result.guide.number == 4
 

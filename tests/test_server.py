@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -52,15 +51,14 @@ def test_unknown_backend_lists_the_valid_values(fresh_choice):
         server.get_server()
 
 
-def test_unreachable_dsn_names_host_port_and_the_three_ways_within_5_seconds(fresh_choice):
+def test_unreachable_dsn_names_host_port_the_reason_and_the_three_ways(fresh_choice):
     fresh_choice.setenv("PGQ_BACKEND", "auto")
     fresh_choice.setenv("PGQ_DSN", "postgresql://learner:s3cret@127.0.0.1:9/shop")
-    started = time.monotonic()
     with pytest.raises(SetupError) as err:
         server.get_server()
-    assert time.monotonic() - started < 5.5
     message = str(err.value)
     assert "127.0.0.1:9" in message and "PGQ_DSN" in message and "embedded" in message
+    assert "refused" in message  # the reason the connection failed, as the server's host gave it
     assert "s3cret" not in message
 
 

@@ -86,33 +86,33 @@ def test_worker_reaps_at_most_every_reap_every_not_before_every_claim(db, conn):
     assert report.reaper_passes < report.claimed  # not one per claim
 
 
-def test_notify_wakes_a_waiting_worker_quickly_and_plain_insert_waits_for_the_poll(db, conn):
-    """Guide #13: with NOTIFY, picked up at once (the guide saw 10 ms; we allow
-    0.5 s); without it, only at the fallback poll."""
-    done_at = {}
-    worker = pgq.Worker(
-        db.dsn, {"send_receipt": lambda job: done_at.setdefault(job.id, time.monotonic())}, poll=3.0
-    )
+def test_notify_wakes_a_waiting_worker_and_plain_insert_waits_for_the_poll(db, conn):
+    """Guide #13: with NOTIFY, a wake-up ends the worker's wait and it claims the job, no
+    poll between; without it, only the fallback poll finds the job. What woke the worker is
+    read off its report as each handler starts, not timed (the time is the benchmarks')."""
+    woken_by = {}  # job id -> (wake-ups, polls) the worker had counted when its handler ran
+
+    def handler(job):
+        woken_by.setdefault(job.id, (worker.report.wakeups, worker.report.polls))
+
+    worker = pgq.Worker(db.dsn, {"send_receipt": handler}, poll=3.0)
     running = Running(worker)
     try:
         assert wait_for(lambda: worker.report.empty_claims >= 1, 10)  # idle on LISTEN
-        empty = worker.report.empty_claims
-        sent = time.monotonic()
+        empty, before = worker.report.empty_claims, (worker.report.wakeups, worker.report.polls)
         loud = pgq.enqueue(conn, "send_receipt", {})
-        assert wait_for(lambda: loud in done_at, 2.0)
-        assert done_at[loud] - sent < 0.5
+        assert wait_for(lambda: loud in woken_by, 10)
+        assert woken_by[loud] == (before[0] + 1, before[1]), "not woken by its notification alone"
         # Once its next claim has come back empty it waits again (a full claim
         # makes it look once more, and that look must not find the quiet job).
         assert wait_for(lambda: worker.report.empty_claims > empty, 5)
-        sent = time.monotonic()
+        before = (worker.report.wakeups, worker.report.polls)
         quiet = pgq.enqueue(conn, "send_receipt", {}, notify=False)
-        assert wait_for(lambda: quiet in done_at, 5.0)
-        waited = done_at[quiet] - sent
-        assert waited > 0.5, "picked up without a notification: the poll is not what woke it"
-        assert waited < 3.0 + 1.0
+        assert wait_for(lambda: quiet in woken_by, 10)
+        wakeups, polls = woken_by[quiet]
+        assert wakeups == before[0] and polls > before[1], "the poll is not what found it"
     finally:
         running.join()
-    assert worker.report.wakeups >= 1 and worker.report.polls >= 1
 
 
 def test_worker_reconnects_after_its_sessions_are_terminated(db, conn):
@@ -133,14 +133,13 @@ def test_worker_reconnects_after_its_sessions_are_terminated(db, conn):
 def test_stopping_does_not_wait_out_the_listeners_timeout(db, monkeypatch):
     """The listener waits on its LISTEN socket and on a doorbell that stop()
     rings, so run() returns at once rather than at the listener's next
-    timeout (made 30 s here, so waiting it out could not pass)."""
-    monkeypatch.setattr(pgq_worker, "LISTEN_TIMEOUT", 30.0)
-    worker = pgq.Worker(db.dsn, {"send_receipt": lambda job: None}, poll=60)
+    timeout (made an hour here, so only the doorbell can end the wait: a join that waited
+    it out would fail Running.join's check that the thread stopped)."""
+    monkeypatch.setattr(pgq_worker, "LISTEN_TIMEOUT", 3600.0)
+    worker = pgq.Worker(db.dsn, {"send_receipt": lambda job: None}, poll=3600)
     running = Running(worker)
     assert wait_for(lambda: worker.report.empty_claims >= 1, 10)  # idle, listening
-    began = time.monotonic()
     running.join()
-    assert time.monotonic() - began < 5
 
 
 def test_heartbeat_keeps_a_long_job_leased(db, conn):

@@ -23,7 +23,7 @@ def test_a_committed_order_has_its_job_and_one_notification_after_commit(db, con
     assert job["kind"] == KIND and job["status"] == "ready" and job["payload"] == {"order_id": kept.order_id}
     assert kept.heard_while_open == ()  # nothing until COMMIT
     assert kept.heard_after == (KIND,)  # then exactly one, carrying the kind only
-    assert 0 <= kept.delivered_after_s < 5
+    assert kept.delivered_after_s >= 0  # heard after the COMMIT, never before it
 
 
 def test_the_result_counts_and_summarises_both_transactions(db, conn):

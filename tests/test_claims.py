@@ -8,7 +8,7 @@ import pytest
 
 from helpers import chart_rows, counts, seed
 from pgq_teach import BadInput
-from pgq_teach.experiments import claims
+from pgq_teach.experiments import claims, race
 from pgq_teach.experiments.race import lease_claim
 from pgq_teach.widgets import claims_lab
 
@@ -74,7 +74,11 @@ def test_five_way_runs_every_mode_and_only_naive_runs_jobs_twice(db):
     # hold + FOR UPDATE is one line by construction: never faster than the serial ideal, give or take
     assert result.serial_ideal_s == pytest.approx(1.0) and result.shared_ideal_s == pytest.approx(0.125)
     assert result.median("hold_for_update") >= result.serial_ideal_s  # one job at a time, plus claims
-    assert result.jobs_in_flight("hold_for_update") < 1.5 < result.jobs_in_flight("lease_skip_locked")
+    # What happened, not how fast: hold + FOR UPDATE never had two jobs in progress at once,
+    # and the other locking claims had several (an order of starts and ends on one clock).
+    assert result.most_at_once["hold_for_update"] == [1], result.most_at_once
+    for mode in ("hold_skip_locked", "lease_for_update", "lease_skip_locked"):
+        assert result.most_at_once[mode][0] >= 2, (mode, result.most_at_once)
     # one progress bar over all five races
     assert progress.calls[-1] == (1_000, 1_000)
     assert max(done for done, _ in progress.calls) <= 1_000
@@ -83,6 +87,15 @@ def test_five_way_runs_every_mode_and_only_naive_runs_jobs_twice(db):
     rules = {r["reference"]: r["value"] for r in chart_rows(result.chart(), "rule")}
     assert rules == {"serial ideal 1.0 s": 1.0, "shared ideal 0.1 s": 0.125}
     assert result.guide.number == 6
+
+
+def test_most_at_once_counts_overlaps_and_a_job_that_ends_as_the_next_starts_is_not_one():
+    def run(start, end):
+        return race.RaceRun(worker=0, job_id=0, start=start, end=end)
+
+    assert race.most_at_once([]) == 0
+    assert race.most_at_once([run(0, 1), run(1, 2), run(2, 3)]) == 1  # handed on, one at a time
+    assert race.most_at_once([run(0, 2), run(1, 3), run(1.5, 4), run(3, 5)]) == 3
 
 
 def test_zero_work_runs_every_job_once_in_both_lease_modes(db):

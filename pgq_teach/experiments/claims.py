@@ -266,6 +266,12 @@ class FiveWayResult(Result, race.Ideals):
             return None
         return statistics.mean(sum(run.end - run.start for run in r.runs) / r.elapsed_s for r in races)
 
+    @property
+    def most_at_once(self) -> dict[str, list[int]]:
+        """The most jobs in progress at one moment, per finished race, by style: 1 means the
+        jobs went one at a time (an order of events on one clock, not a duration)."""
+        return _by_style(self.races, FIVE_WAYS, lambda r: race.most_at_once(r.runs))
+
     def race(self, mode: str, round_number: int = 1) -> RaceResult:
         """One finished race, to look at its timeline."""
         return [r for r in self.races if r.mode == mode][round_number - 1]

@@ -48,12 +48,25 @@ def style_name(style: str) -> str:
 
 @dataclass(frozen=True)
 class RaceRun:
-    """One worker running one job, in seconds from the start of the race."""
+    """One worker running one job, in seconds from the start of the race: from its claim's
+    answer to the end of its work, before the job is let go (a commit, or a completion), so a
+    job handed on under a lock ends before the next one starts."""
 
     worker: int
     job_id: int
     start: float
     end: float
+
+
+def most_at_once(runs: list[RaceRun]) -> int:
+    """The most runs in progress at one moment. A run that ends as another starts does not
+    overlap it: ends are counted before starts at the same instant."""
+    events = sorted([(r.start, 1) for r in runs] + [(r.end, -1) for r in runs])
+    most = now = 0
+    for _, change in events:
+        now += change
+        most = max(most, now)
+    return most
 
 
 class Ideals:
@@ -319,9 +332,10 @@ def drain(
                 start = time.perf_counter() - t0
                 if work_ms:
                     time.sleep(work_ms / 1000)
+                end = time.perf_counter() - t0  # stamped before finish() lets the job go
                 finish()
                 with lock:
-                    runs.append(RaceRun(index, job_id, start, time.perf_counter() - t0))
+                    runs.append(RaceRun(index, job_id, start, end))
                     n = len(runs)
                 if progress and (n % step == 0 or n == jobs):
                     progress(n, jobs)

@@ -48,9 +48,9 @@ def style_name(style: str) -> str:
 
 @dataclass(frozen=True)
 class RaceRun:
-    """One worker running one job, in seconds from the start of the race: from its claim's
-    answer to the end of its work, before the job is let go (a commit, or a completion), so a
-    job handed on under a lock ends before the next one starts."""
+    """One worker running one job, in seconds from the start of the race. It starts when the
+    claim answers. It ends with the work, before the job is let go (a commit, or a completion).
+    So a job handed on under a lock ends before the next one starts."""
 
     worker: int
     job_id: int

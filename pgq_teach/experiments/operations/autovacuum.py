@@ -121,6 +121,7 @@ class AutovacuumComparison(Result):
         return [f"  {self.guide}", f"  stored run: {recorded}, not this server"]
 
     def with_settings(self, settings: str) -> ChurnRun:
+        """The run made with these settings ("defaults" or "guide")."""
         return next(r for r in self.runs if r.settings == settings)
 
     @property

@@ -396,7 +396,7 @@ class CrashLab(Lab):
             self.scene.close()  # its open transaction would block the replay's reset
             self.scene = None
         guess, lease_s = self.guess.value, self.replay_lease_s  # None when the box is empty: "no guess"
-        return self.run(
+        return self.start_work(
             lambda stop: crash_both(self.db, lease_s, guess=guess, stop=stop),
             f"running the guide's sequence ({lease_s:g} s lease)…",
         )

@@ -99,7 +99,7 @@ class Dashboard(Lab):
         except Exception as exc:  # shown where the learner looks; a click has no caller
             self.say(error_html(exc))
             return
-        self.run(self.refresh_loop, "running: refreshing every second. Press Stop to end the load.")
+        self.start_work(self.refresh_loop, "running: refreshing every second. Press Stop to end the load.")
 
     def refresh_loop(self, halt: threading.Event) -> list[Snapshot]:
         """Read the three queries every `interval` until Stop; the load stops with it."""

@@ -103,7 +103,7 @@ class FencingLab(Lab):
     def start(self) -> bool:
         self._play_stop.set()
         handler, guess = self.handler.value, self.guess.value
-        return self.run(
+        return self.start_work(
             lambda stop: stale_worker(self.db, self.lease_s, handler=handler, guess=guess, stop=stop),
             f"running: A claims, stalls past its {self.lease_s:g} s lease…",
         )

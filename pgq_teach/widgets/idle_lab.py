@@ -216,7 +216,7 @@ class IdleLab(Lab):
 
     def _start(self, fn, message: str) -> None:
         self.run_guess = self.guess.value  # read now, on the caller's thread
-        self.run(fn, message)
+        self.start_work(fn, message)
 
     def _drain(self, stop: threading.Event) -> bloat.DrainStep:
         with ProgressRelay(lambda done, total: show_progress(self.progress, done, total)) as relay:

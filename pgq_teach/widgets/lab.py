@@ -231,9 +231,9 @@ class Lab(W.VBox):
         runner = getattr(self, "runner", None)
         return runner is not None and runner.busy
 
-    def run(self, work: Callable[[threading.Event], Any], message: str) -> bool:
-        """Run work(stop_event) on the lab's thread, saying `message`; False if
-        the lab is closed or already running."""
+    def start_work(self, work: Callable[[threading.Event], Any], message: str) -> bool:
+        """Start work(stop_event) on the lab's thread, saying `message`, without waiting for it.
+        False if the lab is closed or already running."""
         if self.closed or self.runner.busy:
             return False
         self.enable(False)
@@ -354,7 +354,7 @@ class ExperimentPanel(Lab):
         show_charts(self.chart_box, [])
         self.run_guess = self.guess.value if self.guess else None  # read now, on the caller's thread
         guess = self.run_guess
-        return self.run(lambda stop: self._run(stop, guess), "running…")
+        return self.start_work(lambda stop: self._run(stop, guess), "running…")
 
     def _run(self, stop: threading.Event, guess: float | None) -> Any:
         with ProgressRelay(lambda done, total: show_progress(self.progress, done, total)) as relay:

@@ -389,7 +389,7 @@ class LockLab(Lab):
         return [*self.a.buttons, *self.b.buttons, self.reset_button, self.replay_button]
 
     def _start(self, job: Callable[[], object], message: str) -> bool:
-        started = self.run(lambda _stop: job(), message)
+        started = self.start_work(lambda _stop: job(), message)
         self.monitor.watch()  # the activity view follows the replay's sessions live
         return started
 

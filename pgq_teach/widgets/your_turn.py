@@ -85,7 +85,7 @@ class YourTurn(Lab):
     def start(self) -> bool:
         sql = self.editor.value  # read on the caller's thread: typing during a check changes nothing
         self.progress.value = 0
-        return self.run(lambda stop: self._check(sql, stop), "checking on the live server…")
+        return self.start_work(lambda stop: self._check(sql, stop), "checking on the live server…")
 
     def stop(self) -> None:
         """Cancel the running check: its learner sessions' statements end now."""

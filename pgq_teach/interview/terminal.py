@@ -39,16 +39,21 @@ NOTHING_TYPED = "(nothing typed here yet: type your answer, or press Enter again
 
 @contextlib.contextmanager
 def interrupts_held() -> Iterator[None]:
-    """Hold Ctrl-C (SIGINT) back until the block ends: it is then raised as usual, after the
-    block. Only the main thread can hold it; elsewhere the block runs as it is."""
+    """Hold Ctrl-C (SIGINT) back until the block ends, then raise it as usual. A handler that
+    notes it, not a signal mask: a mask is per thread, and the kernel may hand the signal to
+    another thread of the process, whose note then interrupts this one anyway. Only the main
+    thread may set a handler; elsewhere the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    noted: list[int] = []
+    before = signal.signal(signal.SIGINT, lambda signum, _frame: noted.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.signal(signal.SIGINT, before)
+    if noted and callable(before):
+        before(signal.SIGINT, None)  # Python's own handler raises KeyboardInterrupt here
 
 
 def read_until_empty(read: Read, say: Say, keep: Callable[[str], None], *, has_text: bool) -> None:

@@ -159,6 +159,18 @@ def lease(value: Any) -> timedelta:
     return value
 
 
+def span(name: str, value: Any) -> timedelta:
+    """A stretch of time (a window, a timeout) as a timedelta; numbers are seconds. Zero or
+    less, or over MAX_LEASE, is refused, as for a lease, with the argument's own name."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = timedelta(seconds=number(name, value, 0, MAX_LEASE.total_seconds(), unit="seconds"))
+    if not isinstance(value, timedelta):
+        raise BadInput(f"{name} must be a timedelta or seconds, got {value!r}")
+    if value <= timedelta(0) or value > MAX_LEASE:
+        raise BadInput(f"{name} must be longer than zero and at most {MAX_LEASE.days} days, got {value}")
+    return value
+
+
 def run_at(value: Any) -> datetime | None:
     """When a job falls due: None (now), an aware datetime, or a timedelta from now."""
     if value is None:

@@ -98,6 +98,11 @@ def _check_job(job: Any) -> Job:
     return job
 
 
+def _max_attempts(value: Any) -> int | None:
+    """A job's max_attempts, or None for the kind's (enqueue.sql reads job_kinds)."""
+    return None if value is None else checks.whole_number("max_attempts", value, 1, MAX_ATTEMPTS)
+
+
 def _error_text(error: Any) -> str:
     if isinstance(error, BaseException):
         text = f"{type(error).__name__}: {error}"
@@ -115,14 +120,15 @@ def enqueue(
     payload: Any,
     *,
     run_at: datetime | timedelta | None = None,
-    max_attempts: int = 5,
+    max_attempts: int | None = None,
     notify: bool = True,
     priority: int = 0,
     tenant: str | None = None,
     unique_key: str | None = None,
     on_conflict: OnConflict = "return",
 ) -> int:
-    """Add a job inside the caller's transaction and return its id.
+    """Add a job inside the caller's transaction and return its id. `max_attempts` None
+    writes the kind's (job_kinds), or 5 for a kind with no row.
 
     With notify (the default) idle workers are woken when the transaction
     commits; a rollback removes both the job and the notification.
@@ -140,7 +146,7 @@ def enqueue(
         "kind": checks.job_kind(kind),
         "payload": checks.job_payload(payload),
         "run_at": checks.run_at(run_at),
-        "max_attempts": checks.whole_number("max_attempts", max_attempts, 1, MAX_ATTEMPTS),
+        "max_attempts": _max_attempts(max_attempts),
     }
     options = _options(priority, tenant, on_conflict)
     key = checks.unique_key(unique_key)
@@ -237,7 +243,7 @@ def enqueue_many(
     payloads: Sequence[Any],
     *,
     run_at: datetime | timedelta | None = None,
-    max_attempts: int = 5,
+    max_attempts: int | None = None,
     notify: bool = True,
     priority: int = 0,
     tenant: str | None = None,
@@ -260,7 +266,7 @@ def enqueue_many(
         # and the server splits it (jsonb_array_elements) in payload order.
         "payloads": "[" + ",".join(texts) + "]",
         "run_at": checks.run_at(run_at),
-        "max_attempts": checks.whole_number("max_attempts", max_attempts, 1, MAX_ATTEMPTS),
+        "max_attempts": _max_attempts(max_attempts),
     }
     options = _options(priority, tenant, on_conflict)
     keys = _check_unique_keys(unique_keys, len(texts))
@@ -457,13 +463,16 @@ def complete(conn: psycopg.Connection, job: Job) -> bool:
         return _explain_fence(conn, job, "complete")
 
 
-def fail(conn: psycopg.Connection, job: Job, error: Any) -> Literal["ready", "dead", "fenced"]:
+def fail(
+    conn: psycopg.Connection, job: Job, error: Any, *, by_kind: bool = False
+) -> Literal["ready", "dead", "fenced"]:
     """Record a failed try: "ready" (retry after backoff), "dead", or "fenced"
-    when this worker no longer holds the claim."""
+    when this worker no longer holds the claim. `by_kind`: back off by the kind's
+    policy in job_kinds (sql/fail_by_kind.sql), not fail.sql's one policy."""
     job = _check_job(job)
     with conn.transaction():
         params = {"id": job.id, "fence_token": job.fence_token, "error": _error_text(error)}
-        row = run(conn, "fail", params).fetchone()
+        row = run(conn, "fail_by_kind" if by_kind else "fail", params).fetchone()
         if row:
             return row[0]
         _explain_fence(conn, job, "fail")
@@ -522,10 +531,15 @@ def complete_many(conn: psycopg.Connection, jobs: Sequence[Job], *, durable: boo
 
 
 def fail_many(
-    conn: psycopg.Connection, failures: Sequence[tuple[Job, Any]], *, durable: bool = True
+    conn: psycopg.Connection,
+    failures: Sequence[tuple[Job, Any]],
+    *,
+    durable: bool = True,
+    by_kind: bool = False,
 ) -> list[str]:
     """Record a batch of failed tries, one (job, error) pair each, in one
-    statement: for each, "ready" (retry after backoff), "dead", or "fenced"."""
+    statement: for each, "ready" (retry after backoff), "dead", or "fenced".
+    `by_kind`: each backs off by its kind's policy (sql/fail_many_by_kind.sql)."""
     if isinstance(failures, (str, bytes)) or not isinstance(failures, Sequence):
         raise BadInput(f"failures must be a list of (job, error) pairs, got {failures!r}")
     if not all(isinstance(f, tuple) and len(f) == 2 for f in failures):
@@ -538,7 +552,7 @@ def fail_many(
         "fence_tokens": [j.fence_token for j in jobs],
         "errors": [_error_text(error) for _, error in failures],
     }
-    status = dict(_finish_many(conn, "fail_many", params, durable))
+    status = dict(_finish_many(conn, "fail_many_by_kind" if by_kind else "fail_many", params, durable))
     return [status.get(j.id, "fenced") for j in jobs]
 
 

@@ -6,10 +6,12 @@
 -- write a false enqueue time or reuse an event id, and nothing moves them later.
 -- Safe: yes.
 -- Parameters: kind (text), payload (jsonb), run_at (timestamptz, NULL = now),
---             max_attempts (int).
+--             max_attempts (int, NULL = the kind's
+--             max_attempts in job_kinds, or 5 for a kind with no row).
 -- psql: \set kind send_receipt \set payload '{"order_id": 101}'
 --       \set run_at now \set max_attempts 5, then notify_ready.sql.
 
 INSERT INTO jobs (kind, payload, run_at, max_attempts)
-VALUES (:'kind', :'payload', coalesce(:'run_at'::timestamptz, now()), :'max_attempts')
+VALUES (:'kind', :'payload', coalesce(:'run_at'::timestamptz, now()),
+       coalesce(:'max_attempts'::int, (SELECT k.max_attempts FROM job_kinds k WHERE k.kind = :'kind'), 5))
 RETURNING id;

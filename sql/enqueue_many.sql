@@ -5,10 +5,12 @@
 -- defaults, as in enqueue.sql (one enqueued_at for the whole statement).
 -- Safe: yes.
 -- Parameters: kind (text), payloads (jsonb, an array: one element per job),
---             run_at (timestamptz, NULL = now), max_attempts (int).
+--             run_at (timestamptz, NULL = now), max_attempts (int, NULL = the kind's
+--             max_attempts in job_kinds, or 5 for a kind with no row).
 
 INSERT INTO jobs (kind, payload, run_at, max_attempts)
-SELECT :'kind', p.payload, coalesce(:'run_at'::timestamptz, now()), :'max_attempts'
+SELECT :'kind', p.payload, coalesce(:'run_at'::timestamptz, now()),
+       coalesce(:'max_attempts'::int, (SELECT k.max_attempts FROM job_kinds k WHERE k.kind = :'kind'), 5)
 FROM jsonb_array_elements(:'payloads'::jsonb) WITH ORDINALITY AS p (payload, n)
 ORDER BY p.n
 RETURNING id;

@@ -8,13 +8,14 @@
 -- Safe: yes.
 -- Parameters: kind (text), payloads (jsonb, an array: one element per job),
 --             unique_keys (text[], as long as payloads; NULL elements: no key),
---             run_at (timestamptz, NULL = now), max_attempts (int),
+--             run_at (timestamptz, NULL = now), max_attempts (int, NULL = the kind's in job_kinds, or 5),
 --             priority (int, 0..9), tenant (text or NULL).
 -- Notes: see enqueue_unique.sql for how ON CONFLICT ... DO NOTHING waits on
 --   another session's uncommitted insert of a key.
 
 INSERT INTO jobs (kind, payload, run_at, max_attempts, priority, tenant, unique_key)
-SELECT :'kind', p.payload, coalesce(:'run_at'::timestamptz, now()), :'max_attempts',
+SELECT :'kind', p.payload, coalesce(:'run_at'::timestamptz, now()),
+       coalesce(:'max_attempts'::int, (SELECT k.max_attempts FROM job_kinds k WHERE k.kind = :'kind'), 5),
        :'priority', :'tenant', k.unique_key
 FROM jsonb_array_elements(:'payloads'::jsonb) WITH ORDINALITY AS p (payload, n)
 JOIN unnest(:'unique_keys'::text[]) WITH ORDINALITY AS k (unique_key, n) USING (n)

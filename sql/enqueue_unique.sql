@@ -6,7 +6,7 @@
 --   up, so the same key can run again later (keeping keys past completion
 --   needs a table of keys with its own retention, not built here).
 -- Parameters: kind (text), payload (jsonb), run_at (timestamptz, NULL = now),
---             max_attempts (int), priority (int, 0..9, 0 first),
+--             max_attempts (int, NULL = the kind's in job_kinds, or 5), priority (int, 0..9, 0 first),
 --             tenant (text or NULL), unique_key (text or NULL: never a duplicate).
 -- Notes: ON CONFLICT names the partial unique index jobs_live_unique_key_idx
 --   by its columns and predicate (schema.sql), so the key is scoped by kind.
@@ -19,7 +19,8 @@
 --   statement with a new snapshot (under READ COMMITTED).
 
 INSERT INTO jobs (kind, payload, run_at, max_attempts, priority, tenant, unique_key)
-VALUES (:'kind', :'payload', coalesce(:'run_at'::timestamptz, now()), :'max_attempts',
+VALUES (:'kind', :'payload', coalesce(:'run_at'::timestamptz, now()),
+       coalesce(:'max_attempts'::int, (SELECT k.max_attempts FROM job_kinds k WHERE k.kind = :'kind'), 5),
         :'priority', :'tenant', :'unique_key')
 ON CONFLICT (kind, unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'running')
 DO NOTHING

@@ -1,7 +1,8 @@
 -- roles.sql: the least-privilege role that producers and workers log in as
 -- (queue_worker in production). It can enqueue, claim, complete, fail, extend
 -- a lease, reap and requeue dead jobs: SELECT on jobs, INSERT of the columns
--- enqueue.sql writes, UPDATE of the columns the queue's statements change. It
+-- enqueue.sql writes, UPDATE of the columns the queue's statements change,
+-- SELECT on job_kinds, and a shared rate limit's token buckets. It
 -- cannot DELETE (cleanup_done.sql is maintenance: run it as the table's owner),
 -- TRUNCATE, rewrite a job's kind or payload, write enqueued_at or event_id
 -- (their defaults write them, once), or ALTER or DROP the table (only its
@@ -46,5 +47,11 @@ GRANT SELECT,
       UPDATE (status, run_at, attempts, fence_token, leased_until, last_error, attempted_at,
               finished_at)
   ON TABLE jobs TO :"role";
+-- Each kind's policy is read (enqueue.sql, the per-kind failures), never
+-- written: an operator sets it. The shared rate limit's buckets are taken
+-- from by every Worker (take_tokens.sql: an insert, or an update of its row).
+REVOKE ALL ON TABLE job_kinds, rate_limits FROM :"role";
+GRANT SELECT ON TABLE job_kinds TO :"role";
+GRANT SELECT, INSERT, UPDATE ON TABLE rate_limits TO :"role";
 
 RESET pgq.worker_role;

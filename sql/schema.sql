@@ -122,3 +122,16 @@ CREATE TABLE IF NOT EXISTS job_kinds (
   timeout_s      float8                       CHECK (timeout_s > 0 AND timeout_s <= 2592000),
   CONSTRAINT job_kinds_base_within_cap CHECK (backoff_base_s <= backoff_cap_s)
 );
+
+-- A shared rate limit per kind: one token bucket row per limited kind, which
+-- every Worker process takes its tokens from (take_tokens.sql), so the limit
+-- holds across processes and machines. tokens is what was left at
+-- refilled_at; the bucket refills at the kind's rate and holds at most one
+-- second of it. granted is what the last take handed out (a take's answer:
+-- RETURNING sees only the row it wrote).
+CREATE TABLE IF NOT EXISTS rate_limits (
+  kind        text        PRIMARY KEY,
+  tokens      float8      NOT NULL CHECK (tokens >= 0),
+  granted     int         NOT NULL CHECK (granted >= 0),
+  refilled_at timestamptz NOT NULL
+);

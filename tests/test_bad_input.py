@@ -146,6 +146,12 @@ CLI_CASES = {
     "psql ../../etc": (["psql", "../../etc"], "LESSON must be a lesson's number"),
     "worker --kind ''": (["worker", "--kind", "", "--until-idle"], "kind must be a non-empty string"),
     "--db '!!!'": (["stats", "--db", "!!!"], "a database label is letters a-z"),
+    "stats --window 0": (["stats", "--window", "0"], "--window must be longer than zero"),
+    "stats --window nan": (["stats", "--window", "nan"], "--window must be a number of seconds"),
+    "enqueue --max-attempts 0": (
+        ["enqueue", "send_receipt", "{}", "--max-attempts", "0"],
+        "--max-attempts must be from 1",
+    ),
     "--db 'x!' (once quietly pgq_x)": (["stats", "--db", "x!"], "--db: a database label is letters a-z"),
     "enqueue --max-att (an abbreviation)": (
         ["enqueue", "send_receipt", "{}", "--max-att", "3"],

@@ -8,7 +8,7 @@ import random
 import sys
 import time
 
-from .. import checks, queue, tables
+from .. import checks, kinds, queue, tables
 from ..databases import open_database
 from ..worker import Worker
 from .common import Subcommands, say, typed
@@ -32,7 +32,11 @@ def add_enqueue(sub: Subcommands) -> None:
         type=typed(float),
         help="seconds from now before it may run, up to a year (default 0: now)",
     )
-    enq.add_argument("--max-attempts", type=typed(int), default=5, help="tries before the job goes dead")
+    enq.add_argument(
+        "--max-attempts",
+        type=typed(int),
+        help="tries before the job goes dead (default: the kind's in job_kinds, else 5)",
+    )
     _db_option(enq)
     enq.set_defaults(func=cmd_enqueue)
 
@@ -43,7 +47,8 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     checks.job_payload_text(payload)
     checks.job_kind(args.kind)
     delay = checks.delay("--delay", args.delay)
-    checks.whole_number("--max-attempts", args.max_attempts, 1, queue.MAX_ATTEMPTS)
+    if args.max_attempts is not None:
+        checks.whole_number("--max-attempts", args.max_attempts, 1, queue.MAX_ATTEMPTS)
     db = open_database(args.db)
     say(db.server.line())
     with db.connection() as conn:
@@ -160,14 +165,26 @@ def _worker_processes(args: argparse.Namespace) -> int:
 
 def add_stats(sub: Subcommands) -> None:
     """Add `pgq-teach stats` to the command line."""
-    sts = sub.add_parser("stats", help="jobs by status, oldest due wait, dead row versions")
+    sts = sub.add_parser(
+        "stats", help="jobs by status, oldest due wait, dead row versions, and the numbers per kind"
+    )
+    sts.add_argument(
+        "--window",
+        type=typed(float),
+        default=kinds.DEFAULT_WINDOW.total_seconds(),
+        help="seconds of finished jobs the per-kind p50, p99 and failure rate count (default 900)",
+    )
     _db_option(sts)
     sts.set_defaults(func=cmd_stats)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    window = checks.span("--window", args.window)
     db = open_database(args.db)
     say(db.server.line())
     with db.connection() as conn:
         say(f"{db.name}: {queue.stats(conn)}")
+        per_kind = kinds.stats(conn, window)
+    if per_kind:
+        say(kinds.stats_table(per_kind, window).text())
     return 0

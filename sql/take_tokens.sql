@@ -1,9 +1,11 @@
 -- take_tokens.sql: take up to `wanted` whole tokens from a kind's shared
 -- bucket, and say how many were granted. The bucket refills at `per_second`
 -- and holds at most one second of tokens (at least one token, so a rate
--- under 1/s still grants one now and then); a kind's first take finds it
--- full. So over any window of t seconds the takes grant at most
--- per_second x (t + 1): the rate, plus one second of burst.
+-- under 1/s still grants one now and then). A kind's first take makes its
+-- bucket empty, so a fleet that starts together gets no burst it has not
+-- earned; a bucket left unused for a second is full. So over any window of t
+-- seconds the takes grant at most per_second x (t + 1): the rate, plus one
+-- second of burst.
 -- Concurrent takers queue on the row (ON CONFLICT DO UPDATE locks it, then
 -- works out SET from the row as the last taker committed it), so none spends
 -- a token another already took. The clock is read once, in `clock`, as the
@@ -15,10 +17,7 @@
 
 WITH clock AS (SELECT clock_timestamp() AS at)
 INSERT INTO rate_limits AS b (kind, tokens, granted, refilled_at)
-SELECT :'kind',
-       greatest(:'per_second'::float8, 1) - least(:'wanted'::int, floor(greatest(:'per_second'::float8, 1))),
-       least(:'wanted'::int, floor(greatest(:'per_second'::float8, 1)))::int,
-       clock.at
+SELECT :'kind', 0, 0, clock.at
 FROM clock
 ON CONFLICT (kind) DO UPDATE
 SET granted = least(:'wanted'::int, floor(least(

@@ -141,12 +141,19 @@ def test_stats_show_a_kind_with_a_policy_and_no_jobs(conn):
     )
 
 
-def test_the_bucket_grants_one_second_of_tokens_then_what_it_refills(conn):
-    assert kinds.take_tokens(conn, "partner", 50, 200) == 50  # full at first: one second's worth
+def test_a_new_bucket_starts_empty_and_holds_at_most_one_second_of_tokens(conn):
+    assert kinds.take_tokens(conn, "partner", 50, 200) == 0  # new: empty, nothing earned yet
+    assert kinds.take_tokens(conn, "slow", 0.2, 5) == 0
+    run(conn, "lab/age_bucket", {"kind": "partner", "seconds": 60})  # unused for a minute
+    assert kinds.take_tokens(conn, "partner", 50, 200) == 50  # full: one second's worth, not 60
     assert kinds.take_tokens(conn, "partner", 50, 200) <= 1  # microseconds later: nothing, or one
+    run(conn, "lab/age_bucket", {"kind": "slow", "seconds": 60})
     assert kinds.take_tokens(conn, "slow", 0.2, 5) == 1  # under 1/s the bucket still holds one
     assert kinds.take_tokens(conn, "slow", 0.2, 5) == 0
-    assert kinds.take_tokens(conn, "partner", 50, 0) == 0
+    assert kinds.take_tokens(conn, "steady", 5, 10) == 0
+    run(conn, "lab/age_bucket", {"kind": "steady", "seconds": 0.8})  # 4 tokens earned, at 5 a second
+    assert kinds.take_tokens(conn, "steady", 5, 3) == 3
+    assert kinds.take_tokens(conn, "steady", 5, 10) in (1, 2)  # the last one, and one more if 0.2 s passed
 
 
 def test_hand_back_gives_the_try_back_moves_run_at_and_skips_a_fenced_claim(conn):

@@ -386,3 +386,64 @@ class ReusedDatabase:
         if self.database is not None:
             databases.drop_database(self.label, admin)
             self.database = None
+
+
+def serve_rate_limited_worker(spec: dict) -> None:
+    """A Worker PROCESS for the shared rate limit's test: prints "ready" once loaded, waits
+    for the go file, then works kind `kind` under `rate_limits` with a recording handler until
+    `total` runs are recorded (or 120 s pass), and prints its report's counts as JSON."""
+    import json
+    from pathlib import Path
+
+    import psycopg
+
+    from pgq_teach.worker import Worker
+
+    print("ready", flush=True)
+    wait_for(lambda: Path(spec["go"]).exists(), 60, step=0.01)
+    sessions = threading.local()  # a session per executor, open before its first call is timed
+
+    def record(job) -> None:
+        if getattr(sessions, "conn", None) is None:
+            sessions.conn = psycopg.connect(spec["dsn"], autocommit=True)
+        run(
+            sessions.conn, "lab/run_record", {"job_id": job.id, "fence_token": job.fence_token, "worker": "w"}
+        )
+
+    worker = Worker(
+        spec["dsn"],
+        {spec["kind"]: record},
+        rate_limits={spec["kind"]: spec["rate"]},
+        poll=0.05,
+        concurrency=2,
+    )
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    with psycopg.connect(spec["dsn"], autocommit=True) as conn:
+        wait_for(lambda: len(run(conn, "lab/run_starts").fetchall()) >= spec["total"], 120, step=0.1)
+    worker.stop()
+    thread.join(30)
+    report = worker.report
+    print(json.dumps({"claimed": report.claimed, "done": report.done, "handed_back": report.handed_back}))
+
+
+class Running:
+    """A Worker on a thread of its own; join() stops it and raises any error it hit."""
+
+    def __init__(self, worker):
+        self.worker, self.error = worker, None
+        self.thread = threading.Thread(target=self._go, daemon=True)
+        self.thread.start()
+
+    def _go(self):
+        try:
+            self.worker.run()
+        except BaseException as exc:
+            self.error = exc
+
+    def join(self, timeout: float = 30) -> None:
+        self.worker.stop()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "worker did not stop"
+        if self.error:
+            raise self.error

@@ -18,6 +18,9 @@ Worker and PgQueuer build theirs.
   job up before its lease ends.
 - `listener`: one thread on the LISTEN connection, so one notification wakes
   one claim in the process, not one per executor.
+- `limits`: per kind, the job timeout (enforced by the timeout clock, a
+  thread with no I/O), the shared rate limit and the pause after failures in
+  a row (the gate between the claim and the executors).
 - `settings`, `report` and `connections`: what the Worker is told, what it
   did, and how it connects (three sessions: work, LISTEN and heartbeat).
 
@@ -28,8 +31,9 @@ takes at most one more, in this order:
    time, held for a whole claim or send;
 2. then one of the leaves: `Completer._lock` (held outcomes), `Leases._lock`
    (held leases, and under it a job's `lost` event), `Executors._lock` (busy
-   executors), `Reporter._lock` (the report) or `FirstError._lock`. No leaf is
-   held while another lock is taken.
+   executors), `Reporter._lock` (the report), `FirstError._lock`,
+   `Deadlines._lock` (job timeouts) or `Gate._lock` (failures in a row, pauses).
+   No leaf is held while another lock is taken.
 
 `Leases._conn_lock` (the heartbeat connection) is held alone. No lock is held
 while an `on_event` or an `on_lease_lost` callback runs: a callback may block.
@@ -45,17 +49,20 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
-from .. import queue
+import psycopg
+
+from .. import kinds, queue
 from .completer import Completer
 from .connections import WorkConnection
 from .executor import Executors
 from .inbox import Inbox, Message
 from .leases import ON_ITS_WAY, Heartbeat, Leases
+from .limits import Deadlines, Gate, JobTimeout
 from .listener import LISTEN_TIMEOUT, Listener
 from .producer import Producer
 from .report import FirstError, Reporter, WorkerReport, no_event
@@ -66,6 +73,7 @@ __all__ = [
     "MAX_CONCURRENCY",
     "ON_ITS_WAY",
     "Handler",
+    "JobTimeout",
     "Leases",
     "Worker",
     "WorkerReport",
@@ -79,8 +87,8 @@ class Worker:
     `concurrency` executors (see the package's docstring): reap, claim, run,
     send the outcomes (complete or fail, fenced row by row), with one
     heartbeat for every job held. Events: claimed, done, retried, dead,
-    fenced, lost, renewals_skipped and reconnect, each passed to
-    `on_event(name, job)`."""
+    fenced, lost, renewals_skipped, reconnect, timed_out and paused, each
+    passed to `on_event(name, job)` (paused with no job)."""
 
     def __init__(
         self,
@@ -98,6 +106,10 @@ class Worker:
         priorities: bool = False,
         fair: bool = False,
         per_tenant: int | None = None,
+        timeout: float | Mapping[str, float] | None = None,
+        rate_limits: Mapping[str, float] | None = None,
+        pause_after: int = 5,
+        pause_for: float = 30.0,
     ):
         """`dsn_or_db`: a connection string, or a Database. `concurrency`:
         executor threads. `heartbeat` (the default): extend every held lease
@@ -112,11 +124,19 @@ class Worker:
         `priorities`: claim the smallest priority with due work first
         (queue.claim_priority). `fair`: claim fairly per tenant (queue.claim_fair),
         at most `per_tenant` running jobs of one tenant across every fair
-        Worker (no cap when None); a fair Worker never claims a job with no tenant."""
+        Worker (no cap when None); a fair Worker never claims a job with no tenant.
+        Per kind (limits.py says how each works): `timeout`, the job timeout in
+        seconds, for every kind or as {kind: seconds}, over the kind's in job_kinds
+        (a thread cannot be killed: a handler past it is told through `job.lost`,
+        and its job failed and retried); `rate_limits`, {kind: jobs per second},
+        shared by every process; and after `pause_after` failures of a kind in a
+        row, no job of it runs here for `pause_for` seconds. A kind with a row in
+        job_kinds backs off by its own policy (sql/fail_many_by_kind.sql)."""
         # Checked by WorkerSettings, which also takes a Database for the dsn and seconds for the lease.
         given: dict[str, Any] = dict(concurrency=concurrency, lease=lease, batch=batch, poll=poll)
         given |= dict(heartbeat=heartbeat, flush_after=flush_after, durable_completions=durable_completions)
         given |= dict(priorities=priorities, fair=fair, per_tenant=per_tenant)
+        given |= dict(timeout=timeout, rate_limits=rate_limits, pause_after=pause_after, pause_for=pause_for)
         self.settings = s = WorkerSettings(dsn=dsn_or_db, handlers=handlers, **given)
         self.dsn, self.handlers, self.concurrency, self.lease = s.dsn, s.handlers, s.concurrency, s.lease
         self.batch, self.poll, self.heartbeat = s.batch, s.poll, s.heartbeat
@@ -142,6 +162,21 @@ class Worker:
         self._completer = Completer(
             self._work, self.leases, self._reporter, self._inbox, durable=s.durable_completions
         )
+        self._gate = Gate(
+            s.rate_limits or {},
+            pause_after=s.pause_after,
+            pause_for=s.pause_for,
+            leases=self.leases,
+            reporter=self._reporter,
+        )
+        self._deadlines = Deadlines(
+            {},
+            leases=self.leases,
+            completer=self._completer,
+            reporter=self._reporter,
+            on_failure=lambda job: self._gate.record(job, ok=False),
+        )
+        self._kinds_loaded = False  # written and read by the claiming thread, under the work lock
         self._executors = Executors(
             s.handlers,
             count=s.concurrency,
@@ -151,6 +186,8 @@ class Worker:
             reporter=self._reporter,
             inbox=self._inbox,
             on_error=self._stop_on_error,
+            deadlines=self._deadlines,
+            gate=self._gate,
         )
         self._producer = Producer(
             s,
@@ -161,7 +198,10 @@ class Worker:
             reporter=self._reporter,
             inbox=self._inbox,
             stop_event=self.stop_event,
+            gate=self._gate,
+            before_claim=self._load_kinds,
         )
+        self._timeout_clock: threading.Thread | None = None  # run()'s thread only
 
     def stop(self) -> None:
         """Claim no more; finish the batches in hand, send their outcomes, then return from run()."""
@@ -201,7 +241,12 @@ class Worker:
 
     def _start(self) -> None:
         self._closing.clear()  # run() may be called again after it returned
+        self._kinds_loaded = False  # a policy changed since the last run() is read again
         self._listener.start()
+        self._timeout_clock = threading.Thread(
+            target=self._deadlines.clock_loop, args=(self._closing,), daemon=True, name="pgq-timeout-clock"
+        )
+        self._timeout_clock.start()
         if self.heartbeat:
             self._heartbeat.start()
         self._executors.start()
@@ -216,11 +261,23 @@ class Worker:
             self._closing.set()
             self._listener.stop()
             self._heartbeat.join()
+            if self._timeout_clock is not None:
+                self._timeout_clock.join()
             try:
                 self.leases.give_up_all()  # outcomes left unsent: their jobs will run again
             finally:
                 self._work.close()
                 self.leases.close()
+
+    def _load_kinds(self, work: psycopg.Connection) -> None:
+        """Once a run, at its first claim (the producer's before_claim, under the work lock):
+        the handled kinds' rows in job_kinds, for the job timeouts and the per-kind backoff."""
+        if self._kinds_loaded:
+            return
+        policies = kinds.policies(work, list(self.handlers))
+        self._deadlines.timeouts = self.settings.timeouts(policies)
+        self._completer.by_kind = frozenset(policies)
+        self._kinds_loaded = True
 
     def _lease_clock_loop(self) -> None:
         """The lease clock's loop on this thread, until the Worker closes (a test runs it alone)."""

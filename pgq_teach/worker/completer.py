@@ -43,6 +43,9 @@ class Completer:
     ):
         self.work, self.leases, self.reporter, self.inbox = work, leases, reporter, inbox
         self.durable = durable  # wait for the disk on every completion (durable_completions)
+        # Kinds with a row in job_kinds: their failures back off by the kind's policy
+        # (sql/fail_many_by_kind.sql). Written by the claiming thread at its first claim; read by senders.
+        self.by_kind: frozenset[str] = frozenset()
         self._lock = threading.Lock()  # guards the four fields below: a leaf (the package's lock order)
         # Written by the executors (hold) and senders (the producer, an executor mid-batch); read by senders.
         self._done: list[queue.Job] = []
@@ -149,7 +152,10 @@ class Completer:
             # The completions have committed: whatever happens to the failures, count them.
             error: BaseException | None = None
             try:
-                outcomes = queue.fail_many(conn, failed, durable=self.durable) if failed else []
+                by_kind = any(job.kind in self.by_kind for job, _ in failed)
+                outcomes = (
+                    queue.fail_many(conn, failed, durable=self.durable, by_kind=by_kind) if failed else []
+                )
                 outcomes = self._settle_unsure_failures(conn, failed, outcomes)
             except BaseException as exc:
                 failing = {claim_key(job) for job, _ in failed}

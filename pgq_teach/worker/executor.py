@@ -27,6 +27,7 @@ from .. import queue
 from .completer import Completer
 from .inbox import Inbox, Message
 from .leases import Leases, claim_key
+from .limits import Deadlines, Gate
 from .report import Reporter
 from .settings import Handler
 
@@ -45,8 +46,11 @@ class Executors:
         reporter: Reporter,
         inbox: Inbox,
         on_error: Callable[[BaseException], None],
+        deadlines: Deadlines,
+        gate: Gate,
     ):
         self.handlers, self.count, self.flush_after = handlers, count, flush_after
+        self.deadlines, self.gate = deadlines, gate  # job timeouts; failures in a row (limits.py)
         self.leases, self.completer, self.reporter, self.inbox = leases, completer, reporter, inbox
         self.on_error = on_error  # stops the Worker, whose run() raises the error
         # Put by the producer (a batch each, or None to stop one executor); got by the executors.
@@ -120,9 +124,13 @@ class Executors:
                 self.reporter.count("fenced", job)
                 now = time.monotonic()
                 continue
+            self.deadlines.start(job)
             error = self._run_job(job)
             ended = time.monotonic()
             took, now = ended - now, ended
+            if not self.deadlines.finish(job):
+                continue  # the job timeout failed it meanwhile: that is its outcome, not this
+            self.gate.record(job, ok=error is None)
             since = self.completer.hold(job, error, ended)
 
     def _still_held(self, job: queue.Job, now: float) -> bool:

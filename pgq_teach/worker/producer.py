@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import psycopg
 
@@ -21,6 +22,7 @@ from .connections import CONNECTION_BROKEN, WorkConnection
 from .executor import Executors
 from .inbox import Inbox, Message
 from .leases import Leases
+from .limits import Gate
 from .report import Reporter
 from .settings import WorkerSettings
 
@@ -39,8 +41,12 @@ class Producer:
         reporter: Reporter,
         inbox: Inbox,
         stop_event: threading.Event,
+        gate: Gate,
+        before_claim: Callable[[psycopg.Connection], None],
     ):
         self.settings = settings
+        self.before_claim = before_claim  # reads the kinds' policies once a run (Worker._load_kinds)
+        self.gate = gate  # the rate limits and pauses, between the claim and the executors
         self.work, self.leases, self.completer, self.executors = work, leases, completer, executors
         self.reporter, self.inbox = reporter, inbox
         self.stop_event = stop_event  # set by stop(), from any thread; read by the loop
@@ -72,7 +78,7 @@ class Producer:
                         continue
                 if until_idle and self.idle():
                     break
-                if self._wait_for_news(poll_at):
+                if self._wait_for_news(poll_at, self.gate.look_again_at):
                     maybe_more = True
                     poll_at = time.monotonic() + self.settings.poll
                 backoff = 0.2
@@ -89,6 +95,7 @@ class Producer:
         the claim finds nothing, return any expired lease and look again."""
         with self.work.lock:
             conn = self.work.get()
+            self.before_claim(conn)
             reaped_now = self._reap(conn, force=False)
             jobs = self._claim_and_hold(conn, batch)
             empty = int(not jobs)
@@ -96,6 +103,7 @@ class Producer:
                 self._reap(conn, force=True)
                 jobs = self._claim_and_hold(conn, batch)
                 empty += not jobs
+            jobs = self.gate.sort(conn, jobs)  # those without a token, or of a paused kind, go back
         # Counted once the round is over, before any "claimed" event: a count that rises after
         # a watcher saw one (lesson 07's latency lab) means run() has stopped looking until its
         # next poll or notification (run(until_idle=True) looks again at each finished batch).
@@ -142,12 +150,13 @@ class Producer:
         since = self.completer.held_since()
         return since is not None and (send_now or time.monotonic() - since >= self.settings.flush_after_s)
 
-    def _wait_for_news(self, poll_at: float) -> bool:
+    def _wait_for_news(self, poll_at: float, look_again_at: float) -> bool:
         """Until a notification, an executor's news, a held outcome's
-        flush_after, the poll, or stop. True if the queue may now hold due
-        jobs (a notification, a reconnected listener, or the poll)."""
+        flush_after, the poll, a job handed back is due again, or stop. True
+        if the queue may now hold due jobs (a notification, a reconnected
+        listener, the poll, or a job handed back due again)."""
         now = time.monotonic()
-        timeout = poll_at - now
+        timeout = min(poll_at, look_again_at) - now
         since = self.completer.held_since()
         if since is not None:
             timeout = min(timeout, since + self.settings.flush_after_s - now)
@@ -160,5 +169,8 @@ class Producer:
             return True
         if time.monotonic() >= poll_at:
             self.reporter.add(polls=1)
+            return True
+        if time.monotonic() >= look_again_at:
+            self.gate.look_again_at = float("inf")
             return True
         return False

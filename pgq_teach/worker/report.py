@@ -35,7 +35,11 @@ class WorkerReport:
     row: still held, not lost), and leases lost (held jobs a beat or
     check found fenced, or given up at their lease's end; not counted for an
     outcome on its way then, or one that may have committed, which is counted
-    as above)."""
+    as above); jobs timed out (failed at their job timeout: limits.py), and
+    executors stuck now (still running a handler whose job timed out); jobs
+    handed back without spending a try (no token for their kind's rate
+    limit, or their kind paused), and pauses (a kind paused after failures
+    in a row; `last_pause` says which, for how long)."""
 
     claimed: int = 0
     done: int = 0
@@ -53,6 +57,11 @@ class WorkerReport:
     beat_failures: int = 0
     renewals_skipped: int = 0
     leases_lost: int = 0
+    timed_out: int = 0
+    stuck: int = 0
+    handed_back: int = 0
+    pauses: int = 0
+    last_pause: str | None = None
     last_error: str | None = None
     done_ids: list[int] = field(default_factory=list)
 
@@ -126,6 +135,13 @@ class Reporter:
         if counted:
             self.add(leases_lost=1)
         self.on_event("lost", job)
+
+    def paused(self, kind: str, failures: int, seconds: float) -> None:
+        """A kind is paused: no job of it runs here for `seconds`, after `failures` in a row."""
+        with self._lock:
+            self.report.pauses += 1
+            self.report.last_pause = f"{kind} paused for {seconds:g} s after {failures} failures in a row"
+        self.on_event("paused", None)
 
 
 class FirstError:

@@ -17,12 +17,13 @@ from typing import Any
 
 import psycopg
 
-from .. import checks, queue
+from .. import checks, kinds, queue
 from ..errors import BadInput
 from .leases import BEATS_PER_LEASE
 
 Handler = Callable[[queue.Job], Any]
 MAX_CONCURRENCY = 1_000
+MAX_TIMEOUT_S = kinds.MAX_TIMEOUT_S  # job_kinds' CHECK: 30 days
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +45,12 @@ class WorkerSettings:
     priorities: bool = False
     fair: bool = False
     per_tenant: int | None = None
+    # Per kind (limits.py): the job timeout (seconds, or {kind: seconds}; None: job_kinds'),
+    # the shared rate limits ({kind: jobs per second}), and the pause after failures in a row.
+    timeout: float | Mapping[str, float] | None = None
+    rate_limits: Mapping[str, float] | None = None
+    pause_after: int = 5
+    pause_for: float = 30.0
 
     def __post_init__(self) -> None:
         dsn = getattr(self.dsn, "dsn", self.dsn)
@@ -71,6 +78,36 @@ class WorkerSettings:
                     f"flush_after must be 0 or more seconds and shorter than the lease, got {flush_after!r}"
                 )
             self._store_checked("flush_after", float(flush_after))
+        self._store_checked("timeout", self._per_kind("timeout", self.timeout, "seconds", MAX_TIMEOUT_S))
+        self._store_checked(
+            "rate_limits", self._per_kind("rate_limits", self.rate_limits or {}, "", kinds.MAX_RATE)
+        )
+        self._store_checked("pause_after", checks.whole_number("pause_after", self.pause_after, 1, 1_000_000))
+        self._store_checked("pause_for", checks.seconds("pause_for", self.pause_for, 0.001, 86_400))
+
+    def _per_kind(self, name: str, value: Any, unit: str, high: float) -> dict[str, float] | float | None:
+        """A positive number, or {kind: number} naming only kinds this Worker handles."""
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            return checks.number(name, value, 0.001, high, unit=unit)
+        checked = {}
+        for kind, number in value.items():
+            if kind not in self.handlers:
+                raise BadInput(f"{name} names kind {kind!r}, which this Worker has no handler for")
+            checked[kind] = checks.number(f"{name}[{kind!r}]", number, 0.001, high, unit=unit)
+        return checked
+
+    def timeouts(self, policies: Mapping[str, kinds.KindPolicy]) -> dict[str, float]:
+        """Each handled kind's job timeout in seconds: this Worker's `timeout` over the kind's
+        row in job_kinds; a kind with neither has none."""
+        given = self.timeout
+        found = {kind: p.timeout_s for kind, p in policies.items() if p.timeout_s is not None}
+        if isinstance(given, Mapping):
+            found |= given
+        elif given is not None:
+            found = dict.fromkeys(self.handlers, given)
+        return {kind: seconds for kind, seconds in found.items() if kind in self.handlers}
 
     def check_claim(self) -> None:
         """Which claim: per_tenant only with fair (it caps the fair claim), and

@@ -14,7 +14,15 @@ due job's wait, the oldest running job's age beside the kind's timeout,
 enqueue-to-done at p50 and p99 over a recent window, and the failure rate.
 Its window reads every finished row of the table (no index holds
 finished_at), so it costs a scan that grows with the done rows kept: refresh
-it every few seconds, not in a tight loop, and keep the table cleaned.
+it every half minute or so, not every second, and keep done rows cleaned.
+Measured at 10x lesson 10's 200,000 rows (2,000,000 finished over two days,
+20,000 ready, 200 running; 273 MB), a 15-minute window, on PostgreSQL 18.6 and
+15 on a loaded 2-CPU machine: about 35,500 buffers and 0.9 to 1.4 s a call, the
+same with shared_buffers 1 GB (a parallel sequential scan reads through a
+small ring of buffers, so the table does not stay cached) and with a
+transaction open in another database. A partial index on finished_at for the
+done and dead rows (43 MB there) cut it to 10,800 buffers and 150 ms, but every
+completion would then write one more index entry: not added.
 """
 
 from __future__ import annotations

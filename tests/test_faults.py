@@ -83,6 +83,27 @@ def test_fault_run_loses_nothing_and_fences_every_stale_completion(alone_db):
 
 
 @pytest.mark.slow
+def test_fault_run_with_job_timeouts_and_a_shared_rate_limit_keeps_every_invariant(alone_db):
+    """The fault run again, with each worker's job timeout shorter than the long jobs' first
+    claim (so each of them is failed at its timeout once, announced lost, and retried) and
+    one rate limit for the whole fleet, below the rate at which the faults' bursts bring
+    jobs back: every invariant of the plain run still holds."""
+    db = alone_db
+    settings = faults.FaultSettings(jobs=1_500, workers=4, seconds=20, lease=1.5, timeout=1.8, rate_limit=60)
+    report = faults.run_faults(db, settings)
+    print("\n" + report.summary())
+    assert report.violations == [], report.summary()
+    assert report.lost == 0 and report.done + report.dead == 1_500 and report.dead == 0
+    assert report.running_at_end == 0 and report.run_twice_while_held == 0
+    assert report.duplicate_effects == 0 and report.done_without_effect == 0
+    assert report.stale_done_accepted == 0 and report.overwrites == 0 and report.jobs_done_twice == 0
+    assert report.timed_out_of_survivors >= 1, "no job timed out: the timeout went untested"
+    assert report.handed_back_of_survivors >= 1, "no job waited for a token: the limit went untested"
+    assert report.crashes == []
+    assert fault_children() == []
+
+
+@pytest.mark.slow
 def test_load_run_keeps_attempts_errors_and_the_plan(db):
     """16 workers, 10% of calls raising, max_attempts 3. 2,000 jobs rather than
     20,000: they already give about 230 failures, 20 jobs retried twice and 3

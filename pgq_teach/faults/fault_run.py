@@ -88,6 +88,8 @@ class FaultReport(RunReport):
     claims_not_completing: int = 0
     longest_overdue: float = 0.0
     reconnects_of_survivors: int = 0
+    timed_out_of_survivors: int = 0  # jobs failed at their job timeout (settings.timeout)
+    handed_back_of_survivors: int = 0  # jobs handed back for want of a token (settings.rate_limit)
     drain_seconds: float = 0.0
 
     @property
@@ -131,7 +133,22 @@ class FaultReport(RunReport):
             "  longest a lease stayed expired before a reaper took the job back: "
             f"{self.longest_overdue:.1f} s; "
             f"reconnects counted by the workers alive at the end: {self.reconnects_of_survivors}",
+            *self._limit_lines(),
             f"  elapsed {self.elapsed:.1f} s (drain after the faults {self.drain_seconds:.1f} s)",
+        ]
+
+    def _limit_lines(self) -> list[str]:
+        """The job timeout and the shared rate limit, when the run set them."""
+        s = self.settings
+        if s.timeout is None and s.rate_limit is None:
+            return []
+        timeout = f"{s.timeout:g} s" if s.timeout is not None else "none"
+        rate = f"{s.rate_limit:g} jobs/s" if s.rate_limit is not None else "none"
+        return [
+            f"  per kind: job timeout {timeout} ({tables.count(self.timed_out_of_survivors, 'job')} "
+            f"timed out), shared rate limit {rate} "
+            f"({tables.count(self.handed_back_of_survivors, 'job')} handed back), "
+            "counted by the workers alive at the end"
         ]
 
 
@@ -162,6 +179,8 @@ def run_faults(
     report.elapsed, report.crashes = fleet.elapsed, fleet.crashes
     report.processes_started = fleet.pool.started
     report.reconnects_of_survivors = sum(r.get("reconnects", 0) for r in fleet.survivor_reports)
+    report.timed_out_of_survivors = sum(r.get("timed_out", 0) for r in fleet.survivor_reports)
+    report.handed_back_of_survivors = sum(r.get("handed_back", 0) for r in fleet.survivor_reports)
     try:
         # One more reaper pass, once every lease has run out: nothing may be left.
         time.sleep(0.1)

@@ -130,6 +130,7 @@ def _serve(spec: dict) -> None:
     low, high = spec["sleep_ms"]
     load = spec["mode"] == "load"
     long_every = spec.get("long_every", 0)
+    timeout = spec.get("timeout")
 
     started: set[tuple[int, int]] = set()  # claims (id, fencing token) whose handler ran here
     # Lost claims go to a file, not the server: a line written is kept though a SIGKILL ends us
@@ -143,8 +144,11 @@ def _serve(spec: dict) -> None:
             "lab/fault_call",
             {"job_id": job.id, "attempts": job.attempts, "fence_token": job.fence_token, "worker": name},
         )
-        if long_every and job.payload["n"] % long_every == 0:
-            time.sleep(1.5 * spec["lease"])  # longer than the lease: only the heartbeat keeps it
+        # Longer than the lease: only the heartbeat keeps it. With a job timeout shorter than
+        # that, on the job's first claim only (fencing tokens never repeat): the timeout fails
+        # it once, and its retry finishes.
+        if long_every and job.payload["n"] % long_every == 0 and not (timeout and job.fence_token > 1):
+            time.sleep(1.5 * spec["lease"])
         else:
             time.sleep(rng.uniform(low, high) / 1000)
         if load:
@@ -186,6 +190,8 @@ def _serve(spec: dict) -> None:
         batch=spec.get("batch", 1),
         concurrency=spec.get("concurrency", 1),
         on_event=on_event,
+        timeout=spec.get("timeout"),
+        rate_limits={KIND: spec["rate_limit"]} if spec.get("rate_limit") else None,
     )
     worker.stop_on_sigterm()
     parent = os.getppid()
@@ -209,6 +215,8 @@ def _serve(spec: dict) -> None:
                 "done": report.done,
                 "fenced": report.fenced,
                 "reconnects": report.reconnects,
+                "timed_out": report.timed_out,
+                "handed_back": report.handed_back,
                 "last_error": report.last_error,
             }
         )

@@ -91,7 +91,10 @@ class FaultSettings(RunSettings):
     worker process is a heartbeat pool: `concurrency` executors claiming
     `batch` jobs each; every `long_every`-th job (none if 0) works one and a
     half leases, so only its heartbeat keeps it; every `beat_kill_every`
-    seconds one worker's heartbeat session is ended."""
+    seconds one worker's heartbeat session is ended. `timeout`: each worker's
+    job timeout; with one, a long job works its one and a half leases on its
+    first claim only, so a timeout shorter than that fails it once and its
+    retry finishes. `rate_limit`: one shared rate limit for the whole fleet."""
 
     jobs: int = 2_000
     workers: int = 4
@@ -110,6 +113,8 @@ class FaultSettings(RunSettings):
     batch: int = 10
     long_every: int = 10
     beat_kill_every: float = 0.7
+    timeout: float | None = None  # each worker's job timeout, in seconds (None: none)
+    rate_limit: float | None = None  # jobs per second, shared by the whole fleet (None: none)
     mode: ClassVar[str] = "faults"
     handler_ms: ClassVar[tuple[int, int]] = (2, 12)  # long enough that faults strike mid-job
 
@@ -124,6 +129,12 @@ class FaultSettings(RunSettings):
         self.keep("batch", checks.whole_number("batch", self.batch, 1, 1_000))
         self.keep("long_every", checks.whole_number("long_every", self.long_every, 0, 1_000_000))
         self.keep("beat_kill_every", checks.seconds("beat_kill_every", self.beat_kill_every, 0.05, DAY))
+        if self.timeout is not None:
+            self.keep("timeout", checks.seconds("timeout", self.timeout, 0.001, DAY))
+        if self.rate_limit is not None:
+            self.keep(
+                "rate_limit", checks.number("rate_limit", self.rate_limit, 0.001, 1e6, unit="jobs per second")
+            )
 
     def worker_spec(self) -> dict[str, Any]:
         """The shared spec, as heartbeat pools with long jobs among the short. The run drains
@@ -134,6 +145,8 @@ class FaultSettings(RunSettings):
             "concurrency": self.concurrency,
             "long_every": self.long_every,
             "max_seconds": self.due_over + DAY,
+            "timeout": self.timeout,
+            "rate_limit": self.rate_limit,
         }
 
     @property

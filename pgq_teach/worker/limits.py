@@ -8,8 +8,9 @@ starts the handler. When it passes, the timeout clock (a thread of its own,
 with no I/O) takes the job from the held leases, so no beat renews it again;
 sets `job.lost`, so a handler that looks (`job.still_mine()`, or a wait on
 `job.lost`) can stop; and holds a failure (`JobTimeout`) for the completer,
-which retries the job by its kind's policy. Whatever the handler does later is
-dropped: the job's outcome is the timeout's.
+which retries the job by its kind's policy; the job is announced `lost`
+(on_event) first, since another claim may run it from then on. Whatever the
+handler does later is dropped: the job's outcome is the timeout's.
 
 A thread cannot be killed in Python (the threading module offers no way to
 stop one from outside), so a handler that never looks at `job.lost` keeps
@@ -24,8 +25,9 @@ The shared rate limit and the pause (`Gate`), between the claim and the
 executors. A kind in `rate_limits` takes a token per claimed job from its
 bucket (sql/take_tokens.sql), shared by every process; a job that got none,
 and any job of a paused kind, is handed back at once (sql/hand_back.sql):
-its try given back, not due again until a token is expected (1/rate) or the
-pause ends. After `pause_after` failures of one kind in a row (timeouts
+its try given back, not due again until the pause ends or a token is
+expected for it (the first after 1/rate, the next after 2/rate, and so on,
+so they do not all come back at once). After `pause_after` failures of one kind in a row (timeouts
 count), the Worker pauses that kind for `pause_for` seconds; a success ends a
 run of failures. The limit counts claims: with batch > 1 a batch's later jobs
 start after the claim that took their tokens, never earlier.
@@ -124,7 +126,10 @@ class Deadlines:
             return []
         self.leases.release(jobs)  # renewed no more; the failure's send ends the claim
         for job in jobs:
-            job.mark_lost()
+            if not job.mark_lost():
+                continue  # lost already (fenced, or given up at its lease's end): nothing to fail
+            # Announced as lost before its failure is sent: from then another claim may run it.
+            self.reporter.lease_lost(job, counted=False)
             self.on_failure(job)
             self.completer.hold(
                 job, JobTimeout(f"ran past its job timeout of {self.timeouts[job.kind]:g} s"), now
@@ -198,7 +203,8 @@ class Gate:
                 continue
             granted = kinds.take_tokens(work, kind, rate, len(claimed))
             keep += claimed[:granted]
-            back += [(job, 1 / rate) for job in claimed[granted:]]  # due again as a token is
+            # Spread out, one per token to come, so they do not all come back at once.
+            back += [(job, (i + 1) / rate) for i, job in enumerate(claimed[granted:])]
         if back:
             kinds.hand_back(work, back, "handed back: no token for its rate limit, or its kind paused")
             self.leases.release([job for job, _ in back])

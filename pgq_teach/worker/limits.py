@@ -163,6 +163,15 @@ class Gate:
         # When a job handed back is due again (monotonic): the producer claims again then.
         # Written and read by the claiming thread, under the work connection's lock.
         self.look_again_at = float("inf")
+        # The most jobs the next claim asks for (None: no cap): after a claim that found too
+        # few tokens, as many as it was granted (at least one), so the Worker claims about
+        # what it can run rather than a whole batch to hand back. Claiming thread only.
+        self.claim_cap: int | None = None
+        # Claims in a row that were granted no token at all: other processes are taking them,
+        # so each such claim waits twice as long as the last before it looks again (at most a
+        # second, or one token's time if longer), rather than every process asking at every
+        # token. Claiming thread only.
+        self._dry = 0
 
     def record(self, job: queue.Job, ok: bool) -> None:
         """A handler's outcome (a timeout is a failure): count the kind's failures in a row."""
@@ -187,10 +196,12 @@ class Gate:
         with self._lock:
             paused = {kind: end - now for kind, end in self._paused_until.items() if end > now}
         if not (self.rate_limits or paused) or not jobs:
+            self.claim_cap = None
             return jobs
         keep: list[queue.Job] = []
         back: list[tuple[queue.Job, float]] = []
         by_kind: dict[str, list[queue.Job]] = {}
+        granted_all, short = 0, False
         for job in jobs:
             if job.kind in paused:
                 back.append((job, paused[job.kind]))
@@ -202,9 +213,14 @@ class Gate:
                 keep += claimed
                 continue
             granted = kinds.take_tokens(work, kind, rate, len(claimed))
+            granted_all, short = granted_all + granted, short or granted < len(claimed)
             keep += claimed[:granted]
-            # Spread out, one per token to come, so they do not all come back at once.
-            back += [(job, (i + 1) / rate) for i, job in enumerate(claimed[granted:])]
+            # Spread out, one per token to come, so they do not all come back at once; later
+            # still after claims granted nothing (the fleet is taking the tokens).
+            step = min(max(1.0, 1 / rate), 2**self._dry / rate) if granted == 0 else 1 / rate
+            back += [(job, (i + 1) * step) for i, job in enumerate(claimed[granted:])]
+        self.claim_cap = max(1, granted_all) if short else None
+        self._dry = min(self._dry + 1, 20) if short and granted_all == 0 else 0
         if back:
             kinds.hand_back(work, back, "handed back: no token for its rate limit, or its kind paused")
             self.leases.release([job for job, _ in back])

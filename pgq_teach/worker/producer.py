@@ -26,6 +26,8 @@ from .limits import Gate
 from .report import Reporter
 from .settings import WorkerSettings
 
+MAX_ASKED = queue.MAX_BATCH  # what a claim may ask for at most (queue.claim's own bound)
+
 
 class Producer:
     """Reap, claim and hand out; send the outcomes when due; wait for news."""
@@ -71,7 +73,7 @@ class Producer:
                     maybe_more = maybe_more or self.settings.fair
                 free = self.executors.free()
                 if free and (maybe_more or until_idle):
-                    asked = free * self.settings.batch
+                    asked = min(free * self.settings.batch, self.gate.claim_cap or MAX_ASKED)
                     got = self._claim_and_hand_out(asked)
                     maybe_more = got == asked
                     if got:

@@ -35,6 +35,18 @@ def test_enqueue_work_and_stats_round_trip(db):
     assert "done 1" in cli("stats", "--db", label).stdout
 
 
+def test_stats_show_each_kind_with_its_due_jobs_and_job_timeout(db, conn):
+    from pgq_teach import kinds, queue, tables
+
+    label = db.name[len("pgq_") :]
+    kinds.set_policy(conn, "invoice", timeout_s=90)
+    queue.enqueue_many(conn, "invoice", [{}, {}])
+    out = cli("stats", "--db", label, env={"COLUMNS": "200"})
+    assert out.returncode == 0, out.stderr
+    [row] = [line.split() for line in out.stdout.splitlines() if line.split()[:1] == ["invoice"]]
+    assert row[1] == "2" and tables.duration(90) in " ".join(row)  # 2 due, and its timeout
+
+
 def test_server_start_prints_the_backend_line(pg):
     out = cli("server", "start")
     assert out.returncode == 0 and f"PostgreSQL {pg.version}" in out.stdout

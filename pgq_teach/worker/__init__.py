@@ -231,7 +231,8 @@ class Worker:
         """Reap (at most every `reap_every` s), claim one batch, run it on
         this thread and send its outcomes; the number of jobs claimed. No
         heartbeat beats here, but the check before each job still renews a
-        lease that is half gone."""
+        lease that is half gone. No timeout clock runs either: a job timeout
+        is not enforced here (the rate limits and pauses are)."""
         jobs = self._producer.claim(self.batch)
         self._executors.run_batch(jobs)
         while not self._producer.idle():  # two claims of one job go in two sends

@@ -14,6 +14,7 @@ starting them and loading JupyterLab costs about 10 CPU-seconds a module."""
 from __future__ import annotations
 
 import json
+import re
 
 import nbformat
 import pytest
@@ -95,6 +96,8 @@ def test_the_learner_edits_the_claim_checks_it_and_reads_the_verdict(page, jupyt
     verdict = check(turn)  # the seeded attempt, as the page shows it
     assert verdict.startswith("Not yet:")
     assert "two workers got job" in verdict and "lock the row it picks" in verdict
+    headline = turn.locator(".pgq-verdict-headline").inner_text()
+    assert re.fullmatch(r"Not yet: \d+ of \d+ checks? failed", headline), headline  # the rows say which
 
     editor.fill(exercises.exercise("01/claim").answer_text())  # typed over, as a learner would
     editor.press("End")  # a keystroke, so the widget syncs the new text before Check

@@ -17,7 +17,7 @@ WRONG_FOR = {
     "06/fail": "no overflow",
     "07/notify": "payload is the new job's id",
     "08/index": "index's size",
-    "09/holder": "no session that holds nothing back",
+    "09/holder": "every session it names holds VACUUM back",
     "10/cleanup": "largest batch",
     "11/relay_complete": "stale relay A's completion",
     "11/relay_hand_back": "no try spent on the outage",

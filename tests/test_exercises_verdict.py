@@ -30,7 +30,7 @@ def test_a_pass_takes_the_passed_wording_and_reported_facts_never_fail_it():
     assert verdict.server_version == "18.6" and verdict.guide == figure(10)
 
 
-def test_a_failure_names_each_failed_fact_in_order_and_takes_the_failure_hint():
+def test_a_failure_counts_its_failed_checks_in_one_line_and_takes_the_failure_hint():
     evidence = [
         Evidence("first", "bad", False),
         Evidence("fine", "ok", True),
@@ -39,10 +39,17 @@ def test_a_failure_names_each_failed_fact_in_order_and_takes_the_failure_hint():
     ]
     verdict = Verdict.from_evidence("05/complete", evidence, "fix it", **PASSED)
     assert not verdict.passed and not verdict.refused
-    assert verdict.headline == "first: bad; second: worse"
+    assert verdict.headline == "2 of 3 checks failed"  # the reported fact is no check; the rows name them
     assert verdict.hint == "fix it"
     assert [e.what for e in verdict.failures] == ["first", "second"]
-    assert "NOT YET" in verdict.summary() and "hint: fix it" in verdict.summary()
+    assert "NOT YET: 2 of 3 checks failed" in verdict.summary() and "hint: fix it" in verdict.summary()
+    assert "Not yet: 2 of 3 checks failed</p>" in verdict.html()
+
+
+def test_a_long_hint_is_kept_whole_and_a_headline_is_one_line():
+    hint = "cap the exponent; " * 60 + "done."
+    verdict = Verdict("12/envelope", False, "first line\nsecond line", hint=hint)
+    assert verdict.hint == hint and verdict.headline == "first line second line"
 
 
 def test_without_a_passed_hint_a_pass_keeps_the_hint_given():

@@ -46,13 +46,23 @@ class Exercise:
     answer: str  # the model answer, a statement name under sql/
     words: frozenset[str] = STATEMENT_WORDS  # the statements accepted, by first word
     form: bool = False  # not SQL: a small form of numbers (lesson 12); attempt/answer name envelope.FORMS
+    wrong: tuple[str, ...] = ()  # more common wrong answers, beside the attempt (tests/test_verdict_hints.py)
+
+    @property
+    def wrong_answers(self) -> tuple[str, ...]:
+        """Every wrong answer this exercise lists: the seeded attempt first."""
+        return (self.attempt, *(w for w in self.wrong if w != self.attempt))
 
     @property
     def lesson(self) -> str:
         return self.key.split("/")[0]
 
     def attempt_text(self) -> str:
-        return envelope.FORMS[self.attempt] if self.form else statement(self.attempt).text
+        return self.text_of(self.attempt)
+
+    def text_of(self, name: str) -> str:
+        """The text of an attempt, answer or wrong answer this exercise names."""
+        return envelope.FORMS[name] if self.form else statement(name).text
 
     def answer_text(self) -> str:
         return envelope.FORMS[self.answer] if self.form else statement(self.answer).text
@@ -73,6 +83,7 @@ EXERCISES = {
             _claim(),
             "exercise/wrong/unguarded_update",
             "claim",
+            wrong=("exercise/wrong/claim_without_counts",),
         ),
         Exercise(
             "01/guarded_update",
@@ -91,6 +102,12 @@ EXERCISES = {
             _claim(need_lock_in_with=True),
             "exercise/wrong/claim_without_lock",
             "claim",
+            wrong=(
+                "exercise/wrong/claim_without_lease",
+                "exercise/wrong/claim_without_counts",
+                "exercise/wrong/claim_waits_for_locks",
+                "exercise/wrong/claim_locks_only",
+            ),
         ),
         Exercise(
             "03/batch_claim",
@@ -109,6 +126,10 @@ EXERCISES = {
             reaper.check_reap,
             "exercise/wrong/reap_without_status",
             "reap",
+            wrong=(
+                "exercise/wrong/reap_fixed_attempts",
+                "exercise/wrong/reap_early",
+            ),
         ),
         Exercise(
             "05/complete",
@@ -118,6 +139,10 @@ EXERCISES = {
             fence.check_complete,
             "exercise/wrong/complete_on_attempts",
             "complete",
+            wrong=(
+                "exercise/wrong/complete_fixed_token",
+                "exercise/wrong/complete_without_fence",
+            ),
         ),
         Exercise(
             "06/fail",
@@ -131,7 +156,8 @@ EXERCISES = {
         Exercise(
             "07/notify",
             "enqueue and wake the workers",
-            "Enqueue one job and notify jobs_ready in the same statement, with only the new job's id.",
+            "Enqueue one job and notify jobs_ready in the same statement, with only the new job's id or its "
+            "kind (sql/notify_ready.sql sends the kind).",
             ("kind", "payload"),
             wakeup.check_notify,
             "exercise/wrong/notify_whole_job",
@@ -146,6 +172,10 @@ EXERCISES = {
             "exercise/wrong/full_status_index",
             "exercise/model/ready_index",
             frozenset({"CREATE"}),
+            wrong=(
+                "exercise/wrong/ready_index_unique",
+                "exercise/wrong/ready_index_including_payload",
+            ),
         ),
         Exercise(
             "09/holder",
@@ -157,15 +187,20 @@ EXERCISES = {
             "exercise/wrong/idle_in_transaction",
             "exercise/model/find_snapshot_holder",
             frozenset({"SELECT", "WITH"}),
+            wrong=("exercise/wrong/oldest_idle_in_transaction",),
         ),
         Exercise(
             "10/cleanup",
             "cleanup in short batches",
-            "Delete one short batch of done jobs (LIMIT :batch).",
+            "Delete one short batch of done jobs: at most :batch rows a call.",
             ("batch",),
             cleanup.check_cleanup,
             "exercise/wrong/cleanup_all_at_once",
             "cleanup_done",
+            wrong=(
+                "exercise/wrong/cleanup_fixed_limit",
+                "exercise/wrong/cleanup_delete_limit",
+            ),
         ),
         Exercise(
             "11/relay_complete",
@@ -176,6 +211,11 @@ EXERCISES = {
             relay.check_relay_completion,
             "exercise/wrong/complete_batch_on_attempts",
             "complete_many",
+            wrong=(
+                "exercise/wrong/complete_batch_any_token",
+                "exercise/wrong/complete_batch_on_first_token",
+                "exercise/wrong/complete_all_running",
+            ),
         ),
         Exercise(
             "11/relay_hand_back",
@@ -187,6 +227,7 @@ EXERCISES = {
             relay.check_relay_hand_back,
             "exercise/wrong/hand_back_spending_a_try",
             "release_many",
+            wrong=("exercise/wrong/hand_back_any_token",),
         ),
         Exercise(
             "12/envelope",
@@ -227,7 +268,7 @@ def judge(ex: Exercise, sql: str, *, scratch: Scratch | None = None, progress=No
             server_version=_checker_version(scratch),
         )
     except Refused as exc:
-        return refused(ex.key, str(exc))
+        return refused(ex.key, str(exc), hint=exc.hint)
     except psycopg.errors.QueryCanceled:
         return refused(
             ex.key,

@@ -73,23 +73,7 @@ def check_fail(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress
             not touched,
         )
     )
-    failed = [e for e in evidence if not e.ok]
-    if touched:
-        hint = "the failure changed another job: match the job's id too, WHERE id = :id AND fence_token = ..."
-    elif any(e.what == STALE for e in failed):
-        hint = "a stale worker's failure changed the job: fence it, AND fence_token = :fence_token."
-    elif any("no overflow" in e.what for e in failed) and len(failed) == 1:
-        hint = (
-            "power(2, attempts) overflows for a large attempts; cap the exponent first, for example "
-            "power(2, least(attempts, 20)), then cap the wait at an hour."
-        )
-    elif any("lowered" in e.what for e in failed):
-        hint = (
-            "compare attempts with greatest(attempts, max_attempts), "
-            "so lowering max_attempts still ends in dead."
-        )
-    else:
-        hint = "the wait after failure k is 10 s x 2^k: 20, 40, 80, 160 s, at most one hour."
+    hint = _hint({e.what for e in evidence if not e.ok}, bool(touched))
     return Verdict.from_evidence(
         exercise,
         evidence,
@@ -101,3 +85,34 @@ def check_fail(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progress
         server_version=scratch.db.server.version,
         guide=figure(11),
     )
+
+
+def _hint(failed: set[str], touched: bool) -> str:
+    """One fix for each kind of row that failed, in the order a learner can act on them:
+    what the statement changes first, then the dead rule, the waits, the cap and the overflow."""
+    fixes = []
+    if touched:
+        fixes.append(
+            "the failure changed another job: match the job's id too, WHERE id = :id AND fence_token = ..."
+        )
+    if STALE in failed:
+        fixes.append("a stale worker's failure changed the job: fence it, AND fence_token = :fence_token")
+    if any("lowered" in what for what in failed):
+        fixes.append(
+            "a job past its max_attempts must still become dead: compare attempts with "
+            "greatest(attempts, max_attempts), so lowering max_attempts still ends in dead"
+        )
+    elif "failure 5 of 5" in failed:
+        fixes.append("the failure that uses the last try makes the job dead, not ready")
+    if failed & {f"failure {k} of 5" for k in range(1, 5)}:
+        fixes.append("the wait after failure k is 10 s x 2^k: 20, 40, 80, 160 s")
+    if any("over the hour" in what for what in failed):
+        fixes.append("cap the wait at an hour: least(..., interval '1 hour')")
+    if any("no overflow" in what for what in failed):
+        fixes.append(
+            "power(2, attempts) overflows for a large attempts even under the hour's cap: cap the exponent "
+            "first, for example power(2, least(attempts, 20))"
+        )
+    if not fixes:
+        return "the wait after failure k is 10 s x 2^k: 20, 40, 80, 160 s, at most one hour."
+    return "; ".join(fixes) + "."

@@ -106,10 +106,15 @@ def check_cleanup(
     ]
     if kept < SCENES * KEEP:
         hint = "only done rows may go: WHERE status = 'done'."
-    elif first_over or inexact:
+    elif first_over:
         hint = (
-            "delete at most :batch rows per call, the value passed in, not a number written into the "
-            "statement: pick the ids of done jobs in a subquery with LIMIT :batch, and delete only those."
+            "one call deleted more than :batch rows, one long transaction: delete at most :batch rows a "
+            "call, picking the ids of done jobs in a subquery with LIMIT :batch and deleting only those."
+        )
+    elif inexact:
+        hint = (
+            "the batch must be the value passed in, LIMIT :batch, not a number written into the statement: "
+            "the caller sets it to fit its table, and this check draws another size every time."
         )
     else:
         hint = "call it until it deletes nothing: every done row must go."

@@ -89,12 +89,16 @@ def check_index(scratch: Scratch, learner: LearnerSQL, *, exercise: str, progres
     if learner.tree.unique:
         raise Refused(
             "a UNIQUE index would refuse a second job due at the same instant: "
-            "the claim's index is a plain one"
+            "the claim's index is a plain one",
+            hint="Drop UNIQUE: a batch enqueued in one statement gives many jobs the same run_at, and the "
+            "index only has to hand them over in order.",
         )
     if learner.tree.indexIncludingParams:
         raise Refused(
             "INCLUDE copies those columns into every entry of the index, yet the claim reads the job's row "
-            "anyway to lock and update it: index run_at alone"
+            "anyway to lock and update it: index run_at alone",
+            hint="Drop the INCLUDE clause: the claim locks and updates the job's row, so it reads the table "
+            "anyway, and every copied payload makes the index bigger.",
         )
     with scratch.db.connection() as owner:  # the superuser's part ends before the learner's statement runs
         # The done rows are inserted done, as the lesson's own experiment does

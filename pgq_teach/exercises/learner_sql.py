@@ -128,7 +128,20 @@ ALLOWANCES = {
 
 
 class Refused(BadInput):
-    """The learner's SQL was not run: the message says why and what to write."""
+    """The learner's SQL was not run: the message says why, and `hint`, when the
+    refusal knows the habit behind it, what to write instead."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+# DELETE ... LIMIT and DELETE ... ORDER BY are MySQL's: PostgreSQL's DELETE has neither
+# (https://www.postgresql.org/docs/18/sql-delete.html), so its parser stops at the word.
+DELETE_LIMIT_HINT = (
+    "PostgreSQL's DELETE has no LIMIT or ORDER BY (MySQL's has): pick the batch's ids in a subquery, "
+    "SELECT id FROM jobs WHERE status = 'done' ... LIMIT :batch, and delete WHERE id IN (that subquery)."
+)
 
 
 @dataclass(frozen=True)
@@ -171,6 +184,29 @@ def unreadable(exc: ParseError) -> Refused:
     if message.startswith("unterminated"):
         message += " (a quote or comment is never closed)"
     return Refused(f"PostgreSQL could not read it, so nothing was run: {message}")
+
+
+def _delete_with_limit(text: str, exc: ParseError) -> bool:
+    """True when the parser stopped at LIMIT or ORDER inside a DELETE: the habit of another database."""
+    at = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[1], int) else -1
+    word = text[at : at + 5].upper()
+    if at < 0 or not (word == "LIMIT" or word.startswith("ORDER")):
+        return False
+    try:
+        before = [t.name for t in scan(text[:at])]
+    except ParseError:
+        return False
+    depth = 0
+    kinds: list[str] = []  # the statement kind opened at each depth of parentheses
+    for name in before:
+        if name == "ASCII_40":
+            depth += 1
+        elif name == "ASCII_41":
+            depth = max(depth - 1, 0)
+            kinds = kinds[: depth + 1]
+        elif name in ("DELETE_P", "SELECT", "UPDATE", "INSERT"):
+            kinds = kinds[:depth] + [""] * (depth - len(kinds)) + [name]
+    return len(kinds) > depth and kinds[depth] == "DELETE_P"
 
 
 def _tokens(text: str) -> list:
@@ -222,7 +258,10 @@ def _parse(for_server: str) -> Any:
     try:
         stmts = pglast.parse_sql(for_server)
     except ParseError as exc:
-        raise unreadable(exc) from None
+        refusal = unreadable(exc)
+        if _delete_with_limit(for_server, exc):
+            refusal.hint = DELETE_LIMIT_HINT
+        raise refusal from None
     except RecursionError:
         raise Refused("it is nested too deeply for a queue statement, so nothing was run") from None
     if not stmts:

@@ -170,9 +170,31 @@ def _hint(expired: list[tuple[int, Staged, str]], strays: bool, indexed: bool) -
             "literal, as its predicate does"
         )
     if expired:
-        fixes.append(
-            "each job has its own max_attempts (and it may have been lowered since): compare attempts with "
-            "the job's column, not a number, CASE WHEN attempts = greatest(attempts, max_attempts) "
-            "THEN 'dead' ELSE 'ready' END"
-        )
+        fixes.append(_dead_rule_hint(expired))
     return "; ".join(fixes) + "." if fixes else ""
+
+
+def _dead_rule_hint(expired: list[tuple[int, Staged, str]]) -> str:
+    """What the expired jobs' statuses say about the learner's dead rule. Lesson 06
+    teaches greatest(); the comparison here is the one lesson 04 can use."""
+    late_dead = [j for _, j, s in expired if j.want == "ready" and s == "dead"]
+    never_dead = [j for _, j, s in expired if j.want == "dead" and s == "ready"]
+    if any(s == "running" for _, _, s in expired):
+        return (
+            "every running job whose lease has passed must leave running: ready, or dead once its tries "
+            "are used"
+        )
+    if late_dead:
+        return (
+            "a job with tries left became dead: each job has its own max_attempts, so compare attempts "
+            "with that column, not with a number written into the statement"
+        )
+    if never_dead and all("lowered" in j.what for j in never_dead):
+        return (
+            "a job past its max_attempts (lowered after it was claimed) came back ready: dead is "
+            "attempts >= max_attempts, not only attempts equal to it"
+        )
+    return (
+        "a job that has used all its tries came back ready: set status with a CASE, dead when attempts "
+        ">= the job's own max_attempts, else ready"
+    )

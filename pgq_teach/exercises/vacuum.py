@@ -199,7 +199,7 @@ def check_holder(
             not missed,
         ),
         Evidence(
-            "no session that holds nothing back",
+            "every session it names holds VACUUM back",
             extra_text(extra),
             not extra,
         ),
@@ -229,6 +229,12 @@ def check_holder(
             "a transaction that wrote holds VACUUM back by its transaction id even with no snapshot: "
             "ask for backend_xmin IS NOT NULL OR backend_xid IS NOT NULL."
         )
+    elif missed and extra:
+        hint = (
+            "a session's state and age do not say what holds VACUUM back: the oldest idle transaction "
+            "here held nothing, and the one that did was not named. Ask what each session holds: "
+            "backend_xmin (a snapshot) or backend_xid (a write) IS NOT NULL."
+        )
     elif missed:
         hint = "look for a session that holds a snapshot: backend_xmin (or backend_xid) IS NOT NULL."
     elif own:
@@ -238,8 +244,9 @@ def check_holder(
         )
     else:
         hint = (
-            "idle in transaction is not enough, nor is the oldest such session: a READ COMMITTED transaction "
-            "between statements holds no snapshot. Ask for backend_xmin or backend_xid IS NOT NULL instead."
+            "state = 'idle in transaction' also names sessions that hold nothing back: a READ COMMITTED "
+            "transaction idle between statements has no snapshot and, until it writes, no transaction id. "
+            "Ask for backend_xmin IS NOT NULL OR backend_xid IS NOT NULL instead."
         )
     return Verdict.from_evidence(
         exercise,

@@ -59,7 +59,10 @@ class Verdict:
     guess: Any = None
 
     def __post_init__(self) -> None:
-        self.headline, self.hint = cut(str(self.headline)), cut(str(self.hint))
+        # The headline is one line, cut: a refusal's or an error's may quote the learner. The hint
+        # is the course's own advice, kept whole: a hint cut mid-word leaves the learner guessing.
+        self.headline = cut(" ".join(str(self.headline).split()))
+        self.hint = str(self.hint)
         self.numbers = cut(self.numbers)
 
     @property
@@ -131,14 +134,14 @@ class Verdict:
     ) -> Verdict:
         """The verdict the evidence gives, as every check words it: passed when
         no judged fact failed (facts only reported, ok None, never fail it);
-        the headline `passed_headline` on a pass, else each failed fact as
-        `what: found`; the hint `passed_hint` on a pass when given, else `hint`."""
+        the headline `passed_headline` on a pass, else one line counting the failed
+        checks (the rows say which); the hint `passed_hint` on a pass when given, else `hint`."""
         failed = [e for e in evidence if e.ok is False]
         passed = not failed
         return cls(
             exercise,
             passed,
-            passed_headline if passed else "; ".join(f"{e.what}: {e.found}" for e in failed),
+            passed_headline if passed else failed_headline(evidence),
             evidence,
             passed_hint if passed and passed_hint is not None else hint,
             server_version=server_version,
@@ -148,11 +151,20 @@ class Verdict:
         )
 
 
-def refused(exercise: str, reason: str) -> Verdict:
+def failed_headline(evidence: list[Evidence]) -> str:
+    """'2 of 5 checks failed': the count alone, so the headline stays one line however
+    many rows failed; the table beneath names them."""
+    judged = [e for e in evidence if e.ok is not None]
+    failed = [e for e in judged if e.ok is False]
+    return f"{len(failed)} of {tables.count(len(judged), 'check')} failed"
+
+
+def refused(exercise: str, reason: str, hint: str = "") -> Verdict:
+    """A verdict on SQL that never ran: `hint` when the refusal named the habit behind it."""
     return Verdict(
         exercise,
         False,
         f"not run: {reason}",
         refused=True,
-        hint="Write exactly one statement of the kind this exercise asks for, then Check again.",
+        hint=hint or "Write exactly one statement of the kind this exercise asks for, then Check again.",
     )

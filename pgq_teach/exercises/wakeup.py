@@ -4,7 +4,8 @@ autocommit session, as the library's Worker does) hears what it sends:
 
 - run in a transaction that rolls back: no job, and nothing heard;
 - run in one that commits: one job, and exactly one notification on
-  jobs_ready, heard only after COMMIT, carrying only the new job's id.
+  jobs_ready, heard only after COMMIT, carrying only the new job's id or its
+  kind (the library's sql/notify_ready.sql sends the kind; the Worker reads neither).
 
 Rollback and commit hold for any one statement (the server delivers a NOTIFY
 only when its transaction commits, guide #12); they are shown live so the
@@ -13,7 +14,8 @@ learner can get wrong is the channel, the count and the payload.
 
 The commit runs twice, each time with a kind and payload drawn afresh, so a
 statement that writes a kind, a payload or an id into its text fails: each
-new job must hold what was passed, and each notification its own id."""
+new job must hold what was passed, and each notification its own id or kind
+(the two commits draw different kinds)."""
 
 from __future__ import annotations
 
@@ -37,11 +39,11 @@ KINDS = ("send_receipt", "build_invoice", "call_webhook", "refund_order")
 COMMITS = 2
 
 
-def values(rng: random.Random) -> dict:
-    """A kind and a payload for one enqueue, drawn afresh."""
+def values(rng: random.Random, not_kind: str = "") -> dict:
+    """A kind (other than `not_kind`) and a payload for one enqueue, drawn afresh."""
     order = rng.randrange(100, 100_000)
     return {
-        "kind": rng.choice(KINDS),
+        "kind": rng.choice([k for k in KINDS if k != not_kind]),
         "payload": Jsonb({"order_id": order, "email": f"c{order}@example.com"}),
     }
 
@@ -91,7 +93,8 @@ def check_notify(
             for done in range(COMMITS):
                 if progress:
                     progress(done + 1, COMMITS + 1)
-                known, passed = job_ids(owner), values(rng)
+                # each commit another kind: a kind written into the statement fits one of them only
+                known, passed = job_ids(owner), values(rng, commits[-1][0]["kind"] if commits else "")
                 execute(conn, learner, passed)
                 before_commit += heard(listener, QUIET_S)
                 conn.commit()
@@ -102,7 +105,7 @@ def check_notify(
     payloads = [p for _, _, heard_now in commits for p in heard_now]
     one_job = all(len(new) == 1 for _, new, _ in commits)
     one_each = all(len(h) == 1 for _, _, h in commits)
-    ids_sent = one_job and all(h == [str(new[0]["id"])] for _, new, h in commits)
+    ids_sent = one_job and all(h in ([str(new[0]["id"])], [v["kind"]]) for v, new, h in commits)
     as_passed = one_job and all(
         new[0]["kind"] == v["kind"] and new[0]["payload"] == v["payload"].obj for v, new, _ in commits
     )
@@ -136,7 +139,7 @@ def check_notify(
             one_each,
         ),
         Evidence(
-            "its payload is the new job's id, and only that",
+            "its payload is the new job's id or its kind, and only that",
             shown or "nothing heard",
             ids_sent,
         ),
@@ -152,11 +155,15 @@ def check_notify(
     elif not one_each:
         hint = "one job, one notification: notify once, for the row the INSERT returned."
     elif all(len(p) <= 20 for p in payloads):  # short, but not this job's id: written into the text
-        hint = "send this job's own id, from the INSERT's RETURNING: pg_notify('jobs_ready', id::text)."
+        hint = (
+            "send this job's own id, from the INSERT's RETURNING, pg_notify('jobs_ready', id::text), "
+            "or the kind passed in, :'kind', not a value written into the statement."
+        )
     else:
         hint = (
-            "send the id, not the data: a payload must stay under 8,000 bytes, and a notification can be "
-            "folded or lost, so the job's data must live in the table: pg_notify('jobs_ready', id::text)."
+            "send the id (or the kind), not the data: a payload must stay under 8,000 bytes, and a "
+            "notification can be folded or lost, so the job's data must live in the table: "
+            "pg_notify('jobs_ready', id::text)."
         )
     return Verdict.from_evidence(
         exercise,

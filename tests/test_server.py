@@ -377,3 +377,20 @@ def test_embedded_server_survives_its_starting_process_and_is_reused(pg):
     )
     assert out.stdout.strip() == pg.dsn
     assert out.stderr == ""
+
+
+def test_a_lab_kernel_prints_the_line_the_lab_printed(pg, monkeypatch):
+    """`pgq-teach lab` hands its server to kernels as a DSN (cli.course.kernel_env); a
+    lesson's banner names the backend the terminal named, in the same words, while the
+    kernel still treats the server as one it was handed (backend dsn: never stops it)."""
+    from pgq_teach.cli.course import kernel_env
+
+    for name, value in kernel_env(pg).items():
+        monkeypatch.setenv(name, value)
+    server.get_server.cache_clear()
+    try:
+        kernel = server.get_server()
+    finally:
+        server.get_server.cache_clear()
+    assert kernel.line() == pg.line() and " · backend embedded" in kernel.line()
+    assert kernel.backend == "dsn" and kernel.kind == pg.kind == "embedded"

@@ -13,7 +13,7 @@ from .. import checks, tables
 from ..errors import BadInput
 from ..infra import workcopy
 from ..infra.psql import psql_command
-from ..infra.server import get_server
+from ..infra.server import Server, get_server
 from .common import Subcommands, say, typed
 
 
@@ -58,15 +58,9 @@ def cmd_lab(args: argparse.Namespace) -> int:
     if folder is None:
         folder = _learners_copy(fresh)
     say("Stopping the lab (Ctrl-C) leaves PostgreSQL running; `pgq-teach server stop` ends it.")
-    env = dict(os.environ)
-    # Kernels reuse this server instead of provisioning their own.
-    env["PGQ_DSN"] = server.dsn
-    env["PGQ_BACKEND"] = "dsn"
+    env = {**os.environ, **kernel_env(server)}
     # JupyterLab's terminals inherit this PATH: `pgq-teach psql 02` (lesson 02) works there as typed.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env["PGQ_ORIGIN"] = (
-        f"{server.backend}{' ' + server.origin if server.origin else ''}, chosen by pgq-teach lab"
-    )
     argv = [
         sys.executable,
         "-m",
@@ -80,6 +74,17 @@ def cmd_lab(args: argparse.Namespace) -> int:
     argv += args.jupyter_args
     os.execvpe(argv[0], argv, env)
     return 0  # not reached
+
+
+def kernel_env(server: Server) -> dict[str, str]:
+    """What `pgq-teach lab` hands its kernels: they reuse its server instead of provisioning
+    their own, and print the line it printed (the same backend, the same words: Server.line)."""
+    return {
+        "PGQ_DSN": server.dsn,
+        "PGQ_BACKEND": "dsn",
+        "PGQ_LAB_BACKEND": server.kind,
+        "PGQ_ORIGIN": server.origin,
+    }
 
 
 def _learners_copy(fresh: list[str]) -> Path:

@@ -39,6 +39,7 @@ class Server:
     version: str
     version_num: int
     origin: str = ""
+    handed: str = ""  # the backend pgq-teach lab found, when it hands its server to a kernel as a DSN
 
     @property
     def major(self) -> int:
@@ -48,10 +49,16 @@ class Server:
     def where(self) -> str:
         return describe(self.dsn)
 
+    @property
+    def kind(self) -> str:
+        """The backend as the learner started it: a kernel of `pgq-teach lab` reaches the lab's
+        server through a DSN, yet it is the same embedded server the terminal named."""
+        return self.handed or self.backend
+
     def line(self) -> str:
-        """The one line every entry point prints."""
+        """The one line every entry point prints, the CLI and a lesson's kernel alike."""
         via = f" ({self.origin})" if self.origin else ""
-        return f"PostgreSQL {self.version} · backend {self.backend}{via} · {self.where}"
+        return f"PostgreSQL {self.version} · backend {self.kind}{via} · {self.where}"
 
     def dsn_for(self, dbname: str) -> str:
         return make_conninfo(self.dsn, dbname=dbname)
@@ -107,14 +114,14 @@ def ways(backend: str) -> str:
     )
 
 
-def _probe(backend: str, dsn: str, origin: str = "") -> Server:
+def _probe(backend: str, dsn: str, origin: str = "", handed: str = "") -> Server:
     try:
         with psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT, autocommit=True) as conn:
             version, num = run_one(conn, "admin/server_version")
     except psycopg.OperationalError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SetupError(f"Cannot reach PostgreSQL at {describe(dsn)}: {first}. {ways(backend)}") from None
-    return Server(backend, dsn, version.split()[0], num, origin)
+    return Server(backend, dsn, version.split()[0], num, origin, handed)
 
 
 def _docker(explicit: bool) -> Server:
@@ -147,7 +154,9 @@ def get_server() -> Server:
                 f"PGQ_DSN is not a connection string ({str(exc).strip()}); use postgresql://USER@HOST/DB "
                 "or 'host=... dbname=...'"
             ) from None
-        return _probe("dsn", dsn, os.environ.get("PGQ_ORIGIN", ""))
+        # PGQ_LAB_BACKEND and PGQ_ORIGIN: set by `pgq-teach lab` for its kernels (cli/course.py).
+        handed = os.environ.get("PGQ_LAB_BACKEND", "")
+        return _probe("dsn", dsn, os.environ.get("PGQ_ORIGIN", ""), handed if handed in BACKENDS else "")
     if wanted == "docker":
         container.forget_failed_pull()  # asked for Docker by name: try the pull again
         if not container.engine_answers():

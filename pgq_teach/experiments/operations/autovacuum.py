@@ -43,7 +43,7 @@ def owns_server(db: Database) -> bool:
     """True when the course started this server itself (the embedded one, also
     when JupyterLab hands it to kernels as a DSN), so server-wide settings may
     change; never on a learner's own PGQ_DSN server."""
-    return db.server.backend == "embedded" or db.server.origin.startswith("embedded")
+    return db.server.kind == "embedded"
 
 
 def naptime_seconds(text: str) -> float:

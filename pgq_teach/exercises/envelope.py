@@ -38,7 +38,7 @@ TASK = (
 ATTEMPT = TASK + (
     "workers = 400,000            # 2,000 x 200\n"
     "commits_per_s = 200\n"
-    "dead_per_s = 4,000           # two dead versions a job: claim and complete\n"
+    "dead_per_s = 4,000           # claim and complete: an UPDATE each\n"
     "autovacuum_trigger_rows = 37,000\n"
     "server_share_percent = 20\n"
 )
@@ -123,7 +123,7 @@ def check_envelope(text: str, *, exercise: str, progress=None, stop=None) -> Ver
     return Verdict.from_evidence(
         exercise,
         evidence,
-        " ".join(hints),
+        " ".join(h[0].upper() + h[1:] for h in hints),
         numbers={name: given.get(name) for name in FIELDS},
         passed_headline="every number matches the rehearsal's calculator",
         passed_hint="the envelope adds up: say it aloud with where each number comes from.",

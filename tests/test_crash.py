@@ -221,3 +221,43 @@ def test_two_reapers_at_once_never_wait_and_never_reap_a_job_twice(db):
     assert (reapers.first, reapers.second, reapers.after_both) == (10, 0, 0)
     with pytest.raises(BadInput):
         crash.two_reapers(db, expired=0)
+
+
+def test_the_crash_labs_next_step_follows_what_was_done_in_any_order():
+    """Issue 45: the hint read a fixed order ("Both workers are working" after one was ended)."""
+    from pgq_teach.widgets.crash_lab import HANDS_ON, next_step
+
+    both = {"hold started", "lease started"}
+    assert next_step({"lease started"}) == "Now Start the hold-style worker."
+    assert "Run the reaper" in next_step(both | {"lease ended"})
+    assert "Both workers" not in next_step(both | {"lease ended"})
+    assert next_step(both | {"lease ended", "reaped"}) == "Now End the hold-style worker's session."
+    assert "Third worker claims" in next_step(both | {"lease ended", "reaped", "hold ended"})
+    assert next_step(both | {"hold ended", "claimed"}) == "Now End the lease-style worker's session."
+    assert next_step(set(HANDS_ON)) is None  # every step done, whichever came first
+
+
+def test_the_lab_in_the_other_order_says_what_its_state_calls_for(db, tmp_path, monkeypatch):
+    """The lease-style worker ended first, a third claim pressed before any worker started:
+    each status line follows the lab's state, and the lab still ends done."""
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path))
+    lab = CrashLab(db, lease_s=2.0)
+    try:
+        lab.claim_button.click()  # nothing started: refused with a sentence, no job taken
+        assert lab.third_status.value.startswith("Start both workers first")
+        lab.lease_panel.start_button.click()
+        assert "Next: Now Start the hold-style worker" in lab.third_status.value
+        lab.hold_panel.start_button.click()
+        lab.lease_panel.end_button.click()
+        assert "Run the reaper" in lab.third_status.value and "Both workers" not in lab.third_status.value
+        with db.connection() as conn:
+            expire_leases(conn, [lab.live_scene().lease_job])
+        lab.reap_button.click()
+        assert "handed back 1 job" in lab.third_status.value
+        assert "Next: Now End the hold-style worker's session" in lab.third_status.value and not lab.done
+        lab.hold_panel.end_button.click()
+        assert "Third worker claims" in lab.third_status.value
+        lab.claim_button.click()
+        assert lab.done and lab.third_status.value.startswith("done: third worker claimed job")
+    finally:
+        lab.close()

@@ -136,23 +136,33 @@ class WorkerPanel(W.VBox):
         self.what.value = f"<b>{escape(self.heading)}</b><br><small>{escape(what)}</small>"
 
 
-# The hands-on story, in order: what the learner has done, and what to do next.
-HANDS_ON = (
-    ("hold started", "Start the hold-style worker first."),
-    ("lease started", "Now Start the lease-style worker."),
-    ("hold ended", "Both workers are working. Press End its session on the hold-style worker."),
-    ("claimed", "Press Third worker claims: is the hold worker's job free?"),
-    ("lease ended", "Now End the lease-style worker's session."),
-    (
-        "reaped",
-        "Its job stays running: press Run the reaper now, and again once the board says its lease passed.",
-    ),
-)
+# The hands-on steps a learner can take, in any order: a set of these is the lab's state.
+HANDS_ON = ("hold started", "lease started", "hold ended", "lease ended", "claimed", "reaped")
+OTHER = {"hold": "lease", "lease": "hold"}
 
 
 def next_step(done: set[str]) -> str | None:
-    """What to press next by hand, or None once the leased job is back."""
-    return next((hint for step, hint in HANDS_ON if step not in done), None)
+    """What to press next by hand, from what has been done in whatever order, or None
+    once every step is done (both sessions ended, the hold's job taken, the leased one reaped)."""
+    started = [w for w in ("hold", "lease") if f"{w} started" in done]
+    ended = [w for w in started if f"{w} ended" in done]
+    if not started:
+        return "Start the hold-style worker first."
+    if len(started) == 1:
+        return f"Now Start the {OTHER[started[0]]}-style worker."
+    if not ended:
+        return "Both workers are working. Press End its session on the hold-style worker."
+    if "hold ended" in done and "claimed" not in done:
+        return "Press Third worker claims: is the hold worker's job free?"
+    if "lease ended" in done and "reaped" not in done:
+        return (
+            "The lease-style worker's job stays running: press Run the reaper now, and again once the "
+            "board says its lease passed."
+        )
+    missing = [w for w in ("lease", "hold") if w not in ended]
+    if missing:
+        return f"Now End the {missing[0]}-style worker's session."
+    return None
 
 
 def lease_box(lease_s: float) -> W.BoundedFloatText:
@@ -339,9 +349,20 @@ class CrashLab(Lab):
         self._step(f"{worker} ended", f"the {worker}-style worker's session ended")
 
     def _third_claim(self) -> None:
+        if not {"hold started", "lease started"} <= self.steps_done:
+            self.say(
+                "Start both workers first: while a job is still ready, the third worker simply takes it. "
+                f"Next: {next_step(self.steps_done)}"
+            )
+            return
         job, took = self.live_scene().third_claim()
-        if job:
+        if job and "hold ended" in self.steps_done:  # the step: the hold worker's job, free at once
             self._step("claimed", f"third worker claimed job {job.id} in {took * 1000:.1f} ms")
+        elif job:
+            self.say(
+                f"third worker claimed job {job.id} in {took * 1000:.1f} ms, a job the reaper handed back. "
+                f"Next: {next_step(self.steps_done)}"
+            )
         else:
             self.say(
                 f"third worker: no job it could claim ({took * 1000:.1f} ms). "

@@ -29,6 +29,10 @@ def test_notify_rules_lab_runs_one_rule_then_all(page, jupyterlab):
     assert rows.count() == 1
     assert rows.first.get_attribute("data-holds") == "yes"
     assert "1 after it ended" in rows.first.inner_text()
+    verdict = result.locator(".pgq-verdict").inner_text()
+    assert verdict.startswith("the rule busy listener held; not run this time:"), verdict  # not "every rule"
+    status.filter(has_text="Not run yet: identical, distinct, nobody listening").wait_for()
+    assert "guess" not in status.inner_text()  # the lab has none to change
 
     rules.locator(".pgq-run-all").click()
     result.locator("tr.pgq-rule[data-rule='nobody listening']").wait_for()

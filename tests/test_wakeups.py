@@ -145,10 +145,15 @@ def test_the_rules_lab_runs_one_rule_then_all_headless(db):
     lab.rule_buttons["distinct"].click()
     assert lab.wait(30).rules[0].name == "distinct" and len(lab.result.rules) == 1
     assert not any(b.disabled for b in lab.buttons)  # usable again once the run ended
+    # one rule held, not every rule; and the lab has no guess or setting to change (issue 45)
+    assert "the rule distinct held; not run this time: identical, busy listener" in lab.output.value
+    assert "every rule" not in lab.output.value and "guess" not in lab.status.value
+    assert "Not run yet: identical, busy listener, nobody listening" in lab.status.value
     lab.all_button.click()
     assert lab.wait(60).all_hold and len(lab.result.rules) == len(wakeups.RULES)
     assert lab.output.value.count('class="pgq-rule"') == len(wakeups.RULES)
     assert "every rule held" in lab.output.value
+    assert "Every rule has run" in lab.status.value and "setting" not in lab.status.value
 
 
 def test_every_listener_hears_every_notification(db):

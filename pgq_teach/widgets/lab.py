@@ -315,6 +315,7 @@ class ExperimentPanel(Lab):
         charts: Callable[[Any], Sequence[Any]] | None = None,
     ):
         self.experiment, self.render, self.charts = experiment, render, charts
+        self.has_settings = bool(settings)
         if guess_label and guess_plausible is None:
             raise ValueError("a guess field needs its plausible range (guess_plausible) and its unit")
         self.guess = (
@@ -368,7 +369,12 @@ class ExperimentPanel(Lab):
             self.finish("stopped early: the result so far is below. Press Run to run it again.")
         else:
             self.progress.value = self.progress.max
-            self.finish("done: the result is below. Change your guess or a setting and press Run again.")
+            self.finish(f"done: the result is below. {self.again_text()}")
+
+    def again_text(self) -> str:
+        """What a learner can change before running again: only what this panel has."""
+        what = [w for w, has in (("your guess", self.guess), ("a setting", self.has_settings)) if has]
+        return f"Change {' or '.join(what)} and press Run again." if what else "Press Run to run it again."
 
     def run_and_wait(self, timeout: float | None = None) -> Any:
         """Press Run unless the learner already has, then wait for the result.

@@ -49,9 +49,23 @@ def rules_html(result: wakeups.RulesResult) -> str:
     table = Table(
         tables.columns("rule", "question", "expected", "observed", "verdict"), rows, row_attrs=attrs
     )
-    verdict = "every rule held" if result.all_hold else "a rule did not hold: see above"
+    verdict = rules_verdict(result)
     note = escape("; ".join(line.strip() for line in result.footer()))
     return f"{table.html()}<p class='pgq-verdict'><b>{verdict}</b></p><p>{note}</p>"
+
+
+def rules_verdict(result: wakeups.RulesResult) -> str:
+    """What the rules run say, and no more: 'every rule held' only once every rule has run."""
+    ran = [r.name for r in result.rules]
+    if not ran:
+        return "no rule ran: the run was stopped before the first"
+    if not result.all_hold:
+        return "a rule did not hold: see above"
+    if len(ran) == len(wakeups.RULES):
+        return "every rule held"
+    held = f"the rule {ran[0]} held" if len(ran) == 1 else f"the {len(ran)} rules run held"
+    left = [name for name in wakeups.RULES if name not in ran]
+    return f"{held}; not run this time: {', '.join(left)}"
 
 
 class NotifyRulesLab(ExperimentPanel):
@@ -61,6 +75,7 @@ class NotifyRulesLab(ExperimentPanel):
     def __init__(self, db: Database):
         self.db = db
         self.selected: list[str] | None = None  # the rules the next run runs; None: all
+        self.tried: set[str] = set()  # every rule run so far, in any run
         self.rule_buttons = {
             name: styled(button(name), "pgq-rule-button", css_name(name)) for name in wakeups.RULES
         }
@@ -90,6 +105,18 @@ class NotifyRulesLab(ExperimentPanel):
 
     def run_selected(self, *, progress, stop, guess=None) -> wakeups.RulesResult:
         return wakeups.notify_rules(self.db, self.selected, progress=progress, stop=stop)
+
+    def show(self, result: wakeups.RulesResult) -> None:
+        """The rows, then a status line from what has run: no guess or setting to change here."""
+        self.output.value = self.render(result)
+        self.progress.value = self.progress.max
+        self.tried |= {r.name for r in result.rules}
+        left = [name for name in wakeups.RULES if name not in self.tried]
+        ran = "stopped early: the rules run so far are below" if result.stopped else "done: see below"
+        if left:
+            self.finish(f"{ran}. Not run yet: {', '.join(left)}; press a rule's button, or Run all rules.")
+        else:
+            self.finish(f"{ran}. Every rule has run; press a rule's button to run it again.")
 
 
 def one_chart(result: wakeups.LatencyResult | wakeups.CostResult) -> list:

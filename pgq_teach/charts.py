@@ -98,6 +98,7 @@ WIDTH = 440  # the plot's width in px; the legend sits to its right, the whole f
 LANE_PX = 24  # one lane or one bar
 MAX_ROWS = 6_000  # beyond this a browser slows down and the eye sees no more
 BLUE, RED, GREY = "#1f77b4", "#d62728", "#555555"
+ORANGE = "#ff7f0e"
 if TYPE_CHECKING:
     Chart = alt.LayerChart | alt.Chart
 

@@ -4,6 +4,7 @@ job from being run again; and what a repeated fencing token lets through."""
 
 import pytest
 
+import helpers
 from helpers import chart_rows, shown_charts
 from pgq_teach import measurements
 from pgq_teach.errors import BadInput
@@ -45,6 +46,26 @@ def test_with_a_heartbeat_it_runs_once(db):
     assert result.times_run == 1 and result.comparison()[0][1:3] == (1, 1)
     assert result.runs[0].outcome == "done" and result.final_status == "done"
     assert result.lease_moved
+
+
+def test_a_long_job_stopped_mid_run_is_never_recorded_done(db, tmp_path, monkeypatch):
+    """Issue 45: Stop woke the handler, which returned, so a 3 s job was done after 0.15 s.
+    Stop now fails the run: the job is not done, the run says Stop cut it short, and the
+    lab records no run count for lesson 05."""
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path))
+    lab = LongJobLab(db, heartbeat=False, lease_s=1.0, work_s=3.0)
+    try:
+        lab.run_button.click()
+        assert helpers.wait_for(lambda: lab.progress.value >= 3, 10)  # 0.3 s into the run: the job is running
+        lab.stop_button.click()
+        result = lab.wait(30)
+    finally:
+        lab.close()
+    assert result.stopped and result.final_status != "done"
+    assert [r.outcome for r in result.runs] == ["stopped"] and result.runs[0].end_s < 3.0
+    assert result.comparison()[-1][::2] == ("runs cut short by Stop (not done)", 1)
+    assert {r["kind"] for r in chart_rows(result.chart(), "bar")} == {"a run cut short by Stop"}
+    assert measurements.read(measurements.RUNS_WITHOUT_HEARTBEAT) is None
 
 
 def test_the_token_after_a_requeue(db):

@@ -28,7 +28,9 @@ class FencingRun:
     token: int
     start_s: float
     end_s: float
-    outcome: str  # "done" (its completion updated the row) or "fenced" (it updated nothing)
+    # "done" (its completion updated the row), "fenced" (it updated nothing), or "stopped"
+    # (Stop cut its work short: the handler failed, so the job was not recorded as done)
+    outcome: str
 
 
 # Guide #10 (A's stale completion updates 0 rows, B's 1) is one stale worker
@@ -64,9 +66,15 @@ class LongJobResult(Result):
         """Each run of the handler as a bar in its worker's lane (red when its
         completion was fenced out), and a 'lease ends' lane with a dot where the
         deadline stood at each look: still with no heartbeat, marching with one."""
+        names = {
+            "done": "a run that completed",
+            "fenced": "a run fenced out",
+            "stopped": "a run cut short by Stop",
+        }
         kinds = {
-            "a run that completed": charts.BLUE,
-            "a run fenced out": charts.RED,
+            names["done"]: charts.BLUE,
+            names["fenced"]: charts.RED,
+            names["stopped"]: charts.ORANGE,
             "the lease's deadline": charts.GREY,
         }
         rows = [
@@ -74,7 +82,7 @@ class LongJobResult(Result):
                 "lane": r.worker,
                 "start": r.start_s,
                 "end": r.end_s,
-                "kind": "a run that completed" if r.outcome == "done" else "a run fenced out",
+                "kind": names[r.outcome],
                 "token": r.token,
             }
             for r in self.runs
@@ -131,12 +139,16 @@ class LongJobResult(Result):
 
     def comparison(self) -> list[Comparison]:
         fenced = sum(r.outcome == "fenced" for r in self.runs)
-        return [
+        cut = sum(r.outcome == "stopped" for r in self.runs)
+        rows: list[Comparison] = [
             ("times the handler ran", self.guess_cell, self.times_run, None),
             ("completions fenced out (0 rows)", None, fenced, "a stale completion updates 0 rows"),
             ("the job ended", None, self.final_status, None),
             ("lease deadline moved with the work", None, "yes" if self.lease_moved else "no", None),
         ]
+        if cut:
+            rows.append(("runs cut short by Stop (not done)", None, cut, "a stopped run completes nothing"))
+        return rows
 
 
 def long_job(
@@ -178,16 +190,17 @@ def long_job(
 
         def handle(job: queue.Job) -> None:
             begun[job.fence_token] = time.monotonic() - started
-            stop.wait(work_s)
+            if stop.wait(work_s):  # Stop: the work was not done, so the job must not complete
+                raise PgqError("stopped before its work was done")
 
         def on_event(event: str, job) -> None:
             if event == "claimed":
                 with lock:
                     claims.append(name)
-            elif event in ("done", "fenced"):
-                token = job.fence_token
+            elif event in ("done", "fenced", "retried", "dead"):  # a failure here is only ever Stop's
+                token, outcome = job.fence_token, event if event in ("done", "fenced") else "stopped"
                 with lock:
-                    runs.append(FencingRun(name, token, begun[token], time.monotonic() - started, event))
+                    runs.append(FencingRun(name, token, begun[token], time.monotonic() - started, outcome))
 
         return Worker(
             db.dsn,

@@ -139,8 +139,8 @@ class Refused(BadInput):
 # DELETE ... LIMIT and DELETE ... ORDER BY are MySQL's: PostgreSQL's DELETE has neither
 # (https://www.postgresql.org/docs/18/sql-delete.html), so its parser stops at the word.
 DELETE_LIMIT_HINT = (
-    "PostgreSQL's DELETE has no LIMIT or ORDER BY (MySQL's has): pick the batch's ids in a subquery, "
-    "SELECT id FROM jobs WHERE status = 'done' ... LIMIT :batch, and delete WHERE id IN (that subquery)."
+    "PostgreSQL's DELETE has no LIMIT or ORDER BY (MySQL's has): pick the ids of a batch of done "
+    "jobs in a subquery that ends in LIMIT :batch, and delete only the rows whose id it returns."
 )
 
 

@@ -63,6 +63,37 @@ def test_crash_lab_held_job_free_at_once_leased_job_back_after_its_lease(page, j
     crash.screenshot(path=str(ARTIFACTS / "04-crash-lab.png"))
     assert assert_every_lab_finished(page, "04") >= 3  # the crash and cleanup labs, Your turn
     work_the_crash_lab_by_keyboard(page, crash)
+    work_the_crash_lab_in_another_order(crash)
+
+
+def work_the_crash_lab_in_another_order(crash) -> None:
+    """Another order of clicks (issue 45): each status line follows the lab's state, not the
+    scripted story ("Both workers are working" after one was ended)."""
+    hold, lease, board = (
+        crash.locator(".pgq-hold-worker"),
+        crash.locator(".pgq-lease-worker"),
+        crash.locator(".pgq-crash-board"),
+    )
+    status = crash.locator(".pgq-third-status")
+    crash.locator(".pgq-reset").click()
+    status.filter(has_text="Start the hold-style worker").wait_for()
+    crash.locator(".pgq-third-claim").click()  # before any worker: refused with a sentence
+    status.filter(has_text="Start both workers first").wait_for()
+    lease.locator(".pgq-start").click()
+    status.filter(has_text="Now Start the hold-style worker").wait_for()
+    hold.locator(".pgq-start").click()
+    hold.locator(".pgq-status").filter(has_text="working on").wait_for()
+    lease.locator(".pgq-end").click()  # the lease-style worker first
+    status.filter(has_text="press Run the reaper").wait_for()
+    assert "Both workers" not in status.inner_text()
+    board.locator("tr[data-status='running']", has_text="passed").wait_for(timeout=10_000)
+    crash.locator(".pgq-reap").click()
+    status.filter(has_text="Now End the hold-style worker's session").wait_for()
+    hold.locator(".pgq-end").click()
+    status.filter(has_text="Press Third worker claims").wait_for()
+    crash.locator(".pgq-third-claim").click()
+    status.filter(has_text="done: third worker claimed job").wait_for()
+    assert crash.evaluate("el => el.classList.contains('pgq-done')")
 
 
 def work_the_crash_lab_by_keyboard(page, crash) -> None:
@@ -116,6 +147,17 @@ def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, jupyterlab):
     expect(fencing.locator(".pgq-step-button")).to_be_disabled()
     expect(fencing.locator(".pgq-play")).to_be_disabled()
     assert assert_every_lab_finished(page, "05") >= 4  # fencing, two long-job labs, Your turn
+
+    # Stop a long job mid-run (issue 45: a 3 s job was recorded done after 0.15 s)
+    long_job = page.locator(".pgq-long-job-lab").first
+    long_job.locator("button", has_text="Run").click()
+    long_job.locator(".pgq-status").filter(has_text="running").wait_for()
+    page.wait_for_timeout(500)  # the job claimed and its handler at work
+    long_job.locator("button", has_text="Stop").click()
+    long_job.locator(".pgq-status").filter(has_text="stopped early").wait_for()
+    result = long_job.locator(".pgq-result")
+    expect(result).to_contain_text("runs cut short by Stop (not done)")
+    expect(result.locator("tr", has_text="the job ended")).not_to_contain_text("done")
 
 
 @pytest.mark.runs_lesson("06-retries-and-dead-jobs.ipynb")

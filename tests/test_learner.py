@@ -196,3 +196,99 @@ def test_a_file_that_can_be_neither_read_nor_moved_is_never_written_over(own_hom
     with pytest.raises(SetupError, match="will not write over it"):
         learner.update("progress", "05/complete", {})
     assert (own_home / "progress.json").read_text() == "{not json"
+
+
+def damaged_attempt(case):
+    """A rehearsal file as Rehearsal writes it, with one part damaged as `case` says."""
+    import json
+    import random
+
+    from pgq_teach.interview.rehearsal import fresh_attempt
+
+    attempt = fresh_attempt(1.0, random.Random(1), avoid=None, forced=None, minutes=45)
+    attempt["answers"]["requirements"] = "my earlier answer"
+    damage = {
+        "minutes as text": ("minutes", "45"),
+        "minutes 1e308": ("minutes", 1e308),
+        "answers an int": ("answers", 3),
+        "a lone surrogate": ("questions", "\ud800"),
+        "a terminal escape": ("questions", "\x1b[2J\x1b]0;owned\x07hi"),
+        "an escape in a key": ("answers", {"\x1b[2J": "x"}),
+        "a score of 7": ("scores", {"depth": 7}),
+        "spent_s not a number": ("spent_s", {"requirements": "lots"}),
+    }
+    part, value = damage[case]
+    attempt[part] = value
+    return json.dumps({"current": attempt, "past": []})
+
+
+DAMAGE = [
+    "minutes as text",
+    "minutes 1e308",
+    "answers an int",
+    "a lone surrogate",
+    "a terminal escape",
+    "an escape in a key",
+    "a score of 7",
+    "spent_s not a number",
+]
+
+
+@pytest.mark.parametrize("case", DAMAGE)
+def test_pgq_teach_interview_sets_a_damaged_rehearsal_aside_in_one_line(own_home, case):
+    """The command stops with one line and exit 2, before printing any of the file, and
+    the file is kept byte for byte beside (it crashed with a traceback, or printed the escape)."""
+    import os
+    import subprocess
+    import sys
+
+    text = damaged_attempt(case)
+    (own_home / "rehearsal.json").write_text(text)
+    done = subprocess.run(
+        [sys.executable, "-m", "pgq_teach.cli", "interview"],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PGQ_HOME": str(own_home)},
+    )
+    assert done.returncode == 2 and done.stdout == "", (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "does not hold what pgq-teach writes" in done.stderr and "\x1b" not in done.stderr
+    [aside] = own_home.glob("rehearsal.unreadable-*.json")
+    assert aside.read_text() == text and not (own_home / "rehearsal.json").exists()
+
+
+def test_a_rehearsal_missing_its_times_goes_on_and_keeps_its_answers(own_home):
+    import json
+
+    from pgq_teach.interview import Rehearsal
+
+    data = json.loads(damaged_attempt("minutes as text"))
+    del data["current"]["spent_s"], data["current"]["minutes"]
+    (own_home / "rehearsal.json").write_text(json.dumps(data))
+    times = iter([100.0, 130.0])
+    rehearsal = Rehearsal(clock=lambda: next(times, 130.0))
+    rehearsal.start("requirements")
+    rehearsal.stop()  # KeyError: 'spent_s' before
+    assert rehearsal.spent("requirements") == 30.0
+    assert rehearsal.answer_of("requirements") == "my earlier answer"
+    assert not list(own_home.glob("*.unreadable-*"))
+
+
+@pytest.mark.parametrize("typed", ["\ud800", "\x1b[2Jgone", "a\x07b"])
+def test_what_the_learner_types_is_saved_so_it_reads_back(own_home, typed):
+    """A lone surrogate or an escape typed into the notebook is kept as U+FFFD, so the file
+    never holds what its own check would set aside (a lone surrogate lost the whole file)."""
+    from pgq_teach.interview import Rehearsal
+    from pgq_teach.interview.rehearsal import UNPRINTABLE
+
+    rehearsal = Rehearsal()
+    rehearsal.answer("requirements", "before")
+    rehearsal.answer_follow_up(rehearsal.follow_up_keys[0], typed)
+    rehearsal.ask(typed)
+    saved = Rehearsal().current
+    for text in (saved["questions"], saved["follow_up_answers"][rehearsal.follow_up_keys[0]]):
+        assert "\ufffd" in text and not UNPRINTABLE.search(text), repr(text)
+    assert Rehearsal().answer_of("requirements") == "before"
+    assert not list(own_home.glob("*.unreadable-*"))

@@ -42,8 +42,9 @@ def cmd_interview(args: argparse.Namespace) -> int:
     the open rehearsal (the notebook's too) until the learner types finish. It says
     how to stop first, and exits 0 after a stop too (Ctrl-C, Ctrl-D): by then every
     line typed is saved, which is what a clean stop means."""
+    from ..infra import learner
     from ..interview.estimation import readable
-    from ..interview.rehearsal import Rehearsal
+    from ..interview.rehearsal import FILE, Rehearsal, rehearsal_check
     from ..interview.render import summary_html, summary_markdown
     from ..interview.terminal import rehearse_in_terminal
 
@@ -64,6 +65,7 @@ def cmd_interview(args: argparse.Namespace) -> int:
             args.minutes = float(args.minutes)
         except ValueError:
             raise BadInput(f"minutes must be 5 to 180, got {args.minutes!r}") from None
+    learner.load_or_refuse(FILE, rehearsal_check)  # a damaged file: set aside, one line, exit 2
     rehearsal = Rehearsal(scenario=args.scenario, minutes=args.minutes)
     if args.scenario and rehearsal.current["scenario"] != args.scenario:
         say_fitted(

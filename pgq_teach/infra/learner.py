@@ -67,16 +67,16 @@ def warn(text: str) -> None:
     print(f"pgq-teach: {text}", file=sys.stderr, flush=True)
 
 
-def set_aside(path: Path, name: str, why: str) -> bool:
+def set_aside(path: Path, name: str, why: str, tell: Callable[[str], None] = warn) -> bool:
     """Move an unreadable file (or folder) to `NAME.unreadable-<time>.json`, with
     a warning. False if it could not be moved: then it must not be written over."""
     aside = path.with_name(f"{name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.json")
     try:
         path.rename(aside)
     except OSError as exc:
-        warn(f"{path} {why}, and could not be moved aside ({exc.strerror}); starting from empty")
+        tell(f"{path} {why}, and could not be moved aside ({exc.strerror}); starting from empty")
         return False
-    warn(f"{path} {why}; moved it to {aside.name} and started from empty")
+    tell(f"{path} {why}; moved it to {aside.name} and started from empty")
     return True
 
 
@@ -114,27 +114,30 @@ def _read_object(path: Path) -> dict[str, Any]:
     return data
 
 
-def _read(name: str, schema: Schema | None) -> tuple[dict[str, Any], bool]:
+def _read(
+    name: str, schema: Schema | None, tell: Callable[[str], None] = warn
+) -> tuple[dict[str, Any], bool]:
     """The file's contents (or {}), and whether it may be written over: False
-    when it is still in place but could not be read or moved aside."""
+    when it is still in place but could not be read or moved aside. What went
+    wrong is told in one line to `tell`."""
     path = path_of(name)
     try:
         data = _read_object(path)
     except FileNotFoundError:
         return {}, True
     except NotADirectoryError:
-        warn(f"{home()} is not a folder, so {name}.json cannot be read; set PGQ_HOME to a folder")
+        tell(f"{home()} is not a folder, so {name}.json cannot be read; set PGQ_HOME to a folder")
         return {}, False
     except _Unreadable as why:
-        return {}, set_aside(path, name, str(why))
+        return {}, set_aside(path, name, str(why), tell)
     except OSError as exc:
-        warn(f"{path} cannot be read ({exc.strerror}); starting from empty")
+        tell(f"{path} cannot be read ({exc.strerror}); starting from empty")
         return {}, False
     if schema is not None:
         try:
             schema(data)
         except (ValueError, TypeError) as exc:
-            return {}, set_aside(path, name, f"does not hold what pgq-teach writes ({exc})")
+            return {}, set_aside(path, name, f"does not hold what pgq-teach writes ({exc})", tell)
     return data, True
 
 
@@ -145,6 +148,19 @@ def load(name: str, schema: Schema | None = None) -> dict[str, Any]:
     {} returned."""
     with _write_lock:
         return _read(name, schema)[0]
+
+
+def load_or_refuse(name: str, schema: Schema | None = None) -> dict[str, Any]:
+    """As `load`, for a command about to work on the file: one that cannot be used
+    is set aside as `load` does (nothing in it lost), and the command stops with
+    that one line (BadInput, exit 2) rather than working on from empty."""
+    told: list[str] = []
+    with _write_lock:
+        data = _read(name, schema, told.append)[0]
+    if told:
+        line = told[0].replace(" and started from empty", "").replace("; starting from empty", "")
+        raise BadInput(f"{line}; run the command again to start afresh")
+    return data
 
 
 @contextmanager

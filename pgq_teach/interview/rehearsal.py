@@ -7,7 +7,9 @@ attempt until the learner finishes it."""
 from __future__ import annotations
 
 import contextlib
+import math
 import random
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -77,25 +79,82 @@ def fresh_attempt(
     }
 
 
-# What each part of an attempt holds, as Rehearsal reads and writes it.
-ATTEMPT_PARTS: dict[str, type] = {  # what fresh_attempt writes, part by part
-    "scenario": str,
-    "follow_ups": list,
-    "questions": str,
-    "answers": dict,
-    "ended": list,
-    "scores": dict,
-    "flags": dict,
-    "hints": dict,
-    "spent_s": dict,
-    "follow_up_answers": dict,
+# What the file may hold of the learner's text: anything but the C0 and C1 controls (a
+# terminal obeys them: ESC [ 2 J clears the screen, ESC ] retitles the window) and lone
+# surrogates (UTF-8 cannot encode them, so no terminal could print them). Newline and
+# tab are text. `kept_text` saves each other one as U+FFFD, so Rehearsal never writes
+# what its own check would set aside.
+UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def kept_text(text: str) -> str:
+    """`text` as the file keeps it: a Windows line end as a newline, any unprintable character as U+FFFD."""
+    return UNPRINTABLE.sub("\ufffd", text.replace("\r\n", "\n"))
+
+
+def _text(where: str, value: Any) -> None:
+    if not isinstance(value, str):
+        raise ValueError(f"{where} is {type(value).__name__}, not text")
+    bad = UNPRINTABLE.search(value)
+    if bad:
+        raise ValueError(f"{where} holds the character {bad.group()!r}, which pgq-teach never saves")
+
+
+def _number(where: str, value: Any, low: float, high: float = math.inf) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{where} is {type(value).__name__} {str(value)[:20]!r}, not a number")
+    if not low <= value <= high:
+        raise ValueError(f"{where} is {value!r}, outside {low:g} to {high:g}")
+
+
+def _each(kind: type, item: Callable[[str, Any], None]) -> Callable[[str, Any], None]:
+    """A check of a list (kind list) or an object (kind dict, keys text) whose every item passes `item`."""
+
+    def check(where: str, value: Any) -> None:
+        if not isinstance(value, kind):
+            raise ValueError(
+                f"{where} is {type(value).__name__}, not {'a list' if kind is list else 'an object'}"
+            )
+        pairs: Any = enumerate(value) if isinstance(value, list) else value.items()
+        for key, one in pairs:
+            if kind is dict:
+                _text(f"{where} key", key)
+            item(f"{where}[{key!r}]", one)
+
+    return check
+
+
+def _optional_time(where: str, value: Any) -> None:
+    if value is not None:
+        _number(where, value, 0)
+
+
+# Each part an attempt (or a finished attempt's record, in past) may hold, with its check;
+# `fresh_attempt` writes every one but `finished` and `over_time`, which `finish` adds.
+ATTEMPT_PARTS: dict[str, Callable[[str, Any], None]] = {
+    "started": _optional_time,
+    "finished": _optional_time,
+    "scenario": _text,
+    "follow_ups": _each(list, _text),
+    "minutes": lambda where, v: _number(where, v, 5, 180),
+    "questions": _text,
+    "answers": _each(dict, _text),
+    "ended": _each(list, _text),
+    "scores": _each(dict, lambda where, v: _number(where, v, 1, 3)),
+    "flags": _each(dict, _each(list, lambda where, v: _number(where, v, 0))),
+    "hints": _each(dict, lambda where, v: _number(where, v, 0)),
+    "spent_s": _each(dict, lambda where, v: _number(where, v, 0)),
+    "follow_up_answers": _each(dict, _text),
+    "over_time": _each(list, _text),
 }
 
 
 def rehearsal_check(data: dict[str, Any]) -> None:
     """The schema of the rehearsal file, for `learner.load`: ValueError naming
     the first part that is not what Rehearsal writes ({"current": attempt,
-    "past": [attempt, ...]}), so a hand-edited file is set aside, not crashed on."""
+    "past": [attempt, ...]}, each part of the type and range above, its text
+    printable), so a hand-edited or damaged file is set aside, never crashed on
+    or printed raw. A part that is missing is not wrong: `Rehearsal` fills it in."""
     attempts = [("current", data.get("current") or {})]
     past = data.get("past") or []
     if not isinstance(past, list):
@@ -104,11 +163,12 @@ def rehearsal_check(data: dict[str, Any]) -> None:
     for where, attempt in attempts:
         if not isinstance(attempt, dict):
             raise ValueError(f"{where} is {type(attempt).__name__}, not an object")
-        for part, kind in ATTEMPT_PARTS.items():
-            if part in attempt and not isinstance(attempt[part], kind):
-                raise ValueError(f"{where}.{part} is {type(attempt[part]).__name__}, not {kind.__name__}")
-        if not isinstance(attempt.get("scores", {}), dict):
-            raise ValueError(f"{where}.scores is not an object")
+        for part, check in ATTEMPT_PARTS.items():
+            if part in attempt:
+                check(f"{where}.{part}", attempt[part])
+    scenario = (data.get("current") or {}).get("scenario")
+    if scenario is not None and scenario not in SCENARIOS:
+        raise ValueError(f"current.scenario is {scenario!r}, not one of the course's scenarios")
 
 
 class Rehearsal:
@@ -147,8 +207,16 @@ class Rehearsal:
     # the file
 
     def data(self) -> dict[str, Any]:
+        """The file, its open attempt given any part it lacks (a file from an older
+        pgq-teach, or edited by hand), so a missing part is empty, not a KeyError."""
         data = learner.load(self.name, rehearsal_check)
         data.setdefault("past", [])
+        if data.get("current"):
+            # a draw of its own, so reading never moves the draw of the next attempt
+            fresh = fresh_attempt(
+                self.clock(), random.Random(0), avoid=None, forced=None, minutes=DEFAULT_MINUTES
+            )
+            data["current"] = {**fresh, **data["current"]}
         return data
 
     @property
@@ -210,10 +278,11 @@ class Rehearsal:
         """Keep the learner's clarifying questions; the interviewer's answers follow."""
         if not isinstance(questions, str):
             raise BadInput(f"questions are text, got {type(questions).__name__}")
-        self.change(lambda c: c.update(questions=questions))
+        self.change(lambda c: c.update(questions=kept_text(questions)))
 
     def add_question(self, line: str) -> None:
         """Add one clarifying question (the terminal's way: saved as typed, what is there stays)."""
+        line = kept_text(line)
         self.change(lambda c: c.update(questions=f"{c['questions']}\n{line}" if c["questions"] else line))
 
     def interviewer_answers(self) -> list[tuple[str, str]]:
@@ -226,11 +295,12 @@ class Rehearsal:
         step(step_key)
         if not isinstance(text, str):
             raise BadInput(f"an answer is text, got {type(text).__name__}")
-        self.change(lambda c: c["answers"].__setitem__(step_key, text))
+        self.change(lambda c: c["answers"].__setitem__(step_key, kept_text(text)))
 
     def add_to_answer(self, step_key: str, line: str) -> None:
         """Add a line to the saved answer (the terminal's way: what is there stays)."""
         step(step_key)
+        line = kept_text(line)
 
         def add(c: dict[str, Any]) -> None:
             before = c["answers"].get(step_key, "")
@@ -309,11 +379,12 @@ class Rehearsal:
         follow_up(key)
         if not isinstance(text, str):
             raise BadInput(f"an answer is text, got {type(text).__name__}")
-        self.change(lambda c: c["follow_up_answers"].__setitem__(key, text))
+        self.change(lambda c: c["follow_up_answers"].__setitem__(key, kept_text(text)))
 
     def add_to_follow_up(self, key: str, line: str) -> None:
         """Add a line to a follow-up answer (the terminal's way: saved as typed)."""
         follow_up(key)
+        line = kept_text(line)
 
         def add(c: dict[str, Any]) -> None:
             before = c["follow_up_answers"].get(key, "")

@@ -115,7 +115,7 @@ def _each(kind: type, item: Callable[[str, Any], None]) -> Callable[[str, Any], 
             raise ValueError(
                 f"{where} is {type(value).__name__}, not {'a list' if kind is list else 'an object'}"
             )
-        pairs: Any = enumerate(value) if isinstance(value, list) else value.items()
+        pairs: Any = enumerate(value) if isinstance(value, list) else dict(value).items()
         for key, one in pairs:
             if kind is dict:
                 _text(f"{where} key", key)

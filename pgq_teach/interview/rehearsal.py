@@ -115,7 +115,8 @@ def _each(kind: type, item: Callable[[str, Any], None]) -> Callable[[str, Any], 
             raise ValueError(
                 f"{where} is {type(value).__name__}, not {'a list' if kind is list else 'an object'}"
             )
-        pairs: Any = enumerate(value) if isinstance(value, list) else dict(value).items()
+        held: Any = value  # a list or a dict, as just checked
+        pairs = enumerate(held) if kind is list else held.items()
         for key, one in pairs:
             if kind is dict:
                 _text(f"{where} key", key)

@@ -401,3 +401,32 @@ def test_fan_out_before_any_relay_says_what_to_run_first(db, tmp_path):
             switching.fan_out(db, nats=fresh)
     finally:
         fresh.stop()
+
+
+def test_the_broker_takes_only_clients_with_its_token(tmp_path):
+    """Loopback is every user of the machine: a client without the store's token (another
+    user's, on a classroom host) is refused by the server; the course's Client reads it."""
+    import socket
+    import stat
+
+    b = broker.Broker(tmp_path / "store")
+    try:
+        st = b.start()
+        token = b.token_file.read_text()
+        assert len(token) >= 32 and token in (b.store / "nats.conf").read_text()
+        for private in (b.token_file, b.store / "nats.conf", b.store):
+            assert stat.S_IMODE(private.stat().st_mode) & 0o077 == 0, private
+        for sent in (b"", b',"auth_token":"not-the-token"', b',"auth_token":"%s"' % token.encode()):
+            with socket.create_connection((broker.HOST, st.port), timeout=5) as raw:
+                info = raw.recv(4096)
+                assert b'"auth_required":true' in info, info
+                raw.sendall(b'CONNECT {"verbose":false,"pedantic":false%s}\r\nPING\r\n' % sent)
+                answer = raw.recv(4096)
+            assert (b"Authorization Violation" in answer) == (token.encode() not in sent), (sent, answer)
+        with broker.Client(st.url) as client:  # the token read from the store
+            assert client.connected
+        b.kill()
+        again = b.start()  # a restart keeps the token, so reconnecting clients are let in
+        assert b.token_file.read_text() == token and again.port == st.port
+    finally:
+        b.stop()

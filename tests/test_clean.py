@@ -294,3 +294,47 @@ def test_the_folders_all_would_remove_are_named_for_any_data_folder(monkeypatch)
         Path("/srv/course/pg-checker"),
         Path("/srv/course/pg-nats"),
     ]
+
+
+def test_clean_all_for_a_new_data_folder_makes_no_server_only_to_remove_it(tmp_path):
+    """No server was ever made there: --all stops lesson 11's broker and removes its store
+    (what start wrote, token and all), and runs no initdb (it used to make a cluster to
+    delete it)."""
+    from pgq_teach.infra import broker
+
+    folder = tmp_path / "pg18"
+    env = {k: v for k, v in os.environ.items() if k != "PGQ_DSN"}
+    env.update(PGQ_DATA_DIR=str(folder), PGQ_HOME=str(tmp_path / "home"), PGQ_BACKEND="embedded")
+    store = tmp_path / "pg18-nats"
+    the_broker = broker.Broker(store)
+    the_broker.start()
+    try:
+        done = clean("--all", "--yes", env=env)
+    finally:
+        the_broker.stop()
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.splitlines() == [
+        "stopped the NATS broker (lesson 11)",
+        done.stdout.splitlines()[1],
+        f"no embedded PostgreSQL in {folder}: nothing more to remove",
+    ]
+    assert done.stdout.splitlines()[1].startswith(f"removed lesson 11's broker store {store} (")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("held", [["notes.txt"], ["nats.conf"], ["nats.conf", "jetstream", "thesis.tex"]])
+def test_clean_all_leaves_a_folder_named_like_the_broker_store_that_is_not_it(tmp_path, held):
+    """$PGQ_DATA_DIR-nats holding anything but what the course's broker writes (or a
+    nats.conf of someone else's): one line, exit 2, before anything runs, every file kept."""
+    folder = tmp_path / "pg18"
+    store = tmp_path / "pg18-nats"
+    store.mkdir()
+    for name in held:
+        (store / name).write_text(f"mine: {name}", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PGQ_DSN"}
+    env.update(PGQ_DATA_DIR=str(folder), PGQ_HOME=str(tmp_path / "home"), PGQ_BACKEND="embedded")
+    done = clean("--all", "--yes", env=env)
+    assert done.returncode == 2 and done.stdout == "", (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and "not lesson 11's broker store" in done.stderr, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pg18-nats"]  # no data folder made
+    assert {p.name: p.read_text(encoding="utf-8") for p in store.iterdir()} == {n: f"mine: {n}" for n in held}

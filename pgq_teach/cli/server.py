@@ -208,6 +208,14 @@ def cmd_clean(args: argparse.Namespace) -> int:
             f"({learner.home()}): set PGQ_HOME to a folder outside it first"
         )
     folder = embedded.data_dir()
+    the_broker = broker.Broker()
+    if args.all:  # what --all would remove is checked first: a refusal leaves everything as it was
+        embedded.refuse_a_folder_not_postgresqls(folder)
+        if not the_broker.is_course_store():
+            raise BadInput(
+                f"--all would remove {the_broker.store}, and it is not lesson 11's broker store "
+                "(it holds files pgq-teach does not write there): move it away first"
+            )
     if args.all:  # ask before anything is dropped: a no leaves every database as it was
         question = (
             f"stop PostgreSQL and remove {folder}, every database in it, the checker's folder and the "
@@ -220,6 +228,28 @@ def cmd_clean(args: argparse.Namespace) -> int:
     if stopped and not args.all and (not folder.is_dir() or not any(folder.iterdir())):
         say(f"no embedded PostgreSQL in {folder} yet: nothing to clean")
         return 0
+    if not (stopped and args.all):  # a stopped server that --all removes whole is not started to drop first
+        _drop_course_databases(stopped and not args.all)
+    if not args.all:
+        return 0
+    if the_broker.stop():
+        say("stopped the NATS broker (lesson 11)")
+    if the_broker.store.is_dir():
+        say(
+            f"removed lesson 11's broker store {the_broker.store} ({tidy.mib(tidy.remove(the_broker.store))})"
+        )
+    existed = folder.exists()
+    folder, size = tidy.remove_data_folder()
+    if existed:
+        say(f"stopped the embedded PostgreSQL and removed {folder} ({tidy.mib(size)})")
+    else:
+        say(f"no embedded PostgreSQL in {folder}: nothing more to remove")
+    return 0
+
+
+def _drop_course_databases(stop_after: bool) -> None:
+    """Drop the course's databases and empty the checker's copy; stop the server again if
+    `stop_after` (clean found it stopped), unless someone came meanwhile."""
     server = get_server()  # started, if it was stopped: dropping a database needs it
     try:
         say(server.line())
@@ -228,18 +258,8 @@ def cmd_clean(args: argparse.Namespace) -> int:
         if checker:
             say(checker)
     finally:
-        if stopped and not args.all:  # leave it as clean found it, unless someone came meanwhile
+        if stop_after:
             say(tidy.stop_if_alone(server))
-    if not args.all:
-        return 0
-    nats = broker.Broker()
-    if nats.stop():
-        say("stopped the NATS broker (lesson 11)")
-    if nats.store.is_dir():
-        say(f"removed lesson 11's broker store {nats.store} ({tidy.mib(tidy.remove(nats.store))})")
-    folder, size = tidy.remove_data_folder()
-    say(f"stopped the embedded PostgreSQL and removed {folder} ({tidy.mib(size)})")
-    return 0
 
 
 def _confirmed(question: str) -> bool:

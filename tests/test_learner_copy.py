@@ -230,3 +230,27 @@ def test_two_fresh_copies_at_once_take_turns_so_neither_writes_over_an_earlier_o
         os.close(lock)  # closing releases the lock
         out, _ = other.communicate(timeout=60)
     assert Path(out.strip()).read_text(encoding="utf-8") == "what I typed"
+
+
+def test_a_link_to_a_missing_file_is_never_written_through(learner_home, tmp_path):
+    """A lesson in the learner's copy that is a link whose target is gone (a moved disk, a
+    deleted folder): `lab` (prepare) names it in one line and leaves it; nothing is written
+    where it points. --fresh sets the link aside and copies the lesson beside it."""
+    workcopy.prepare()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    mine = workcopy.folder() / f"{LESSON}.ipynb"
+    mine.unlink()
+    mine.symlink_to(elsewhere / "gone.ipynb")
+
+    report = workcopy.prepare()
+    assert report.copied == [] and report.broken_links == [LESSON]
+    [line] = report.lines()[1:]  # after the line naming the folder
+    assert "a link to a file that is gone" in line and "--fresh 00" in line and "\n" not in line
+    assert list(elsewhere.iterdir()) == [] and mine.is_symlink()  # it used to write the lesson there
+
+    kept = workcopy.fresh(LESSON)
+    assert kept is not None and kept.is_symlink() and os.readlink(kept) == str(elsewhere / "gone.ipynb")
+    assert not mine.is_symlink() and mine.read_bytes() == (ROOT / "notebooks" / mine.name).read_bytes()
+    assert list(elsewhere.iterdir()) == []
+    assert workcopy.prepare().broken_links == []

@@ -6,7 +6,9 @@ learner types and runs is saved there and the course's own notebooks stay as
 git has them: a `git pull` of the course never meets the learner's outputs.
 
 A lesson is copied only when the learner has no copy of it yet; nothing the
-learner saved is ever written over. Which version of the course's notebook each
+learner saved is ever written over, nor written through: a copy is made only
+where no file and no link is (a link whose target is gone is named in one line,
+never followed to write the lesson wherever it points). Which version of the course's notebook each
 copy was made from is kept (`course_copies.json`, a SHA-256 per lesson), so a
 newer course notebook is noticed and named in one line. `fresh(slug)` moves the
 learner's copy aside into `earlier/` with the time in its name (never deleted)
@@ -16,6 +18,7 @@ and copies the course's current version.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -89,25 +92,43 @@ class CopyReport:
     folder: Path
     copied: list[str] = field(default_factory=list)
     newer: list[str] = field(default_factory=list)
+    broken_links: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        """At most two lines for the terminal."""
+        """At most three lines for the terminal."""
         out = [f"your copy of the lessons: {self.folder}"]
         if self.copied:
             out[0] += f" (copied {tables.count(len(self.copied), 'lesson')} from the course)"
         if self.newer:
-            numbers = ", ".join(slug.split("-", 1)[0] for slug in self.newer)
             out.append(
-                f"the course has a newer version of {tables.plural(len(self.newer), 'lesson')} {numbers}: "
-                f"`pgq-teach lab --fresh "
-                f"{self.newer[0].split('-', 1)[0]}` copies it (yours is kept in {EARLIER}/)"
+                f"the course has a newer version of {_lessons_named(self.newer)}: "
+                f"`pgq-teach lab --fresh {_number(self.newer[0])}` copies it (yours is kept in {EARLIER}/)"
+            )
+        if self.broken_links:
+            out.append(
+                f"your copy of {_lessons_named(self.broken_links)} is a link to a file that is gone, so it "
+                f"was left alone: `pgq-teach lab --fresh {_number(self.broken_links[0])}` sets the link "
+                "aside and copies the lesson"
             )
         return out
 
 
+def _number(slug: str) -> str:
+    return slug.split("-", 1)[0]
+
+
+def _lessons_named(slugs: list[str]) -> str:
+    """ "lesson 05" or "lessons 03, 05", by number."""
+    return f"{tables.plural(len(slugs), 'lesson')} {', '.join(_number(slug) for slug in slugs)}"
+
+
 def _copy(slug: str, versions: dict[str, Any]) -> None:
+    """Copy the lesson into the learner's folder, where nothing of that name is: O_EXCL
+    never follows a link (one to a missing file would have the lesson written through it)."""
     source = course_notebooks() / f"{slug}.ipynb"
-    shutil.copyfile(source, folder() / source.name)
+    fd = os.open(folder() / source.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    with os.fdopen(fd, "wb") as out, open(source, "rb") as lesson:
+        shutil.copyfileobj(lesson, out)
     versions[source.name] = _digest(source)
 
 
@@ -120,7 +141,9 @@ def prepare() -> CopyReport:
     def edit(versions: dict[str, Any]) -> None:
         for slug in lessons():
             name = f"{slug}.ipynb"
-            if not (target / name).exists():
+            if (target / name).is_symlink() and not (target / name).exists():
+                report.broken_links.append(slug)
+            elif not (target / name).exists():
                 _copy(slug, versions)
                 report.copied.append(slug)
             elif name not in versions:  # a copy made before versions were kept: take it as current
@@ -143,7 +166,7 @@ def fresh(slug: str) -> Path | None:
     kept: list[Path] = []
 
     def edit(versions: dict[str, Any]) -> None:
-        if current.exists():
+        if current.exists() or current.is_symlink():  # a link, even to nothing, is set aside too
             kept.append(_earlier_name(target, slug))
             _set_aside(current, kept[0])
         _copy(slug, versions)
@@ -157,7 +180,7 @@ def _earlier_name(target: Path, slug: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     kept = target / EARLIER / f"{slug}-{stamp}.ipynb"
     n = 1
-    while kept.exists():
+    while os.path.lexists(kept):  # a link there, even to nothing, is not written through
         n += 1
         kept = target / EARLIER / f"{slug}-{stamp}-{n}.ipynb"
     return kept

@@ -110,6 +110,24 @@ def open_database(
     return db
 
 
+def existing_database(label: str) -> Database | None:
+    """The database for `label` on the lessons' server if it exists, else None; never
+    creates one (a command that only reads, such as `stats`, must not make a typo's database)."""
+    name = database_name(label)
+    server = get_server()
+    with _maintenance_connection(server) as conn:
+        if not run(conn, "admin/database_exists", {"name": name}).fetchone():
+            return None
+    return Database(name, server.dsn_for(name), server)
+
+
+def course_labels() -> list[str]:
+    """The labels of the course's databases on the lessons' server, by name."""
+    with _maintenance_connection(get_server()) as conn:
+        names = [row[0] for row in run(conn, "admin/course_databases", {"prefix": PREFIX})]
+    return [name.removeprefix(PREFIX) for name in names]
+
+
 def clone_database(label: str, template: Database, admin: psycopg.Connection | None = None) -> Database:
     """The database for `label`, made anew as a copy of `template` (its tables
     and rows): much quicker than creating one and applying schema.sql, so the

@@ -185,6 +185,8 @@ CLI_CASES = {
     "bench --json ''": (["bench", "--json", ""], "--json must be a file name"),
     "bench --jobs 3": (["bench", "--jobs", "3"], "jobs must be a whole number from 100"),
     "bench --repeats 10**14": (["bench", "--repeats", "99999999999999"], "repeats must be a whole number"),
+    # a typo's database is refused, not created (the check below finds no new database)
+    "stats --db typo": (["stats", "--db", "shpo"], "--db shpo: no database pgq_shpo"),
 }
 
 

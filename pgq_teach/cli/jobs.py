@@ -9,11 +9,13 @@ import sys
 import time
 
 from .. import checks, kinds, queue, tables
-from ..databases import open_database
+from ..databases import course_labels, database_name, existing_database, open_database
+from ..errors import BadInput
 from ..worker import Worker
 from .common import Subcommands, say, typed
 
 DEFAULT_DB = "shop"
+STATS_LABELS_SHOWN = 8  # the course's databases a refused --db names, so the line stays one line
 
 
 def _db_option(sp):
@@ -179,8 +181,17 @@ def add_stats(sub: Subcommands) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    """Jobs by status in one database; a label with no database is refused, never created
+    (the course's default one is made, as by any command)."""
     window = checks.span("--window", args.window)
-    db = open_database(args.db)
+    db = open_database(args.db) if args.db == DEFAULT_DB else existing_database(args.db)
+    if db is None:
+        known = course_labels()
+        shown = ", ".join(known[:STATS_LABELS_SHOWN]) + (", ..." if len(known) > STATS_LABELS_SHOWN else "")
+        raise BadInput(
+            f"--db {args.db}: no database {database_name(args.db)} on this server, so no jobs to count "
+            f"(the course's: {shown or 'none yet'}); `pgq-teach enqueue --db {args.db}` makes it"
+        )
     say(db.server.line())
     with db.connection() as conn:
         say(f"{db.name}: {queue.stats(conn)}")

@@ -88,6 +88,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev,broker]"
+	# JupyterHub's proxy, for tests/test_classroom.py (npm, into the venv's bin); without npm that test says how
+	! command -v npm >/dev/null || npm install --global --silent --prefix $(VENV) configurable-http-proxy@5.3.0
 	touch $(STAMP)
 
 server-stop: $(STAMP)

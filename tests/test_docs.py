@@ -46,3 +46,22 @@ def test_the_readmes_checker_limits_are_the_checkers_own():
         f"waits on their commits), the checker's watchdog {lone + sandbox.WATCHDOG_GRACE_S:g} s "
         f"({claim.RACE_DEADLINE_S:g} s), at most {sandbox.MAX_ROWS:,} rows"
     ) in text
+
+
+THREAT_MODEL = (
+    "a learner with a notebook kernel is trusted with their own server, so a class gives each "
+    "learner a server of their own; never a shared superuser: a shared PostgreSQL behind "
+    "PGQ_DSN is for one person"
+)
+
+
+@pytest.mark.parametrize(
+    "where", ["README.md", "docs/servers.md", "docs/classroom.md", "pgq_teach/exercises/sandbox.py"]
+)
+def test_the_threat_model_is_said_in_the_same_words_everywhere(where):
+    """One sentence, the same wherever it is said (the sandbox's docstring wraps it with its
+    own words between: the kernel holds the superuser's address, the classroom page)."""
+    text = (ROOT / where).read_text(encoding="utf-8")
+    text = re.sub(r"\s+", " ", text.replace("`", "").replace('"', ""))
+    text = re.sub(r" \([^)]*\)", "", text)  # an aside in brackets, as the docstring has
+    assert THREAT_MODEL.lower() in text.lower(), where

@@ -1,9 +1,14 @@
 """Where the learner's SQL runs, and what bounds it.
 
-Threat model. The course may be served to many learners (JupyterHub, a
-classroom server behind PGQ_DSN), so the SQL typed into "Your turn" is treated
-as an attacker's: it must not reach a superuser's rights or another learner's
-data, and must not damage the course, hang a widget or fill a disk.
+Threat model. A learner with a notebook kernel is trusted with their own
+server (the kernel holds its superuser's address), so a class gives each
+learner a server of their own (docs/classroom.md); never a shared superuser: a
+shared PostgreSQL behind PGQ_DSN is for one person. What the sandbox
+guarantees is that nothing typed into "Your turn" can break the learner's
+course, their other lessons or their saved work, and, with a server each,
+nothing one learner does reaches another. So the SQL typed into "Your turn" is
+treated as an attacker's: it must not reach a superuser's rights, and must not
+damage the course, hang a widget or fill a disk.
 
 Where it runs: only on the checker (`infra.server.get_checker`), an embedded
 PostgreSQL 18 of its own beside the lessons' data folder, started on demand,

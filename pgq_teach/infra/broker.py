@@ -162,7 +162,10 @@ class Broker:
         """The store's token, made (readable by its owner only) if it has none yet: kept
         across restarts, so a client that reconnects after an outage is still let in."""
         try:
-            return self.token_file.read_text(encoding="ascii").strip()
+            kept = self.token_file.read_text(encoding="ascii").strip()
+            if kept:
+                return kept
+            self.token_file.unlink()  # empty: a start that stopped before writing it
         except FileNotFoundError:
             pass
         self.store.mkdir(mode=0o700, parents=True, exist_ok=True)

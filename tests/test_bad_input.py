@@ -186,7 +186,7 @@ CLI_CASES = {
     "bench --jobs 3": (["bench", "--jobs", "3"], "jobs must be a whole number from 100"),
     "bench --repeats 10**14": (["bench", "--repeats", "99999999999999"], "repeats must be a whole number"),
     # a typo's database is refused, not created (the check below finds no new database)
-    "stats --db typo": (["stats", "--db", "shpo"], "--db shpo: no database pgq_shpo"),
+    "stats --db typo": (["stats", "--db", "shpo-typo"], "--db shpo-typo: no database pgq_shpo_typo"),
 }
 
 

@@ -42,9 +42,9 @@ def test_the_readmes_checker_limits_are_the_checkers_own():
     text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     lone, race = sandbox.STATEMENT_TIMEOUT_S, sandbox.RACE_TIMEOUT_S
     assert (
-        f"the server's statement timeout is {lone} s ({race} s for a claim racing other workers, as it "
-        f"waits on their commits), the checker's watchdog {lone + sandbox.WATCHDOG_GRACE_S:g} s "
-        f"({claim.RACE_DEADLINE_S:g} s), at most {sandbox.MAX_ROWS:,} rows"
+        f"a {lone} s statement timeout ({race} s for a claim racing other workers), a "
+        f"{lone + sandbox.WATCHDOG_GRACE_S:g} s watchdog ({claim.RACE_DEADLINE_S:g} s), at most "
+        f"{sandbox.MAX_ROWS:,} rows"
     ) in text
 
 

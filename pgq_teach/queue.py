@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -618,16 +618,26 @@ def requeue_dead(conn: psycopg.Connection, kind: str | None = None) -> int:
         return len(run(conn, "requeue_dead", {"kind": kind}).fetchall())
 
 
-def cleanup(conn: psycopg.Connection, batch: int = 5000) -> int:
-    """Delete done jobs in small committed batches; the number deleted."""
+def cleanup_batches(conn: psycopg.Connection, batch: int = 5000) -> Iterator[tuple[int, int]]:
+    """cleanup's loop, one committed batch per step: yields the rows each batch
+    deleted and the :after the next batch starts from. Each batch carries on
+    after the largest id the last one deleted (sql/cleanup_done.sql's keyset), so
+    it never rereads what earlier batches left dead, whatever shared_buffers is;
+    a job that becomes done behind that point waits for the next run."""
     batch = checks.whole_number("batch", batch, 1, MAX_BATCH * 10)
-    total = 0
+    after = 0
     while True:
         with conn.transaction():
-            n = run(conn, "cleanup_done", {"batch": batch}).rowcount
-        total += n
-        if n < batch:
-            return total
+            ids = [row[0] for row in run(conn, "cleanup_done", {"batch": batch, "after": after})]
+        after = max(ids, default=after)
+        yield len(ids), after
+        if len(ids) < batch:
+            return
+
+
+def cleanup(conn: psycopg.Connection, batch: int = 5000) -> int:
+    """Delete done jobs in small committed batches, in id order; the number deleted."""
+    return sum(deleted for deleted, _ in cleanup_batches(conn, batch))
 
 
 @dataclass

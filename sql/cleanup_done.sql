@@ -1,21 +1,24 @@
--- cleanup_done.sql: delete one small batch of done jobs. Small batches keep
--- each transaction short, so cleanup never holds back VACUUM for long.
--- ARRAY(...) runs the LIMIT subquery once, first, so the DELETE finds its rows
--- through the primary key (an Index Scan on id = ANY). Written as
--- id IN (SELECT ... LIMIT), the planner joins the subquery to a Seq Scan of
--- the whole table in every batch (teaching/cleanup_in_subquery.sql; lesson 10
--- shows both plans). The subquery is a Seq Scan of jobs. On a table under a
--- quarter of shared_buffers it starts at the first page each batch and reads
--- past the rows earlier batches left dead, a little more each batch, until
--- VACUUM clears them; on a bigger one synchronize_seqscans (on by default)
--- starts it where the last scan of jobs reached, so a batch stays about one
--- batch's pages (another Seq Scan of jobs moves that point).
--- Safe: yes. Call it in a loop until it deletes fewer than :batch rows.
--- Parameters: batch (int).
+-- cleanup_done.sql: delete the next small batch of done jobs, in id order,
+-- starting after :after (0 for the first batch; then the largest id the last
+-- batch returned). Small batches keep each transaction short, so cleanup never
+-- holds back VACUUM for long. The keyset (id > :after ORDER BY id) walks the
+-- primary key from where the last batch stopped, so every batch reads about
+-- one batch's pages, whatever shared_buffers is and however many dead rows the
+-- earlier batches left (a Seq Scan for the LIMIT would start at page 0 on a
+-- table under a quarter of shared_buffers: teaching/cleanup_from_first_page.sql).
+-- ARRAY(...) runs the subquery once, first, so the DELETE fetches its rows by
+-- the primary key; written id IN (SELECT ... LIMIT) the planner may join it to
+-- a Seq Scan of the whole table in every batch (teaching/cleanup_in_subquery.sql).
+-- A job that becomes done behind :after waits for the next cleanup run.
+-- Safe: yes. Call it in a loop, carrying the largest returned id as :after,
+-- until it deletes fewer than :batch rows.
+-- Parameters: batch (int), after (bigint).
 
 DELETE FROM jobs
 WHERE id = ANY(ARRAY(
   SELECT id FROM jobs
-  WHERE status = 'done'
+  WHERE status = 'done' AND id > :after
+  ORDER BY id
   LIMIT :batch
-));
+))
+RETURNING id;

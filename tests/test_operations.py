@@ -26,8 +26,8 @@ def test_the_cleanup_batch_finds_its_rows_by_primary_key_and_the_in_form_scans_t
     r = operations.cleanup_vs_bulk_delete(db, rows=20_000, batch=2_000)
     assert r.plans["in"].seq_scan_rows >= 20_000  # a Seq Scan of all of jobs, under a hash join
     assert "Hash Join" in r.plans["in"].shape
-    assert r.plans["any"].seq_scan_rows == 2_000  # only the LIMIT's scan
-    assert "Index Scan using jobs_pkey" in r.plans["any"].shape
+    assert r.plans["keyset"].seq_scan_rows == 0  # the keyset walks the primary key: no Seq Scan
+    assert r.plans["keyset"].shape.count("Index Scan using jobs_pkey") == 2, r.plans["keyset"].shape
     assert any("Index Scan using jobs_pkey" in line for line in r.library_plan), r.library_plan
     # No buffer comparison at this size: 2,000 primary-key lookups read about three pages each,
     # more than a Seq Scan of this small table (PostgreSQL 15 counts 6,096 against 2,339); the
@@ -224,12 +224,13 @@ def test_the_status_query_estimates_done_on_a_big_table_and_counts_exactly_on_a_
 
 
 def test_the_cleanup_subquery_reads_past_dead_rows_unless_its_scan_is_synchronized(db, conn):
-    """cleanup_done.sql's LIMIT subquery is a Seq Scan of jobs. Started at the table's
+    """teaching/cleanup_from_first_page.sql's LIMIT subquery is a Seq Scan of jobs. Started at the table's
     first page (a table under a quarter of shared_buffers, or synchronize_seqscans off)
     it reads past every row the earlier batches deleted, until VACUUM clears them;
     synchronized (the default, on a bigger table) it starts where the last batch's scan
     reached, and stays about one batch's pages. Lesson 10 and the statement's header
-    say both, so each half of this fails on a world where only the other held."""
+    say both, so each half of this fails on a world where only the other held. (The
+    library's cleanup_done.sql walks the primary key from :after instead.)"""
     from pgq_teach.statements import run, run_one
 
     run(conn, "lab/jobs_autovacuum", {"enabled": False, "scale_factor": 0.2, "threshold": 50})
@@ -242,13 +243,38 @@ def test_the_cleanup_subquery_reads_past_dead_rows_unless_its_scan_is_synchroniz
     first = operations.limit_scan_buffers(conn, 5_000)
     for _ in range(32):  # 160,000 of the 320,000 rows: half the table's pages now hold only dead rows
         with conn.transaction():
-            run(conn, "cleanup_done", {"batch": 5_000})
+            run(conn, "teaching/cleanup_from_first_page", {"batch": 5_000})
     synchronized = operations.limit_scan_buffers(conn, 5_000)
     run(conn, "lab/set_synchronize_seqscans", {"enabled": False})
     from_first_page = operations.limit_scan_buffers(conn, 5_000)
     assert first < 200  # one batch's pages, about 95
     assert synchronized < 3 * first, (first, synchronized)
     assert from_first_page > pages // 3, (pages, from_first_page)  # past the deleted half
+
+
+def test_the_keyset_cleanup_stays_flat_while_the_first_page_form_grows(db):
+    """Lesson 10's claim at a test's size: on a table under a quarter of shared_buffers the
+    Seq Scan form starts at page 0 in every batch and its last batch reads past every
+    page the earlier batches emptied, while the library's keyset (cleanup_done.sql) reads the same in both."""
+    r = operations.cleanup_scaling(db, rows=60_000, batch=2_000)
+    keyset, first_page = r.run("keyset"), r.run("first_page")
+    assert keyset.rows == first_page.rows == 60_000 and keyset.batches == 31
+    assert [n for n, _ in keyset.samples] == [1, 15, 30]
+    assert keyset.growth < 1.2, keyset.samples
+    if r.synchronized:
+        cannot_run(db, f"jobs has {r.table_pages} pages: its Seq Scans are synchronized here")
+    # past 29 batches of dead rows (about 1,100 pages) on top of one batch's 2,000 lookups
+    assert first_page.growth > 1.3, first_page.samples
+
+
+def test_stored_cleanup_runs_cover_both_versions_and_both_shared_buffers():
+    """The runs lesson 10 quotes (tools/record_cleanup_scaling.py): 10x the lesson's rows,
+    PostgreSQL 15 and 18, shared_buffers 128 MB and 1 GB; the keyset flat in each."""
+    stored = operations.stored_scaling_runs()
+    assert {(r.server_major, r.shared_buffers) for r in stored} >= {(15, "128MB"), (18, "128MB"), (18, "1GB")}
+    for r in stored:
+        assert r.rows == 2_000_000 and not r.stopped
+        assert r.run("keyset").growth < 1.2, r.label()
 
 
 def test_the_loads_forgotten_session_is_gone_from_the_server_only_after_stop(db):

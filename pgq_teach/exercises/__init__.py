@@ -192,8 +192,8 @@ EXERCISES = {
         Exercise(
             "10/cleanup",
             "cleanup in short batches",
-            "Delete one short batch of done jobs: at most :batch rows a call.",
-            ("batch",),
+            "Delete the next short batch of done jobs after id :after, in id order: at most :batch rows a call.",
+            ("batch", "after"),
             cleanup.check_cleanup,
             "exercise/wrong/cleanup_all_at_once",
             "cleanup_done",

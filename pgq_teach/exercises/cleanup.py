@@ -1,6 +1,11 @@
 """Cleanup (lesson 10): the learner's delete runs in a loop, each call its own
-transaction, until it deletes nothing. Only done rows may go, every one of
-them, in batches no bigger than :batch; the longest transaction is reported.
+transaction, until it deletes nothing, each call given :after, the largest id
+the calls before it deleted (0 at first), as the library's `cleanup` carries
+it. Only done rows may go, every one of them, in batches no bigger than
+:batch; the longest transaction is reported. The server's plan must find the
+batch through an index: a Seq Scan of jobs is the slow form the lesson
+rejects (joined to the whole table as id IN (SELECT ... LIMIT), or restarting
+at page 0 in every batch with no keyset), judged by the plan, not the text.
 
 It runs in two staged scenes, each with ready, running and dead jobs
 scattered among the done ones, drawn afresh on every check: the first with
@@ -15,7 +20,7 @@ import time
 from .. import seeding
 from ..statements import run
 from .learner_sql import LearnerSQL, Refused
-from .sandbox import Scratch, execute, sessions, stage
+from .sandbox import Scratch, execute, nodes, plan, sessions, stage
 from .scenes import draw
 from .verdict import Evidence, Verdict
 
@@ -45,18 +50,38 @@ def full(batch: int) -> list[int]:
     return [batch] * whole + ([rest] if rest else [])
 
 
-def drain(conn, learner: LearnerSQL, batch: int, stop) -> tuple[list[int], float]:
-    """Call the delete until it deletes nothing: rows per call, and the longest call in s."""
+def job_ids(owner) -> set[int]:
+    return {row[0] for row in run(owner, "lab/all_jobs").fetchall()}
+
+
+def drain(owner, conn, learner: LearnerSQL, batch: int, stop) -> tuple[list[int], float]:
+    """Call the delete until it deletes nothing, each call given the largest id
+    deleted so far as :after: rows per call, and the longest call in s."""
     batches: list[int] = []
-    longest = 0.0
+    longest, after, ids = 0.0, 0, job_ids(owner)
     while len(batches) < MAX_CALLS:
         began = time.perf_counter()
-        n = execute(conn, learner, {"batch": batch}).rowcount
+        execute(conn, learner, {"batch": batch, "after": after})
         longest = max(longest, time.perf_counter() - began)
-        batches.append(n)
-        if n == 0 or (stop and stop.is_set()):
+        left = job_ids(owner)
+        gone, ids = ids - left, left
+        after = max(gone, default=after)
+        batches.append(len(gone))
+        if not gone or (stop and stop.is_set()):
             break
     return batches, longest
+
+
+def seq_scans(conn, learner: LearnerSQL, batch: int) -> list[str]:
+    """The plan's Seq Scans of jobs (EXPLAIN without ANALYZE: nothing runs), each
+    named by the node above it, for the statement's first batch past the middle id."""
+    tree = plan(conn, learner, {"batch": batch, "after": JOBS // 2})
+    found = []
+    for parent, _ in nodes(tree):
+        for child in parent.get("Plans", []):
+            if child.get("Node Type") == "Seq Scan" and child.get("Relation Name") == "jobs":
+                found.append(f"Seq Scan under {parent['Node Type']}")
+    return found
 
 
 def check_cleanup(
@@ -72,10 +97,14 @@ def check_cleanup(
     done_left, kept = 0, 0
     runs: list[list[int]] = []  # rows deleted per call, per scene
     longest = 0.0
+    scanned: list[str] = []  # the plan's Seq Scans of jobs, planned on the first scene
     with sessions(scratch, learner, "send_receipt", 0) as (owner, conn):
         for batch in sizes:
             keep = stage_scene(owner, rng)
-            calls, slowest = drain(conn, learner, batch, stop)
+            if not scanned:
+                run(owner, "lab/analyze_jobs")  # planned with statistics, as a live table has them
+                scanned = seq_scans(conn, learner, batch) or ["none"]
+            calls, slowest = drain(owner, conn, learner, batch, stop)
             left = {r[0]: r[3] for r in run(owner, "lab/all_jobs").fetchall()}
             done_left += sum(1 for s in left.values() if s == "done")
             kept += sum(1 for i in keep if i in left)
@@ -102,6 +131,11 @@ def check_cleanup(
             or "yes, in both scenes",
             None if first_over else not inexact,
         ),
+        Evidence(
+            "finds each batch through an index, from :after (no Seq Scan of jobs in the plan)",
+            "no Seq Scan of jobs" if scanned == ["none"] else "; ".join(scanned),
+            scanned == ["none"],
+        ),
         Evidence("longest transaction", f"{longest * 1000:,.1f} ms"),
     ]
     if kept < SCENES * KEEP:
@@ -116,8 +150,17 @@ def check_cleanup(
             "the batch must be the value passed in, LIMIT :batch, not a number written into the statement: "
             "the caller sets it to fit its table, and this check draws another size every time."
         )
+    elif done_left:
+        hint = (
+            "call it until it deletes nothing: every done row must go. Take the next batch in id "
+            "order after :after (id > :after ORDER BY id), or a call can skip done rows below its last id."
+        )
     else:
-        hint = "call it until it deletes nothing: every done row must go."
+        hint = (
+            "the plan reads jobs with a Seq Scan: written id IN (SELECT ... LIMIT :batch) it joins the "
+            "whole table in every batch, and with no keyset the LIMIT's scan restarts at page 0. Pick the "
+            "batch with id > :after ORDER BY id LIMIT :batch, inside id = ANY(ARRAY(...))."
+        )
     return Verdict.from_evidence(
         exercise,
         evidence,

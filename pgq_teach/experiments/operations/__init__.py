@@ -7,6 +7,9 @@
 - `cleanup`: `cleanup_vs_bulk_delete`, `cleanup` in batches of 5,000 against
   one big DELETE of the same rows: duration, the longest transaction, dead
   rows left.
+- `cleanup_scaling`: `cleanup_scaling`, each batch form's buffers at its first,
+  middle and last batch (the keyset stays flat; a Seq Scan from page 0 grows),
+  and the runs stored from other servers (`stored_scaling_runs`).
 - `partitions`: `partition_drop_vs_delete`, a day of history dropped as a
   partition against the same day deleted row by row.
 - `timeouts`: `idle_timeout`, idle_in_transaction_session_timeout on a worker
@@ -35,6 +38,7 @@ from .autovacuum import (
     stored_autovacuum_run,
 )
 from .cleanup import CleanupComparison, cleanup_vs_bulk_delete, limit_scan_buffers
+from .cleanup_scaling import CleanupScaling, cleanup_scaling, store_scaling_runs, stored_scaling_runs
 from .monitoring import Load, Snapshot, snapshot
 from .partitions import PartitionComparison, partition_drop_vs_delete
 from .timeouts import TimeoutDemo, idle_timeout
@@ -43,11 +47,13 @@ __all__ = [
     "DEFAULT_NAPTIME",
     "AutovacuumComparison",
     "CleanupComparison",
+    "CleanupScaling",
     "Load",
     "PartitionComparison",
     "Snapshot",
     "TimeoutDemo",
     "autovacuum_per_table",
+    "cleanup_scaling",
     "cleanup_vs_bulk_delete",
     "idle_timeout",
     "limit_scan_buffers",
@@ -55,5 +61,7 @@ __all__ = [
     "run",
     "snapshot",
     "store_autovacuum_run",
+    "store_scaling_runs",
     "stored_autovacuum_run",
+    "stored_scaling_runs",
 ]

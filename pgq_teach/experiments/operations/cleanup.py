@@ -1,18 +1,19 @@
-"""Lesson 10: `cleanup` in batches of 5,000 against one big DELETE of the same
-rows, and the same batches written id IN (SELECT ... LIMIT): duration, the
-longest transaction, dead rows left, and each form's plan."""
+"""Lesson 10: `cleanup` (the library's keyset batches of 5,000) against one big
+DELETE of the same rows, and the same batches written id IN (SELECT ... LIMIT):
+duration, the longest transaction, dead rows left, and each form's plan."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ... import checks, measurements, tables
+from ... import checks, measurements, queue, tables
 from ...databases import Database
 from ...guide import GuideFigure
-from ...statements import explain, run, run_one
-from ..indexes import plan_cost
+from ...statements import explain, explain_analyze, run
+from ..indexes import shape
 from ..results import Comparison, Progress, Result, finish, guess_text, tell
 from .autovacuum import DEFAULTS
 from .rules import GUIDE_CLEANUP
@@ -54,8 +55,8 @@ class CleanupComparison(Result):
     batched: DeleteRun
     bulk: DeleteRun
     in_subquery: DeleteRun  # the same batches written id IN (SELECT ... LIMIT): the slow form
-    # each form's first batch under EXPLAIN (ANALYZE, BUFFERS), rolled back: "any" is
-    # cleanup_done.sql, id = ANY(ARRAY(SELECT ... LIMIT)); "in" is teaching/cleanup_in_subquery.sql
+    # each form's first batch under EXPLAIN (ANALYZE, BUFFERS), rolled back: "keyset" is
+    # cleanup_done.sql, the library's; "in" is teaching/cleanup_in_subquery.sql
     plans: dict[str, BatchPlan] = field(default_factory=dict)
     library_plan: list[str] = field(default_factory=list)  # EXPLAIN of sql/cleanup_done.sql itself
     guess: float | None = None  # how many ms the one big DELETE lasts
@@ -133,15 +134,23 @@ def seq_scan_rows(node: dict) -> int:
     return int(own + sum(seq_scan_rows(child) for child in node.get("Plans", [])))
 
 
-def batch_plan(explained: list) -> BatchPlan:
-    cost = plan_cost(explained)
-    return BatchPlan(cost.buffers, cost.ms, cost.shape, seq_scan_rows(explained[0]["Plan"]))
+def batch_plan(top: dict) -> BatchPlan:
+    return BatchPlan(
+        int(top["Shared Hit Blocks"] + top["Shared Read Blocks"]),
+        float(top["Actual Total Time"]),
+        shape(top),
+        seq_scan_rows(top),
+    )
 
 
-# the two ways to write one batch: (how the summary names it, the statement, its EXPLAIN)
+# the two ways to write one batch: (how the summary names it, the statement, its first batch's values)
 PLAN_FORMS = {
-    "any": ("id = ANY(ARRAY(SELECT ... LIMIT))", "cleanup_done", "lab/explain_cleanup_done"),
-    "in": ("id IN (SELECT ... LIMIT)", "teaching/cleanup_in_subquery", "lab/explain_cleanup_in_subquery"),
+    "keyset": (
+        "id = ANY(ARRAY(SELECT ... id > :after ORDER BY id LIMIT))",
+        "cleanup_done",
+        {"after": 0},
+    ),
+    "in": ("id IN (SELECT ... LIMIT)", "teaching/cleanup_in_subquery", {}),
 }
 
 
@@ -156,36 +165,53 @@ def seq_scan_buffers(node: dict) -> int:
 
 
 def limit_scan_buffers(conn, batch: int) -> int:
-    """Buffers the next cleanup batch's LIMIT subquery reads (its Seq Scan of jobs),
-    under EXPLAIN (ANALYZE, BUFFERS), rolled back. It grows batch by batch while
-    the scan starts at the table's first page, past the rows earlier batches left
-    dead; a synchronized scan (a table over a quarter of shared_buffers) starts
-    where the last one reached instead."""
-    with conn.transaction(force_rollback=True):
-        explained = run_one(conn, "lab/explain_cleanup_done", {"batch": batch})[0]
-    return seq_scan_buffers(explained[0]["Plan"])
+    """Buffers the next batch's LIMIT subquery reads when it has no keyset
+    (teaching/cleanup_from_first_page.sql: a Seq Scan of jobs), run once and
+    rolled back. It grows batch by batch while the scan starts at the table's
+    first page, past the rows earlier batches left dead; a synchronized scan (a
+    table over a quarter of shared_buffers) starts where the last one reached."""
+    return seq_scan_buffers(explain_analyze(conn, "teaching/cleanup_from_first_page", {"batch": batch}))
 
 
 def batch_plans(conn, batch: int) -> dict[str, BatchPlan]:
-    """Each form's next batch under EXPLAIN (ANALYZE, BUFFERS), each rolled back."""
-    plans = {}
-    for form, (_, _, explain_name) in PLAN_FORMS.items():
-        with conn.transaction(force_rollback=True):
-            plans[form] = batch_plan(run_one(conn, explain_name, {"batch": batch})[0])
-    return plans
+    """Each form's first batch under EXPLAIN (ANALYZE, BUFFERS), each rolled back."""
+    return {
+        form: batch_plan(explain_analyze(conn, name, {"batch": batch, **values}))
+        for form, (_, name, values) in PLAN_FORMS.items()
+    }
 
 
-def timed_cleanup(conn, batch: int, statement: str = "cleanup_done") -> tuple[int, list[float]]:
-    """queue.cleanup's loop, timing each batch's transaction: (rows, ms of each transaction)."""
-    total, times = 0, []
+def statement_batches(conn, name: str, batch: int) -> Iterator[tuple[int, int]]:
+    """A teaching form's loop, one committed batch per step, as queue.cleanup_batches
+    yields them, with no keyset to carry (0)."""
+    while True:
+        with conn.transaction():
+            n = run(conn, name, {"batch": batch}).rowcount
+        yield n, 0
+        if n < batch:
+            return
+
+
+def fresh_done_jobs(conn, rows: int) -> None:
+    """A jobs table of `rows` done jobs and nothing else, vacuumed (no dead rows) and
+    analyzed (statistics, as a live table has them)."""
+    run(conn, "lab/reset_jobs")
+    run(conn, "lab/seed_done_jobs", {"count": rows, "distinct": True})
+    run(conn, "lab/vacuum_jobs")
+    run(conn, "lab/analyze_jobs")
+
+
+def timed_batches(batches: Iterator[tuple[int, int]]) -> tuple[int, list[float]]:
+    """Run a cleanup loop to its end, timing each batch's transaction: (rows, ms of each)."""
+    total = 0
+    times: list[float] = []
     while True:
         began = time.perf_counter()
-        with conn.transaction():
-            n = run(conn, statement, {"batch": batch}).rowcount
-        times.append((time.perf_counter() - began) * 1000)
-        total += n
-        if n < batch:
+        step = next(batches, None)
+        if step is None:
             return total, times
+        times.append((time.perf_counter() - began) * 1000)
+        total += step[0]
 
 
 def cleanup_vs_bulk_delete(
@@ -211,22 +237,24 @@ def cleanup_vs_bulk_delete(
             for n, way in enumerate(ways):
                 if stop is not None and stop.is_set():
                     break
-                run(conn, "lab/reset_jobs")
-                run(conn, "lab/seed_done_jobs", {"count": rows, "distinct": True})
-                run(conn, "lab/vacuum_jobs")  # start every run with no dead rows
-                run(conn, "lab/analyze_jobs")  # and with statistics, as a live table has them
+                fresh_done_jobs(conn, rows)
                 run(conn, "lab/flush_stats")
                 before = wait_for_dead(conn, "jobs", 0)
                 if n == 0:
                     plans = batch_plans(conn, batch)
-                    library_plan = explain(conn, "cleanup_done", {"batch": batch})
+                    library_plan = explain(conn, "cleanup_done", {"batch": batch, "after": 0})
                 began = time.perf_counter()
                 if way == "one big DELETE":
                     with conn.transaction():
                         deleted = run(conn, "lab/delete_all_done").rowcount
                     times = [(time.perf_counter() - began) * 1000]
                 else:
-                    deleted, times = timed_cleanup(conn, batch, PLAN_FORMS["any" if n == 0 else "in"][1])
+                    loop = (
+                        queue.cleanup_batches(conn, batch)
+                        if n == 0
+                        else statement_batches(conn, PLAN_FORMS["in"][1], batch)
+                    )
+                    deleted, times = timed_batches(loop)
                 elapsed_s = time.perf_counter() - began
                 run(conn, "lab/flush_stats")
                 dead = wait_for_dead(conn, "jobs", before + deleted) - before

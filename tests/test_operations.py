@@ -260,11 +260,13 @@ def test_the_keyset_cleanup_stays_flat_while_the_first_page_form_grows(db):
     keyset, first_page = r.run("keyset"), r.run("first_page")
     assert keyset.rows == first_page.rows == 60_000 and keyset.batches == 31
     assert [n for n, _ in keyset.samples] == [1, 15, 30]
-    assert keyset.growth < 1.2, keyset.samples
+    emptied = r.table_pages * 29 // 30  # the pages the 29 batches before the last one emptied
+    assert abs(keyset.samples[-1][1] - keyset.samples[0][1]) < 0.05 * emptied, keyset.samples
     if r.synchronized:
         cannot_run(db, f"jobs has {r.table_pages} pages: its Seq Scans are synchronized here")
-    # past 29 batches of dead rows (about 1,100 pages) on top of one batch's 2,000 lookups
-    assert first_page.growth > 1.3, first_page.samples
+    # the last batch reads past every one of those pages (PostgreSQL 15 reads more per batch
+    # than 18 for the same 2,000 lookups, so compare the pages added, not a ratio)
+    assert first_page.samples[-1][1] - first_page.samples[0][1] > 0.9 * emptied, first_page.samples
 
 
 def test_stored_cleanup_runs_cover_both_versions_and_both_shared_buffers():
@@ -275,6 +277,18 @@ def test_stored_cleanup_runs_cover_both_versions_and_both_shared_buffers():
     for r in stored:
         assert r.rows == 2_000_000 and not r.stopped
         assert r.run("keyset").growth < 1.2, r.label()
+        # the form with no keyset: its middle batch costs what its first did only where its scans
+        # are synchronized (the lesson says which configurations those are)
+        first, middle, _ = (b for _, b in r.run("first_page").samples)
+        assert (middle < 1.2 * first) == r.synchronized, r.label()
+        # and even synchronized its last batch wrapped around the table, past the middle batch's
+        # rows that the sampler's rolled-back EXPLAIN had moved the starting point beyond
+        assert r.run("first_page").growth > 1.5, r.label()
+    # a keyset batch reads several times more on 15 than on 18 (one index descent per id before 17)
+    pg15, pg18 = (
+        [r for r in stored if r.server_major == v and r.shared_buffers == "128MB"][0] for v in (15, 18)
+    )
+    assert pg15.run("keyset").samples[0][1] > 2 * pg18.run("keyset").samples[0][1]
 
 
 def test_the_loads_forgotten_session_is_gone_from_the_server_only_after_stop(db):

@@ -121,8 +121,8 @@ class Allowance:
 ALLOWANCES = {
     "07/notify": Allowance(functions=frozenset({"pg_notify"})),
     "09/holder": Allowance(functions=frozenset({"pg_backend_pid"}), tables=frozenset({"pg_stat_activity"})),
-    # The library's cleanup, sql/cleanup_done.sql, is `id = ANY(ARRAY(SELECT id ... LIMIT :batch))`:
-    # the planner then reads the LIMIT's ids first and fetches each by the primary key (lesson 10).
+    # The library's cleanup, sql/cleanup_done.sql, is `id = ANY(ARRAY(SELECT id ... id > :after ORDER BY
+    # id LIMIT :batch))`: the planner reads the LIMIT's ids first and fetches each by the primary key.
     "10/cleanup": Allowance(array_subquery=True),
 }
 

@@ -23,7 +23,7 @@ pytestmark = BROWSER_TESTS
 
 @pytest.mark.runs_lesson("10-operations.ipynb")
 def test_dashboard_refreshes_under_load_and_shows_the_forgotten_transaction(page, jupyterlab):
-    # Run All takes 56 to 75 s on a quiet machine; a loaded one (a parallel pass on 4 workers
+    # Run All takes 75 to 95 s on a quiet machine; a loaded one (a parallel pass on 4 workers
     # with other work beside it) took over 240 s once: a wide bound, as for any time
     dash = run_and_find(page, jupyterlab, "10-operations.ipynb", ".pgq-dashboard")
     # Run All pressed Run on the autovacuum panel with its guess box empty: the table says so, not 0

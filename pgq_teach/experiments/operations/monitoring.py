@@ -26,16 +26,16 @@ class Snapshot:
     at_s: float
     stats: queue.Stats
 
-    @property
-    def oldest_session(self) -> dict | None:
-        """The row of the session whose transaction has been open longest (None if none is)."""
-        timed = [s for s in self.stats.sessions if s.get("xact_age") is not None]
-        return max(timed, key=xact_age_s, default=None)
+    def session(self, pid: int | None) -> dict | None:
+        """The sessions query's row for server process `pid` (None if it held nothing).
+        Found by pid, not by age: on a shared server the oldest row can be another
+        database's transaction, which the query lists too."""
+        return next((s for s in self.stats.sessions if pid is not None and s["pid"] == pid), None)
 
-    @property
-    def oldest_session_s(self) -> float:
-        oldest = self.oldest_session
-        return xact_age_s(oldest) if oldest else 0.0
+    def session_age_s(self, pid: int | None) -> float:
+        """How long that session's transaction had been open (0 if it held nothing)."""
+        row = self.session(pid)
+        return xact_age_s(row) if row and row.get("xact_age") is not None else 0.0
 
 
 def xact_age_s(session: dict) -> float:

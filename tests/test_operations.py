@@ -302,3 +302,37 @@ def test_the_loads_forgotten_session_is_gone_from_the_server_only_after_stop(db)
         load.stop()
     assert load.forgotten_session_gone()
     assert operations.Load(db, stuck_session=False).forgotten_session_gone() is False  # none opened
+
+
+def test_a_snapshot_finds_the_forgotten_session_by_pid_beside_an_older_holder_elsewhere(db):
+    """The sessions query lists transaction IDs from every database, so on a shared server the
+    oldest row can be another database's: the lesson finds the forgotten session by its pid."""
+    from pgq_teach import databases, seeding
+    from pgq_teach.statements import run
+
+    label = "older-" + db.name.removeprefix(databases.PREFIX)
+    other = databases.open_database(label, reset=True, server=db.server)
+    load = operations.Load(db, rate=10, workers=1)
+    try:
+        with other.connection() as conn:
+            seeding.reset_and_seed(conn, "send_receipt", 1)
+        with other.connection(autocommit=False) as hold:
+            run(hold, "teaching/hold_skip_locked").fetchall()  # a row lock: the transaction gets an ID
+            load.start()
+            try:
+                with db.connection() as conn:
+                    snap = operations.snapshot(conn)
+            finally:
+                load.stop()
+            hold_pid = hold.info.backend_pid
+            hold.rollback()
+    finally:
+        databases.drop_database(label, server=db.server)
+    elsewhere, forgotten = snap.session(hold_pid), snap.session(load.stuck_pid)
+    assert elsewhere is not None and elsewhere["datname"] == other.name
+    assert elsewhere["reach"] == "every database" and elsewhere["backend_xid"] is not None
+    assert forgotten is not None and forgotten["datname"] == db.name
+    assert forgotten["reach"] == "this database" and forgotten["backend_xid"] is None
+    # opened first, the other database's transaction is the older: "the oldest row" would name it
+    assert snap.session_age_s(hold_pid) > snap.session_age_s(load.stuck_pid) > 0
+    assert snap.session(None) is None and snap.session_age_s(None) == 0.0

@@ -192,7 +192,7 @@ EXERCISES = {
         Exercise(
             "10/cleanup",
             "cleanup in short batches",
-            "Delete the next short batch of done jobs after id :after, in id order: at most :batch rows a call.",
+            "Delete the next short batch of done jobs after id :after, in id order, :batch rows at most.",
             ("batch", "after"),
             cleanup.check_cleanup,
             "exercise/wrong/cleanup_all_at_once",

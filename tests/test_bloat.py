@@ -2,14 +2,18 @@
 what an empty claim reads before and after VACUUM, and the idle
 REPEATABLE READ transaction that stops VACUUM (guide #17, #18)."""
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 
+import psycopg
 import pytest
 
 from helpers import cannot_run, chart_rows, counts, gone, seed
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import bloat, horizon
+from pgq_teach.infra import embedded
 from pgq_teach.statements import run, run_one
 
 # Drains measure what on-access pruning leaves: the buffers a drain touches, the table's size.
@@ -114,18 +118,41 @@ def test_a_transaction_id_held_in_another_database_is_listed_first_and_its_bysta
     assert seen.carrier_before_bystander()
 
 
-def test_a_logical_slot_is_listed_as_holding_back_the_catalogs_only_and_vacuum_removes_all(db, conn):
-    """A logical slot's catalog_xmin holds back the system catalogs, never jobs."""
-    if run_one(conn, "lab/wal_level")[0] != "logical":
+@contextlib.contextmanager
+def logical_wal(db) -> Iterator[None]:
+    """wal_level = logical for the block: on the embedded server (the test's own, `alone`) it is
+    set and the server restarted, then put back; on another server it must be so already."""
+    with db.connection() as conn:
+        level = run_one(conn, "lab/wal_level")[0]
+    if level == "logical":
+        yield
+        return
+    if db.server.backend != "embedded":
         cannot_run(db, "a logical slot needs wal_level = logical")
-    slot = f"pgq_test_{db.name}"[:63]
-    run(conn, "lab/create_logical_slot", {"slot": slot})
+    with psycopg.connect(db.server.dsn, autocommit=True) as admin:
+        run(admin, "admin/alter_system", {"value": "logical"}, idents={"name": "wal_level"})
+    embedded.restart()
     try:
-        bloat.drain(db, jobs=1_000)
-        report = bloat.vacuum(db)
-        row = next(r for r in bloat.holders(db) if r["state"] == f"slot: {slot}")
+        yield
     finally:
-        run(conn, "lab/drop_slot", {"slot": slot})
+        with psycopg.connect(db.server.dsn, autocommit=True) as admin:
+            run(admin, "admin/alter_system_reset", idents={"name": "wal_level"})
+        embedded.restart()
+
+
+def test_a_logical_slot_is_listed_as_holding_back_the_catalogs_only_and_vacuum_removes_all(alone_db):
+    """A logical slot's catalog_xmin holds back the system catalogs, never jobs. On a server of
+    its own: it restarts the server with wal_level = logical, which the course's server lacks."""
+    db = alone_db
+    slot = f"pgq_test_{db.name}"[:63]
+    with logical_wal(db), db.connection() as conn:
+        run(conn, "lab/create_logical_slot", {"slot": slot})
+        try:
+            bloat.drain(db, jobs=1_000)
+            report = bloat.vacuum(db)
+            row = next(r for r in bloat.holders(db) if r["state"] == f"slot: {slot}")
+        finally:
+            run(conn, "lab/drop_slot", {"slot": slot})
     assert row["backend_xmin"] is None and row["catalog_xmin"] is not None
     assert row["reach"] == "system catalogs only"
     assert report.not_removable == 0 and report.removed > 0

@@ -40,6 +40,7 @@ STYLE = (
     "table.pgq-table th{font-weight:600;border-bottom:2px solid #999}"
     "table.pgq-table .pgq-num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     "table.pgq-table caption{caption-side:bottom;text-align:left;padding-top:4px;color:#555}"
+    "table.pgq-compact td,table.pgq-compact th{padding:3px 6px}"
     "</style>"
 )
 

@@ -1,5 +1,6 @@
 """What the stored notebooks show a reader: no raw `None` shown as a value, no
-`timedelta` repr, and no count of one with a plural unit ("1 buffers").
+`timedelta` repr, no count of one with a plural unit ("1 buffers"), and no path of
+the machine a lesson was stored on.
 Every figure reaches the screen through `pgq_teach.tables`' formats; this scans
 every stored output (stdout, text/plain and text/html) of every lesson, as
 re-executed and stored, for what slipped past them."""
@@ -24,6 +25,8 @@ RAW = {
     "a raw None": re.compile(r"\bNone\b(?! (?:of|was|were|is|are|left)\b)"),
     # "2 row(s)": tables.count says the singular or the plural itself
     "a unit with (s)": re.compile(r"[a-z]\(s\)"),
+    # the machine a lesson was stored on: a scratch data folder, a checkout, a home
+    "a machine path": re.compile(r"(?<![\w.])/(?:tmp|work|root|home)/"),
 }
 
 
@@ -75,6 +78,7 @@ def test_stored_outputs_show_no_raw_values(path):
         "claimed 1 rows in 1 seconds",
         "Step(drain=None, vacuum=None)",
         "A's completion updated 0 row(s), B's 1",
+        "Unix socket in /tmp/pgq-wt-beat/pg18 (no TCP port)",
     ],
 )
 def test_the_scan_finds_each_kind_of_raw_value(text):
@@ -90,6 +94,7 @@ def test_the_scan_finds_each_kind_of_raw_value(text):
         "xact_age 35.4 s; backend_xid –; started 12:00:35 UTC",
         "lease 0:30 left",
         "a footnote (s) alone",
+        "Unix socket in /var/lib/pgq-teach/pg18 (no TCP port); see docs/servers.md",
     ],
 )
 def test_the_scan_leaves_prose_and_good_values_alone(text):

@@ -45,10 +45,17 @@ def sessions_html(rows: list[dict], *, css: str = "pgq-session") -> str:
         return "<p>No session holds a transaction ID or a snapshot.</p>"
     names = list(rows[0])
     kinds = {"xact_age": tables.SECONDS}
-    heads = [Column(n, kinds.get(n, tables.TEXT)) for n in names]
+    heads = [Column(breakable(n), kinds.get(n, tables.TEXT)) for n in names]
     # pids and transaction IDs are names, not amounts: no thousands separators
-    cells = [[r[n] if n in kinds or r[n] is None else str(r[n]) for n in names] for r in rows]
-    return Table(heads, cells, row_attrs=[{"class": css}] * len(rows)).html()
+    cells = [[r[n] if n in kinds or r[n] is None else breakable(str(r[n])) for n in names] for r in rows]
+    # Ten columns: close padding, and a line may break after an underscore (backend_xmin,
+    # pgq_09_bloat_and_vacuum), so the table fits a notebook's output at 1366 px.
+    return Table(heads, cells, row_attrs=[{"class": css}] * len(rows), css="pgq-compact").html()
+
+
+def breakable(text: str) -> tables.Markup:
+    """`text`, escaped, that a browser may wrap after each underscore."""
+    return tables.Markup(escape(text).replace("_", "_<wbr>"))
 
 
 def result_html(result: Any) -> str:

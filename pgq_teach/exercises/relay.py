@@ -138,7 +138,7 @@ def check_relay_completion(
     return Verdict.from_evidence(
         exercise,
         evidence,
-        _hint(stale_done, c_touched),
+        _hint(stale_done, c_touched, batch_short=d_done < len(d_ids)),
         numbers={
             "stale_matched": stale,
             "lost": len(lost),
@@ -153,24 +153,35 @@ def check_relay_completion(
     )
 
 
-def _hint(stale_done: list[int], c_touched: list[int]) -> str:
-    """What to fix, from the jobs the stale relay finished and the crashed relay's jobs touched."""
-    if stale_done == [REQUEUED]:
-        return (
-            f"job {REQUEUED} was requeued after going dead, so its attempts went back to 0 and the new claim "
-            "has the same attempts as the stale one. Fence on fence_token, which only ever goes up."
-        )
+def _hint(stale_done: list[int], c_touched: list[int], *, batch_short: bool) -> str:
+    """What to fix, from the crashed relay's jobs touched, whether relay D (whom no stale relay
+    or requeue stands in the way of) finished only part of its batch, and the jobs the stale
+    relay finished."""
     if c_touched:
         return (
             "it marked jobs done that were not in the batch it was given, so the reaper never returned them "
             "and they were never published: match only the batch's ids (unnest(:ids, ...))."
+        )
+    if batch_short:
+        return (
+            "a relay finished only part of its own batch: each job of the batch needs status 'running' "
+            "and its own fence_token, paired with its id (unnest(:ids, :fence_tokens)), not one token "
+            "for the whole batch."
+        )
+    if stale_done == [REQUEUED]:
+        return (
+            f"job {REQUEUED} was requeued after going dead, so its attempts went back to 0 and the new claim "
+            "has the same attempts as the stale one. Fence on fence_token, which only ever goes up."
         )
     if stale_done:
         return (
             "a stale relay finished someone else's claim: fence each job on its own fence_token, paired "
             "with its id (unnest(:ids, :fence_tokens)), not on any token of the batch."
         )
-    return "each job of the batch needs status 'running' and its own token: pair :ids with :fence_tokens."
+    return (
+        "each job of the batch needs status 'running' and its own fence_token: pair :ids with "
+        ":fence_tokens (unnest(:ids, :fence_tokens)), not one token for the whole batch."
+    )
 
 
 # --- the relay's hand-back while the broker is down (no-burn, per-key order) ------------

@@ -78,7 +78,7 @@ def test_stored_outputs_show_no_raw_values(path):
         "claimed 1 rows in 1 seconds",
         "Step(drain=None, vacuum=None)",
         "A's completion updated 0 row(s), B's 1",
-        "Unix socket in /tmp/pgq-wt-beat/pg18 (no TCP port)",
+        "Unix socket in /tmp/scratch/pg18 (no TCP port)",
     ],
 )
 def test_the_scan_finds_each_kind_of_raw_value(text):

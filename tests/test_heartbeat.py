@@ -13,33 +13,11 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 import pgq_teach as pgq
-from helpers import job_row, wait_for
+from helpers import Running, job_row, wait_for
 from pgq_teach import queue
 from pgq_teach.statements import run
 
 NAME = "beat-test"
-
-
-class Running:
-    """A Worker on a thread; join() stops it and raises any error it hit."""
-
-    def __init__(self, worker):
-        self.worker, self.error = worker, None
-        self.thread = threading.Thread(target=self._go, daemon=True)
-        self.thread.start()
-
-    def _go(self):
-        try:
-            self.worker.run()
-        except BaseException as exc:
-            self.error = exc
-
-    def join(self, timeout=15):
-        self.worker.stop()
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "worker did not stop"
-        if self.error:
-            raise self.error
 
 
 class Held:
@@ -151,7 +129,7 @@ def test_one_row_held_open_holds_up_no_other_lease_and_is_given_up_only_at_its_e
             operator.rollback()
         held.release.set()
     finally:
-        running.join()
+        running.join(15)
     report = worker.report
     renewals = {job_id: len({s[job_id] for s in seen}) - 1 for job_id in ids}
     skips = held.of("renewals_skipped", locked)
@@ -221,7 +199,7 @@ def test_a_pending_alter_table_ends_the_beat_at_its_lock_timeout_and_beats_resum
         held.release.set()
     finally:
         held.release.set()
-        running.join()
+        running.join(15)
     print(
         f"\nlease {lease} s (lock_timeout {worker.leases.lock_timeout} s, statement_timeout "
         f"{worker.leases.statement_timeout} s): {during[0]} beats ended by the lock timeout in "

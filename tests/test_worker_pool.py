@@ -16,33 +16,11 @@ import psycopg
 import pytest
 
 import pgq_teach as pgq
-from helpers import counts, job_row, recording_handler, runs_per_job, seed, wait_for
+from helpers import Running, counts, job_row, recording_handler, runs_per_job, seed, wait_for
 from pgq_teach.statements import run
 
 TESTS = Path(__file__).resolve().parent
 SECOND = "import json, sys; from helpers import serve_recording_worker; serve_recording_worker(json.loads(sys.argv[1]))"  # noqa: E501 (the input under test, kept on one line)
-
-
-class Running:
-    """A Worker on a thread; join() stops it and raises any error it hit."""
-
-    def __init__(self, worker, **kwargs):
-        self.worker, self.error = worker, None
-        self.thread = threading.Thread(target=self._go, kwargs=kwargs, daemon=True)
-        self.thread.start()
-
-    def _go(self, **kwargs):
-        try:
-            self.worker.run(**kwargs)
-        except BaseException as exc:
-            self.error = exc
-
-    def join(self, timeout=15):
-        self.worker.stop()
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "worker did not stop"
-        if self.error:
-            raise self.error
 
 
 def second_process(
@@ -130,7 +108,7 @@ def test_a_terminated_heartbeat_session_is_replaced_and_the_job_runs_once(db, co
         assert pid is not None and run(conn, "lab/terminate_backend", {"pid": pid}).fetchone()[0]
         assert wait_for(lambda: job_row(conn, job_id)["status"] == "done", 15)
     finally:
-        running.join()
+        running.join(15)
     finish(second)
     assert runs_per_job(conn) == {job_id: ["first"]}
     assert job_row(conn, job_id)["attempts"] == 1
@@ -155,7 +133,7 @@ def test_a_handler_sees_that_its_job_was_fenced_while_it_ran(db, conn):
         assert run(conn, "lab/fence_job", {"id": job_id, "lease": "1 minute"}).fetchone()
         assert wait_for(lambda: "still_mine" in seen, 10)
     finally:
-        running.join()
+        running.join(15)
     assert seen == {"lost": True, "still_mine": False}
     report = worker.report
     assert report.leases_lost == 1 and report.fenced == 1 and report.done == 0
@@ -200,7 +178,7 @@ def test_one_notification_wakes_one_claim_in_a_pool_and_every_worker_otherwise(d
             time.sleep(0.5)  # any straggling wake-up and claim lands
         finally:
             for r in started:
-                r.join()
+                r.join(15)
         seen[name] = (
             sum(w.report.wakeups for w in workers),
             sum(w.report.claims - c for w, (c, _) in zip(workers, before, strict=True)),
@@ -362,7 +340,7 @@ def test_a_job_is_given_up_before_its_lease_ends_while_a_beat_is_stuck(db, conn)
                 ends = job_row(conn, job_id)["leased_until"]  # the lease the claim or a beat wrote
                 raise psycopg.Rollback()  # the fence never happened
     finally:
-        running.join()
+        running.join(15)
     assert seen["lost"] and seen["job"].lost_at < ends.timestamp()
     assert worker.report.beat_failures == 0 and worker.report.leases_lost == 1
     assert worker.report.renewals_skipped >= 1  # the beats ran, and left its row alone

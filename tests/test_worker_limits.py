@@ -203,3 +203,32 @@ def test_eight_processes_share_one_rate_limit_and_waiting_for_a_token_spends_no_
 def test_bad_limits_are_refused_before_anything_runs(settings, message):
     with pytest.raises(pgq.BadInput, match=message):
         pgq.Worker("postgresql:///no-such-database?host=/nonexistent", {"k": print}, **settings)
+
+
+def test_a_session_broken_while_it_waits_for_a_token_leaves_no_lease_renewed_for_ever(db, conn):
+    """The claim commits, then the work session is ended while it waits for the bucket's row:
+    the jobs it claimed never reach an executor. The Worker must stop renewing their leases,
+    so the reaper takes them back and the job runs (the fault run once left one job running,
+    its lease renewed, for the whole of a 132 s drain)."""
+    kinds.take_tokens(conn, "k", 100, 0)  # the bucket's row exists, so the holder can lock it
+    job_id = pgq.enqueue(conn, "k", {})
+    ran = []
+    with db.connection() as holder:
+        holder.execute("BEGIN")
+        run(holder, "lab/bucket_hold", {"kind": "k"})
+        worker = pgq.Worker(
+            db.dsn, {"k": lambda job: ran.append(job.id)}, rate_limits={"k": 100}, lease=1, poll=0.05
+        )
+        running = Running(worker)
+        try:
+            assert wait_for(lambda: run(conn, "lab/waiting_on_lock").fetchone() is not None, 30)
+            assert job_row(conn, job_id)["status"] == "running"  # the claim committed
+            [pid, _, query] = run(conn, "lab/waiting_on_lock").fetchone()
+            assert "rate_limits" in query  # the Worker's take of tokens, not something else
+            run(conn, "lab/terminate_backend", {"pid": pid})
+            holder.execute("COMMIT")
+            assert wait_for(lambda: job_row(conn, job_id)["status"] == "done", 30), job_row(conn, job_id)
+        finally:
+            running.join()
+    assert ran == [job_id]
+    assert job_row(conn, job_id)["attempts"] == 2  # the broken claim's try, then the one that ran

@@ -105,7 +105,14 @@ class Producer:
                 self._reap(conn, force=True)
                 jobs = self._claim_and_hold(conn, batch)
                 empty += not jobs
-            jobs = self.gate.sort(conn, jobs)  # those without a token, or of a paused kind, go back
+            try:
+                jobs = self.gate.sort(conn, jobs)  # those without a token, or of a paused kind, go back
+            except BaseException:
+                # The claim committed, but these jobs will reach no executor: renew them no more,
+                # so their leases end and the reaper takes them back (else the beat would keep
+                # them running for ever). A hand-back that committed first is fenced off already.
+                self.leases.release(jobs)
+                raise
         # Counted once the round is over, before any "claimed" event: a count that rises after
         # a watcher saw one (lesson 07's latency lab) means run() has stopped looking until its
         # next poll or notification (run(until_idle=True) looks again at each finished batch).

@@ -83,22 +83,19 @@ def test_fault_run_loses_nothing_and_fences_every_stale_completion(alone_db):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "open bug (issue 46): in one CI run of 2 one job was still running when the drain "
-        "timeout ended the run (132 s with nothing done, 12,389 hand-backs), and the final "
-        "reaper pass spent its one try: done 1,499, dead 1. Every invariant held; the cause is "
-        "not found yet. Kept running, so its report still shows, until it is fixed."
-    ),
-)
 def test_fault_run_with_job_timeouts_and_a_shared_rate_limit_keeps_every_invariant(alone_db):
     """The fault run again, with each worker's job timeout shorter than the long jobs' first
     claim (so each of them is failed at its timeout once, announced lost, and retried) and
     one rate limit for the whole fleet, below the rate at which the faults' bursts bring
     jobs back: every invariant of the plain run still holds."""
     db = alone_db
-    settings = faults.FaultSettings(jobs=1_500, workers=4, seconds=20, lease=1.5, timeout=1.8, rate_limit=60)
+    # Every 5th job is long, so half of them (the odd ones) are not fragile: with a job timeout a
+    # long job works long on its first try only and never when fragile (one try: its timeout
+    # would kill it, and each requeue bring it back to time out again), and with every 10th
+    # all the long jobs were fragile, every 2nd, so only a frozen worker ever timed out.
+    settings = faults.FaultSettings(
+        jobs=1_500, workers=4, seconds=20, lease=1.5, timeout=1.8, rate_limit=60, long_every=5
+    )
     report = faults.run_faults(db, settings)
     print("\n" + report.summary())
     assert report.violations == [], report.summary()
@@ -106,7 +103,9 @@ def test_fault_run_with_job_timeouts_and_a_shared_rate_limit_keeps_every_invaria
     assert report.running_at_end == 0 and report.run_twice_while_held == 0
     assert report.duplicate_effects == 0 and report.done_without_effect == 0
     assert report.stale_done_accepted == 0 and report.overwrites == 0 and report.jobs_done_twice == 0
-    assert report.timed_out_of_survivors >= 1, "no job timed out: the timeout went untested"
+    # 150 long jobs can time out; 67, 91 and 102 did in three runs here. A first try that a
+    # kill, a freeze or a pause of the kind cuts short never reaches its timeout.
+    assert report.timed_out >= 20, "too few long jobs timed out: the timeout went untested"
     assert report.handed_back_of_survivors >= 1, "no job waited for a token: the limit went untested"
     assert report.crashes == []
     assert fault_children() == []

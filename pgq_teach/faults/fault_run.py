@@ -88,7 +88,7 @@ class FaultReport(RunReport):
     claims_not_completing: int = 0
     longest_overdue: float = 0.0
     reconnects_of_survivors: int = 0
-    timed_out_of_survivors: int = 0  # jobs failed at their job timeout (settings.timeout)
+    timed_out: int = 0  # jobs failed at their job timeout (settings.timeout), by every worker
     handed_back_of_survivors: int = 0  # jobs handed back for want of a token (settings.rate_limit)
     drain_seconds: float = 0.0
 
@@ -145,10 +145,10 @@ class FaultReport(RunReport):
         timeout = f"{s.timeout:g} s" if s.timeout is not None else "none"
         rate = f"{s.rate_limit:g} jobs/s" if s.rate_limit is not None else "none"
         return [
-            f"  per kind: job timeout {timeout} ({tables.count(self.timed_out_of_survivors, 'job')} "
-            f"timed out), shared rate limit {rate} "
-            f"({tables.count(self.handed_back_of_survivors, 'job')} handed back), "
-            "counted by the workers alive at the end"
+            f"  per kind: job timeout {timeout} ({tables.count(self.timed_out, 'job')} timed out, "
+            f"noted by every worker), shared rate limit {rate} "
+            f"({tables.count(self.handed_back_of_survivors, 'job')} handed back, "
+            "counted by the workers alive at the end)"
         ]
 
 
@@ -179,7 +179,7 @@ def run_faults(
     report.elapsed, report.crashes = fleet.elapsed, fleet.crashes
     report.processes_started = fleet.pool.started
     report.reconnects_of_survivors = sum(r.get("reconnects", 0) for r in fleet.survivor_reports)
-    report.timed_out_of_survivors = sum(r.get("timed_out", 0) for r in fleet.survivor_reports)
+    report.timed_out = fleet.timed_out
     report.handed_back_of_survivors = sum(r.get("handed_back", 0) for r in fleet.survivor_reports)
     try:
         # One more reaper pass, once every lease has run out: nothing may be left.

@@ -137,6 +137,9 @@ def _serve(spec: dict) -> None:
     # a moment later, and a write never waits out a restart on the thread that gives leases up.
     lost_log = open(spec["lost"], "a", buffering=1, encoding="utf-8")  # a line at a time
     lost_lock = threading.Lock()  # the heartbeat, the lease clock and the executors all write
+    # Jobs failed at their job timeout, a line each, likewise kept through a SIGKILL: a worker
+    # killed later still counts the timeouts it enforced.
+    timeout_log = open(spec["timeouts"], "a", buffering=1, encoding="utf-8")
 
     def handle(job):
         started.add((job.id, job.fence_token))
@@ -145,9 +148,13 @@ def _serve(spec: dict) -> None:
             {"job_id": job.id, "attempts": job.attempts, "fence_token": job.fence_token, "worker": name},
         )
         # Longer than the lease: only the heartbeat keeps it. With a job timeout shorter than
-        # that, on the job's first claim only (fencing tokens never repeat): the timeout fails
-        # it once, and its retry finishes.
-        if long_every and job.payload["n"] % long_every == 0 and not (timeout and job.fence_token > 1):
+        # that, on the job's first try only, and never on a fragile job (one try only): the
+        # timeout fails it once, and its retry finishes. Counted in tries, not claims: a claim
+        # handed back for want of a token gives its try back, so "first claim" (fencing token
+        # 1) missed most long jobs under the rate limit. A fragile job's timeout kills it, the
+        # requeue gives it try 1 again, and it would time out for ever.
+        first_try = job.attempts == 1 and job.max_attempts > 1
+        if long_every and job.payload["n"] % long_every == 0 and (not timeout or first_try):
             time.sleep(1.5 * spec["lease"])
         else:
             time.sleep(rng.uniform(low, high) / 1000)
@@ -162,6 +169,10 @@ def _serve(spec: dict) -> None:
             line = json.dumps([job.id, job.attempts, job.fence_token, job.lost_at or time.time()])
             with lost_lock:
                 lost_log.write(line + "\n")
+            return
+        if job is not None and event == "timed_out":
+            with lost_lock:
+                timeout_log.write(f"{job.id}\n")
             return
         if job is None or event not in OUTCOMES:
             return
@@ -208,6 +219,7 @@ def _serve(spec: dict) -> None:
     report = worker.run()
     ledger.close()
     lost_log.close()
+    timeout_log.close()
     Path(spec["report"]).write_text(
         json.dumps(
             {
@@ -293,6 +305,7 @@ class Pool:
             "dsn": self.db.dsn,
             "report": str(report),
             "lost": str(self.folder / f"{name}.lost"),
+            "timeouts": str(self.folder / f"{name}.timeouts"),
             "seed": self.started,
         }
         with open(log, "wb") as out:
@@ -516,6 +529,7 @@ class Fleet:
         self.pool = Pool(db, self.folder, settings)
         self.began = time.monotonic()
         self.elapsed = 0.0
+        self.timed_out = 0  # jobs failed at their job timeout, by every worker: counted on leaving
 
     def __enter__(self) -> Fleet:
         return self
@@ -525,11 +539,16 @@ class Fleet:
             self.pool.stop_all()
             if exc[0] is None:  # a run that failed is not judged
                 self.load_lost()
+                self.timed_out = self._timeouts_noted()
         finally:
             self.elapsed = time.monotonic() - self.began
             shutil.rmtree(self.folder, ignore_errors=True)
             self.session.close()
         return False
+
+    def _timeouts_noted(self) -> int:
+        """Jobs failed at their job timeout, by every worker of the run (killed ones included)."""
+        return sum(len(path.read_text(encoding="utf-8").split()) for path in self.folder.glob("*.timeouts"))
 
     def load_lost(self) -> None:
         """Put the claims the workers noted as lost (one JSON line each in their .lost files,

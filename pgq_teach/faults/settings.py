@@ -93,8 +93,8 @@ class FaultSettings(RunSettings):
     half leases, so only its heartbeat keeps it; every `beat_kill_every`
     seconds one worker's heartbeat session is ended. `timeout`: each worker's
     job timeout; with one, a long job works its one and a half leases on its
-    first claim only, so a timeout shorter than that fails it once and its
-    retry finishes. `rate_limit`: one shared rate limit for the whole fleet."""
+    first try only (and a fragile one never), so a timeout shorter than that
+    fails it once and its retry finishes. `rate_limit`: one shared rate limit for the whole fleet."""
 
     jobs: int = 2_000
     workers: int = 4

@@ -21,49 +21,46 @@ OnEvent = Callable[[str, queue.Job | None], None]
 
 @dataclass
 class WorkerReport:
-    """What one Worker did: jobs claimed, done, retried (failed, ready again
-    after a backoff), dead and fenced (an outcome the fence refused, or a
-    job not started because the process no longer held it; an outcome that
-    committed as the connection broke counts as what it did, unless a newer
-    claim or a requeue changed the job before it was sent again); jobs reaped and
-    reaper passes (a pass may reap nothing); claim statements and the empty
-    ones (counted when the claim, and any reap and second claim after it, are
-    over); wake-ups (notifications that ended a wait), polls and reconnects;
-    heartbeat statements, failed beats (a beat's statement that failed, or
-    that its session's lock or statement timeout ended), renewals skipped (a
-    held job a beat or check left unrenewed because another session held its
-    row: still held, not lost), and leases lost (held jobs a beat or
-    check found fenced, or given up at their lease's end; not counted for an
-    outcome on its way then, or one that may have committed, which is counted
-    as above); jobs timed out (failed at their job timeout: limits.py), and
-    executors stuck now (still running a handler whose job timed out); jobs
-    handed back without spending a try (no token for their kind's rate
-    limit, or their kind paused), and pauses (a kind paused after failures
-    in a row; `last_pause` says which, for how long)."""
+    """What one Worker did, one count per field. Every field is written by the
+    Worker's threads through `Reporter`, under its lock; `Worker.report` is
+    this object itself, read without that lock, so while the Worker runs each
+    field is as of a moment ago."""
 
-    claimed: int = 0
-    done: int = 0
-    retried: int = 0
-    dead: int = 0
+    claimed: int = 0  # jobs its claims returned
+    done: int = 0  # jobs whose completion committed
+    retried: int = 0  # jobs failed and ready again after a backoff
+    dead: int = 0  # jobs failed on their last try
+    # Outcomes the fence refused, and jobs not started because this process no longer held
+    # them. An outcome that committed as the connection broke counts as what it did, unless a
+    # newer claim or a requeue changed the job before it was sent again.
     fenced: int = 0
-    reaped: int = 0
-    reaper_passes: int = 0
-    claims: int = 0
+    reaped: int = 0  # jobs its reaper passes put back (or killed on their last try)
+    reaper_passes: int = 0  # reaper statements run; a pass may reap nothing
+    claims: int = 0  # claim statements run
+    # Claim statements that returned nothing, counted when the claim, and any reap and second
+    # claim after it, are over.
     empty_claims: int = 0
-    wakeups: int = 0
-    polls: int = 0
-    reconnects: int = 0
-    beats: int = 0
+    wakeups: int = 0  # notifications that ended a wait
+    polls: int = 0  # waits that ended at the poll interval
+    reconnects: int = 0  # fresh work connections after a broken one
+    beats: int = 0  # heartbeat statements that ran
+    # Beats whose statement failed, or that its session's lock or statement timeout ended.
     beat_failures: int = 0
+    # Held jobs a beat or check left unrenewed because another session held the row: still
+    # held, not lost.
     renewals_skipped: int = 0
+    # Held jobs a beat or check found fenced, or given up at their lease's end. Not counted
+    # for an outcome on its way then, or one that may have committed (counted as above).
     leases_lost: int = 0
-    timed_out: int = 0
-    stuck: int = 0
+    timed_out: int = 0  # jobs failed at their job timeout (limits.py)
+    stuck: int = 0  # executors now running a handler whose job timed out
+    # Jobs handed back without spending a try: no token for their kind's rate limit, or
+    # their kind paused.
     handed_back: int = 0
-    pauses: int = 0
-    last_pause: str | None = None
-    last_error: str | None = None
-    done_ids: list[int] = field(default_factory=list)
+    pauses: int = 0  # kinds paused after failures in a row
+    last_pause: str | None = None  # which kind the last pause stopped, and for how long
+    last_error: str | None = None  # the last error a thread hit, a broken connection included
+    done_ids: list[int] = field(default_factory=list)  # the ids of the jobs done, in order
 
 
 def error_line(exc: BaseException) -> str:

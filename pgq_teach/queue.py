@@ -611,11 +611,22 @@ def reap(conn: psycopg.Connection) -> int:
 
 def requeue_dead(conn: psycopg.Connection, kind: str | None = None) -> int:
     """Put dead jobs (of one kind, or all) back to ready with fresh attempts.
-    Their fencing tokens stay, so claims from before the requeue stay fenced."""
+    Their fencing tokens stay, so claims from before the requeue stay fenced.
+    A dead job whose unique key a live job holds stays dead (the live one does
+    its work), and of dead jobs sharing a key only the newest comes back."""
     if kind is not None:
         checks.job_kind(kind)
-    with conn.transaction():
-        return len(run(conn, "requeue_dead", {"kind": kind}).fetchall())
+    tries = 1
+    while True:
+        try:
+            with conn.transaction():
+                return len(run(conn, "requeue_dead", {"kind": kind}).fetchall())
+        except psycopg.errors.UniqueViolation:
+            # A job with one of these keys was enqueued and committed while the statement
+            # ran: run it again, and the new job's key keeps its dead twin dead.
+            if tries == UNIQUE_TRIES:
+                raise
+            tries += 1
 
 
 def cleanup_batches(conn: psycopg.Connection, batch: int = 5000) -> Iterator[tuple[int, int]]:

@@ -42,6 +42,35 @@ def test_another_kind_with_the_same_key_is_kept(conn):
     assert counts(conn) == {"ready": 2}
 
 
+def dead(conn, kind: str, key: str) -> int:
+    """A job of `kind` holding `key`, failed on its one try: dead, so its key is free again
+    (call it with no other job ready: the claim takes the oldest)."""
+    job_id = queue.enqueue(conn, kind, {}, unique_key=key, max_attempts=1)
+    [job] = queue.claim(conn)
+    queue.fail(conn, job, RuntimeError("the partner is down"))
+    assert job_row(conn, job_id)["status"] == "dead"
+    return job_id
+
+
+def test_a_requeue_leaves_dead_a_job_whose_key_a_live_job_holds_and_requeues_the_rest(conn):
+    """A dead job's key is free, so a new job may take it; requeuing the dead one then would
+    break the unique index and, as one statement, requeue nothing at all."""
+    old = dead(conn, "send_receipt", "order-1")
+    other = dead(conn, "send_receipt", "order-2")
+    plain = dead(conn, "call_webhook", "order-1")  # another kind's key: free to come back
+    live = queue.enqueue(conn, "send_receipt", {}, unique_key="order-1")
+    assert queue.requeue_dead(conn) == 2
+    assert job_row(conn, old)["status"] == "dead"  # the live job does its work
+    assert [job_row(conn, i)["status"] for i in (live, other, plain)] == ["ready"] * 3
+
+
+def test_of_two_dead_jobs_with_one_key_the_requeue_brings_back_the_newest(conn):
+    first = dead(conn, "send_receipt", "order-1")
+    second = dead(conn, "send_receipt", "order-1")
+    assert queue.requeue_dead(conn, "send_receipt") == 1
+    assert (job_row(conn, first)["status"], job_row(conn, second)["status"]) == ("dead", "ready")
+
+
 def test_on_conflict_raise_carries_the_live_job_and_leaves_the_caller_s_transaction_usable(conn):
     first = queue.enqueue(conn, "send_receipt", {}, unique_key="order-1")
     with conn.transaction():

@@ -338,3 +338,27 @@ def test_clean_all_leaves_a_folder_named_like_the_broker_store_that_is_not_it(tm
     assert done.stderr.count("\n") == 1 and "not lesson 11's broker store" in done.stderr, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pg18-nats"]  # no data folder made
     assert {p.name: p.read_text(encoding="utf-8") for p in store.iterdir()} == {n: f"mine: {n}" for n in held}
+
+
+@pytest.mark.parametrize(
+    "held",
+    [["notes.txt"], ["data/thesis.tex"], ["template/notes.txt", ".lock"], ["data/PG_VERSION", "mine.txt"]],
+)
+def test_clean_all_leaves_a_folder_named_like_the_checkers_that_is_not_it(tmp_path, held):
+    """$PGQ_DATA_DIR-checker holding anything the checker does not write there: one line,
+    exit 2, before anything runs, every file kept."""
+    folder = tmp_path / "pg18"
+    checker = tmp_path / "pg18-checker"
+    for name in held:
+        (checker / name).parent.mkdir(parents=True, exist_ok=True)
+        (checker / name).write_text(f"mine: {name}", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PGQ_DSN"}
+    env.update(PGQ_DATA_DIR=str(folder), PGQ_HOME=str(tmp_path / "home"), PGQ_BACKEND="embedded")
+    done = clean("--all", "--yes", env=env)
+    assert done.returncode == 2 and done.stdout == "", (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and "is not the checker's folder" in done.stderr, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pg18-checker"]  # no data folder made
+    kept = {
+        str(p.relative_to(checker)): p.read_text(encoding="utf-8") for p in checker.rglob("*") if p.is_file()
+    }
+    assert kept == {n: f"mine: {n}" for n in held}

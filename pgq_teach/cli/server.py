@@ -211,6 +211,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
     the_broker = broker.Broker()
     if args.all:  # what --all would remove is checked first: a refusal leaves everything as it was
         embedded.refuse_a_folder_not_postgresqls(folder)
+        embedded.refuse_a_checker_folder_not_ours(embedded.checker_folder())
         if not the_broker.is_course_store():
             raise BadInput(
                 f"--all would remove {the_broker.store}, and it is not lesson 11's broker store "

@@ -377,6 +377,30 @@ def checker_folder() -> Path:
     return base.with_name(f"{base.name}-checker")
 
 
+def refuse_a_checker_folder_not_ours(folder: Path) -> None:
+    """SetupError (one line) if `folder`, where the checker's folder would be, holds anything
+    the checker does not write there (a folder of the learner's named <data folder>-checker,
+    say): `clean --all` removes the checker's folder whole, so it must be ours."""
+    if not folder.exists():
+        return
+    if folder.is_dir() and not folder.is_symlink() and all(map(_checkers_own, folder.iterdir())):
+        return
+    raise SetupError(
+        f"{folder} is not the checker's folder (it holds files the checker does not write "
+        "there), so pgq-teach leaves it alone: move it away first"
+    )
+
+
+def _checkers_own(entry: Path) -> bool:
+    """Whether an entry of the checker's folder is one the checker writes: its lock file, and
+    its template and running copy, each a PostgreSQL cluster (or empty, if cut short)."""
+    if entry.name == ".lock":
+        return entry.is_file() and not entry.is_symlink()
+    if entry.name not in ("data", "template") or entry.is_symlink() or not entry.is_dir():
+        return False
+    return (entry / "PG_VERSION").is_file() or not any(entry.iterdir())
+
+
 def checker_data() -> Path:
     """The running checker's cluster (a copy of the template)."""
     return checker_folder() / "data"

@@ -232,3 +232,12 @@ def test_a_session_broken_while_it_waits_for_a_token_leaves_no_lease_renewed_for
             running.join()
     assert ran == [job_id]
     assert job_row(conn, job_id)["attempts"] == 2  # the broken claim's try, then the one that ran
+
+
+def test_run_until_idle_waits_for_the_jobs_it_handed_back(db, conn):
+    """A kind's first take finds its bucket empty, so the first claim hands its jobs back; they
+    are not due for a moment, but run(until_idle=True) counts them as due and does them."""
+    ids = pgq.enqueue_many(conn, "k", [{"n": n} for n in range(3)])
+    report = pgq.Worker(db.dsn, {"k": lambda job: None}, rate_limits={"k": 50}, poll=5).run(until_idle=True)
+    assert report.handed_back >= 1  # the empty bucket sent the first claim's jobs back
+    assert report.done == 3 and all(job_row(conn, job_id)["status"] == "done" for job_id in ids)

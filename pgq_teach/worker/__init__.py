@@ -214,7 +214,8 @@ class Worker:
 
     def run(self, *, until_idle: bool = False) -> WorkerReport:
         """Work until stopped (or, with until_idle, until nothing is due and
-        every executor is idle)."""
+        every executor is idle; jobs this Worker handed back, for want of a
+        token or while their kind is paused, count as due: it waits for them)."""
         self._start()
         self._work.open()  # while the listener opens its own
         self._listener.listening.wait(5)  # claim after LISTEN, so no notification falls between

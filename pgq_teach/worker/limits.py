@@ -173,6 +173,10 @@ class Gate:
         # token. Claiming thread only.
         self._dry = 0
 
+    def waiting(self) -> bool:
+        """Whether jobs handed back here are to be claimed again (look_again_at is set)."""
+        return self.look_again_at != float("inf")
+
     def record(self, job: queue.Job, ok: bool) -> None:
         """A handler's outcome (a timeout is a failure): count the kind's failures in a row."""
         with self._lock:

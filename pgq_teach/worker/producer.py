@@ -60,7 +60,8 @@ class Producer:
 
     def loop(self, *, until_idle: bool) -> None:
         """Work until stopped (or, with until_idle, until nothing is due and
-        every executor is idle)."""
+        every executor is idle; jobs this Worker handed back, for want of a
+        token or while their kind is paused, count as due: it waits for them)."""
         backoff = 0.2
         maybe_more = True  # the queue may hold due jobs: claim when an executor is free
         poll_at = time.monotonic() + self.settings.poll
@@ -78,7 +79,7 @@ class Producer:
                     maybe_more = got == asked
                     if got:
                         continue
-                if until_idle and self.idle():
+                if until_idle and self.idle() and not self.gate.waiting():
                     break
                 if self._wait_for_news(poll_at, self.gate.look_again_at):
                     maybe_more = True

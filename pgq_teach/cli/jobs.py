@@ -7,11 +7,12 @@ import argparse
 import random
 import sys
 import time
+from typing import Any
 
 from .. import checks, kinds, queue, tables
 from ..databases import course_labels, database_name, existing_database, open_database
 from ..errors import BadInput
-from ..worker import Worker
+from ..worker import Worker, WorkerSettings
 from .common import Subcommands, say, typed
 
 DEFAULT_DB = "shop"
@@ -39,6 +40,14 @@ def add_enqueue(sub: Subcommands) -> None:
         type=typed(int),
         help="tries before the job goes dead (default: the kind's in job_kinds, else 5)",
     )
+    enq.add_argument(
+        "--priority", type=typed(int), default=0, help="0 (first, the default) to 9, for --priorities workers"
+    )
+    enq.add_argument("--tenant", help="whose line the job joins in a --fair worker's claim")
+    enq.add_argument(
+        "--unique-key",
+        help="while a ready or running job of this kind holds the key, add nothing and name that job",
+    )
     _db_option(enq)
     enq.set_defaults(func=cmd_enqueue)
 
@@ -51,10 +60,28 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     delay = checks.delay("--delay", args.delay)
     if args.max_attempts is not None:
         checks.whole_number("--max-attempts", args.max_attempts, 1, queue.MAX_ATTEMPTS)
+    priority, tenant = checks.priority(args.priority), checks.tenant(args.tenant)
+    unique_key = checks.unique_key(args.unique_key)
     db = open_database(args.db)
     say(db.server.line())
     with db.connection() as conn:
-        job_id = queue.enqueue(conn, args.kind, payload, run_at=delay, max_attempts=args.max_attempts)
+        try:
+            job_id = queue.enqueue(
+                conn,
+                args.kind,
+                payload,
+                run_at=delay,
+                max_attempts=args.max_attempts,
+                priority=priority,
+                tenant=tenant,
+                unique_key=unique_key,
+                on_conflict="raise",
+            )
+        except queue.Duplicate as held:
+            say(
+                f"job {held.job_id} ({args.kind}) already holds unique key {held.unique_key!r}: nothing added"
+            )
+            return 0
     say(f"enqueued job {job_id} ({args.kind}) in database {db.name}")
     return 0
 
@@ -85,6 +112,26 @@ def add_worker(sub: Subcommands) -> None:
     )
     wrk.add_argument("--poll", type=typed(float), default=5.0, help="fallback poll in seconds")
     wrk.add_argument("--until-idle", action="store_true", help="exit when nothing is due")
+    wrk.add_argument(
+        "--priorities", action="store_true", help="claim the smallest priority with due work first"
+    )
+    wrk.add_argument(
+        "--fair", action="store_true", help="claim one job per tenant before any tenant's second"
+    )
+    wrk.add_argument(
+        "--per-tenant", type=typed(int), help="with --fair: most running jobs per tenant, fleet-wide"
+    )
+    wrk.add_argument(
+        "--timeout",
+        type=typed(float),
+        help="job timeout in seconds (default: each kind's in job_kinds, or none)",
+    )
+    wrk.add_argument(
+        "--rate",
+        action="append",
+        metavar="KIND=PER_SECOND",
+        help="a rate limit shared by every worker, for example call_webhook=50 (repeatable)",
+    )
     _db_option(wrk)
     wrk.set_defaults(func=cmd_worker)
 
@@ -98,20 +145,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
     checks.whole_number("--batch", args.batch, 1, queue.MAX_BATCH)
     checks.seconds("--poll", args.poll, 0.001, 86_400)
     checks.whole_number("--concurrency", args.concurrency, 1, 1_000)
+    handle = demo_handler(args.sleep_ms, args.fail_rate)
+    kinds = args.kind or ["send_receipt", "build_invoice", "call_webhook"]
+    options = _worker_options(args)
+    WorkerSettings(dsn="", handlers={k: handle for k in kinds}, **options)  # every option checked first
     if checks.whole_number("--processes", args.processes, 1, 64) > 1:
         return _worker_processes(args)
     db = open_database(args.db)
     say(db.server.line())
-    handle = demo_handler(args.sleep_ms, args.fail_rate)
-    kinds = args.kind or ["send_receipt", "build_invoice", "call_webhook"]
-    worker = Worker(
-        db.dsn,
-        {k: handle for k in kinds},
-        concurrency=args.concurrency,
-        lease=args.lease,
-        batch=args.batch,
-        poll=args.poll,
-    )
+    worker = Worker(db.dsn, {k: handle for k in kinds}, **options)
     worker.stop_on_sigterm()
     say(
         f"worker on {db.name} for {', '.join(kinds)}, {tables.count(args.concurrency, 'executor')}; "
@@ -126,6 +168,32 @@ def cmd_worker(args: argparse.Namespace) -> int:
         f"dead {report.dead}, fenced {report.fenced}, reconnects {report.reconnects}"
     )
     return 0
+
+
+def _worker_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The Worker's keywords from the command line (WorkerSettings checks them)."""
+    return {
+        "concurrency": args.concurrency,
+        "lease": args.lease,
+        "batch": args.batch,
+        "poll": args.poll,
+        "priorities": args.priorities,
+        "fair": args.fair,
+        "per_tenant": args.per_tenant,
+        "timeout": args.timeout,
+        "rate_limits": dict(_rate(text) for text in args.rate or []),
+    }
+
+
+def _rate(text: str) -> tuple[str, float]:
+    """`KIND=PER_SECOND` from --rate."""
+    kind, sep, rate = text.partition("=")
+    if not sep:
+        raise BadInput(f"--rate takes KIND=PER_SECOND, for example call_webhook=50, got {text!r}")
+    try:
+        return checks.job_kind(kind), float(checks.number_text(rate, float))
+    except ValueError as exc:
+        raise BadInput(f"--rate {text}: {exc}") from None
 
 
 def demo_handler(sleep_ms: int, fail_rate: float):
@@ -148,7 +216,13 @@ def _worker_processes(args: argparse.Namespace) -> int:
     argv = ["worker", "--db", args.db, "--sleep-ms", str(args.sleep_ms), "--fail-rate", str(args.fail_rate)]
     argv += ["--lease", str(args.lease), "--batch", str(args.batch), "--poll", str(args.poll)]
     argv += ["--concurrency", str(args.concurrency)] + (["--until-idle"] if args.until_idle else [])
-    argv += [f"--kind={kind}" for kind in args.kind or []]
+    argv += [f"--kind={kind}" for kind in args.kind or []] + [f"--rate={rate}" for rate in args.rate or []]
+    argv += ["--priorities"] * args.priorities + ["--fair"] * args.fair
+    argv += [
+        f"--{name.replace('_', '-')}={value}"
+        for name in ("per_tenant", "timeout")
+        if (value := getattr(args, name)) is not None
+    ]
     children = [
         subprocess.Popen([sys.executable, "-m", "pgq_teach.cli", *argv]) for _ in range(args.processes)
     ]

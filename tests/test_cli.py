@@ -70,6 +70,8 @@ def test_server_start_prints_the_backend_line(pg):
         (["worker", "--rate", "call_webhook"], {}, "--rate takes KIND=PER_SECOND"),
         (["worker", "--rate", "call_webhook=fast"], {}, "--rate call_webhook=fast"),
         (["worker", "--rate", "invoice=5"], {}, "rate_limits names kind 'invoice'"),
+        (["fault-run", "--timeout", "0"], {}, "--timeout must be a number of seconds"),
+        (["fault-run", "--rate-limit", "-1"], {}, "--rate-limit must be"),
     ],
 )
 def test_bad_input_is_one_clear_line_not_a_traceback(args, env, says):

@@ -25,7 +25,7 @@ def add_fault_run(sub: Subcommands) -> None:
     )
     names = (
         "jobs workers seconds lease kill_every terminate_every pause_every requeue_every restart "
-        "concurrency batch long_every beat_kill_every"
+        "concurrency batch long_every beat_kill_every timeout rate_limit"
     )
     _run_options(tor, FaultSettings, "fault_run", names)
     tor.set_defaults(func=cmd_fault_run)
@@ -90,7 +90,11 @@ RUN_OPTIONS = {
     "batch": "jobs each executor is handed per claim",
     "long_every": "every Nth job works 1.5 leases, kept only by its heartbeat (0: none)",
     "beat_kill_every": "seconds between heartbeat sessions ended",
+    "timeout": "each worker's job timeout in seconds; long jobs then time out on their first try",
+    "rate_limit": "jobs per second, one rate limit shared by the whole fleet",
 }
+# The run's type for a setting whose default is None (off): given, it is a number.
+OFF_BY_DEFAULT = {"timeout": float, "rate_limit": float}
 
 
 def _run_options(sp: argparse.ArgumentParser, settings: type[RunSettings], label: str, names: str) -> None:
@@ -103,9 +107,12 @@ def _run_options(sp: argparse.ArgumentParser, settings: type[RunSettings], label
         if isinstance(default, bool):  # on by default: --no-NAME turns it off
             sp.add_argument(f"--no-{name}", dest=name, action="store_false", help=RUN_OPTIONS[name])
             continue
-        shown = f"{default:,}" if isinstance(default, int) else f"{default:g}"
+        if default is None:
+            shown, kind = "none", OFF_BY_DEFAULT[name]
+        else:
+            shown, kind = (f"{default:,}" if isinstance(default, int) else f"{default:g}"), type(default)
         flag, text = f"--{name.replace('_', '-')}", f"{RUN_OPTIONS[name]} (default {shown})"
-        sp.add_argument(flag, type=typed(type(default)), default=argparse.SUPPRESS, help=text)
+        sp.add_argument(flag, type=typed(kind), default=argparse.SUPPRESS, help=text)
     sp.add_argument("--db", default=label, help=f"database label (default pgq_{label}; reset first)")
 
 

@@ -82,6 +82,9 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "serial: must run alone, after the rest (conftest.py SERIAL)")
+    config.addinivalue_line(
+        "markers", "alone: asks for the `alone` fixture: a server of its own in a parallel run (tests/conftest.py)"
+    )
     parallel = not hasattr(config, "workerinput") and (config.getoption("numprocesses", None) or 0)
     if parallel and config.getoption("serial") != "skip":
         raise pytest.UsageError(
@@ -202,7 +205,16 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 @pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True)  # before -m selects by them
 def pytest_collection_modifyitems(config, items):
+    """Mark the items that must run alone (serial) or on a server of their own (alone), so a run
+    can pick them with -m: .ci/run runs the rest of the library tests in parallel on one
+    PGQ_DSN server and these after, one at a time, on that same server."""
+    for item in items:
+        if is_serial(item):
+            item.add_marker("serial")
+        if "alone" in getattr(item, "fixturenames", ()):
+            item.add_marker("alone")
     wanted = config.getoption("serial")
     if wanted == "include":
         return

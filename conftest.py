@@ -83,7 +83,7 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "serial: must run alone, after the rest (conftest.py SERIAL)")
     config.addinivalue_line(
-        "markers", "alone: asks for the `alone` fixture: a server of its own in a parallel run (tests/conftest.py)"
+        "markers", "alone: uses the alone fixture, a server of its own in a parallel run (tests/conftest.py)"
     )
     parallel = not hasattr(config, "workerinput") and (config.getoption("numprocesses", None) or 0)
     if parallel and config.getoption("serial") != "skip":

@@ -9,7 +9,8 @@
 -- The failure rate is failed tries per try among the jobs that finished in
 -- the window (a done job's tries less one, a dead job's every try): jobs
 -- still retrying count once they finish, and attempts restarts at a requeue,
--- so a requeued job's earlier tries are not counted.
+-- so a requeued job's earlier tries are not counted. Each sum is coalesced: a
+-- window with no dead job (or no done one) has a NULL sum, and NULL + n is NULL.
 -- A kind appears if it has a ready, running or recently finished job, or a
 -- row in job_kinds.
 -- Safe: yes, read-only. Ready and running rows are read through their partial
@@ -38,8 +39,8 @@ finished AS (
            FILTER (WHERE status = 'done') AS done_p50,
          percentile_cont(0.99) WITHIN GROUP (ORDER BY finished_at - enqueued_at)
            FILTER (WHERE status = 'done') AS done_p99,
-         sum(attempts) FILTER (WHERE status = 'dead')
-           + sum(attempts - 1) FILTER (WHERE status = 'done') AS failed_tries,
+         coalesce(sum(attempts) FILTER (WHERE status = 'dead'), 0)
+           + coalesce(sum(attempts - 1) FILTER (WHERE status = 'done'), 0) AS failed_tries,
          sum(attempts) AS tries
   FROM jobs
   WHERE status IN ('done', 'dead') AND finished_at > now() - :'window'::interval

@@ -26,7 +26,9 @@ def test_a_hung_handler_keeps_its_lease_until_a_job_timeout_fails_it(db):
     first, last = r.readings[0], r.readings[-1]
     assert {x.status for x in r.readings} == {"running"} and r.beat_status == "running"
     assert last.at_s > r.lease_s  # still running past the lease its claim wrote
-    assert last.leased_until_s > first.leased_until_s and last.leased_until_s > last.at_s  # the beats moved it on
+    assert (
+        last.leased_until_s > first.leased_until_s and last.leased_until_s > last.at_s
+    )  # the beats moved it on
     assert r.alert_past_timeout and r.alert_age_s > r.timeout_s
     assert (r.timed_out_status, r.timed_out_attempts, r.handler_told) == ("ready", 1, True)
     assert r.timed_out_error.startswith("JobTimeout")

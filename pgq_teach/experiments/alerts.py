@@ -1,8 +1,9 @@
 """The alert that retries hid (lesson 10c): `jobs` invoices drained by a real Worker, `late` of
-which fail their first try (a partner's hiccup, spread out among the others) and are retried by the kind's policy in
-job_kinds, `backoff_base_s` x 2^1 later. Nothing dies, so the dead-jobs alert stays quiet;
-the enqueue-to-done p99 per kind (sql/stats_kinds.sql, through `kinds.stats`: from
-`enqueued_at`, which no retry moves, to `finished_at`) shows the late ones. p50 and p99 are
+which fail their first try (a partner's hiccup, spread out among the others) and are
+retried by the kind's policy in job_kinds, `backoff_base_s` x 2^1 later. Nothing dies, so
+the dead-jobs alert stays quiet; the enqueue-to-done p99 per kind (sql/stats_kinds.sql,
+through `kinds.stats`: from `enqueued_at`, which no retry moves, to `finished_at`) shows
+the late ones. p50 and p99 are
 the server's (percentile_cont), never worked out in Python.
 
 The knobs that make the result: `backoff_base_s` (how late a retried invoice is: with the
@@ -56,7 +57,8 @@ class LateResult(Result):
     def summary(self) -> str:
         lines = [
             f"{tables.count(self.jobs, 'invoice')}, {self.late} failing their first try, retried "
-            f"{tables.duration(self.first_retry_s)} later (backoff_base_s {self.backoff_base_s:g}):{self.stopped_note}",
+            f"{tables.duration(self.first_retry_s)} later (backoff_base_s {self.backoff_base_s:g}):"
+            + self.stopped_note,
             f"  the server's stats: {self.done:,} done, {self.dead} dead; enqueue-to-done "
             f"p50 {tables.duration(self.done_p50_s)}, p99 {tables.duration(self.done_p99_s)}; "
             f"{self.failure_rate:.1%} of tries failed",

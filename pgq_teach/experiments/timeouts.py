@@ -39,7 +39,9 @@ from .results import Comparison, Progress, Result, advice, finish, tell
 KIND = "hang"
 POLL_S = 0.05  # the Worker's poll: the lab's Worker looks for work often, so the runs stay short
 WAIT_S = 30.0  # the longest the lab waits for any one thing it expects to happen
-GUIDE_NO_TIMEOUT = advice("the worker", "the worker holds a job until its handler returns; the guide has no job timeout")
+GUIDE_NO_TIMEOUT = advice(
+    "the worker", "the worker holds a job until its handler returns; the guide has no job timeout"
+)
 
 
 @dataclass(frozen=True)
@@ -74,18 +76,40 @@ class HungResult(Result):
         """How far the heartbeat moved the lease's end during the watch."""
         return self.readings[-1].leased_until_s - self.readings[0].leased_until_s
 
+    @property
+    def past_first_lease_s(self) -> float:
+        """How long the job was still running after the end of the lease its claim wrote."""
+        return self.readings[-1].at_s - self.lease_s
+
     def comparison(self) -> list[Comparison]:
         return [
-            ("heartbeat alone: status after the watch", self.guess_cell, self.beat_status, "–"),
+            (
+                "heartbeat alone: running past its first lease by (s)",
+                self.guess_cell,
+                round(self.past_first_lease_s, 1),
+                "–",
+            ),
+            ("heartbeat alone: status after the watch", "–", self.beat_status, "–"),
             ("heartbeat alone: lease moved on by", "–", f"{self.lease_moved_s:.1f} s", "–"),
-            ("oldest running past its timeout (the alert)", "–", "yes" if self.alert_past_timeout else "no", "–"),
-            ("with a job timeout: status, tries", "–", f"{self.timed_out_status}, {self.timed_out_attempts}", "–"),
+            (
+                "oldest running past its timeout (the alert)",
+                "–",
+                "yes" if self.alert_past_timeout else "no",
+                "–",
+            ),
+            (
+                "with a job timeout: status, tries",
+                "–",
+                f"{self.timed_out_status}, {self.timed_out_attempts}",
+                "–",
+            ),
             ("every executor stuck: jobs claimed meanwhile", "–", self.claimed_while_stuck, "–"),
         ]
 
     def summary(self) -> str:
         lines = [
-            f"lease {self.lease_s:g} s (a beat every {self.lease_s / 4:g} s), watched for {self.watch_s:g} s; "
+            f"lease {self.lease_s:g} s (a beat every {self.lease_s / 4:g} s), "
+            f"watched for {self.watch_s:g} s; "
             f"job timeout {self.timeout_s:g} s, backoff base {self.backoff_base_s:g} s:{self.stopped_note}",
             f"  heartbeat alone: still {self.beat_status}; leased_until moved {self.lease_moved_s:.1f} s "
             f"in {len(self.readings)} readings; the alert read the oldest running job at "
@@ -101,7 +125,8 @@ class HungResult(Result):
 
 @contextmanager
 def running(worker: Worker) -> Iterator[Worker]:
-    """`worker` run on a thread of its own for a `with` block, then stopped; an error it hit is raised here."""
+    """`worker` run on a thread of its own for a `with` block, then stopped; an error it hit
+    is raised here."""
     errors: list[BaseException] = []
 
     def go() -> None:
@@ -170,7 +195,9 @@ def hung_handler(
 
 
 def _heartbeat_alone(db, conn, lease_s, watch_s, timeout_s, backoff_base_s, stop) -> dict:
-    kinds.set_policy(conn, KIND, backoff_base_s=backoff_base_s, backoff_cap_s=backoff_base_s * 64, timeout_s=None)
+    kinds.set_policy(
+        conn, KIND, backoff_base_s=backoff_base_s, backoff_cap_s=backoff_base_s * 64, timeout_s=None
+    )
     job_id = queue.enqueue(conn, KIND, {"run": "heartbeat alone"})
     release = threading.Event()
     worker = Worker(db.dsn, {KIND: lambda job: release.wait(WAIT_S + watch_s)}, lease=lease_s, poll=POLL_S)
@@ -187,7 +214,11 @@ def _heartbeat_alone(db, conn, lease_s, watch_s, timeout_s, backoff_base_s, stop
             # Now the kind gets a timeout: this Worker read job_kinds at its first claim and
             # keeps going; the alert reads the kind's row, and sees the job past it.
             kinds.set_policy(
-                conn, KIND, backoff_base_s=backoff_base_s, backoff_cap_s=backoff_base_s * 64, timeout_s=timeout_s
+                conn,
+                KIND,
+                backoff_base_s=backoff_base_s,
+                backoff_cap_s=backoff_base_s * 64,
+                timeout_s=timeout_s,
             )
             [alert] = [s for s in kinds.stats(conn) if s.kind == KIND]
             status = _row(conn, job_id)["status"]
@@ -213,8 +244,10 @@ def _timed_out(db, conn) -> dict:
 
     worker = Worker(db.dsn, {KIND: hang}, poll=POLL_S)
     with running(worker):
-        wait_until(lambda: (_row(conn, job_id)["last_error"] or "").startswith("JobTimeout"), "the job timeout")
-    row = run(conn, "lab/retry_wait", {"id": job_id}, row_factory=dict_row).fetchone()
+        wait_until(
+            lambda: (_row(conn, job_id)["last_error"] or "").startswith("JobTimeout"), "the job timeout"
+        )
+    [row] = run(conn, "lab/retry_wait", {"id": job_id}, row_factory=dict_row).fetchall()
     return {
         "timed_out_status": row["status"],
         "timed_out_attempts": row["attempts"],
@@ -234,9 +267,14 @@ def _every_executor_stuck(db, conn) -> dict:
     try:
         with running(worker):
             wait_until(lambda: worker.report.stuck == 1, "the executor to be counted stuck")
-            wait_until(lambda: (_row(conn, first)["last_error"] or "").startswith("JobTimeout"), "the timeout's failure")
+            wait_until(
+                lambda: (_row(conn, first)["last_error"] or "").startswith("JobTimeout"),
+                "the timeout's failure",
+            )
             polls = worker.report.polls
-            wait_until(lambda: worker.report.polls >= polls + 5, "five more polls")  # it looked, and took nothing
+            wait_until(
+                lambda: worker.report.polls >= polls + 5, "five more polls"
+            )  # it looked, and took nothing
             stuck, claimed, status = worker.report.stuck, worker.report.claimed, _row(conn, second)["status"]
             release.set()
     finally:
@@ -245,9 +283,10 @@ def _every_executor_stuck(db, conn) -> dict:
 
 
 def _row(conn, job_id: int) -> dict:
-    return run(conn, "lab/job_row", {"id": job_id}, row_factory=dict_row).fetchone()
+    [row] = run(conn, "lab/job_row", {"id": job_id}, row_factory=dict_row).fetchall()
+    return row
 
 
 def _reading(conn, job_id: int, claimed: datetime) -> LeaseReading:
-    row = run(conn, "lab/lease_since", {"id": job_id, "since": claimed}, row_factory=dict_row).fetchone()
+    [row] = run(conn, "lab/lease_since", {"id": job_id, "since": claimed}, row_factory=dict_row).fetchall()
     return LeaseReading(at_s=row["at_s"], leased_until_s=row["leased_until_s"], status=row["status"])

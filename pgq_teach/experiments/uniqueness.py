@@ -56,9 +56,19 @@ class DoubleClickResult(Result):
     def comparison(self) -> list[Comparison]:
         return [
             ("jobs made by the double click", self.guess_cell, self.created_live, "–"),
-            ("the second click got the first's id", "–", "yes" if self.second_id == self.first_id else "no", "–"),
+            (
+                "the second click got the first's id",
+                "–",
+                "yes" if self.second_id == self.first_id else "no",
+                "–",
+            ),
             ("order_paid with the same key kept", "–", "yes" if self.paid_id != self.first_id else "no", "–"),
-            ("a new job once the first was done", "–", "yes" if self.again_id != self.first_id else "no", "–"),
+            (
+                "a new job once the first was done",
+                "–",
+                "yes" if self.again_id != self.first_id else "no",
+                "–",
+            ),
         ]
 
     @property
@@ -69,7 +79,8 @@ class DoubleClickResult(Result):
     def summary(self) -> str:
         waited = "waited for the first's commit" if self.second_waited else "did not wait"
         lines = [
-            f"Two sessions enqueued {CREATED} with unique_key {self.unique_key!r} at once:{self.stopped_note}",
+            f"Two sessions enqueued {CREATED} with unique_key {self.unique_key!r} at once:"
+            + self.stopped_note,
             f"  first session: job {self.first_id}; second session ({waited}): job {self.second_id}",
             f"  {PAID} with the same key: job {self.paid_id}",
             f"  {CREATED} again after job {self.first_id} was done: job {self.again_id}",
@@ -116,8 +127,13 @@ def double_click(
         _finish_job(conn, first_id)
         again_id = queue.enqueue(conn, CREATED, payload, unique_key=key)
         tell(progress, 2, 3)
-        jobs = [OrderJob(**row) for row in run(conn, "lab/jobs_for_order", {"order_id": order_id}, row_factory=dict_row)]
-        defs = {row["name"]: row["definition"] for row in run(conn, "exercise/index_sizes", row_factory=dict_row)}
+        jobs = [
+            OrderJob(**row)
+            for row in run(conn, "lab/jobs_for_order", {"order_id": order_id}, row_factory=dict_row)
+        ]
+        defs = {
+            row["name"]: row["definition"] for row in run(conn, "exercise/index_sizes", row_factory=dict_row)
+        }
         tell(progress, 3, 3)
     return finish(
         DoubleClickResult,
@@ -141,7 +157,8 @@ def _blocked(conn, pid: int, clicker: threading.Thread) -> bool:
     click came back without waiting, or WAIT_FOR_BLOCK_S passed)."""
     deadline = time.monotonic() + WAIT_FOR_BLOCK_S
     while time.monotonic() < deadline and clicker.is_alive():
-        if run(conn, "exercise/session_waits_on_lock", {"pid": pid}).fetchone()[0]:
+        [(waiting,)] = run(conn, "exercise/session_waits_on_lock", {"pid": pid}).fetchall()
+        if waiting:
             return True
         time.sleep(0.02)
     return False

@@ -15,7 +15,8 @@
 
 The knobs that make the result: `lease_s` (a beat every quarter of it), `watch_s`,
 `timeout_s` and `backoff_base_s`. The guide has no job timeout (its worker holds a job until
-its handler returns); River, Oban and pg-boss's are compared in docs/per-kind.md.
+its handler returns); docs/per-kind.md describes the library's. pg-boss fails a job whose
+handler outlives `expireInSeconds` ("handler execution exceeded 2000ms", timgit/pg-boss#443).
 """
 
 from __future__ import annotations

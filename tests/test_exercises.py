@@ -22,6 +22,7 @@ WRONG_FOR = {
     "11/relay_complete": "stale relay A's completion",
     "11/relay_hand_back": "no try spent on the outage",
     "12/envelope": "dead row versions a second",
+    "10c/unique_enqueue": "nothing added, its id returned",
 }
 
 

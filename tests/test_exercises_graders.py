@@ -91,6 +91,30 @@ WRONG = [
         "passes over the rows the first holds",
         "SKIP LOCKED",
     ),
+    (
+        "10c/unique_enqueue",
+        "exercise/wrong/unique_enqueue_do_nothing",
+        "the same kind and key while it is ready, then running: nothing added, its id returned",
+        "DO NOTHING returns no row",
+    ),
+    (
+        "10c/unique_enqueue",
+        "exercise/wrong/unique_enqueue_key_alone",
+        "the same key, another kind: a job added",
+        "unique per kind",
+    ),
+    (
+        "10c/unique_enqueue",
+        "exercise/wrong/unique_enqueue_check_then_insert",
+        "a double click: one job, the second session gets the first's id",
+        "uncommitted job",
+    ),
+    (
+        "10c/unique_enqueue",
+        "exercise/wrong/unique_enqueue_same_snapshot",
+        "a double click: one job, the second session gets the first's id",
+        "statement's snapshot",
+    ),
 ]
 
 # Wrong answers refused for the lesson's reason before they run: (exercise, seeded

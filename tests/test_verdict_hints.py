@@ -16,6 +16,10 @@ WRONG_DIR = Path(exercises.__file__).resolve().parents[2] / "sql" / "exercise" /
 
 # wrong answer -> words its hint must hold: the mistake, in the lesson's terms
 NAMES_THE_MISTAKE = {
+    "exercise/wrong/unique_enqueue_do_nothing": "DO NOTHING returns no row",
+    "exercise/wrong/unique_enqueue_key_alone": "unique per kind",
+    "exercise/wrong/unique_enqueue_check_then_insert": "uncommitted job",
+    "exercise/wrong/unique_enqueue_same_snapshot": "statement's snapshot",
     "exercise/wrong/unguarded_update": "lock the row it picks",
     "exercise/wrong/claim_without_counts": "attempts = jobs.attempts + 1",
     "exercise/wrong/claim_without_lock": "lock the row it picks",

@@ -19,7 +19,7 @@ import psycopg
 from ..errors import BadInput, PgqError
 from ..infra import learner
 from ..statements import statement
-from . import backoff, claim, cleanup, envelope, fence, index, reaper, relay, vacuum, wakeup
+from . import backoff, claim, cleanup, envelope, fence, index, reaper, relay, unique, vacuum, wakeup
 from . import progress as progress_file
 from .learner_sql import MAX_CHARS, STATEMENT_WORDS, Refused, read
 from .sandbox import (
@@ -200,6 +200,21 @@ EXERCISES = {
             wrong=(
                 "exercise/wrong/cleanup_fixed_limit",
                 "exercise/wrong/cleanup_delete_limit",
+            ),
+        ),
+        Exercise(
+            "10c/unique_enqueue",
+            "the unique enqueue",
+            "Add a job of :kind with :payload and :unique_key unless a live (ready or running) job of the "
+            "same kind holds the key, and return one id either way: the new job's, or the live one's.",
+            ("kind", "payload", "unique_key"),
+            unique.check_unique_enqueue,
+            "exercise/wrong/unique_enqueue_do_nothing",
+            "exercise/model/unique_enqueue",
+            wrong=(
+                "exercise/wrong/unique_enqueue_key_alone",
+                "exercise/wrong/unique_enqueue_check_then_insert",
+                "exercise/wrong/unique_enqueue_same_snapshot",
             ),
         ),
         Exercise(

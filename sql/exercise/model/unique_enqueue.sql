@@ -15,6 +15,15 @@
 --   insertion ... is updated", https://www.postgresql.org/docs/18/sql-insert.html).
 --   If that row stops being live (a worker finished it) before the lock, the
 --   insert is tried again and adds the job.
+-- Measured (EXPLAIN (ANALYZE, BUFFERS), rolled back) on 200,000 jobs, 100,000
+--   of them live with a key each (ten times the largest lab of lesson 10c), on
+--   PostgreSQL 18.6 and 15.18 with shared_buffers 128 MB and on 18.6 with 1 GB,
+--   the same buffers on each: a new key 17 buffers; a duplicate 19 buffers
+--   here against 5 for enqueue_unique.sql's DO NOTHING. The no-op update is a
+--   HOT update (the key's value does not change), so its versions are pruned
+--   in the page; with the horizon held by an open transaction in another
+--   database of the server, 1,000 duplicates of one key left a chain that a
+--   further duplicate read in 29 buffers (27 with DO NOTHING) on both versions.
 
 INSERT INTO jobs (kind, payload, unique_key)
 VALUES (:'kind', :'payload', :'unique_key')

@@ -25,6 +25,9 @@ from .results import Comparison, Progress, Result, advice, finish, tell
 from .timeouts import POLL_S, running, wait_until
 
 KIND = "invoice"
+BATCH = (
+    20  # jobs per claim: the on-time invoices are done in a fraction of the backoff, even on a busy machine
+)
 WINDOW_S = 900.0  # the stats' window: every job of the lab finished inside it
 GUIDE_DEAD_JOBS = advice("monitoring", "alert on dead jobs and on the oldest due job's wait; no enqueue time")
 
@@ -71,7 +74,7 @@ def late_invoices(
     *,
     jobs: int = 200,
     late: int = 5,
-    backoff_base_s: float = 1.0,
+    backoff_base_s: float = 2.0,
     guess: float | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
@@ -93,7 +96,7 @@ def late_invoices(
                 failed.add(job.id)  # a set.add is atomic in CPython: executors need no lock for it
                 raise ConnectionError("the partner timed out")
 
-        with running(Worker(db.dsn, {KIND: send}, poll=POLL_S)):
+        with running(Worker(db.dsn, {KIND: send}, batch=BATCH, poll=POLL_S)):
             wait_until(lambda: queue.status_counts(conn).get("done", 0) == jobs, "every invoice to be done")
         tell(progress, 1, 1)
         [row] = [s for s in kinds.stats(conn, WINDOW_S) if s.kind == KIND]

@@ -78,7 +78,7 @@ class HungHandlerLab(ExperimentPanel):
 class LateInvoiceLab(ExperimentPanel):
     """Invoices, a few retried once by the kind's backoff: what the dead-jobs alert and the p99 see."""
 
-    def __init__(self, db: Database, *, jobs: int = 200, late: int = 5, backoff_base_s: float = 1.0):
+    def __init__(self, db: Database, *, jobs: int = 200, late: int = 5, backoff_base_s: float = 2.0):
         self.jobs = count_box(jobs, 1, 100_000, "invoices")
         self.late = count_box(late, 0, 100_000, "failing their first try")
         self.backoff = seconds_box(backoff_base_s, 0.1, 60, "backoff_base_s")

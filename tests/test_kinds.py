@@ -129,6 +129,15 @@ def test_stats_per_kind_read_the_waits_ages_percentiles_and_failure_rate_staged(
     assert not rec.past_timeout
 
 
+def test_the_failure_rate_counts_retried_tries_when_no_job_died(conn):
+    # The window's dead jobs add nothing here: their sum is NULL, and NULL + n would be NULL.
+    ids = pgq.enqueue_many(conn, "invoice", [{}] * 2)
+    stage(conn, ids[0], "done", 3, enqueued=300, attempted=60, finished=50)  # two failed tries, then done
+    stage(conn, ids[1], "done", 1, enqueued=100, attempted=60, finished=50)
+    [row] = kinds.stats(conn)
+    assert (row.done, row.dead) == (2, 0) and row.failure_rate == pytest.approx(2 / 4)
+
+
 def test_stats_show_a_kind_with_a_policy_and_no_jobs(conn):
     kinds.set_policy(conn, "invoice", timeout_s=30)
     [row] = kinds.stats(conn)

@@ -683,6 +683,33 @@ def test_the_follow_ups_the_review_found_wrong_or_short_now_say_it():
     assert "payment check" not in small.answers["ordering"]  # it names no job the store lacks
 
 
+def test_the_model_answers_point_at_the_mechanisms_the_library_has():
+    """The library gained the pause per kind, job timeouts, the shared rate limit's hand-back,
+    enqueued_at/finished_at and the fair claim (docs/per-kind.md, docs/beyond-fifo.md): the
+    answers describe those, not a paused_until column the course never had, and no longer
+    say the Worker lacks a fair claim."""
+    texts = {
+        (step_key, sc): " ".join(interview.model_answer(step_key, sc, board=False).split())
+        for step_key in interview.STEP_KEYS
+        for sc in interview.SCENARIOS
+    }
+    texts |= {(key, ""): " ".join(f.model().split()) for key, f in interview.FOLLOW_UPS.items()}
+    for where, text in texts.items():
+        assert "does not claim per tenant yet" not in text and "does not have it yet" not in text, where
+        assert "paused_until per kind" not in text and "paused_until row" not in text, where
+    for sc in ("small-store", "flash-sale"):  # the outage pauses a kind; the pause is each process's
+        deep = texts["deep_dive", sc]
+        assert "pauses a kind after" in deep and "lives in each worker process" in deep, sc
+    for sc in interview.SCENARIOS:  # a hung job: the timeout, and the alerts that see it
+        deep = texts["deep_dive", sc]
+        assert "job timeout" in deep and "oldest running job" in deep and "99th percentile" in deep, sc
+    saas = texts["design", "multi-tenant-saas"]
+    assert "per-tenant cap" in saas and "pauses per kind" in saas  # and why that is not per tenant
+    alerts = texts["slo_alerts", ""]
+    assert "enqueued_at" in alerts and "job timeout" in alerts and "oldest running" in alerts
+    assert "one bucket row per kind that every process shares" in texts["rate_limit", ""]
+
+
 def test_a_ctrl_c_that_lands_while_a_line_is_saved_saves_it_once():
     """CI saw it: the Ctrl-C arrived after the line was written and before the reader forgot
     it, and the reader's clean-up saved it a second time."""

@@ -7,11 +7,13 @@ content files: it is learner-facing prose, checked by running it."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from datetime import timedelta
 
 import psycopg
 import pytest
 
-from pgq_teach import interview, queue, statements
+from pgq_teach import interview, kinds, queue, statements
 from pgq_teach.errors import BadInput
 
 WITH_SQL = interview.WITH_SQL
@@ -55,8 +57,34 @@ def test_the_deep_dive_writes_the_six_mechanisms_and_they_do_what_their_names_sa
     assert rows[1]["status"] == "done"
     assert rows[2]["status"] == "ready" and rows[2]["attempts"] == 1 and rows[2]["run_at"] > rows[5]["run_at"]
     assert rows[3]["status"] == "ready" and rows[3]["attempts"] == 0  # the try given back
+    assert rows[3]["run_at"] > rows[5]["run_at"]  # and not claimable again before its wait
     assert rows[4]["status"] == "ready" and rows[4]["last_error"] == "lease expired"
     assert [rows[n]["attempts"] for n in (5, 6)] == [0, 0]
+
+
+def test_the_board_s_hand_back_leaves_a_job_as_the_worker_s_hand_back_does(conn):
+    """The hand-back written on the board and the one the Worker runs for a missing token
+    or a paused kind (kinds.hand_back): each job ready, its try given back, not due before
+    its wait; a stale token hands nothing back."""
+    board = next(s for s in interview.step("deep_dive").sql if s.name.startswith("the hand-back"))
+    statements.run(conn, "lab/reset_jobs")
+    for n in (1, 2):
+        queue.enqueue(conn, "shipping_label", {"order_id": n})
+    on_board, by_library = sorted(queue.claim(conn, batch=2), key=lambda j: j.id)
+
+    def written(job: queue.Job, token: int) -> int:
+        params = {"id": job.id, "fence_token": token, "wait": "30 seconds"}
+        return interview.execute_step(conn, replace(board, params=tuple(params.items())))
+
+    (before,) = conn.execute("SELECT now()").fetchone()
+    assert written(on_board, on_board.fence_token - 1) == 0  # a worker that lost the job
+    assert written(on_board, on_board.fence_token) == 1
+    assert kinds.hand_back(conn, [(by_library, 30)], "no token") == [by_library.id]
+    rows = statements.run(conn, "lab/all_jobs", row_factory=psycopg.rows.dict_row).fetchall()
+    for row in rows:
+        assert row["status"] == "ready" and row["attempts"] == 0 and row["leased_until"] is None
+        assert row["run_at"] >= before + timedelta(seconds=30)
+    assert queue.claim(conn, batch=2) == []  # neither is claimable during its wait
 
 
 def test_the_model_answers_name_no_file_but_show_the_lines():

@@ -338,6 +338,33 @@ def test_lessons_11_and_12_quote_the_same_stored_run():
 # --- the rehearsal ---------------------------------------------------------------------
 
 
+FOLD = {"twofold": 2, "fivefold": 5, "tenfold": 10, "twentyfold": 20, "fiftyfold": 50, "hundredfold": 100}
+
+
+def test_lesson_12_s_factor_between_batch_sizes_is_the_one_its_arithmetic_gives():
+    """Issue 48, item 5: the lesson said "fiftyfold" for 0.2 against 0.02 commits a job.
+    The factor named is recomputed from the two batch sizes the sentence gives, and the
+    larger one is the batch lesson 11's stored drain ran with."""
+    import re
+    from pathlib import Path
+
+    import nbformat
+
+    notebooks = Path(__file__).parent.parent / "notebooks"
+    nb = nbformat.read(notebooks / "12-the-interview.ipynb", as_version=4)
+    (prose,) = [c.source for c in nb.cells if c.get("id") == "46d4f1eb"]
+    eleven = nbformat.read(notebooks / "11-when-to-switch.ipynb", as_version=4)
+    (drained,) = [c for c in eleven.cells if c.get("id") == "ad93c49d"]
+    ran = re.search(r"in batches of (\d+)", "".join(o.get("text", "") for o in drained.outputs))
+    assert ran, "lesson 11's stored drain summary"
+    said = re.search(r"differ (\w+) \(2 / (\d+) = ([\d.]+) against 2 / (\d+) = ([\d.]+)\)", prose)
+    assert said, prose
+    word, small, per_small, big, per_big = said.groups()
+    assert float(per_small) == 2 / int(small) and float(per_big) == 2 / int(big)
+    assert FOLD[word] == (2 / int(small)) / (2 / int(big))
+    assert big == ran.group(1)
+
+
 def test_the_rubric_and_model_answer_show_only_after_the_step_ends():
     r = Rehearsal("hidden", seed=3)
     with pytest.raises(BadInput, match="end step"):

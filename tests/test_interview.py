@@ -184,6 +184,25 @@ def test_the_trade_off_table_has_what_the_review_found_missing():
         assert "RabbitMQ give leases" not in model and "delays and dead-letter queues built in" not in model
 
 
+def test_every_vendor_fact_in_the_trade_off_table_is_dated_or_versioned():
+    """Issue 48, item 11: products change, so a cell that cites a web page says when it was
+    read, in the table the learner sees; PostgreSQL's pages are the major version the course
+    runs, not 'current', which moves."""
+    import re
+
+    _, rows = interview_content.trade_offs()
+    table = interview.trade_off_markdown()
+    months = "January|February|March|April|May|June|July|August|September|October|November|December"
+    for row in rows:
+        for cell in row.cells.values():
+            if cell.source.startswith("https://"):
+                assert re.fullmatch(rf"(?:{months}) 20\d\d", cell.read), cell
+                assert cell.cited.endswith(f"(read {cell.read})") and cell.cited in table
+                assert "/docs/current/" not in cell.source, cell
+            else:  # the guide and a measurement carry their own edition and time
+                assert cell.cited == cell.source
+
+
 def test_the_two_wrong_model_answers_are_fixed():
     fairness = interview.follow_up("fairness").model()
     assert "LATERAL" in fairness and "refuses FOR UPDATE with\nDISTINCT" not in fairness

@@ -53,9 +53,9 @@ def trade_off_markdown() -> str:
         cells = []
         for key in systems:
             cell = row.cells[key]
-            if cell.source not in sources:
-                sources.append(cell.source)
-            cells.append(f"{cell.text} [{sources.index(cell.source) + 1}]")
+            if cell.cited not in sources:
+                sources.append(cell.cited)
+            cells.append(f"{cell.text} [{sources.index(cell.cited) + 1}]")
         out.append(f"| **{row.title}** | " + " | ".join(cells) + " |")
     out += ["", *[f"[{n}] {s}" for n, s in enumerate(sources, 1)]]
     return "\n".join(out)

@@ -367,9 +367,9 @@ def trade_offs_html() -> str:
         cells = []
         for key, name in systems.items():
             cell = row.cells[key]
-            if cell.source not in sources:
-                sources.append(cell.source)
-            cells.append([name, f"{cell.text} [{sources.index(cell.source) + 1}]"])
+            if cell.cited not in sources:
+                sources.append(cell.cited)
+            cells.append([name, f"{cell.text} [{sources.index(cell.cited) + 1}]"])
         heads = tables.columns("system", "what it offers")
         parts.append(f"<p><b>{escape(row.title)}</b></p>" + Table(heads, cells, css="pgq-trade-offs").html())
     notes = "".join(f"<li>[{n}] {escape(source)}</li>" for n, source in enumerate(sources, 1))

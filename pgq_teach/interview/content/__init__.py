@@ -212,6 +212,12 @@ class FollowUp:
 class Cell:
     text: str
     source: str
+    read: str = ""  # when a web page was read: vendors' pages change, so a fact carries its date
+
+    @property
+    def cited(self) -> str:
+        """The source as a footnote gives it: a web page with the date it was read."""
+        return f"{self.source} (read {self.read})" if self.read else self.source
 
 
 @dataclass(frozen=True)
@@ -345,6 +351,12 @@ def follow_ups() -> dict[str, FollowUp]:
     }
 
 
+def cell_of(data: dict[str, Any], read: str) -> Cell:
+    """A trade-off cell; one that cites a web page is dated (its own `read`, or the file's)."""
+    web = str(data["source"]).startswith("https://")
+    return Cell(data["text"], data["source"], str(data.get("read", read)) if web else "")
+
+
 @cache
 def trade_offs() -> tuple[dict[str, str], tuple[TradeOffRow, ...]]:
     """(system key -> name, the rows); every row has a cell with a source for every system."""
@@ -352,7 +364,7 @@ def trade_offs() -> tuple[dict[str, str], tuple[TradeOffRow, ...]]:
     systems = dict(data["systems"])
     rows = []
     for key, row in data["rows"].items():
-        cells = {s: Cell(row[s]["text"], row[s]["source"]) for s in systems if s in row}
+        cells = {s: cell_of(row[s], data["read"]) for s in systems if s in row}
         if set(cells) != set(systems) or not all(c.source for c in cells.values()):
             raise BadInput(f"tradeoffs.yaml {key}: every system needs a cell with a source")
         rows.append(TradeOffRow(key, row["title"], cells))

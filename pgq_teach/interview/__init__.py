@@ -16,6 +16,8 @@ Its parts, in the order they build on each other:
 - `catalog`: the steps, scenarios and follow-ups by key;
 - `estimation`: the estimate, worked from what the learner's own server measured;
 - `answers`: the model answers, and the SQL a follow-up's quotes, run and rolled back;
+- `board`: the deep dive's six mechanisms as the learner writes them, checked live by the
+  Your turn checker (the lease extension and the hand-back by graders of their own);
 - `rehearsal`: the attempt, kept in the learner file `rehearsal` (`Rehearsal`);
 - `render`: the attempt's summary, the trade-off table and the one-page summary;
 - `terminal`: the same rehearsal on lines of text, for `pgq-teach interview`.
@@ -43,6 +45,7 @@ PARTS = {
     "measure_capacity Measured measured_at Estimate estimate scenario_estimate KindLoad PartnerLoad "
     "WorkEstimate work_estimate",
     "answers": "execute_step run_model_sql board_text model_answer",
+    "board": "BOARD BOARD_KEYS Mechanism mechanism check_board params_of",
     "rehearsal": "FILE FOLLOW_UPS_PER_REHEARSAL file_lock fresh_attempt ATTEMPT_PARTS rehearsal_check "
     "Rehearsal merged",
     "render": "clock_text trend_text summary_lines trade_off_markdown SUMMARY_SQL summary_markdown "

@@ -474,7 +474,9 @@ def test_the_terminal_runs_a_whole_rehearsal_and_finishes_only_when_told():
     r = Rehearsal(seed=6, scenario="flash-sale")
     per_step = ["my answer", "", "1", "2"]  # answer, end, tick flag 1, score 2
     follow_ups = [x for key in r.follow_up_keys for x in (f"answer to {key}", "")]
-    typed = ["Peak?", "", *per_step * 5, *follow_ups, "3", "finish"]
+    board = [""] * 6  # after the deep dive's answer: each mechanism skipped with an empty line
+    deep_dive = [per_step[0], per_step[1], *board, *per_step[2:]]
+    typed = ["Peak?", "", *per_step * 3, *deep_dive, *per_step, *follow_ups, "3", "finish"]
     out: list[str] = []
     record = interview.rehearse_in_terminal(lines(*typed), out.append, r)
     assert record is not None and record["scenario"] == "flash-sale"

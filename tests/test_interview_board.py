@@ -84,3 +84,40 @@ def test_a_blank_mechanism_is_not_run_and_says_so_and_a_select_is_refused():
     verdicts = board.check_board({"extend": "SELECT 1"})
     assert verdicts["claim"].headline == "not written yet" and not verdicts["claim"].passed
     assert verdicts["extend"].refused and "one UPDATE" in verdicts["extend"].headline
+
+
+def test_the_terminal_writes_the_board_after_the_deep_dive_checks_it_and_keeps_it(tmp_path, monkeypatch):
+    """In `pgq-teach interview`, after the deep dive's answer: each mechanism's lines up to an
+    empty line (an empty line at once skips it), saved in the attempt, then checked live."""
+    from pgq_teach.interview import Rehearsal, terminal_step
+
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path))
+    r = Rehearsal(seed=3)
+    model = model_lines()
+    wrong_extension = f"{EXTEND} WHERE id = :id AND status = 'running'"  # no fence
+    typed = iter(
+        [
+            "my deep dive",
+            "",  # the step's answer ends
+            *model["claim"].strip().splitlines(),
+            "",
+            "",  # the fenced completion: skipped
+            "",  # the reaper: skipped
+            "",  # the backoff: skipped
+            wrong_extension,
+            "",
+            *model["hand_back"].strip().splitlines(),
+            "",
+            "",  # no flags
+            "3",
+        ]
+    )
+    out: list[str] = []
+    terminal_step(r, "deep_dive", lambda: next(typed, None), out.append)
+    saved = Rehearsal().board()
+    assert set(saved) == {"claim", "extend", "hand_back"} and saved["extend"] == wrong_extension
+    text = "\n".join(out)
+    assert "[ok] the claim:" in text and "[ok] the hand-back:" in text
+    assert "[--] the lease extension:" in text and "AND fence_token = :fence_token" in text
+    assert "[--] the reaper: not written yet" in text
+    assert text.index("[ok] the claim") < text.index("A model answer")  # checked before it is shown

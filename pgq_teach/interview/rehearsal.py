@@ -76,6 +76,7 @@ def fresh_attempt(
         "hints": {},
         "spent_s": {},
         "follow_up_answers": {},
+        "board": {},
     }
 
 
@@ -146,6 +147,7 @@ ATTEMPT_PARTS: dict[str, Callable[[str, Any], None]] = {
     "hints": _each(dict, lambda where, v: _number(where, v, 0)),
     "spent_s": _each(dict, lambda where, v: _number(where, v, 0)),
     "follow_up_answers": _each(dict, _text),
+    "board": _each(dict, _text),
     "over_time": _each(list, _text),
 }
 
@@ -311,6 +313,17 @@ class Rehearsal:
 
     def answer_of(self, step_key: str) -> str:
         return self.current["answers"].get(step_key, "")
+
+    def write_on_board(self, key: str, sql: str) -> None:
+        """Keep the learner's SQL for one of the deep dive's mechanisms (`board.BOARD_KEYS`)."""
+        from .board import mechanism  # the board's graders load the checker: only when written
+
+        mechanism(key)
+        self.change(lambda c: c["board"].__setitem__(key, kept_text(sql)))
+
+    def board(self) -> dict[str, str]:
+        """The mechanisms written on the board so far, by key."""
+        return dict(self.current["board"])
 
     def next_hint(self, step_key: str) -> str | None:
         """Reveal one more hint; None when all are shown."""

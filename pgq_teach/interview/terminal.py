@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..errors import PgqError
 from . import content
 from .catalog import COMMUNICATION, DEFAULT_MINUTES, STEP_KEYS, follow_up, step
 from .estimation import readable
@@ -172,6 +173,8 @@ def terminal_step(r: Rehearsal, key: str, read: Read, say: Say) -> None:
         read_until_empty(read, say, keep, has_text=bool(r.answer_of(key)))
     finally:
         r.stop()
+    if key == "deep_dive":
+        terminal_board(r, read, say)
     r.end_step(key)
     over = " (over time)" if r.spent(key) > r.seconds_for(key) else ""
     say(f"time {clock_text(r.spent(key))} of {clock_text(r.seconds_for(key))}{over}")
@@ -180,6 +183,40 @@ def terminal_step(r: Rehearsal, key: str, read: Read, say: Say) -> None:
     say("A model answer: " + r.model(key))
     ask_flags(r, key, read, say)
     ask_score(r, s.rubric.dimension, read, say, lambda line: r.add_to_answer(key, line))
+
+
+def terminal_board(r: Rehearsal, read: Read, say: Say) -> None:
+    """Write it on the board: each of the six mechanisms in SQL, ended by an empty line (an
+    empty line first skips it, or keeps what was written before), then every one written
+    checked live by the Your turn checker, which starts the course's server if it is not
+    running."""
+    from .board import BOARD, check_board, params_of
+
+    say("Write it on the board: each mechanism in SQL, 1-3 lines, then an empty line.")
+    say("(an empty line at once skips a mechanism, or keeps what you wrote there before)")
+    for m in BOARD:
+        before = r.board().get(m.key, "")
+        say(f"-- {m.name} ({m.exercise.task} Placeholders: {params_of(m.key)})")
+        if before:
+            say(before)
+        lines: list[str] = []
+        read_until_empty(read, say, lines.append, has_text=True)
+        if lines:
+            r.write_on_board(m.key, "\n".join(lines))
+    written = r.board()
+    if not written:
+        say("(nothing on the board: the model answer below writes all six)")
+        return
+    say("Checking what you wrote, live (the course's server starts if it is not running)...")
+    try:
+        verdicts = check_board(written)
+    except PgqError as exc:  # no server to check on: the lines stay saved for the next run
+        say(f"(the board could not be checked: {exc}; what you wrote is saved)")
+        return
+    for key, verdict in verdicts.items():
+        mark = "ok" if verdict.passed else "--"
+        name = next(m.name for m in BOARD if m.key == key)
+        say(f"  [{mark}] {name}: {verdict.headline}" + ("" if verdict.passed else f"; {verdict.hint}"))
 
 
 def rehearse_in_terminal(read: Read, say: Say, rehearsal: Rehearsal | None = None) -> dict[str, Any] | None:

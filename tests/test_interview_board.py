@@ -121,3 +121,26 @@ def test_the_terminal_writes_the_board_after_the_deep_dive_checks_it_and_keeps_i
     assert "[--] the lease extension:" in text and "AND fence_token = :fence_token" in text
     assert "[--] the reaper: not written yet" in text
     assert text.index("[ok] the claim") < text.index("A model answer")  # checked before it is shown
+
+
+def test_the_notebook_s_board_saves_as_typed_checks_on_a_click_and_shows_only_in_the_deep_dive(
+    tmp_path, monkeypatch
+):
+    from pgq_teach.interview import Rehearsal
+    from pgq_teach.widgets.rehearsal import RehearsalWidget
+
+    monkeypatch.setenv("PGQ_HOME", str(tmp_path))
+    widget = RehearsalWidget(Rehearsal(seed=4))
+    assert widget.board.layout.display == "none"  # the requirements step: no board
+    widget.steps.value = "deep_dive"
+    assert widget.board.layout.display == ""
+    widget.board_boxes["complete"].value = model_lines()["complete"]
+    widget.board_boxes["hand_back"].value = f"{HAND_BACK}, run_at = now() + :'wait'::interval {FENCED}"
+    widget.board_button.click()
+    shown = widget.board_verdicts.value
+    assert "✓ <b>the fenced completion</b>" in shown
+    assert "✗ <b>the hand-back</b>" in shown and "attempts = greatest(attempts - 1, 0)" in shown
+    assert "✗ <b>the claim</b>: not written yet" in shown
+    reloaded = RehearsalWidget(Rehearsal())
+    reloaded.steps.value = "deep_dive"
+    assert reloaded.board_boxes["complete"].value == model_lines()["complete"]

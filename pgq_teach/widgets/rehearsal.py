@@ -96,6 +96,7 @@ class RehearsalWidget(W.VBox):
             "pgq-answer",
         )
         self.hints = styled(W.HTML(), "pgq-hints")
+        self.board = self.board_part()
         self.rubric = styled(W.HTML(), "pgq-rubric")
         self.model = styled(W.HTML(), "pgq-model")
         self.flag_boxes: list[W.Checkbox] = []
@@ -147,6 +148,7 @@ class RehearsalWidget(W.VBox):
                 buttons,
                 self.answer,
                 self.hints,
+                self.board,
                 self.review,
                 W.HTML("<h4>Follow-up questions</h4>"),
                 self.follow_ups,
@@ -162,6 +164,50 @@ class RehearsalWidget(W.VBox):
     @property
     def key(self) -> str:
         return self.steps.value
+
+    # the deep dive's board
+
+    def board_part(self) -> W.VBox:
+        """Write it on the board: a box per mechanism, saved as typed, and a button that checks
+        what is written with the Your turn checker (interview.check_board)."""
+        from ..interview.board import BOARD, params_of
+
+        self.board_boxes: dict[str, W.Textarea] = {}
+        rows: list[W.Widget] = [W.HTML("<b>Write it on the board</b>: each mechanism in SQL, 1-3 lines")]
+        for m in BOARD:
+            box = styled(
+                W.Textarea(
+                    placeholder=f"{m.name}: {m.exercise.task} Placeholders: {params_of(m.key)}",
+                    layout=W.Layout(width="100%", height="5em"),
+                ),
+                "pgq-board-sql",
+            )
+            box.observe(lambda ch, k=m.key: self.typed_board(k, ch), names="value")
+            self.board_boxes[m.key] = box
+            rows += [W.HTML(f"<i>{escape(m.name)}</i>"), box]
+        self.board_button = W.Button(description="Check the board", icon="check-square-o", layout=auto())
+        self.board_button.on_click(lambda _: self.check_board())
+        self.board_verdicts = styled(W.HTML(), "pgq-board-verdicts")
+        return styled(W.VBox([*rows, self.board_button, self.board_verdicts]), "pgq-board")
+
+    def typed_board(self, key: str, change: dict) -> None:
+        if not self.loading:
+            saved = self.rehearsal.board().get(key, "")
+            self.rehearsal.write_on_board(key, merged(change["old"], saved, change["new"]))
+
+    def check_board(self) -> None:
+        """Each written mechanism checked live; the verdicts as a list, a hint under each miss."""
+        from ..interview.board import BOARD, check_board
+
+        verdicts = check_board(self.rehearsal.board())
+        items = []
+        for m in BOARD:
+            v = verdicts[m.key]
+            hint = "" if v.passed else f"<br><i>{escape(v.hint)}</i>"
+            items.append(
+                f"<li>{'✓' if v.passed else '✗'} <b>{escape(m.name)}</b>: {escape(v.headline)}{hint}</li>"
+            )
+        self.board_verdicts.value = f"<ul>{''.join(items)}</ul>"
 
     # the attempt as a whole
 
@@ -226,6 +272,9 @@ class RehearsalWidget(W.VBox):
         try:
             self.prompt.value = f"<h3>{escape(s.title)}</h3><p>{escape(s.prompt)}</p>"
             self.answer.value = r.answer_of(key)
+            written = r.board()
+            for board_key, box in self.board_boxes.items():
+                box.value = written.get(board_key, "")
             self.flag_boxes = [
                 W.Checkbox(value=n in r.flags(key), description=text, indent=False, layout=auto())
                 for n, text in enumerate(s.red_flags)
@@ -239,6 +288,7 @@ class RehearsalWidget(W.VBox):
         finally:
             self.loading = False
         show_if(self.review, ended)
+        show_if(self.board, key == "deep_dive")
         self.end_button.disabled = ended
         self.refresh()
 

@@ -497,6 +497,18 @@ def test_the_cli_runs_the_rehearsal_with_a_scenario_and_minutes(monkeypatch, cap
     assert "a flash sale, about 45 minutes" in words and "400 orders a second" in words
 
 
+def test_the_cli_takes_a_scenario_s_short_name_and_refuses_an_ambiguous_one(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("How many tenants?\n\n"))
+    assert cli.main(["interview", "--scenario", "saas"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "a multi-tenant SaaS" in out and "it continues" not in out
+    assert Rehearsal().current["scenario"] == "multi-tenant-saas"
+    assert interview.scenario_key("flash") == "flash-sale"
+    for name in ("s", "sale-flash", "multi-tenant"):  # no word of one key, or not one word
+        with pytest.raises(BadInput, match="the scenarios are"):
+            interview.scenario_key(name)
+
+
 def test_a_stray_enter_does_not_end_an_empty_step_but_a_second_one_does():
     out: list[str] = []
     r = Rehearsal(seed=2)

@@ -25,7 +25,8 @@ def add_interview(sub: Subcommands) -> None:
     itv.add_argument(  # checked by the rehearsal, so a wrong one is one line, not argparse's usage
         "--scenario",
         help="the interviewer's scenario for a new rehearsal: "
-        f"{', '.join(sorted(interview_scenarios()))} (default: drawn at random)",
+        f"{', '.join(sorted(interview_scenarios()))}, or one word of it that names no other, "
+        "such as saas (default: drawn at random)",
     )
     itv.add_argument(  # a string, read by cmd_interview, so 'abc' is one line like '0' is
         "--minutes", help="the time for the whole rehearsal, 5 to 180 (default about 45)"
@@ -43,6 +44,7 @@ def cmd_interview(args: argparse.Namespace) -> int:
     how to stop first, and exits 0 after a stop too (Ctrl-C, Ctrl-D): by then every
     line typed is saved, which is what a clean stop means."""
     from ..infra import learner
+    from ..interview.catalog import scenario_key
     from ..interview.estimation import readable
     from ..interview.rehearsal import FILE, Rehearsal, rehearsal_check
     from ..interview.render import summary_html, summary_markdown
@@ -67,7 +69,7 @@ def cmd_interview(args: argparse.Namespace) -> int:
             raise BadInput(f"minutes must be 5 to 180, got {args.minutes!r}") from None
     learner.load_or_refuse(FILE, rehearsal_check)  # a damaged file: set aside, one line, exit 2
     rehearsal = Rehearsal(scenario=args.scenario, minutes=args.minutes)
-    if args.scenario and rehearsal.current["scenario"] != args.scenario:
+    if args.scenario and rehearsal.current["scenario"] != scenario_key(args.scenario):
         say_fitted(
             f"(your open rehearsal is {rehearsal.scenario.title!r}: it continues; "
             f"finish it to start {args.scenario})"

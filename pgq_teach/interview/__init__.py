@@ -39,7 +39,7 @@ from typing import Any
 PARTS = {
     "content": "",
     "catalog": "STEPS COMMUNICATION STEP_KEYS DIMENSIONS SCENARIOS FOLLOW_UPS WITH_SQL DEFAULT_MINUTES "
-    "step scenario_named follow_up rubric_for quoted_sql",
+    "step scenario_key scenario_named follow_up rubric_for quoted_sql",
     "estimation": "HEADROOM ROW_WRITES_PER_JOB DEAD_VERSIONS_PER_JOB percent readable Quote quote "
     "drain_quote "
     "measure_capacity Measured measured_at Estimate estimate scenario_estimate KindLoad PartnerLoad "

@@ -33,10 +33,19 @@ def rubric_for(step_key: str, scenario_key: str) -> content.Rubric:
     return content.Rubric(rubric.dimension, (*rubric.levels[:-1], strong))
 
 
+def scenario_key(name: str) -> str:
+    """A scenario's key from its key or one word of it that names no other ("saas" for
+    multi-tenant-saas, "flash" for flash-sale), so the command line takes the short name."""
+    if name in SCENARIOS:
+        return name
+    matches = [key for key in SCENARIOS if name in key.split("-")]
+    if len(matches) != 1:
+        raise BadInput(f"no scenario {name!r}; the scenarios are {', '.join(SCENARIOS)}")
+    return matches[0]
+
+
 def scenario_named(key: str) -> content.Scenario:
-    if key not in SCENARIOS:
-        raise BadInput(f"no scenario {key!r}; the scenarios are {', '.join(SCENARIOS)}")
-    return SCENARIOS[key]
+    return SCENARIOS[scenario_key(key)]
 
 
 def quoted_sql(key: str) -> tuple[content.SqlStep, ...]:

@@ -32,6 +32,7 @@ from .catalog import (
     STEPS,
     follow_up,
     rubric_for,
+    scenario_key,
     scenario_named,
     step,
 )
@@ -194,7 +195,7 @@ class Rehearsal:
     ):
         learner.path_of(name)  # refuses a bad name before anything else
         if scenario is not None:
-            scenario_named(scenario)  # refuses an unknown scenario
+            scenario = scenario_key(scenario)  # the full key; refuses an unknown scenario
         if minutes is not None and (
             isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not 5 <= minutes <= 180
         ):

@@ -7,47 +7,31 @@ from __future__ import annotations
 
 import pytest
 
-from pgq_teach import interview
+from pgq_teach import interview, statements
 from pgq_teach.interview import board
+from pgq_teach.statements import statement
 
 pytestmark = pytest.mark.usefixtures("pg")
 
-EXTEND = "UPDATE jobs SET leased_until = clock_timestamp() + :'lease'::interval"
-FENCED = "WHERE id = :id AND status = 'running' AND fence_token = :fence_token"
-HAND_BACK = "UPDATE jobs SET status = 'ready', leased_until = NULL, last_error = :'error'"
-
-# (mechanism, a wrong answer, what its hint must name)
+# wrong answer -> what its hint must name: the board's own (sql/exercise/board/), and for the
+# lessons' exercises one classic mistake each, from their files
+NAMES_THE_MISTAKE = {
+    "exercise/board/extend_without_fence": "AND fence_token = :fence_token",
+    "exercise/board/extend_without_status": "status = 'running'",
+    "exercise/board/extend_without_id": "WHERE id = :id",
+    "exercise/board/extend_fixed_lease": "clock_timestamp() + :'lease'::interval",
+    "exercise/board/extend_new_token": "sets leased_until only",
+    "exercise/board/hand_back_spending_a_try": "attempts = greatest(attempts - 1, 0)",
+    "exercise/board/hand_back_at_once": "now() + :'wait'::interval",
+    "exercise/board/hand_back_without_fence": "AND fence_token = :fence_token",
+    "exercise/wrong/fail_uncapped": "cap",
+    "exercise/wrong/complete_without_fence": "fence",
+}
 WRONG = [
-    ("extend", f"{EXTEND} WHERE id = :id AND status = 'running'", "AND fence_token = :fence_token"),
-    ("extend", f"{EXTEND} WHERE id = :id AND fence_token = :fence_token", "status = 'running'"),
-    ("extend", f"{EXTEND} WHERE status = 'running' AND fence_token = :fence_token", "WHERE id = :id"),
-    (
-        "extend",
-        f"UPDATE jobs SET leased_until = clock_timestamp() + interval '1 hour' {FENCED}",
-        "clock_timestamp() + :'lease'::interval",
-    ),
-    ("extend", f"{EXTEND}, fence_token = fence_token + 1 {FENCED}", "sets leased_until only"),
-    (
-        "hand_back",
-        f"{HAND_BACK}, run_at = greatest(run_at, now() + :'wait'::interval) {FENCED}",
-        "attempts = greatest(attempts - 1, 0)",
-    ),
-    ("hand_back", f"{HAND_BACK}, attempts = greatest(attempts - 1, 0) {FENCED}", "now() + :'wait'::interval"),
-    (
-        "hand_back",
-        f"{HAND_BACK}, attempts = attempts - 1, run_at = now() + :'wait'::interval "
-        "WHERE id = :id AND status = 'running'",
-        "AND fence_token = :fence_token",
-    ),
-    # the lessons' own checkers catch the four others' classic mistakes
-    (
-        "fail",
-        "UPDATE jobs SET status = 'ready', "
-        f"run_at = now() + power(2, attempts) * interval '10 seconds' {FENCED}",
-        "cap",
-    ),
-    ("complete", "UPDATE jobs SET status = 'done' WHERE id = :id AND status = 'running'", "fence"),
-]
+    (m.key, name)
+    for m in board.BOARD
+    for name in (m.exercise.wrong_answers if m.key in ("extend", "hand_back") else ())
+] + [("fail", "exercise/wrong/fail_uncapped"), ("complete", "exercise/wrong/complete_without_fence")]
 
 
 def model_lines() -> dict[str, str]:
@@ -73,11 +57,17 @@ def test_the_model_answer_s_six_lines_pass_the_checker():
         assert verdict.passed and not verdict.refused, (key, verdict.summary())
 
 
-@pytest.mark.parametrize(("key", "sql", "names"), WRONG)
-def test_a_wrong_line_fails_with_a_hint_that_names_its_mistake(key, sql, names):
-    verdict = board.check_board({key: sql})[key]
+def test_every_board_wrong_answer_file_is_listed_and_named_here():
+    files = {name for name in statements.names() if name.startswith("exercise/board/")}
+    assert files == {name for key, name in WRONG if key in ("extend", "hand_back")}
+    assert {name for _, name in WRONG} == set(NAMES_THE_MISTAKE)
+
+
+@pytest.mark.parametrize(("key", "name"), WRONG, ids=[n.rsplit("/", 1)[1] for _, n in WRONG])
+def test_a_wrong_line_fails_with_a_hint_that_names_its_mistake(key, name):
+    verdict = board.check_board({key: statement(name).text})[key]
     assert not verdict.passed and not verdict.refused, verdict.summary()
-    assert names in verdict.hint, verdict.hint
+    assert NAMES_THE_MISTAKE[name] in verdict.hint, verdict.hint
 
 
 def test_a_blank_mechanism_is_not_run_and_says_so_and_a_select_is_refused():
@@ -94,7 +84,7 @@ def test_the_terminal_writes_the_board_after_the_deep_dive_checks_it_and_keeps_i
     monkeypatch.setenv("PGQ_HOME", str(tmp_path))
     r = Rehearsal(seed=3)
     model = model_lines()
-    wrong_extension = f"{EXTEND} WHERE id = :id AND status = 'running'"  # no fence
+    wrong_extension = statement("exercise/board/extend_without_fence").text.strip()
     typed = iter(
         [
             "my deep dive",
@@ -104,7 +94,7 @@ def test_the_terminal_writes_the_board_after_the_deep_dive_checks_it_and_keeps_i
             "",  # the fenced completion: skipped
             "",  # the reaper: skipped
             "",  # the backoff: skipped
-            wrong_extension,
+            *wrong_extension.splitlines(),
             "",
             *model["hand_back"].strip().splitlines(),
             "",
@@ -135,7 +125,7 @@ def test_the_notebook_s_board_saves_as_typed_checks_on_a_click_and_shows_only_in
     widget.steps.value = "deep_dive"
     assert widget.board.layout.display == ""
     widget.board_boxes["complete"].value = model_lines()["complete"]
-    widget.board_boxes["hand_back"].value = f"{HAND_BACK}, run_at = now() + :'wait'::interval {FENCED}"
+    widget.board_boxes["hand_back"].value = statement("exercise/board/hand_back_spending_a_try").text
     widget.board_button.click()
     shown = widget.board_verdicts.value
     assert "✓ <b>the fenced completion</b>" in shown

@@ -22,10 +22,14 @@ class Mechanism:
     exercise: exercises.Exercise
 
 
-def _own(key: str, title: str, task: str, params: tuple[str, ...], check) -> exercises.Exercise:
-    # No seeded attempt (the board starts empty) and no answer file: the model answer is the
-    # deep dive's line on the board (steps.yaml), which tests/test_interview_board.py checks.
-    return exercises.Exercise(f"12/board_{key}", title, task, params, check, "", "")
+def _own(
+    key: str, title: str, task: str, params: tuple[str, ...], check, wrong: tuple[str, ...]
+) -> exercises.Exercise:
+    # The board starts empty, so `attempt` is only the commonest wrong line (sql/exercise/board/);
+    # there is no answer file: the model answer is the deep dive's line on the board (steps.yaml),
+    # which tests/test_interview_board.py checks.
+    names = tuple(f"exercise/board/{w}" for w in wrong)
+    return exercises.Exercise(f"12/board_{key}", title, task, params, check, names[0], "", wrong=names[1:])
 
 
 BOARD = (
@@ -43,6 +47,13 @@ BOARD = (
             "a worker that lost it renews nothing.",
             ("id", "fence_token", "lease"),
             graders.check_extend_lease,
+            (
+                "extend_without_fence",
+                "extend_without_status",
+                "extend_without_id",
+                "extend_fixed_lease",
+                "extend_new_token",
+            ),
         ),
     ),
     Mechanism(
@@ -54,6 +65,7 @@ BOARD = (
             "Give this worker's claimed job back without spending its try, not claimable again for :wait.",
             ("id", "fence_token", "wait", "error"),
             graders.check_hand_back,
+            ("hand_back_spending_a_try", "hand_back_at_once", "hand_back_without_fence"),
         ),
     ),
 )

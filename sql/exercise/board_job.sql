@@ -3,6 +3,7 @@
 -- token, and how far ahead its lease end and its run_at are, in seconds from
 -- the clock now (clock_timestamp, so a check in autocommit reads the time of
 -- this read, not of some earlier statement).
+-- Safe: yes, read-only; a scratch database's row.
 -- Parameters: id (bigint).
 
 SELECT status, attempts, fence_token,

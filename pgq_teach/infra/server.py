@@ -17,6 +17,7 @@ choice fails when its server cannot be had.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -26,7 +27,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ..errors import SetupError
 from ..statements import run_one
-from . import container, embedded
+from . import container, embedded, replica
 
 BACKENDS = ("auto", "dsn", "docker", "embedded")
 CONNECT_TIMEOUT = 5  # seconds; an unreachable PGQ_DSN must fail fast, not hang
@@ -207,6 +208,13 @@ def rebuild_checker() -> Server:
     """Kill the checker and start it afresh from its template (embedded.rebuild_checker)."""
     embedded.rebuild_checker()
     return get_checker()
+
+
+def replica_pair(*, synchronous: bool) -> contextlib.AbstractContextManager[replica.Pair]:
+    """A throwaway primary and a streaming replica of it (infra/replica.py), for the failover
+    drill: never the course's own server. A context manager that stops both, drops the
+    replication slot and removes their folder however its block ends."""
+    return replica.pair(synchronous=synchronous)
 
 
 def reset_choice() -> None:

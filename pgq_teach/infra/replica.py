@@ -114,11 +114,38 @@ class Pair:
             self.orphan_memory.append(memory)
 
     def promote(self) -> None:
-        """pg_promote() on the replica, waiting until it accepts writes."""
-        with self.connect(self.replica) as conn:
+        """pg_promote() on the replica, waiting until it is a primary. It still refuses clients
+        that ask for a read-write server (default_transaction_read_only stays on) until
+        open_for_writes(): whatever must run first (the fencing epoch) runs on writable()."""
+        deadline = time.monotonic() + START_SECONDS
+        while True:  # a replica whose WAL receiver was killed restarts first: wait for it
+            try:
+                conn = self.connect(self.replica)
+                break
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        with conn:
             if not run_one(conn, "admin/promote", {"wait_seconds": START_SECONDS})[0]:
                 raise SetupError(f"The drill's replica was not promoted within {START_SECONDS} s")
         self.promoted = True
+
+    def writable(self) -> psycopg.Connection:
+        """A session on the promoted replica that may write before it is open to clients."""
+        return psycopg.connect(
+            self.dsn(self.replica), autocommit=True, connect_timeout=5,
+            options="-c default_transaction_read_only=off",
+        )  # fmt: skip
+
+    def open_for_writes(self) -> None:
+        """Let clients that ask for a read-write server (failover_dsn) in: from now on the
+        promoted replica is where they land."""
+        with self.writable() as conn:
+            run(
+                conn, "admin/alter_system", {"value": "off"}, idents={"name": "default_transaction_read_only"}
+            )
+            run(conn, "admin/reload_config")
 
 
 def postmaster_pid(pgdata: Path) -> int | None:
@@ -191,6 +218,10 @@ def _make_replica(pair: Pair) -> None:
         | {
             "unix_socket_directories": str(pair.replica),
             "synchronous_standby_names": "",
+            # Promoted, it turns clients that want a read-write server away until the drill has
+            # run what must come first (Pair.open_for_writes): libpq's target_session_attrs
+            # read-write checks this setting (PostgreSQL 14+).
+            "default_transaction_read_only": "on",
             "primary_conninfo": source,
             "primary_slot_name": SLOT,
         },

@@ -140,8 +140,17 @@ def _serve(spec: dict) -> None:
     # Jobs failed at their job timeout, a line each, likewise kept through a SIGKILL: a worker
     # killed later still counts the timeouts it enforced.
     timeout_log = open(spec["timeouts"], "a", buffering=1, encoding="utf-8")
+    # The failover drill's record of every claim handed to a handler and every completion the
+    # server acknowledged: on this machine, so it outlives the primary that acknowledged them.
+    acks = open(spec["acks"], "a", buffering=1, encoding="utf-8") if spec.get("acks") else None
+
+    def note(what: str, job) -> None:
+        if acks is not None:
+            with lost_lock:
+                acks.write(json.dumps([what, job.id, job.fence_token, time.time()]) + "\n")
 
     def handle(job):
+        note("claim", job)
         started.add((job.id, job.fence_token))
         ledger.rows(
             "lab/fault_call",
@@ -176,6 +185,8 @@ def _serve(spec: dict) -> None:
             return
         if job is None or event not in OUTCOMES:
             return
+        if event == "done":
+            note("done", job)
         if event == "fenced" and (job.id, job.fence_token) not in started:
             event = "not_started"  # no longer held when its turn came: the judge counts it apart
         try:
@@ -203,6 +214,7 @@ def _serve(spec: dict) -> None:
         on_event=on_event,
         timeout=spec.get("timeout"),
         rate_limits={KIND: spec["rate_limit"]} if spec.get("rate_limit") else None,
+        durable_completions=spec.get("durable", False),
     )
     worker.stop_on_sigterm()
     parent = os.getppid()
@@ -220,6 +232,8 @@ def _serve(spec: dict) -> None:
     ledger.close()
     lost_log.close()
     timeout_log.close()
+    if acks is not None:
+        acks.close()
     Path(spec["report"]).write_text(
         json.dumps(
             {
@@ -308,6 +322,8 @@ class Pool:
             "timeouts": str(self.folder / f"{name}.timeouts"),
             "seed": self.started,
         }
+        if spec.get("acks"):  # the failover drill's runs: a file of claims and completions each
+            spec["acks"] = str(self.folder / f"{name}.acks")
         with open(log, "wb") as out:
             process = subprocess.Popen(
                 [sys.executable, "-c", WORKER_CODE],

@@ -3,7 +3,7 @@ poke at a queue from a terminal.
 
 A module for each family of commands, each command's parser beside its handler:
 `course` (lab, psql, progress), `server` (server, broker, clean), `jobs` (enqueue,
-worker, stats), `runs` (fault-run, load), `interview`, and `measure` (bench,
+worker, stats), `runs` (fault-run, load, failover-drill), `interview`, and `measure` (bench,
 reproduce); `common` holds what they share. This module puts them together in
 `parser()` and runs one command in `main()`.
 """
@@ -38,6 +38,7 @@ COMMANDS = (
     server.add_clean,
     course.add_progress,
     runs.add_load,
+    runs.add_failover_drill,
     interview.add_interview,
     measure.add_bench,
     measure.add_reproduce,

@@ -116,6 +116,61 @@ def _run_options(sp: argparse.ArgumentParser, settings: type[RunSettings], label
     sp.add_argument("--db", default=label, help=f"database label (default pgq_{label}; reset first)")
 
 
+def add_failover_drill(sub: Subcommands) -> None:
+    """Add `pgq-teach failover-drill` to the command line."""
+    from ..faults.failover import CONFIGS
+
+    fd = sub.add_parser(
+        "failover-drill",
+        help="kill a throwaway primary mid-run, promote its streaming replica, and count what "
+        "each replication and completion setting loses (never the course's own server)",
+    )
+    fd.add_argument("--jobs", type=typed(int), default=1_000, help="jobs seeded before the workers start")
+    fd.add_argument("--workers", type=typed(int), default=4, help="fleet worker processes")
+    fd.add_argument(
+        "--config",
+        choices=(*CONFIGS, "all"),
+        default="all",
+        help="replication-completion setting, or all four",
+    )
+    fd.add_argument(
+        "--lag",
+        type=typed(float),
+        default=1.0,
+        help="seconds the replica's WAL receiver is paused before the kill",
+    )
+    fd.add_argument("--json", default=None, help="also write the report as JSON to this file")
+    fd.add_argument(
+        "--no-epoch", action="store_true", help="skip the fencing epoch at promotion (fence_epoch.sql)"
+    )
+    fd.set_defaults(func=cmd_failover_drill)
+
+
+def cmd_failover_drill(args: argparse.Namespace) -> int:
+    import json
+
+    from .. import checks
+    from ..faults.failover import CONFIGS, DrillSettings, run_drill, summary
+
+    settings = DrillSettings(jobs=args.jobs, workers=args.workers, lag=args.lag, epoch=not args.no_epoch)
+    out = None if args.json is None else checks.output_file("--json", args.json)
+    configs = CONFIGS if args.config == "all" else (args.config,)
+    say(
+        f"failover drill: {settings.jobs:,} jobs, {settings.workers} worker processes, lag window "
+        f"{settings.lag:g} s, fencing epoch {'on' if settings.epoch else 'off'}; Ctrl-C stops it"
+    )
+    try:
+        report = run_drill(settings, configs, progress=say)
+    except KeyboardInterrupt:
+        say("interrupted: every worker process and both servers were stopped")
+        return 130
+    say(summary(report))
+    if out is not None:
+        out.write_text(json.dumps(report.as_json(), indent=2) + "\n", encoding="utf-8")
+        say(f"report written to {out}")
+    return 0 if report.ok else 1
+
+
 def _run_in_fresh_database(
     args: argparse.Namespace, what: str, start: Callable[..., Any], settings: RunSettings, details: str
 ) -> int:

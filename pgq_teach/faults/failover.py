@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 
 import psycopg
 
-from .. import checks, queue
+from .. import checks, queue, tables
 from ..databases import Database
 from ..infra import server as servers
 from ..infra.replica import Pair
@@ -357,3 +357,36 @@ def _superseded(done: Note, notes: list[Note]) -> bool:
     return bool(mine) and any(
         max(mine) < n[3] <= done[3] for n in notes if n[0] != done[0] or n[3] != max(mine)
     )
+
+
+def table(report: DrillReport) -> tables.Table:
+    """A row per count, a column per configuration: each cell the count and what the
+    configuration allows ("may" or "must be 0"), BREACH where it broke that."""
+    cols = [
+        tables.Column("count"),
+        *(tables.Column(r.config + (" (no epoch)" if not r.epoch else "")) for r in report.results),
+    ]
+    rows = []
+    for count in COUNTS:
+        cells = []
+        for r in report.results:
+            n, ok = r.counts.get(count, 0), r.allows(count)
+            cells.append(f"{n:,} ({'may' if ok else 'must be 0'}){'' if ok or not n else ' BREACH'}")
+        rows.append([LABELS[count], *cells])
+    rows.append(["lag window (WAL receiver paused)", *(f"{r.lag_seconds:g} s" for r in report.results)])
+    rows.append(["drill took", *(f"{r.seconds:.0f} s" for r in report.results)])
+    return tables.Table(cols, rows)
+
+
+def summary(report: DrillReport) -> str:
+    """The table, an example of each nonzero count, the outbox line, and the verdict."""
+    lines = [table(report).text()]
+    for r in report.results:
+        for count, example in r.examples.items():
+            lines.append(f"  {r.config}, {LABELS[count]}: e.g. {example}")
+        if r.epoch_base is not None:
+            lines.append(f"  {r.config}: fencing epoch at promotion moved every token to {r.epoch_base:,}")
+    lines.append(f"  {OUTBOX_LINE}")
+    breaches = [b for r in report.results for b in r.breaches]
+    lines += [f"  BREACH: {b}" for b in breaches] or ["  every configuration stayed within what it allows"]
+    return "\n".join(lines)

@@ -118,18 +118,22 @@ class Pair:
         that ask for a read-write server (default_transaction_read_only stays on) until
         open_for_writes(): whatever must run first (the fencing epoch) runs on writable()."""
         deadline = time.monotonic() + START_SECONDS
-        while True:  # a replica whose WAL receiver was killed restarts first: wait for it
-            try:
-                conn = self.connect(self.replica)
-                break
-            except psycopg.OperationalError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        with conn:
-            if not run_one(conn, "admin/promote", {"wait_seconds": START_SECONDS})[0]:
+        while not self._promoted_now():  # a replica whose WAL receiver was killed restarts first
+            if time.monotonic() > deadline:
                 raise SetupError(f"The drill's replica was not promoted within {START_SECONDS} s")
+            time.sleep(0.1)
         self.promoted = True
+
+    def _promoted_now(self) -> bool:
+        """Ask for the promotion; True once the replica is out of recovery. A session refused
+        or a query cancelled while it restarts (a conflict with recovery) is asked again."""
+        try:
+            with self.connect(self.replica) as conn:
+                if run_one(conn, "admin/in_recovery")[0]:
+                    run(conn, "admin/promote", {"wait_seconds": START_SECONDS})
+                return not run_one(conn, "admin/in_recovery")[0]
+        except psycopg.Error:
+            return False
 
     def writable(self) -> psycopg.Connection:
         """A session on the promoted replica that may write before it is open to clients."""

@@ -151,7 +151,8 @@ class DrillReport:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "settings": asdict(self.settings),
+            # durable is each configuration's own (its name says it), not the drill's
+            "settings": {k: v for k, v in asdict(self.settings).items() if k != "durable"},
             "outbox": OUTBOX_LINE,
             "ok": self.ok,
             "configs": [asdict(r) | {"allows": {c: r.allows(c) for c in COUNTS}} for r in self.results],

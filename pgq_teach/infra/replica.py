@@ -15,7 +15,6 @@ through `infra.server.replica_pair`, the one module that owns the course's serve
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import subprocess
 import tempfile
@@ -271,8 +270,9 @@ def _tear_down(pair: Pair) -> None:
 def pair(*, synchronous: bool) -> Iterator[Pair]:
     """Start a primary and a streaming replica (synchronous or not) in a new temporary folder;
     stop both, drop the slot and remove the folder however the block ends."""
-    # A short path: a Unix socket's path must stay under about 100 bytes.
-    folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir="/tmp" if os.name == "posix" else None))
+    # The system's temporary folder keeps the path short: a Unix socket's must stay under
+    # about 100 bytes, and each server's socket is in its data folder.
+    folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
     made = Pair(folder, synchronous)
     try:
         embedded.hand_over(folder)
@@ -287,10 +287,10 @@ def pair(*, synchronous: bool) -> Iterator[Pair]:
 
 def leftovers() -> list[str]:
     """Folders of pairs still on this machine, and postmasters still running from one: what a
-    drill must never leave behind (tests/test_failover.py asks after a failure and a Ctrl-C)."""
+    drill must never leave behind (tests/test_failover.py: a refused command starts none)."""
     import psutil
 
-    base = Path("/tmp" if os.name == "posix" else tempfile.gettempdir())
+    base = Path(tempfile.gettempdir())
     found = [str(path) for path in base.glob(f"{FOLDER_PREFIX}*")]
     for proc in psutil.process_iter(["cmdline"]):
         with contextlib.suppress(psutil.Error):

@@ -213,23 +213,24 @@ def test_a_session_broken_while_it_waits_for_a_token_leaves_no_lease_renewed_for
     kinds.take_tokens(conn, "k", 100, 0)  # the bucket's row exists, so the holder can lock it
     job_id = pgq.enqueue(conn, "k", {})
     ran = []
+    worker = pgq.Worker(
+        db.dsn, {"k": lambda job: ran.append(job.id)}, rate_limits={"k": 100}, lease=1, poll=0.05
+    )
     with db.connection() as holder:
-        holder.execute("BEGIN")
-        run(holder, "lab/bucket_hold", {"kind": "k"})
-        worker = pgq.Worker(
-            db.dsn, {"k": lambda job: ran.append(job.id)}, rate_limits={"k": 100}, lease=1, poll=0.05
-        )
-        running = Running(worker)
+        running = None
         try:
-            assert wait_for(lambda: run(conn, "lab/waiting_on_lock").fetchone() is not None, 30)
-            assert job_row(conn, job_id)["status"] == "running"  # the claim committed
-            [pid, _, query] = run(conn, "lab/waiting_on_lock").fetchone()
-            assert "rate_limits" in query  # the Worker's take of tokens, not something else
-            run(conn, "lab/terminate_backend", {"pid": pid})
-            holder.execute("COMMIT")
+            with holder.transaction():  # the bucket's row held until the session is ended
+                run(holder, "lab/bucket_hold", {"kind": "k"})
+                running = Running(worker)
+                assert wait_for(lambda: run(conn, "lab/waiting_on_lock").fetchone() is not None, 30)
+                assert job_row(conn, job_id)["status"] == "running"  # the claim committed
+                [pid, _, query] = run(conn, "lab/waiting_on_lock").fetchone()
+                assert "rate_limits" in query  # the Worker's take of tokens, not something else
+                run(conn, "lab/terminate_backend", {"pid": pid})
             assert wait_for(lambda: job_row(conn, job_id)["status"] == "done", 30), job_row(conn, job_id)
         finally:
-            running.join()
+            if running is not None:
+                running.join()
     assert ran == [job_id]
     assert job_row(conn, job_id)["attempts"] == 2  # the broken claim's try, then the one that ran
 

@@ -33,3 +33,20 @@ def test_bad_settings_are_refused_before_the_table_is_touched(conn, db, kwargs):
     with pytest.raises(pgq.BadInput):
         priorities.starvation(db, **kwargs)
     assert pgq.queue.job_state(conn, job)["status"] == "ready"
+
+
+def test_the_urgent_job_waits_out_the_backlog_under_fifo_and_goes_first_under_priorities(db):
+    result = priorities.urgent(db, backlog=500, batch=20)
+    assert result.ahead_fifo == 500  # the whole backlog, 25 claims of 20, before the claim that took it
+    assert result.ahead_priority == 0  # the first claim took it
+    assert not result.stopped
+    rows = result.comparison()
+    assert [row[2] for row in rows] == [500, 0]
+
+
+@pytest.mark.parametrize("kwargs", [{"backlog": 0}, {"batch": 0}, {"batch": 1_001}])
+def test_bad_urgent_settings_are_refused_before_the_table_is_touched(conn, db, kwargs):
+    pgq.enqueue(conn, "k", {})
+    with pytest.raises(pgq.BadInput):
+        priorities.urgent(db, **kwargs)
+    assert pgq.queue.status_counts(conn) == {"ready": 1}

@@ -86,7 +86,7 @@ def starvation(
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> StarvationResult:
-    """StreamRun the stream twice on a reset jobs table, without and with aging; see the module."""
+    """Run the stream twice on a reset jobs table, without and with aging; see the module."""
     load = checks.whole_number("load", load, 1, 1_000)
     rounds = checks.whole_number("rounds", rounds, 1, 10_000)
     age_after_s = checks.seconds("age_after_s", age_after_s, 0.01, 60)
@@ -133,3 +133,82 @@ def _stream(
             if any(job.id == low for job in jobs):
                 return StreamRun(age_after_s is not None, round_no, time.monotonic() - began, round_no)
     return StreamRun(age_after_s is not None, None, None, rounds)
+
+
+@dataclass(kw_only=True)
+class UrgentResult(Result):
+    """One urgent job (priority 0) enqueued behind a backlog of ordinary ones (priority 5):
+    how many jobs each claim took, in the claims before the one that took it, draining the
+    queue batch by batch."""
+
+    backlog: int
+    batch: int
+    ahead_fifo: int  # jobs the FIFO claim (claim.sql) took before the urgent one
+    ahead_priority: int  # jobs the priority claim (claim_priority.sql) took before it
+    guide: GuideFigure = field(default_factory=lambda: GUIDE_OLDEST_FIRST)
+
+    def comparison(self) -> list[Comparison]:
+        return [
+            ("jobs claimed before the urgent one, FIFO claim", self.guess_cell, self.ahead_fifo, "–"),
+            ("jobs claimed before the urgent one, priority claim", "–", self.ahead_priority, "–"),
+        ]
+
+    def summary(self) -> str:
+        lines = [
+            f"one urgent job behind {tables.count(self.backlog, 'ordinary job')}, "
+            f"claimed in batches of {self.batch}:",
+            f"  the FIFO claim took {tables.count(self.ahead_fifo, 'job')} before it",
+            f"  the priority claim took {tables.count(self.ahead_priority, 'job')} before it",
+        ]
+        return "\n".join(lines + self.footer())
+
+
+def urgent(
+    db: Database,
+    *,
+    backlog: int = 5_000,
+    batch: int = 50,
+    guess: float | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+) -> UrgentResult:
+    """The backlog at priority 5, then one job at priority 0; drained with each claim, on a
+    fresh table, until the urgent job is claimed. The knobs: `backlog` and `batch`."""
+    backlog = checks.whole_number("backlog", backlog, 1, 100_000)
+    batch = checks.whole_number("batch", batch, 1, 1_000)
+    stop = stop or threading.Event()
+    ahead = [
+        _ahead_of_urgent(
+            db, claim, backlog, batch, stop, lambda done, n=n: tell(progress, n * backlog + done, 2 * backlog)
+        )
+        for n, claim in enumerate((queue.claim, queue.claim_priority))
+    ]
+    return finish(
+        UrgentResult,
+        db,
+        guess=guess,
+        stopped=stop,
+        backlog=backlog,
+        batch=batch,
+        ahead_fifo=ahead[0],
+        ahead_priority=ahead[1],
+    )
+
+
+def _ahead_of_urgent(db: Database, claim, backlog: int, batch: int, stop: threading.Event, told) -> int:
+    with db.connection() as conn:
+        seeding.reset_jobs(conn)
+        queue.enqueue_many(conn, KIND, [{"n": n} for n in range(backlog)], priority=5, notify=False)
+        urgent_id = queue.enqueue(conn, KIND, {"urgent": True}, priority=0, notify=False)
+        ahead = 0
+        while not stop.is_set():
+            jobs = claim(conn, batch=batch)
+            if not jobs:
+                break
+            queue.complete_many(conn, jobs)
+            ids = [job.id for job in jobs]
+            if urgent_id in ids:
+                return ahead  # the jobs of the claims before the one that took it
+            ahead += len(jobs)
+            told(ahead)
+        return ahead

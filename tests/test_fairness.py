@@ -1,0 +1,61 @@
+"""experiments.fairness: one tenant's flood drained with the FIFO claim and with the fair claim,
+on a real server. Asserts the order the server recorded and the buffers it read, never how long
+anything took."""
+
+import threading
+
+import pytest
+
+import pgq_teach as pgq
+from helpers import chart_rows
+from pgq_teach.experiments import fairness
+
+FLOOD, TENANTS, EACH, BATCH = 2_000, 20, 3, 25
+
+
+def test_the_flood_makes_small_tenants_wait_under_fifo_and_not_under_the_fair_claim(db):
+    result = fairness.flood(db, flood=FLOOD, tenants=TENANTS, each=EACH, batch=BATCH, per_tenant=1)
+    fifo, fair = result.fifo, result.fair
+    print(result.summary())  # the times, for the report
+    assert fifo.small_jobs == fair.small_jobs == TENANTS * EACH
+    # FIFO: every small tenant's job waited for the whole flood, and the queue drained to its end
+    assert fifo.ahead_p50 >= FLOOD and fifo.ahead_p99 >= FLOOD
+    assert fifo.claims == -(-(FLOOD + TENANTS * EACH) // BATCH)
+    # fair, per_tenant 1: one job of each tenant (the flood's included) per claim at most, so a
+    # tenant's k-th job is in claim k at the latest, behind at most EACH rounds of every tenant
+    assert fair.ahead_p99 < EACH * (TENANTS + 1)
+    assert fair.claims <= EACH + 1
+    # the waits, ranked: the fair claim's worst before FIFO's middle, by position and by time
+    assert fair.ahead_p99 * 10 < fifo.ahead_p50
+    assert fair.wait_p99_ms < fifo.wait_p50_ms
+    assert 0 < fifo.buffers < fair.buffers  # two statements and a descent per tenant
+    rows = chart_rows(result.chart(), "bar")
+    assert [row["claim and percentile"] for row in rows] == [
+        "FIFO, p50",
+        "FIFO, p99",
+        "fair, p50",
+        "fair, p99",
+    ]
+    assert [row["wait (ms)"] for row in rows] == [
+        fifo.wait_p50_ms,
+        fifo.wait_p99_ms,
+        fair.wait_p50_ms,
+        fair.wait_p99_ms,
+    ]
+
+
+def test_a_stop_ends_the_run_early_and_says_so(db):
+    stop = threading.Event()
+    stop.set()
+    stopped = fairness.flood(db, flood=100, tenants=2, each=1, stop=stop)
+    assert stopped.stopped and stopped.fifo.small_jobs == 0 and "stopped early" in stopped.summary()
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"flood": 0}, {"tenants": 0}, {"each": 101}, {"batch": 0}, {"per_tenant": 0}]
+)
+def test_bad_settings_are_refused_before_the_table_is_touched(conn, db, kwargs):
+    pgq.enqueue(conn, "k", {})
+    with pytest.raises(pgq.BadInput):
+        fairness.flood(db, **kwargs)
+    assert pgq.queue.status_counts(conn) == {"ready": 1}

@@ -1,0 +1,49 @@
+"""experiments.rate_limits: library Workers calling one partner with no limit, then under the
+shared rate limit, on a real server. Asserts counts (calls, tries, the most in a window against
+the limit's promise), never how long anything took."""
+
+import threading
+
+import pytest
+
+import pgq_teach as pgq
+from helpers import chart_rows
+from pgq_teach.experiments import rate_limits
+
+RATE = 10
+
+
+def test_the_shared_limit_holds_the_partner_to_its_rate_plus_one_seconds_burst_and_spends_no_try(db):
+    result = rate_limits.partner_quota(db, workers=4, per_second=RATE, seconds=2, work_s=0.005)
+    print(result.summary())  # the rates, for the report
+    free, held = result.unlimited, result.limited
+    assert 0 < held.most_in_one_second <= result.burst_bound == 2 * RATE
+    assert free.most_in_one_second > result.burst_bound  # what the limit is there to stop
+    # every call spent exactly one try; a job handed back for want of a token spent none
+    assert free.tries_spent == free.calls and held.tries_spent == held.calls
+    assert held.handed_back > 0 and free.handed_back == 0
+    rows = chart_rows(result.chart(), "line")
+    assert sum(row["calls"] for row in rows if row["run"] == "shared limit") <= held.calls
+
+
+def test_the_busiest_window_is_counted_from_each_call():
+    run = rate_limits.QuotaRun(
+        limited=True, call_times_s=[0.0, 0.5, 0.99, 1.0, 1.2, 1.3, 3.0], tries_spent=7, handed_back=0
+    )
+    assert run.most_in_one_second == 5  # 0.5, 0.99, 1.0, 1.2 and 1.3: within a second of 0.5
+    assert run.per_second(4) == [3, 3, 0, 1]
+
+
+def test_a_stop_ends_both_runs_early_and_says_so(db):
+    stop = threading.Event()
+    stop.set()
+    result = rate_limits.partner_quota(db, workers=1, seconds=5, stop=stop)
+    assert result.stopped and "stopped early" in result.summary()
+
+
+@pytest.mark.parametrize("kwargs", [{"workers": 0}, {"per_second": 0}, {"seconds": 31}, {"work_s": -1}])
+def test_bad_settings_are_refused_before_the_table_is_touched(conn, db, kwargs):
+    pgq.enqueue(conn, "k", {})
+    with pytest.raises(pgq.BadInput):
+        rate_limits.partner_quota(db, **kwargs)
+    assert pgq.queue.status_counts(conn) == {"ready": 1}

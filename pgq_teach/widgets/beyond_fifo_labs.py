@@ -1,8 +1,9 @@
 """Lesson 10b's labs, each one line in the notebook: one tenant's flood under the FIFO and the
-fair claim (`FloodLab`), and an urgent job behind a backlog (`UrgentLab`).
+fair claim (`FloodLab`), an urgent job behind a backlog (`UrgentLab`), starvation and aging
+(`StarvationLab`), and a partner's quota (`QuotaLab`).
 
-Thin: each is an `ExperimentPanel` over its experiment (pgq_teach.experiments.fairness and
-.priorities), with the knobs that make its result as number boxes the experiment reads when
+Thin: each is an `ExperimentPanel` over its experiment (pgq_teach.experiments.fairness,
+.priorities and .rate_limits), with the knobs that make its result as number boxes the experiment reads when
 Run is pressed. Headless, `lab.run_and_wait()` returns the result.
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 import ipywidgets as W
 
 from ..databases import Database
-from ..experiments import fairness, priorities
+from ..experiments import fairness, priorities, rate_limits
 from .lab import ExperimentPanel
 
 _WIDE = {"description_width": "initial"}  # the whole label, never cut to "…"
@@ -77,4 +78,57 @@ class UrgentLab(ExperimentPanel):
             guess_label="Under the FIFO claim, how many jobs are claimed before the urgent one?",
             guess_unit="jobs",
             guess_plausible=(0, 100_000),
+        )
+
+
+class StarvationLab(ExperimentPanel):
+    """A priority-9 job under a steady stream of urgent ones, without and then with aging."""
+
+    def __init__(self, db: Database, *, load: int = 20, rounds: int = 100):
+        self.load = knob(load, 1, 1_000, "urgent jobs per round")
+        self.rounds = knob(rounds, 1, 10_000, "rounds")
+        self.age_after_ms = knob(500, 10, 60_000, "age after, ms")
+
+        def experiment(**run: Any) -> priorities.StarvationResult:
+            return priorities.starvation(
+                db,
+                load=self.load.value,
+                rounds=self.rounds.value,
+                age_after_s=self.age_after_ms.value / 1000,
+                **run,
+            )
+
+        super().__init__(
+            experiment,
+            settings=[W.HBox([self.load, self.rounds, self.age_after_ms])],
+            guess_label="Without aging, in which round does the priority-9 job run?",
+            guess_unit="rounds",
+            guess_plausible=(0, 10_000),
+        )
+
+
+class QuotaLab(ExperimentPanel):
+    """Workers calling one partner, with no limit and then under the shared rate limit."""
+
+    def __init__(self, db: Database, *, workers: int = 8, per_second: int = 50, seconds: int = 3):
+        self.workers = knob(workers, 1, 16, "Workers")
+        self.per_second = knob(per_second, 1, 1_000, "limit, calls/s")
+        self.seconds = knob(seconds, 1, 30, "seconds per run")
+
+        def experiment(**run: Any) -> rate_limits.QuotaResult:
+            return rate_limits.partner_quota(
+                db,
+                workers=self.workers.value,
+                per_second=self.per_second.value,
+                seconds=self.seconds.value,
+                **run,
+            )
+
+        super().__init__(
+            experiment,
+            charts=one_chart,
+            settings=[W.HBox([self.workers, self.per_second, self.seconds])],
+            guess_label="With the shared limit, the most calls the partner sees in one second?",
+            guess_unit="calls",
+            guess_plausible=(0, 10_000),
         )

@@ -19,6 +19,7 @@ WRONG_FOR = {
     "08/index": "index's size",
     "09/holder": "every session it names holds VACUUM back",
     "10/cleanup": "largest batch",
+    "10b/fair_claim": "every tenant with due work got a job",
     "11/relay_complete": "stale relay A's completion",
     "11/relay_hand_back": "no try spent on the outage",
     "12/envelope": "dead row versions a second",

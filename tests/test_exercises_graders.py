@@ -17,6 +17,18 @@ pytestmark = pytest.mark.usefixtures("pg")
 
 # (exercise, seeded wrong answer under sql/, evidence that must fail, words the hint must hold)
 WRONG = [
+    (
+        "10b/fair_claim",
+        "exercise/wrong/fair_claim_fifo",
+        "every tenant with due work got a job",
+        "one per tenant",
+    ),
+    (
+        "10b/fair_claim",
+        "exercise/wrong/fair_claim_fifo",
+        "no tenant got a second job before every tenant had its first",
+        "then the oldest of those",
+    ),
     ("03/claim", "exercise/wrong/claim_without_lease", "writes the lease it is given", "leased_until"),
     ("03/claim", "exercise/wrong/claim_without_lease", "jobs not due yet left alone", "run_at BETWEEN"),
     (
@@ -122,6 +134,11 @@ WRONG = [
 REFUSED = [
     ("08/index", "exercise/wrong/ready_index_unique", "a second job due at the same instant"),
     ("08/index", "exercise/wrong/ready_index_including_payload", "INCLUDE copies those columns"),
+    (
+        "10b/fair_claim",
+        "exercise/wrong/fair_claim_distinct_for_update",
+        "FOR UPDATE is not allowed with DISTINCT",
+    ),
 ]
 
 # Right answers that failed before (issue 44): each passes.

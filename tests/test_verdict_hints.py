@@ -49,6 +49,8 @@ NAMES_THE_MISTAKE = {
     "exercise/wrong/complete_all_running": "not in the batch",
     "exercise/wrong/hand_back_spending_a_try": "attempts - 1",
     "exercise/wrong/hand_back_any_token": "its own token",
+    "exercise/wrong/fair_claim_fifo": "one per tenant",
+    "exercise/wrong/fair_claim_distinct_for_update": "LATERAL subquery",
     "envelope/attempt": "Little's law",
 }
 

@@ -19,7 +19,7 @@ import psycopg
 from ..errors import BadInput, PgqError
 from ..infra import learner
 from ..statements import statement
-from . import backoff, claim, cleanup, envelope, fence, index, reaper, relay, unique, vacuum, wakeup
+from . import backoff, claim, cleanup, envelope, fair, fence, index, reaper, relay, unique, vacuum, wakeup
 from . import progress as progress_file
 from .learner_sql import MAX_CHARS, STATEMENT_WORDS, Refused, read
 from .sandbox import (
@@ -201,6 +201,17 @@ EXERCISES = {
                 "exercise/wrong/cleanup_fixed_limit",
                 "exercise/wrong/cleanup_delete_limit",
             ),
+        ),
+        Exercise(
+            "10b/fair_claim",
+            "the fair claim",
+            "Claim up to :batch due jobs with a tenant, each tenant's oldest first and one per tenant, "
+            "so one tenant's flood cannot fill the batch; skip rows other workers hold.",
+            ("batch", "lease"),
+            fair.check_fair_claim,
+            "exercise/wrong/fair_claim_fifo",
+            "exercise/model/claim_one_per_tenant",
+            wrong=("exercise/wrong/fair_claim_distinct_for_update",),
         ),
         Exercise(
             "10c/unique_enqueue",

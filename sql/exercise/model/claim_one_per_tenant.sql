@@ -1,0 +1,43 @@
+-- exercise/model/claim_one_per_tenant.sql: the model answer to lesson 10b's
+-- Your turn: the fair claim in one statement. Each tenant with due work gives
+-- its oldest due job, the oldest of those first, up to :batch jobs; marked
+-- running as claim.sql marks them.
+-- Safe: yes. The library's fair claim (sql/claim_fair_tenants.sql, then
+--   sql/claim_fair.sql) adds the cap on each tenant's running jobs and the
+--   index-bound walk over the tenants; this is the idea, in one statement.
+-- Parameters: batch (int), lease (interval).
+-- Notes: PostgreSQL refuses FOR UPDATE with DISTINCT, so the tenants are found
+--   first, unlocked, and each one's oldest due job is locked in a LATERAL
+--   subquery (FOR UPDATE SKIP LOCKED: a tenant whose oldest job another claim
+--   holds gives its next one). The outer LIMIT is applied after every
+--   tenant's row is locked: those it leaves out stay locked, unchanged, until
+--   this statement's transaction ends.
+
+WITH due AS (
+  SELECT DISTINCT tenant FROM jobs
+  WHERE status = 'ready' AND tenant IS NOT NULL AND run_at BETWEEN '-infinity' AND now()
+),
+next AS (
+  SELECT first.id
+  FROM due
+  CROSS JOIN LATERAL (
+    SELECT jobs.id, jobs.run_at FROM jobs
+    WHERE jobs.status = 'ready' AND jobs.tenant = due.tenant
+      AND jobs.run_at BETWEEN '-infinity' AND now()
+    ORDER BY jobs.run_at
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+  ) AS first
+  ORDER BY first.run_at
+  LIMIT :batch
+)
+UPDATE jobs
+SET status = 'running',
+    attempts = jobs.attempts + 1,
+    fence_token = jobs.fence_token + 1,
+    leased_until = clock_timestamp() + :'lease'::interval,
+    attempted_at = clock_timestamp()
+FROM next
+WHERE jobs.id = next.id
+RETURNING jobs.id, jobs.kind, jobs.payload, jobs.attempts, jobs.max_attempts, jobs.leased_until,
+          jobs.fence_token, jobs.tenant;

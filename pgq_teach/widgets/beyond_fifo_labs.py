@@ -84,10 +84,12 @@ class UrgentLab(ExperimentPanel):
 class StarvationLab(ExperimentPanel):
     """A priority-9 job under a steady stream of urgent ones, without and then with aging."""
 
-    def __init__(self, db: Database, *, load: int = 20, rounds: int = 100):
+    def __init__(self, db: Database, *, load: int = 20, rounds: int = 300, age_after_ms: int = 100):
         self.load = knob(load, 1, 1_000, "urgent jobs per round")
+        # Enough rounds that even a quick server's run outlasts the aging threshold: a round
+        # takes a few milliseconds, so 300 of them last well past 100 ms.
         self.rounds = knob(rounds, 1, 10_000, "rounds")
-        self.age_after_ms = knob(500, 10, 60_000, "age after, ms")
+        self.age_after_ms = knob(age_after_ms, 10, 60_000, "age after, ms")
 
         def experiment(**run: Any) -> priorities.StarvationResult:
             return priorities.starvation(

@@ -3,6 +3,7 @@ on a real server. Asserts the order the server recorded and the buffers it read,
 anything took."""
 
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +60,20 @@ def test_bad_settings_are_refused_before_the_table_is_touched(conn, db, kwargs):
     with pytest.raises(pgq.BadInput):
         fairness.flood(db, **kwargs)
     assert pgq.queue.status_counts(conn) == {"ready": 1}
+
+
+def test_the_lesson_quotes_the_fair_claims_stored_measurements_from_their_one_source():
+    """One number, one source: the figures lesson 10b's prose quotes at ten times its size were
+    measured once, in docs/beyond-fifo.md (the library's claims) and in the model answer's
+    header (sql/exercise/model/claim_one_per_tenant.sql); the lesson repeats them, and this
+    test fails when a remeasurement changes the source and not the lesson."""
+    import nbformat
+
+    root = Path(__file__).resolve().parent.parent
+    lesson = nbformat.read(root / "notebooks" / "10b-priorities-and-fairness.ipynb", as_version=4)
+    prose = "\n".join(c.source for c in lesson.cells if c.cell_type == "markdown")
+    docs = (root / "docs" / "beyond-fifo.md").read_text(encoding="utf-8")
+    model = (root / "sql" / "exercise" / "model" / "claim_one_per_tenant.sql").read_text(encoding="utf-8")
+    for figure in ("4,172 + 260", "139", "20,677 buffers", "388 index buffers", "8 buffers"):
+        assert figure in prose and figure in docs, figure
+    assert "4.4 million buffers and 34 s" in prose and "4,401,752 buffers and 34 s" in model

@@ -50,6 +50,11 @@ def test_a_stop_ends_the_run_early_and_says_so(db):
     stop.set()
     stopped = fairness.flood(db, flood=100, tenants=2, each=1, stop=stop)
     assert stopped.stopped and stopped.fifo.small_jobs == 0 and "stopped early" in stopped.summary()
+    # no wait is shown for jobs nobody claimed: not a 0 that reads as no wait at all
+    assert stopped.summary().count("stopped before any small tenant's job was claimed") == 2
+    assert "waited" not in stopped.summary()
+    assert [row[2] for row in stopped.comparison()[:4]] == ["none claimed (stopped)"] * 4
+    assert chart_rows(stopped.chart(), "bar") == []
 
 
 @pytest.mark.parametrize(

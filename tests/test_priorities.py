@@ -1,6 +1,8 @@
 """experiments.priorities: starvation of a low priority under a steady urgent stream, and aging
 (sql/age_priorities.sql) as one answer, on a real server."""
 
+import threading
+
 import pytest
 
 import pgq_teach as pgq
@@ -50,3 +52,21 @@ def test_bad_urgent_settings_are_refused_before_the_table_is_touched(conn, db, k
     with pytest.raises(pgq.BadInput):
         priorities.urgent(db, **kwargs)
     assert pgq.queue.status_counts(conn) == {"ready": 1}
+
+
+def test_a_stopped_urgent_run_says_the_urgent_job_was_not_reached(db):
+    stop = threading.Event()
+    stop.set()
+    result = priorities.urgent(db, backlog=100, stop=stop)
+    assert result.stopped and not result.reached_fifo and not result.reached_priority
+    assert "(stopped early)" in result.summary()
+    assert "took 0 jobs before it" not in result.summary()  # it never got there: no "before it"
+    assert result.summary().count("was stopped before it reached it") == 2
+
+
+def test_a_stopped_starvation_run_says_what_did_not_run(db):
+    stop = threading.Event()
+    stop.set()
+    result = priorities.starvation(db, rounds=10, stop=stop)
+    assert "(stopped early)" in result.summary()
+    assert "never ran" not in result.summary()  # it was never tried, which is not starving

@@ -39,6 +39,11 @@ def test_a_stop_ends_both_runs_early_and_says_so(db):
     stop.set()
     result = rate_limits.partner_quota(db, workers=1, seconds=5, stop=stop)
     assert result.stopped and "stopped early" in result.summary()
+    # neither run began: each says so, with no count of 0 that reads as a limit holding
+    assert not result.unlimited.ran and not result.limited.ran
+    assert result.summary().count("not run (stopped before it began)") == 2
+    assert [row[2] for row in result.comparison()] == ["not run (stopped)"] * 5
+    assert chart_rows(result.chart(), "line") == []
 
 
 @pytest.mark.parametrize("kwargs", [{"workers": 0}, {"per_second": 0}, {"seconds": 31}, {"work_s": -1}])

@@ -67,13 +67,26 @@ class FloodResult(Result):
     def runs(self) -> tuple[DrainRun, DrainRun]:
         return (self.fifo, self.fair)
 
+    @property
+    def small_total(self) -> int:
+        return self.tenants * self.each
+
+    def measured(self, r: DrainRun) -> bool:
+        """Whether a drain claimed any small tenant's job: a run stopped before one has no wait
+        to show (its percentiles would read 0, as if nobody had waited)."""
+        return r.small_jobs > 0
+
     def comparison(self) -> list[Comparison]:
         f, r = self.fifo, self.fair
+
+        def shown(drain: DrainRun, value: Any) -> Any:
+            return value if self.measured(drain) else "none claimed (stopped)"
+
         return [
-            ("jobs claimed before a small tenant's, p50, FIFO", self.guess_cell, f.ahead_p50, "–"),
-            ("jobs claimed before a small tenant's, p50, fair", "–", r.ahead_p50, "–"),
-            ("small tenants' wait p99, FIFO", "–", tables.duration(f.wait_p99_ms / 1000), "–"),
-            ("small tenants' wait p99, fair", "–", tables.duration(r.wait_p99_ms / 1000), "–"),
+            ("jobs claimed before a small tenant's, p50, FIFO", self.guess_cell, shown(f, f.ahead_p50), "–"),
+            ("jobs claimed before a small tenant's, p50, fair", "–", shown(r, r.ahead_p50), "–"),
+            ("small tenants' wait p99, FIFO", "–", shown(f, tables.duration(f.wait_p99_ms / 1000)), "–"),
+            ("small tenants' wait p99, fair", "–", shown(r, tables.duration(r.wait_p99_ms / 1000)), "–"),
             ("buffers per claim, FIFO", "–", f.buffers, "–"),
             ("buffers per claim, fair (both steps)", "–", r.buffers, "–"),
         ]
@@ -86,12 +99,25 @@ class FloodResult(Result):
         ]
         for r in self.runs:
             lines.append(
-                f"  {r.claim}: small tenants waited {tables.duration(r.wait_p50_ms / 1000)} at p50, "
-                f"{tables.duration(r.wait_p99_ms / 1000)} at p99 ({r.ahead_p50:,} and {r.ahead_p99:,} "
-                f"jobs claimed before theirs); one claim read {tables.count(r.buffers, 'buffer')} "
+                f"  {r.claim}: {self._waits(r)}; one claim read {tables.count(r.buffers, 'buffer')} "
                 f"in {tables.duration(r.claim_ms / 1000)}"
             )
         return "\n".join(lines + self.footer())
+
+    def _waits(self, r: DrainRun) -> str:
+        """The small tenants' waits in one drain, and how many of their jobs it claimed."""
+        if not self.measured(r):  # no wait to show
+            return "stopped before any small tenant's job was claimed"
+        part = (
+            ""
+            if r.small_jobs == self.small_total
+            else f" (the {r.small_jobs:,} of {self.small_total:,} claimed)"
+        )
+        return (
+            f"small tenants waited {tables.duration(r.wait_p50_ms / 1000)} at p50, "
+            f"{tables.duration(r.wait_p99_ms / 1000)} at p99{part} ({r.ahead_p50:,} and {r.ahead_p99:,} "
+            f"jobs claimed before theirs)"
+        )
 
     def chart(self) -> charts.Chart:
         """The small tenants' waits, p50 and p99, under each claim, on a log axis (they
@@ -99,6 +125,7 @@ class FloodResult(Result):
         rows = [
             {"claim and percentile": f"{r.claim}, {name}", "wait (ms)": max(value, 0.001), "claim": r.claim}
             for r in self.runs
+            if self.measured(r)  # a drain stopped before any small job has no bar, not a 0 one
             for name, value in (("p50", r.wait_p50_ms), ("p99", r.wait_p99_ms))
         ]
         return charts.bars(

@@ -62,7 +62,8 @@ class StarvationResult(Result):
     def summary(self) -> str:
         aged = self.with_aging
         lines = [
-            f"{tables.count(self.load, 'urgent job')} enqueued and claimed per round, {self.rounds} rounds:",
+            f"{tables.count(self.load, 'urgent job')} enqueued and claimed per round, {self.rounds} rounds:"
+            f"{self.stopped_note}",
             f"  without aging, the priority-9 job {_rounds(self.without_aging)}",
             f"  with aging after {tables.duration(self.age_after_s)}, it {_rounds(aged)}"
             + (f", after waiting {tables.duration(aged.waited_s)}" if aged.waited_s is not None else ""),
@@ -71,6 +72,8 @@ class StarvationResult(Result):
 
 
 def _rounds(r: StreamRun) -> str:
+    if r.rounds_run == 0:  # only after a Stop: rounds is at least 1
+        return "was not tried: stopped before the first round"
     if r.claimed_in_round is None:
         return f"never ran in {r.rounds_run} rounds"
     return f"ran in round {r.claimed_in_round}"
@@ -145,22 +148,33 @@ class UrgentResult(Result):
     batch: int
     ahead_fifo: int  # jobs the FIFO claim (claim.sql) took before the urgent one
     ahead_priority: int  # jobs the priority claim (claim_priority.sql) took before it
+    # Whether each claim reached the urgent job: a run stopped before it took only `ahead` jobs
+    reached_fifo: bool = True
+    reached_priority: bool = True
     guide: GuideFigure = field(default_factory=lambda: GUIDE_OLDEST_FIRST)
 
     def comparison(self) -> list[Comparison]:
+        fifo = self.ahead_fifo if self.reached_fifo else f"not reached: {self.ahead_fifo:,} taken (stopped)"
+        best = self.ahead_priority if self.reached_priority else "not reached (stopped)"
         return [
-            ("jobs claimed before the urgent one, FIFO claim", self.guess_cell, self.ahead_fifo, "–"),
-            ("jobs claimed before the urgent one, priority claim", "–", self.ahead_priority, "–"),
+            ("jobs claimed before the urgent one, FIFO claim", self.guess_cell, fifo, "–"),
+            ("jobs claimed before the urgent one, priority claim", "–", best, "–"),
         ]
 
     def summary(self) -> str:
         lines = [
             f"one urgent job behind {tables.count(self.backlog, 'ordinary job')}, "
-            f"claimed in batches of {self.batch}:",
-            f"  the FIFO claim took {tables.count(self.ahead_fifo, 'job')} before it",
-            f"  the priority claim took {tables.count(self.ahead_priority, 'job')} before it",
+            f"claimed in batches of {self.batch}:{self.stopped_note}",
+            f"  the FIFO claim {_took(self.ahead_fifo, self.reached_fifo)}",
+            f"  the priority claim {_took(self.ahead_priority, self.reached_priority)}",
         ]
         return "\n".join(lines + self.footer())
+
+
+def _took(ahead: int, reached: bool) -> str:
+    if reached:
+        return f"took {tables.count(ahead, 'job')} before it"
+    return f"took {tables.count(ahead, 'job')} and was stopped before it reached it"
 
 
 def urgent(
@@ -177,12 +191,12 @@ def urgent(
     backlog = checks.whole_number("backlog", backlog, 1, 100_000)
     batch = checks.whole_number("batch", batch, 1, 1_000)
     stop = stop or threading.Event()
-    ahead = [
+    (ahead_fifo, reached_fifo), (ahead_priority, reached_priority) = (
         _ahead_of_urgent(
             db, claim, backlog, batch, stop, lambda done, n=n: tell(progress, n * backlog + done, 2 * backlog)
         )
         for n, claim in enumerate((queue.claim, queue.claim_priority))
-    ]
+    )
     return finish(
         UrgentResult,
         db,
@@ -190,12 +204,17 @@ def urgent(
         stopped=stop,
         backlog=backlog,
         batch=batch,
-        ahead_fifo=ahead[0],
-        ahead_priority=ahead[1],
+        ahead_fifo=ahead_fifo,
+        ahead_priority=ahead_priority,
+        reached_fifo=reached_fifo,
+        reached_priority=reached_priority,
     )
 
 
-def _ahead_of_urgent(db: Database, claim, backlog: int, batch: int, stop: threading.Event, told) -> int:
+def _ahead_of_urgent(
+    db: Database, claim, backlog: int, batch: int, stop: threading.Event, told
+) -> tuple[int, bool]:
+    """The jobs claimed before the claim that took the urgent job, and whether one took it."""
     with db.connection() as conn:
         seeding.reset_jobs(conn)
         queue.enqueue_many(conn, KIND, [{"n": n} for n in range(backlog)], priority=5, notify=False)
@@ -208,7 +227,7 @@ def _ahead_of_urgent(db: Database, claim, backlog: int, batch: int, stop: thread
             queue.complete_many(conn, jobs)
             ids = [job.id for job in jobs]
             if urgent_id in ids:
-                return ahead  # the jobs of the claims before the one that took it
+                return ahead, True  # the jobs of the claims before the one that took it
             ahead += len(jobs)
             told(ahead)
-        return ahead
+        return ahead, False

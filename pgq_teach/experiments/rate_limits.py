@@ -48,6 +48,7 @@ class QuotaRun:
     call_times_s: list[float]
     tries_spent: int  # sum of attempts over the kind's jobs, after the run
     handed_back: int  # jobs claimed without a token and handed back, over every Worker
+    ran: bool = True  # False: Stop came before this run began, so it has nothing to show
 
     @property
     def calls(self) -> int:
@@ -85,12 +86,21 @@ class QuotaResult(Result):
 
     def comparison(self) -> list[Comparison]:
         u, lim = self.unlimited, self.limited
+
+        def shown(r: QuotaRun, value: int) -> int | str:
+            return value if r.ran else "not run (stopped)"
+
         return [
-            ("most calls in one second, shared limit", self.guess_cell, lim.most_in_one_second, "–"),
-            ("most calls in one second, no limit", "–", u.most_in_one_second, "–"),
-            ("calls made, shared limit", "–", lim.calls, "–"),
-            ("tries spent, shared limit", "–", lim.tries_spent, "–"),
-            ("jobs handed back for want of a token", "–", lim.handed_back, "–"),
+            (
+                "most calls in one second, shared limit",
+                self.guess_cell,
+                shown(lim, lim.most_in_one_second),
+                "–",
+            ),
+            ("most calls in one second, no limit", "–", shown(u, u.most_in_one_second), "–"),
+            ("calls made, shared limit", "–", shown(lim, lim.calls), "–"),
+            ("tries spent, shared limit", "–", shown(lim, lim.tries_spent), "–"),
+            ("jobs handed back for want of a token", "–", shown(lim, lim.handed_back), "–"),
         ]
 
     def summary(self) -> str:
@@ -101,6 +111,9 @@ class QuotaResult(Result):
         ]
         for r in (self.unlimited, self.limited):
             name = f"shared limit {self.per_second:g}/s" if r.limited else "no limit"
+            if not r.ran:
+                lines.append(f"  {name}: not run (stopped before it began)")
+                continue
             lines.append(
                 f"  {name}: {tables.count(r.calls, 'call')}, at most {r.most_in_one_second:,} in one second; "
                 f"{tables.count(r.tries_spent, 'try', many='tries')} spent, "
@@ -113,6 +126,7 @@ class QuotaResult(Result):
         rows = [
             {"second": n + 1, "calls": calls, "run": "shared limit" if r.limited else "no limit"}
             for r in (self.unlimited, self.limited)
+            if r.ran  # a run Stop came before has no line, not a line at 0
             for n, calls in enumerate(r.per_second(self.seconds))
         ]
         return charts.lines(
@@ -146,6 +160,11 @@ def partner_quota(
     stop = stop or threading.Event()
     runs = []
     for n, limit in enumerate((None, per_second)):
+        if stop.is_set():  # no Workers started, no jobs seeded: Stop ends the lab at once
+            runs.append(
+                QuotaRun(limited=limit is not None, call_times_s=[], tries_spent=0, handed_back=0, ran=False)
+            )
+            continue
         runs.append(_run(db, workers, limit, seconds, work_s, stop))
         tell(progress, n + 1, 2)
     return finish(

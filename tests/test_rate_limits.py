@@ -17,8 +17,10 @@ def test_the_shared_limit_holds_the_partner_to_its_rate_plus_one_seconds_burst_a
     result = rate_limits.partner_quota(db, workers=4, per_second=RATE, seconds=2, work_s=0.005)
     print(result.summary())  # the rates, for the report
     free, held = result.unlimited, result.limited
-    assert 0 < held.most_in_one_second <= result.burst_bound == 2 * RATE
-    assert free.most_in_one_second > result.burst_bound  # what the limit is there to stop
+    assert 0 < held.most_in_one_second <= 2 * RATE  # the rate, plus one second of burst
+    for t in range(1, 4):  # any window of t seconds, up to the whole run: at most the rate x (t + 1)
+        assert held.most_in(t) <= RATE * (t + 1), (t, held.most_in(t))
+    assert free.most_in_one_second > 2 * RATE  # what the limit is there to stop
     # every call spent exactly one try; a job handed back for want of a token spent none
     assert free.tries_spent == free.calls and held.tries_spent == held.calls
     assert held.handed_back > 0 and free.handed_back == 0
@@ -32,6 +34,8 @@ def test_the_busiest_window_is_counted_from_each_call():
     )
     assert run.most_in_one_second == 5  # 0.5, 0.99, 1.0, 1.2 and 1.3: within a second of 0.5
     assert run.per_second(4) == [3, 3, 0, 1]
+    assert run.most_in(0.5) == 4  # 0.99, 1.0, 1.2 and 1.3: within half a second of 0.99
+    assert run.most_in(3) == 6 and run.most_in(3.01) == 7  # a window ends before its end
 
 
 def test_a_stop_ends_both_runs_early_and_says_so(db):

@@ -56,9 +56,14 @@ class QuotaRun:
 
     @property
     def most_in_one_second(self) -> int:
-        """The most calls that arrived within any one second (a window starting at each call)."""
+        """The most calls that arrived within any one second."""
+        return self.most_in(1.0)
+
+    def most_in(self, seconds: float) -> int:
+        """The most calls that arrived within any window of `seconds` (the busiest window starts
+        at a call, so one starting at each call is enough)."""
         times = self.call_times_s
-        return max((bisect.bisect_left(times, t + 1.0) - i for i, t in enumerate(times)), default=0)
+        return max((bisect.bisect_left(times, t + seconds) - i for i, t in enumerate(times)), default=0)
 
     def per_second(self, seconds: int) -> list[int]:
         """Calls in each whole second of the run."""

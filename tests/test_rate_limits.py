@@ -8,7 +8,10 @@ import pytest
 
 import pgq_teach as pgq
 from helpers import chart_rows
+from pgq_teach import kinds
 from pgq_teach.experiments import rate_limits
+from pgq_teach.experiments.rate_limits import KIND
+from pgq_teach.statements import run
 
 RATE = 10
 
@@ -36,6 +39,15 @@ def test_the_busiest_window_is_counted_from_each_call():
     assert run.per_second(4) == [3, 3, 0, 1]
     assert run.most_in(0.5) == 4  # 0.99, 1.0, 1.2 and 1.3: within half a second of 0.99
     assert run.most_in(3) == 6 and run.most_in(3.01) == 7  # a window ends before its end
+
+
+def test_each_run_starts_with_the_bucket_empty_as_a_first_take_leaves_it(conn):
+    assert kinds.take_tokens(conn, KIND, RATE, 100) == 0  # the first take: an empty bucket
+    run(conn, "lab/age_bucket", {"kind": KIND, "seconds": 60})  # left unused, as by the no-limit run
+    run(conn, "lab/empty_bucket", {"kind": KIND})
+    assert (
+        kinds.take_tokens(conn, KIND, RATE, 100) <= 1
+    )  # no second's burst left over: at most one earned since
 
 
 def test_a_stop_ends_both_runs_early_and_says_so(db):

@@ -8,8 +8,12 @@ the jobs table) against the calls made: a job claimed without a token is handed 
 
 What the limit promises (take_tokens.sql's header): over any window of t seconds at most
 per_second x (t + 1) calls: the rate, plus one second of burst, since the bucket holds at
-most one second of tokens. The knobs that make the result: `workers`, `per_second`, `seconds`
-and `work_s` (how long each call takes, which sets what the Workers manage with no limit).
+most one second of tokens. Each run starts with the kind's bucket empty
+(sql/lab/empty_bucket.sql), as a kind's first take leaves it: otherwise a run after the first
+would start with a full bucket, left unused while the no-limit run ran, and show a second's
+burst the first run never had. The knobs that make the result: `workers`, `per_second`,
+`seconds` and `work_s` (how long each call takes, which sets what the Workers manage with no
+limit).
 
 The guide has no rate limit. Of the peers docs/beyond-fifo.md compares, pg-boss throttles a
 queue with `singletonSeconds` (its jobs API, "Throttle or debounce jobs":
@@ -191,6 +195,7 @@ def _run(
 ) -> QuotaRun:
     with db.connection() as conn:
         seeding.reset_and_seed(conn, KIND, JOBS)
+        run(conn, "lab/empty_bucket", {"kind": KIND})  # as the first run found it: no burst left over
     arrivals: list[float] = []
     lock = threading.Lock()
     began = time.monotonic()

@@ -4,7 +4,8 @@ fair claim (`FloodLab`), an urgent job behind a backlog (`UrgentLab`), starvatio
 
 Thin: each is an `ExperimentPanel` over its experiment (pgq_teach.experiments.fairness,
 .priorities and .rate_limits), with the knobs that make its result as number boxes the experiment reads when
-Run is pressed. Headless, `lab.run_and_wait()` returns the result.
+Run is pressed. Headless, `lab.run_and_wait()` returns the result. Each has a CSS class of its
+own (pgq-flood-lab, pgq-urgent-lab, pgq-starvation-lab, pgq-quota-lab) for the browser tests.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ def knob(value: int, low: int, high: int, label: str) -> W.BoundedIntText:
 
 def one_chart(result: Any) -> list:
     return [result.chart()]
+
+
+def flood_chart(result: fairness.FloodResult) -> list:
+    """The waits' chart, unless Stop came before any small tenant's job was claimed: no bars."""
+    return [result.chart()] if any(result.measured(r) for r in result.runs) else []
 
 
 class FloodLab(ExperimentPanel):
@@ -54,9 +60,10 @@ class FloodLab(ExperimentPanel):
 
         super().__init__(
             experiment,
-            charts=one_chart,
+            charts=flood_chart,
             settings=[W.HBox([self.flood, self.tenants, self.each]), W.HBox([self.batch, self.per_tenant])],
             guess_label="Under the FIFO claim, how many jobs are claimed before a small tenant's, at p50?",
+            css_class="pgq-flood-lab",
             guess_unit="jobs",
             guess_plausible=(0, 200_000),
         )
@@ -76,6 +83,7 @@ class UrgentLab(ExperimentPanel):
             experiment,
             settings=[W.HBox([self.backlog, self.batch])],
             guess_label="Under the FIFO claim, how many jobs are claimed before the urgent one?",
+            css_class="pgq-urgent-lab",
             guess_unit="jobs",
             guess_plausible=(0, 100_000),
         )
@@ -104,6 +112,7 @@ class StarvationLab(ExperimentPanel):
             experiment,
             settings=[W.HBox([self.load, self.rounds, self.age_after_ms])],
             guess_label="Without aging, in which round does the priority-9 job run?",
+            css_class="pgq-starvation-lab",
             guess_unit="rounds",
             guess_plausible=(0, 10_000),
         )
@@ -131,6 +140,7 @@ class QuotaLab(ExperimentPanel):
             charts=one_chart,
             settings=[W.HBox([self.workers, self.per_second, self.seconds])],
             guess_label="With the shared limit, the most calls the partner sees in one second?",
+            css_class="pgq-quota-lab",
             guess_unit="calls",
             guess_plausible=(0, 10_000),
         )

@@ -56,7 +56,8 @@ class Runner:
     """Runs one piece of work at a time on a thread.
 
     The thread never prints: it reports through `on_done(result)` and
-    `on_error(exc)`, which should only set widget traits. `wait()` joins the
+    `on_error(exc)`, which should only set widget traits; an error in
+    `on_done` (a result the lab cannot draw) goes to `on_error` too. `wait()` joins the
     thread and raises again any error it hit, so a notebook cell (and nbval)
     sees the failure.
     """
@@ -82,11 +83,12 @@ class Runner:
         def body():
             try:
                 self.result = fn(self.stop_event)
+                # inside the try: a result the lab cannot draw is an error shown and raised
+                # again by wait(), not a traceback on a thread that leaves "running…" behind
+                self.on_done(self.result)
             except BaseException as exc:  # kept, shown, and raised again by wait()
                 self.error = exc
                 self.on_error(exc)
-            else:
-                self.on_done(self.result)
 
         self.thread = threading.Thread(target=body, daemon=True)
         self.thread.start()

@@ -114,19 +114,24 @@ class LockSurvey(Result):
     def at(self, change: str, rows: int) -> Change:
         return next(c for c in self.changes if c.change == change and c.rows == rows)
 
+    def took_ms(self, change: str, rows: int) -> int | str:
+        """The change's time at `rows`, or why there is none: Stop can end the survey first."""
+        found = [c for c in self.changes if c.change == change and c.rows == rows]
+        return round(found[0].took_ms) if found else "not run: stopped before it"
+
     def comparison(self) -> list[Comparison]:
         big = max(self.sizes)
         return [
             (
                 f"volatile default at {big:,} rows, ms",
                 self.guess_cell,
-                round(self.at("ADD COLUMN, volatile default", big).took_ms),
+                self.took_ms("ADD COLUMN, volatile default", big),
                 None,
             ),
             (
                 f"constant default at {big:,} rows, ms",
                 None,
-                round(self.at("ADD COLUMN, constant default", big).took_ms),
+                self.took_ms("ADD COLUMN, constant default", big),
                 "metadata only since PostgreSQL 11 (ALTER TABLE, Notes)",
             ),
         ]

@@ -139,8 +139,10 @@ class DrainedIndex(Result):
     jobs: int
     seeded_kb: float
     after_drain_kb: float
-    after_vacuum_kb: float
-    after_reindex_kb: float
+    # None when Stop ended the drain: a queue not drained has no "after the drain" to
+    # VACUUM and REINDEX, so those stages are not run (nor shown)
+    after_vacuum_kb: float | None
+    after_reindex_kb: float | None
     # the ready index's pages, and how many of them VACUUM newly deleted (its VERBOSE report):
     # emptied pages go back to the index's free space map, while the file keeps its size
     vacuum_index_pages: int = 0
@@ -148,24 +150,34 @@ class DrainedIndex(Result):
     guide: GuideFigure = field(default_factory=lambda: figure(15))
 
     def comparison(self) -> list[Comparison]:
-        return [
+        rows: list[Comparison] = [
             (
-                "ready index after the drain, kB",
+                "ready index after the drain, kB" + (" (stopped part way)" if self.stopped else ""),
                 self.guess_cell,
                 round(self.after_drain_kb),
                 self.guide.values["kb"],
-            ),
+            )
+        ]
+        if self.after_vacuum_kb is None or self.after_reindex_kb is None:
+            return rows + [("VACUUM and REINDEX", None, "not run: Stop ended the drain first", None)]
+        return rows + [
             ("after VACUUM, kB", None, round(self.after_vacuum_kb), "(not measured)"),
             ("after REINDEX INDEX CONCURRENTLY, kB", None, round(self.after_reindex_kb), "(not measured)"),
         ]
 
     def summary(self) -> str:
+        head = [
+            f"ready index, {self.jobs:,} queued jobs drained" + self.stopped_note,
+            f"  with the jobs queued:         {self.seeded_kb:>8,.0f} kB",
+            f"  after the drain:              {self.after_drain_kb:>8,.0f} kB"
+            f"  (your guess: {guess_text(self.guess, ' kB')})",
+        ]
+        if self.after_vacuum_kb is None or self.after_reindex_kb is None:
+            not_run = "  VACUUM and REINDEX not run: Stop ended the drain first"
+            return "\n".join([*head, not_run, *self.footer()])
         return "\n".join(
-            [
-                f"ready index, {self.jobs:,} queued jobs drained" + self.stopped_note,
-                f"  with the jobs queued:         {self.seeded_kb:>8,.0f} kB",
-                f"  after the drain:              {self.after_drain_kb:>8,.0f} kB"
-                f"  (your guess: {guess_text(self.guess, ' kB')})",
+            head
+            + [
                 f"  after VACUUM:                 {self.after_vacuum_kb:>8,.0f} kB"
                 f"  ({self.vacuum_pages_deleted:,} of its {self.vacuum_index_pages:,} pages newly deleted)",
                 f"  after REINDEX CONCURRENTLY:   {self.after_reindex_kb:>8,.0f} kB",
@@ -174,12 +186,14 @@ class DrainedIndex(Result):
         )
 
     def chart(self) -> charts.Chart:
-        """The ready index's size after the drain, VACUUM and REINDEX, beside the guide's."""
-        rows = [
-            {"moment": "after the drain", "size": self.after_drain_kb},
-            {"moment": "after VACUUM", "size": self.after_vacuum_kb},
-            {"moment": "after REINDEX CONCURRENTLY", "size": self.after_reindex_kb},
-        ]
+        """The ready index's size after the drain, VACUUM and REINDEX, beside the guide's
+        (after a stopped drain, only the drain's bar, under a heading that says so)."""
+        rows = [{"moment": "after the drain", "size": self.after_drain_kb}]
+        if self.after_vacuum_kb is not None and self.after_reindex_kb is not None:
+            rows += [
+                {"moment": "after VACUUM", "size": self.after_vacuum_kb},
+                {"moment": "after REINDEX CONCURRENTLY", "size": self.after_reindex_kb},
+            ]
         kb = self.guide.values["kb"]
         return guide_bars(
             rows,
@@ -187,7 +201,7 @@ class DrainedIndex(Result):
             value="size",
             unit="kB",
             guide=(f"guide #{self.guide.number}: {kb:,} kB", kb),
-            heading="The ready index, empty queue",
+            heading="The ready index, " + ("drain stopped part way" if self.stopped else "empty queue"),
         )
 
 
@@ -208,10 +222,14 @@ def drained_index(
     seeded = sizes(db)[READY_INDEX] / 1024
     result = bloat.drain(db, jobs=jobs, samples=10, progress=progress, stop=stop, prepared=True)
     after_drain = sizes(db)[READY_INDEX] / 1024
-    pages = bloat.vacuum(db).index_pages(READY_INDEX) or (0, 0)
-    after_vacuum = sizes(db)[READY_INDEX] / 1024
-    with db.connection() as conn:
-        run(conn, "reindex_ready")
+    after_vacuum = after_reindex = None
+    pages = (0, 0)
+    if not result.stopped:  # VACUUM and REINDEX come after a drain: a stopped one has neither
+        pages = bloat.vacuum(db).index_pages(READY_INDEX) or (0, 0)
+        after_vacuum = sizes(db)[READY_INDEX] / 1024
+        with db.connection() as conn:
+            run(conn, "reindex_ready")
+        after_reindex = sizes(db)[READY_INDEX] / 1024
     return finish(
         DrainedIndex,
         db,
@@ -219,7 +237,7 @@ def drained_index(
         seeded_kb=seeded,
         after_drain_kb=after_drain,
         after_vacuum_kb=after_vacuum,
-        after_reindex_kb=sizes(db)[READY_INDEX] / 1024,
+        after_reindex_kb=after_reindex,
         vacuum_index_pages=pages[0],
         vacuum_pages_deleted=pages[1],
         stopped=result.stopped,

@@ -221,6 +221,11 @@ def long_job(
         threads[0].start()
         with db.connection(application_name=f"{LAB_PREFIX} monitor") as monitor:
             while run_one(monitor, "lab/lease_left", {"id": job_id})[0] == "ready":
+                # Stop, or a W1 that never claims, ends the wait: it once held Stop for minutes
+                if stop.is_set():
+                    break
+                if time.monotonic() > limit:
+                    raise PgqError(f"no worker claimed the long job within {limit - started:.0f} s")
                 time.sleep(0.01)  # W1 claims first, so the story is the same every run
             for thread in threads[1:]:
                 thread.start()

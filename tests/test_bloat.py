@@ -349,3 +349,8 @@ def test_the_idle_lab_says_what_to_press_next_until_vacuum_has_run_on_each_side_
     assert next_step(story, transaction_open=False) is None  # done
     # a VACUUM with no transaction before the held one does not finish the story
     assert next_step(steps(("vacuum", False), ("vacuum", True)), transaction_open=True) is not None
+    # nor does a VACUUM on each side of the end with no drain under the transaction: it would
+    # declare done and compare 0 removable versions with the guide's 200,000
+    no_drain = steps(("vacuum", True), ("vacuum", False))
+    assert next_step(no_drain, transaction_open=False) == "Press Open an idle transaction, then Drain."
+    assert next_step(steps(("vacuum", True)), transaction_open=True).startswith("Press Drain")

@@ -115,15 +115,18 @@ def next_step(steps: list[bloat.DrainStep], transaction_open: bool) -> str | Non
     """What to press next in the idle-transaction lab, or None once VACUUM has
     run both with the transaction open and, later, with it ended."""
     actions = [(s.action, s.transaction_open) for s in steps]
-    held_vacuum = max((i for i, a in enumerate(actions) if a == ("vacuum", True)), default=None)
-    if held_vacuum is not None and ("vacuum", False) in actions[held_vacuum:]:
+    if ("drain", True) not in actions:  # no dead versions made under the transaction: no story yet
+        if transaction_open:
+            return "Press Drain: the drain leaves dead row versions behind."
+        return "Press Open an idle transaction, then Drain."
+    drained = actions.index(("drain", True))
+    held = [i for i, a in enumerate(actions) if a == ("vacuum", True) and i > drained]
+    if held and ("vacuum", False) in actions[held[-1] :]:
         return None
-    if held_vacuum is not None:
+    if held:
         return "Press End it, then VACUUM (VERBOSE) again." if transaction_open else "Press VACUUM again."
     if not transaction_open:
         return "Press Open an idle transaction, then Drain."
-    if ("drain", True) not in actions:
-        return "Press Drain: the drain leaves dead row versions behind."
     return "Press VACUUM (VERBOSE): can it remove them while the transaction is open?"
 
 

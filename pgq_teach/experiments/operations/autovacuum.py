@@ -148,16 +148,20 @@ class AutovacuumComparison(Result):
         return guide.starts_at(self.base_rows) + self.dead_per_visit < defaults.starts_at(self.base_rows)
 
     def comparison(self) -> list[Comparison]:
-        if self.skipped or len(self.runs) < 2:
+        if self.skipped or not self.runs:
             return []
-        defaults, guide = self.with_settings("defaults"), self.with_settings("guide")
+        defaults = self.with_settings("defaults")
+        first: Comparison = (
+            "peak n_dead_tup, defaults",
+            self.guess_cell,
+            defaults.peak_dead,
+            f"starts at 50 + 20% of rows = {defaults.starts_at(self.base_rows):,.0f}",
+        )
+        if len(self.runs) < 2:  # Stop came before the guide's settings ran: say so, no empty table
+            return [first, ("the guide's settings", None, "not run: Stop came first", None)]
+        guide = self.with_settings("guide")
         return [
-            (
-                "peak n_dead_tup, defaults",
-                self.guess_cell,
-                defaults.peak_dead,
-                f"starts at 50 + 20% of rows = {defaults.starts_at(self.base_rows):,.0f}",
-            ),
+            first,
             (
                 "peak n_dead_tup, guide's settings",
                 None,
@@ -229,7 +233,13 @@ class AutovacuumComparison(Result):
             y="n_dead_tup",
             series="settings",
             heading="n_dead_tup on jobs under the same churn",
-            x_axis=charts.axis("time since the start", "s"),
+            # whole-second ticks when stopped: a run of a few seconds got half-second ticks, which
+            # ",.0f" printed as "0, 1, 1, 2, 2" (a whole run spans enough seconds for whole ticks)
+            x_axis=(
+                charts.axis("time since the start", "s", tickMinStep=1)
+                if self.stopped
+                else charts.axis("time since the start", "s")
+            ),
             y_axis=charts.axis("n_dead_tup", "rows"),
             refs=[
                 charts.Reference(
@@ -370,7 +380,7 @@ def autovacuum_per_table(
         naptime=naptime_seen,
         knobs=knobs,
         databases=databases,
-        stopped=len(runs) < 2,
+        stopped=len(runs) < 2 or (stop is not None and stop.is_set()),  # Stop in the second run too
         guess=guess,
         **comparison,
     )

@@ -1,0 +1,103 @@
+"""Random clicks on a lab's model, for tests/test_lab_clicks.py: its buttons pressed in an
+order a seed picks, Stop at a moment the seed picks, and what each press left on the
+status line and in the result, recorded for the test to judge.
+
+A press calls the button's handlers directly (ipywidgets' `Button.click` catches a
+handler's exception and only logs it), so an exception a press raises reaches the test.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from html import unescape
+
+import ipywidgets as W
+
+from pgq_teach.widgets.lab import Lab
+
+SETTLE_S = 180  # a generous deadline for one run to end after its press (or its Stop)
+
+
+def text(html: str) -> str:
+    """What a learner reads in a widget's HTML: tags dropped, entities decoded, spaces joined."""
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+def buttons(widget: W.Widget) -> Iterator[W.Button]:
+    """Every button under `widget`, in the order the learner sees them."""
+    if isinstance(widget, W.Button):
+        yield widget
+    for child in getattr(widget, "children", ()):
+        yield from buttons(child)
+
+
+def press(control: W.Button) -> None:
+    """What a click does, with any exception raised here rather than logged."""
+    for handler in control._click_handlers.callbacks:
+        handler(control)
+
+
+@dataclass
+class Press:
+    """One press and what it left: the button, the status line and the result after it."""
+
+    label: str
+    status: str = ""
+    error: bool = False  # the status line held the lab's error box (class pgq-error)
+    result: object = None
+    stop_s: float | None = None  # seconds from Stop to the run's end, when Stop was pressed
+
+
+@dataclass
+class Session:
+    lab: Lab
+    seed: int
+    presses: list[Press] = field(default_factory=list)
+
+    def settle(self) -> None:
+        """Wait for the lab's run (and a fencing lab's Play) to end, within SETTLE_S,
+        raising the run's error."""
+        self.lab.wait(SETTLE_S)
+        wait_play = getattr(self.lab, "wait_play", None)
+        if wait_play is not None:
+            wait_play(SETTLE_S)
+
+
+def click_around(
+    lab: Lab,
+    seed: int,
+    presses: int = 5,
+    stop_chance: float = 0.6,
+    stop_after: tuple[float, float] = (0, 1.5),
+) -> Session:
+    """Press `presses` of the lab's enabled buttons (not Stop) in an order `seed` picks; when
+    a press starts a run, press Stop after a random wait (within `stop_after`, s) with `stop_chance`
+    (always, for a lab that runs until Stop: stop_chance 1), then wait for the run to end
+    before the next press."""
+    rng = random.Random(seed)
+    session = Session(lab, seed)
+    for _ in range(presses):
+        usable = [b for b in buttons(lab) if not b.disabled and b is not lab.stop_button]
+        if not usable:
+            break
+        chosen = rng.choice(usable)
+        step = Press(chosen.description)
+        press(chosen)
+        if lab.busy and lab.stop_button is not None and rng.random() < stop_chance:
+            time.sleep(rng.uniform(*stop_after))
+            if not lab.stop_button.disabled:
+                pressed = time.monotonic()
+                press(lab.stop_button)
+                session.settle()
+                step.stop_s = round(time.monotonic() - pressed, 2)
+                step.label += " + Stop"
+        session.settle()
+        step.status = text(lab.status.value)
+        step.error = "pgq-error" in lab.status.value
+        step.result = lab.result
+        session.presses.append(step)
+    return session

@@ -373,7 +373,10 @@ def live_migration(
         if migration_session is not None:
             migration_session.wait_done(timeout=60)
             step = migration_session.timeline[-1]
-            result.landed_at_s = result.queued_at_s + step.seconds
+            # The step's end on this run's clock (the session's times count from its opening).
+            # queued_at_s + step.seconds came out early by the hop to the session's thread,
+            # and so, once, before the report's release.
+            result.landed_at_s = migration_session.opened + step.ended - began
         elif migrating is not None:
             migrating.join(120)
         tell(progress, 3, total)

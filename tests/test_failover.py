@@ -11,6 +11,8 @@ import signal
 import psutil
 import pytest
 
+import pgq_teach as pgq
+from helpers import job_row
 from pgq_teach.infra import server
 from pgq_teach.statements import run
 
@@ -152,3 +154,20 @@ def test_bad_input_is_one_line_and_exit_2_before_any_server_starts(argv, says, c
     assert code == 2
     assert len(err.splitlines()) == 1 and says in err
     assert set(server.replica.leftovers()) == before
+
+
+def test_the_epoch_moves_live_tokens_and_new_ids_past_the_old_primarys(conn):
+    """On one server, as at promotion: a held claim is fenced, a done job keeps its token, and
+    a job enqueued after the epoch takes an id past any the old primary could have issued, so
+    a stale holder's (id, token) matches neither an old job nor a new one."""
+    done_id, held_id = pgq.enqueue(conn, "k", {}), pgq.enqueue(conn, "k", {})
+    [done] = pgq.claim(conn)
+    assert pgq.complete(conn, done)
+    [held] = pgq.claim(conn)
+    base, moved, id_base = run(conn, "fence_epoch").fetchone()
+    assert base % 2**32 == 0 and base > held.fence_token + 2**31 and moved == 1
+    assert job_row(conn, done_id)["fence_token"] == done.fence_token  # a done job is left as it was
+    assert job_row(conn, held_id)["fence_token"] == base
+    assert not pgq.complete(conn, held)  # the holder from before the failover is fenced
+    new_id = pgq.enqueue(conn, "k", {})
+    assert new_id == id_base + 1 and id_base % 2**32 == 0 and id_base > held_id + 2**31

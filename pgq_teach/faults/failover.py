@@ -386,7 +386,10 @@ def summary(report: DrillReport) -> str:
         for count, example in r.examples.items():
             lines.append(f"  {r.config}, {LABELS[count]}: e.g. {example}")
         if r.epoch_base is not None:
-            lines.append(f"  {r.config}: fencing epoch at promotion moved every token to {r.epoch_base:,}")
+            lines.append(
+                f"  {r.config}: fencing epoch at promotion moved the token of every job not done to "
+                f"{r.epoch_base:,}, and new ids past the old primary's"
+            )
     lines.append(f"  {OUTBOX_LINE}")
     breaches = [b for r in report.results for b in r.breaches]
     lines += [f"  BREACH: {b}" for b in breaches] or ["  every configuration stayed within what it allows"]

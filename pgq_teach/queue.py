@@ -363,17 +363,19 @@ def claim_fair(
         "per_tenant": checks.whole_number("per_tenant", per_tenant, 1, MAX_PER_TENANT),
         "after": checks.tenant(after),
     }
-    claiming: dict[str, Any] = {"lease": checks.lease(lease)}
+    claiming: dict[str, Any] = {"lease": checks.lease(lease), "per_tenant": params["per_tenant"]}
+    claiming["batch"], params["min_priority"] = params["batch"], 0
     for _ in range(FAIR_TRIES):
         with conn.transaction():  # the tenants' locks last until it ends
             locked = run(conn, "claim_fair_tenants", params).fetchall()
-            if not locked:
+            if not locked or locked[0][0] is None and locked[0][1] == checks.MAX_PRIORITY:
                 return []
+            if locked[0][0] is None:  # every tenant there is at its cap: look from the next priority
+                params["min_priority"] = locked[0][1] + 1
+                continue
             claiming |= {"tenants": [r[0] for r in locked], "priority": locked[0][1]}
             claiming["ranked_running"] = [r[2] for r in locked]
-            jobs = run(
-                conn, "claim_fair", _without(params, "after") | claiming, row_factory=records(Job)
-            ).fetchall()
+            jobs = run(conn, "claim_fair", claiming, row_factory=records(Job)).fetchall()
         if jobs:
             return jobs
     return []  # every look found its tenants taken meanwhile: the caller's next claim looks again
@@ -386,10 +388,6 @@ def next_turn(after: str | None, jobs: Sequence[Job]) -> str | None:
     if not tenants:
         return after
     return max(tenants, key=lambda t: (after is not None and t <= after, t))  # wrapped round: further
-
-
-def _without(params: dict[str, Any], name: str) -> dict[str, Any]:
-    return {k: v for k, v in params.items() if k != name}
 
 
 # Tenants locked but nothing claimed: each one's running count grew after its ranking's

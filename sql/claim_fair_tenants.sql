@@ -1,16 +1,21 @@
 -- claim_fair_tenants.sql: the fair claim's first step. Finds the best
--- priority (0 first) with due jobs that have a tenant, lists the tenants with
+-- priority (0 first, from min_priority on) with due jobs that have a tenant, lists the tenants with
 -- due work there, fewest running jobs first, then in turn: the tenants after
 -- `after` (the last one this claimer served) by name, then from the first,
 -- leaves out any tenant already at per_tenant running jobs, and takes a lock
 -- on up to batch of them, skipping a tenant whose lock another fair claim
 -- holds. Returns (tenant, priority, running) for each tenant locked, running
--- being the count of its running jobs this ranking used.
+-- being the count of its running jobs this ranking used. When every tenant
+-- with due work at that priority is at per_tenant, it returns one row (NULL,
+-- priority, NULL) instead: the caller looks again from the next priority, so
+-- capped tenants at the top never leave the other tenants' lower-priority
+-- work waiting while the workers idle.
 -- Safe: yes, read only but for the locks, which last until the transaction
 --   ends. Run it in a transaction with claim_fair.sql after it (queue.claim_fair
 --   does both).
 -- Parameters: batch (int, 1..10000), per_tenant (int, the cap on each tenant's
---             running jobs), after (text or NULL: start from the first).
+--             running jobs), after (text or NULL: start from the first),
+--             min_priority (int, 0..9: the first priority to look at).
 -- Why turns: ordered by running jobs alone, a lone worker whose jobs finish
 --   before its next claim sees every count at 0, and the oldest job (the
 --   flood's) would win every time. The turn is the claimer's to keep
@@ -39,7 +44,7 @@
 
 WITH RECURSIVE best (priority) AS MATERIALIZED (
   SELECT p.priority
-  FROM generate_series(0, 9) AS p (priority)
+  FROM generate_series(:min_priority, 9) AS p (priority)
   WHERE EXISTS (
     SELECT 1 FROM jobs
     WHERE status = 'ready' AND tenant IS NOT NULL AND priority = p.priority
@@ -77,7 +82,11 @@ candidates AS MATERIALIZED (
   WHERE t.run_at <= now() AND coalesce(r.running, 0) < :per_tenant
   ORDER BY coalesce(r.running, 0), coalesce(t.tenant <= :'after', false), t.tenant
 )
-SELECT tenant, priority, running
-FROM candidates
-WHERE pg_try_advisory_xact_lock(4601, hashtext(tenant))
-LIMIT :batch;
+(SELECT tenant, priority, running
+ FROM candidates
+ WHERE pg_try_advisory_xact_lock(4601, hashtext(tenant))
+ LIMIT :batch)
+UNION ALL
+SELECT NULL, priority, NULL  -- every tenant there is at its cap: look from the next priority
+FROM best
+WHERE NOT EXISTS (SELECT 1 FROM candidates);

@@ -85,6 +85,20 @@ def test_it_takes_the_best_priority_with_due_work_and_no_job_without_a_tenant(co
     assert counts(conn) == {"ready": 2, "running": 2}
 
 
+def test_tenants_at_their_cap_at_the_best_priority_leave_the_next_priority_to_the_others(conn):
+    """Every tenant with due work at priority 0 is at per_tenant: the claim takes the other
+    tenants' work at the next priority with room, rather than nothing while workers idle."""
+    queue.enqueue_many(conn, "k", [{}, {}, {}], priority=0, tenant="big")
+    [held] = queue.claim_fair(conn, batch=1, per_tenant=1)
+    assert held.tenant == "big"
+    later = queue.enqueue(conn, "k", {}, priority=5, tenant="small")
+    lowest = queue.enqueue(conn, "k", {}, priority=9, tenant="last")
+    assert [job.id for job in queue.claim_fair(conn, batch=5, per_tenant=1)] == [later]
+    assert [job.id for job in queue.claim_fair(conn, batch=5, per_tenant=1)] == [lowest]
+    assert queue.claim_fair(conn, batch=5, per_tenant=1) == []  # every tenant at its cap
+    assert running_by_tenant(conn) == Counter({"big": 1, "small": 1, "last": 1})
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [({"per_tenant": 0}, "per_tenant must be from 1"), ({"batch": 0}, "batch must be from 1")],

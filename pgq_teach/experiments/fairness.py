@@ -234,7 +234,12 @@ def _fifo_cost(conn: Any, settings: dict[str, int]) -> tuple[int, float]:
 def _fair_cost(conn: Any, settings: dict[str, int]) -> tuple[int, float]:
     """Both steps of the fair claim, added up: step 1 as it runs, step 2 with the tenants
     step 1 locked (read in a transaction rolled back, as EXPLAIN ANALYZE's are)."""
-    ranking = {"batch": settings["batch"], "per_tenant": settings["per_tenant"], "after": None}
+    ranking = {
+        "batch": settings["batch"],
+        "per_tenant": settings["per_tenant"],
+        "after": None,
+        "min_priority": 0,
+    }
     first = _plan_cost(explain_analyze(conn, "claim_fair_tenants", ranking))
     with conn.transaction(force_rollback=True):
         locked = run(conn, "claim_fair_tenants", ranking).fetchall()

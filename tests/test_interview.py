@@ -729,7 +729,7 @@ def test_the_follow_ups_the_review_found_wrong_or_short_now_say_it():
     assert "claims only as many jobs as it holds tokens" in rate_limit and "try given back" in rate_limit
     failover = said("failover")
     assert "outbox message ids" in failover and "failover slot" in failover
-    assert "sql/fence_epoch.sql" in failover
+    assert "fencing epoch" in failover and "2^32" in failover and "id sequence" in failover
     assert "prepare_threshold" in said("poolers")
     cancel = said("cancel_status")
     assert "CHECK constraint" in cancel and "conditional update" in cancel and "not a fence" not in cancel

@@ -354,8 +354,9 @@ def claim_fair(
     tenants with the fewest running jobs first, and never more than `per_tenant` running jobs
     of one tenant across every fair claimer (sql/claim_fair_tenants.sql, then
     sql/claim_fair.sql, in one transaction: a savepoint in the caller's, whose tenants then
-    stay locked until the caller's transaction ends). A job with no tenant is never taken here. Among tenants with as many
-    running jobs, the turn goes to those after `after` by name, then from the first: pass
+    stay locked until the caller's transaction ends). A job with no tenant is never taken
+    here. Among tenants with as many running jobs, the turn goes to those after `after` by
+    name, then from the first: pass
     the last claim's `next_turn`, so that jobs finishing between claims do not hand every
     turn to the tenant with the oldest job."""
     params: dict[str, Any] = {

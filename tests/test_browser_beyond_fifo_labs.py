@@ -113,7 +113,10 @@ def press_stop(lab) -> float:
     )
     began = time.monotonic()
     if not stop.is_disabled():
-        stop.click()
+        # force: the run may end between the look and the click, and a click on a Stop that
+        # has just been disabled would wait 30 s for it to be enabled again (seen in CI).
+        # Forced, a click on a disabled button does nothing, which is what a learner's does.
+        stop.click(force=True)
     status.filter(has_text="stopped early").or_(status.filter(has_text="done")).wait_for(timeout=RUN_MS)
     ended = time.monotonic() - began
     said, shown = status.inner_text(), result.inner_text()

@@ -91,6 +91,7 @@ class FaultReport(RunReport):
     timed_out: int = 0  # jobs failed at their job timeout (settings.timeout), by every worker
     handed_back_of_survivors: int = 0  # jobs handed back for want of a token (settings.rate_limit)
     drain_seconds: float = 0.0
+    extended_seconds: float = 0.0  # faults went on past `seconds` until their clocks' share was met
 
     @property
     def violations(self) -> list[str]:
@@ -102,7 +103,12 @@ class FaultReport(RunReport):
             f"fault run on {self.server}",
             f"  {tables.count(s.jobs, 'job')}, {tables.count(s.workers, 'worker')} at a time "
             f"({tables.count(self.processes_started, 'process')} started), lease {s.lease:g} s, "
-            f"faults for {s.seconds:g} s",
+            f"faults for {s.seconds:g} s"
+            + (
+                f" and {self.extended_seconds:.0f} s more (a slow machine fell short of them)"
+                if self.extended_seconds
+                else ""
+            ),
             f"  faults: {tables.count(self.kills, 'SIGKILL')} ({self.kills_mid_job} mid-job), "
             f"{tables.count(self.pauses, 'SIGSTOP pause')} past the lease "
             f"({self.fragile_pauses} on a one-try job, {self.pauses_claimed_again} of them held "
@@ -210,8 +216,34 @@ class _Faults:
         self.deadline = self.chaos_end + s.drain_timeout
         self.done = 0
         self.rng = random.Random()
+        # A loaded machine runs this loop, and the workers, slowly: the faults go on past
+        # their seconds (twice as long at the most) while jobs are left to strike, until
+        # kills and terminations reach half of what their clocks promise, pauses a quarter,
+        # and a frozen worker has come back to a job claimed again. Else a slow run would
+        # test fewer faults than it says.
+        self.extend_until = self.chaos_end + s.seconds
+        self.began = began
+
+    def short_of_faults(self) -> bool:
+        s, r = self.s, self.report
+        if self.done >= s.jobs:
+            return False  # nothing is left to strike
+        return (
+            r.kills < s.seconds / s.kill_every / 2
+            or r.terminations < s.seconds / s.terminate_every / 2
+            or r.pauses < s.seconds / s.pause_every / 4  # a pause waits for a job in hand
+            or (s.fragile_every > 0 and not self.fragile_met())
+        )
+
+    def extend(self, now: float) -> None:
+        """A second more of faults; the drain's clock starts again at their new end."""
+        self.chaos_end = now + 1.0
+        self.deadline = max(self.deadline, self.chaos_end + self.s.drain_timeout)
+        self.report.extended_seconds = self.chaos_end - self.began - self.s.seconds
 
     def inject(self, now: float) -> None:
+        if now >= self.chaos_end and self.short_of_faults() and now < self.extend_until:
+            self.extend(now)
         if now < self.chaos_end:
             if now >= self.next_kill:
                 self.kill(now)

@@ -82,7 +82,9 @@ class RunSettings:
 class FaultSettings(RunSettings):
     """A fault run: jobs fall due evenly over `seconds` while the faults go
     on, each on its own clock; dead jobs are requeued every `requeue_every`
-    seconds until the queue drains. Every `fragile_every`-th job (none if 0)
+    seconds until the queue drains. On a slow machine the faults go on past
+    `seconds` (twice as long at the most, while jobs are left) until each kind
+    has struck its share (the report says how long). Every `fragile_every`-th job (none if 0)
     gets one try only, so the faults kill some jobs for the requeues to bring
     back. Every `pause_every` seconds a worker inside a job is frozen past its
     lease: every other time on such a job, until the job has been requeued and

@@ -26,7 +26,9 @@ which dies with it. The counts, each judged against what its configuration allow
 - jobs run again: handed to a handler more than once;
 - token repeats: one (job, fencing token) handed to a handler twice;
 - stale completions accepted: a completion acknowledged for a claim that a later claim with
-  the same token had superseded.
+  the same token had superseded. The drill's workers give up an unsent completion when its
+  lease runs out, which the failover outlasts, so here it stays 0; tests/test_failover.py
+  builds the case on a pair (a holder from the old primary completing on the new one).
 With the fencing epoch (sql/fence_epoch.sql, run once at promotion) no token repeats.
 """
 
@@ -40,7 +42,7 @@ import signal
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -249,7 +251,6 @@ def _lag_then_kill(pair: Pair, lag: float, db: Database) -> tuple[list[int], flo
     """Pause the replica's WAL receiver, enqueue from a thread for `lag` seconds (noting each
     acknowledged id), then kill the primary and the paused receiver. The acknowledged ids and
     the moment of the kill (wall clock, as the workers note theirs)."""
-    receiver = pair.walreceiver_pid()
     acked: list[int] = []
     stop = threading.Event()
 
@@ -261,20 +262,30 @@ def _lag_then_kill(pair: Pair, lag: float, db: Database) -> tuple[list[int], flo
                 acked.append(queue.enqueue(conn, KIND, {"n": n}, notify=False))
                 time.sleep(0.005)
 
-    os.kill(receiver, signal.SIGSTOP)
     thread = threading.Thread(target=enqueue, daemon=True)
-    try:
+    with lost_window(pair):
         thread.start()
         time.sleep(lag)
         stop.set()
         kill_time = time.time()
+    thread.join(10)
+    return list(acked), kill_time
+
+
+@contextlib.contextmanager
+def lost_window(pair: Pair) -> Iterator[None]:
+    """What the primary commits inside this block never reaches the replica: the replica's
+    WAL receiver is paused (SIGSTOP) on entry; on exit the primary is killed, and then the
+    paused receiver, so the bytes in flight die with its connection."""
+    receiver = pair.walreceiver_pid()
+    os.kill(receiver, signal.SIGSTOP)
+    try:
+        yield
         pair.kill_primary()
     finally:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(receiver, signal.SIGKILL)  # the bytes in flight die with the connection
+            os.kill(receiver, signal.SIGKILL)
             os.kill(receiver, signal.SIGCONT)
-    thread.join(10)
-    return list(acked), kill_time
 
 
 def _drain(fleet: Fleet, settings: DrillSettings, progress: Callable[[str], None], config: str) -> bool:

@@ -4,6 +4,7 @@ the pair leaves nothing behind, however its block ends.
 Pass or fail is on what happened (processes, folders, slots, counts), never on how long
 it took; the drill's own report prints its timings."""
 
+import contextlib
 import os
 import re
 import signal
@@ -72,6 +73,64 @@ def test_the_pair_leaves_nothing_after_ctrl_c_even_once_promoted():
     left += [f"process {pid}" for pid in pids if alive(pid)]
     assert left == []
     assert pair.orphan_memory and not set(pair.orphan_memory) & shared_memory_ids()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "when",
+    ["starting a primary", "primary killed", "draining"],
+    ids=["building-the-pair", "at-the-kill", "while-draining"],
+)
+def test_ctrl_c_mid_drill_leaves_no_process_folder_or_slot(when):
+    """The drill command, interrupted as a terminal's Ctrl-C does (SIGINT to its whole process
+    group: the command, its worker processes and whatever it started) at three moments: while
+    the pair is built, at the kill, and while the workers drain on the new primary. It says
+    so and exits 130, and nothing of it is left: no process of its group, no pair folder
+    or server, no worker folder. (A slot lives in the primary's folder, so it goes with it.)"""
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    base = Path(tempfile.gettempdir())
+    folders = {str(p) for p in base.glob("pgq-drill-*")} | set(server.replica.leftovers())
+    argv = ["failover-drill", "--jobs", "2000", "--workers", "2", "--config", "async-relaxed"]
+    drill = subprocess.Popen(
+        [sys.executable, "-m", "pgq_teach.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # a group of its own, as a terminal's foreground job has
+    )
+    seen = []
+    try:
+        for line in drill.stdout:
+            seen.append(line.rstrip())
+            if when in line:
+                break
+        time.sleep(1)  # into the step: initdb running, a kill under way, workers on the new primary
+        group = _group(drill.pid)
+        os.killpg(drill.pid, signal.SIGINT)
+        rest, _ = drill.communicate(timeout=120)
+    finally:
+        if drill.poll() is None:
+            os.killpg(drill.pid, signal.SIGKILL)
+    assert when in seen[-1], seen  # interrupted where meant, not after the run ended
+    assert drill.returncode == 130 and "interrupted" in rest, rest
+    assert len(group) >= 2  # the command and what it was running: initdb, servers, workers
+    assert [pid for pid in group if alive(pid)] == _group(drill.pid) == []
+    left = {str(p) for p in base.glob("pgq-drill-*")} | set(server.replica.leftovers())
+    assert left - folders == set()
+
+
+def _group(session: int) -> list[int]:
+    """The live processes of a session (a terminal's job and all it started that stayed in it)."""
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(OSError, psutil.Error):
+            if os.getsid(proc.pid) == session and alive(proc.pid):
+                found.append(proc.pid)
+    return found
 
 
 def shared_memory_ids() -> set[int]:

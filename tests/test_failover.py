@@ -276,3 +276,49 @@ def test_a_holder_from_the_old_primary_completes_on_the_new_one_only_without_the
     assert result.counts["stale_accepted"] == (0 if epoch else 1)
     assert result.counts["token_repeats"] == (0 if epoch else 1)
     assert result.breaches == []  # async without the epoch may; with it, it must not
+
+
+def test_an_outbox_event_is_lost_with_its_completion_and_written_again_under_a_new_id():
+    """The transactional outbox across an asynchronous failover, on a real pair: a job is
+    completed and its event written in one transaction on the old primary, acknowledged, and
+    lost with the window of WAL the replica never received. On the new primary the two are
+    gone together (never an event without its completion, nor a completion without its
+    event); the job runs again and writes its event again under a new event id. So if a relay
+    had published the first before the kill, the broker's deduplication by event id could not
+    absorb the second: the consumer hears of the one completion twice."""
+    from pgq_teach import outbox
+    from pgq_teach.faults import failover
+
+    def complete_with_event(conn, order_id: int) -> tuple[int, int, object]:
+        [job] = pgq.claim(conn)
+        with conn.transaction():
+            assert pgq.complete(conn, job)
+            event = outbox.write_event(conn, order_id, {"event": "shipped", "job": job.id})
+        [(_, event_id)] = run(conn, "lab/event_ids", {"ids": [event]}).fetchall()
+        return job.id, event, event_id
+
+    def order_jobs(conn, order_id: int) -> list[tuple[int, str, str]]:
+        return [tuple(row) for row in run(conn, "lab/jobs_for_order", {"order_id": order_id})]
+
+    with server.replica_pair(synchronous=False) as pair:
+        with pair.connect(pair.primary) as conn:
+            run(conn, "schema")
+            [order_id] = run(conn, "lab/place_order", {"email": "a@example.com", "total": "9.99"}).fetchone()
+            ship = pgq.enqueue(conn, "ship", {"order_id": order_id})
+        failover._caught_up(pair)
+        with failover.lost_window(pair), pair.connect(pair.primary) as old:
+            first = complete_with_event(old, order_id)
+            on_old = order_jobs(old, order_id)
+        pair.promote()
+        with pair.writable() as conn:
+            run(conn, "fence_epoch")
+        pair.open_for_writes()
+        with pair.connect(pair.replica) as new:
+            on_new = order_jobs(new, order_id)
+            second = complete_with_event(new, order_id)
+            at_end = order_jobs(new, order_id)
+    assert first[0] == second[0] == ship
+    assert on_old == [(ship, "ship", "done"), (first[1], outbox.OUTBOX_KIND, "ready")]
+    assert on_new == [(ship, "ship", "ready")]  # the completion and its event, gone together
+    assert at_end == [(ship, "ship", "done"), (second[1], outbox.OUTBOX_KIND, "ready")]
+    assert second[2] != first[2]  # a new event id: a copy published before the kill is not absorbed

@@ -66,7 +66,10 @@ LABELS = {
     "token_repeats": "fence tokens handed out twice",
     "stale_accepted": "stale completions accepted",
 }
-OUTBOX_LINE = "outbox events: not counted (this drill runs no outbox relay yet)"
+OUTBOX_LINE = (
+    "outbox events: not counted (this drill runs no outbox relay yet); docs/failover.md says what "
+    "each configuration promises for them"
+)
 
 
 def allowed(config: str, count: str, epoch: bool) -> bool:

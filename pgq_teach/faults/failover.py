@@ -26,9 +26,10 @@ which dies with it. The counts, each judged against what its configuration allow
 - jobs run again: handed to a handler more than once;
 - token repeats: one (job, fencing token) handed to a handler twice;
 - stale completions accepted: a completion acknowledged for a claim that a later claim with
-  the same token had superseded. The drill's workers give up an unsent completion when its
-  lease runs out, which the failover outlasts, so here it stays 0; tests/test_failover.py
-  builds the case on a pair (a holder from the old primary completing on the new one).
+  the same token had superseded. In the drill's runs it needs a completion whose send failed
+  at the kill, still held when the new primary opens, landing within a re-claim's 2-10 ms
+  handler, so it stays 0; tests/test_failover.py builds the case on a pair (a holder from the
+  old primary completing on the new one).
 With the fencing epoch (sql/fence_epoch.sql, run once at promotion) no token repeats.
 """
 

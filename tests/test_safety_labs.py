@@ -34,6 +34,11 @@ def test_a_hung_handler_keeps_its_lease_until_a_job_timeout_fails_it(db):
     assert r.timed_out_error.startswith("JobTimeout")
     assert r.retry_wait_s > r.backoff_base_s  # the kind's backoff, base x 2^1, not fail.sql's 20 s
     assert (r.stuck, r.second_status, r.claimed_while_stuck) == (1, "ready", 0)
+    # the stuck handler's own job: failed at its timeout while the handler still ran, and its
+    # late return changed nothing (the Worker dropped it; a fenced completion matches no row)
+    assert (r.stuck_job_status, r.stuck_job_error[:10]) == ("ready", "JobTimeout")
+    assert (r.late_status, r.late_finished, r.late_completion_rows) == ("ready", False, 0)
+    assert r.freed_second_status == "done"  # the executor came back when the handler returned
 
 
 def test_the_enqueue_to_done_p99_sees_late_invoices_that_no_dead_job_shows(db):

@@ -11,7 +11,11 @@
    x 2^attempts, so it waits out the backoff in the lab, not running again).
 3. Every executor stuck: a handler that never looks at `job.lost`, one executor, two jobs.
    A thread cannot be killed in Python, so the executor stays busy: the Worker fails the job
-   at its timeout, counts it stuck, and claims nothing more until the handler returns.
+   at its timeout, counts it stuck, and claims nothing more until the handler returns. Then
+   the lab lets the handler return: its late result is dropped (executor.py: the timeout's
+   failure is the job's outcome), the freed executor runs the other job, and the server is
+   asked what the stuck job's row holds, and what a completion sent late with the stuck
+   claim's fence token changes (sql/complete.sql matches only a running job of that token).
 
 The knobs that make the result: `lease_s` (a beat every quarter of it), `watch_s`,
 `timeout_s` and `backoff_base_s`. The guide has no job timeout (its worker holds a job until
@@ -70,6 +74,12 @@ class HungResult(Result):
     stuck: int  # run 3: executors the Worker counted stuck
     second_status: str  # run 3: the other job's status while the only executor was stuck
     claimed_while_stuck: int  # run 3: jobs claimed by the Worker while its executor was stuck
+    stuck_job_status: str  # run 3: the stuck handler's own job, on the server, while it hung
+    stuck_job_error: str
+    freed_second_status: str  # run 3: the other job, once the stuck handler returned
+    late_status: str  # run 3: the stuck handler's job after its handler returned late
+    late_finished: bool  # run 3: whether anything wrote its finished_at
+    late_completion_rows: int  # run 3: rows a completion with the stuck claim's token changed
     guide: GuideFigure = field(default_factory=lambda: GUIDE_NO_TIMEOUT)
 
     @property
@@ -105,6 +115,7 @@ class HungResult(Result):
                 "–",
             ),
             ("every executor stuck: jobs claimed meanwhile", "–", self.claimed_while_stuck, "–"),
+            ("the stuck job's late completion: rows changed", "–", self.late_completion_rows, "–"),
         ]
 
     def summary(self) -> str:
@@ -119,7 +130,11 @@ class HungResult(Result):
             f"{'try' if self.timed_out_attempts == 1 else 'tries'} ({self.timed_out_error}), due again "
             f"in {self.retry_wait_s:,.0f} s; the handler was told: {'yes' if self.handler_told else 'no'}",
             f"  a handler that never looks: {self.stuck} executor stuck, the other job {self.second_status}, "
-            f"{self.claimed_while_stuck} claimed meanwhile",
+            f"{self.claimed_while_stuck} claimed meanwhile; its own job {self.stuck_job_status} "
+            f"({self.stuck_job_error})",
+            f"  once that handler returned: its job still {self.late_status}, finished "
+            f"{'yes' if self.late_finished else 'no'}; a late completion with its token changed "
+            f"{self.late_completion_rows} rows; the freed executor ran the other job: {self.freed_second_status}",
         ]
         return "\n".join(lines + self.footer())
 
@@ -277,10 +292,25 @@ def _every_executor_stuck(db, conn) -> dict:
                 lambda: worker.report.polls >= polls + 5, "five more polls"
             )  # it looked, and took nothing
             stuck, claimed, status = worker.report.stuck, worker.report.claimed, _row(conn, second)["status"]
-            release.set()
+            hung = _row(conn, first)  # the stuck handler's own job, while its handler still runs
+            release.set()  # the handler returns late; its executor is free again
+            wait_until(lambda: _row(conn, second)["status"] == "done", "the freed executor to run the other job")
     finally:
         release.set()
-    return {"stuck": stuck, "second_status": status, "claimed_while_stuck": claimed - 1}
+    late = _row(conn, first)
+    # What a completion sent late, with the stuck claim's token, would change: the fence.
+    late_rows = len(run(conn, "complete", {"id": first, "fence_token": hung["fence_token"]}).fetchall())
+    return {
+        "stuck": stuck,
+        "second_status": status,
+        "claimed_while_stuck": claimed - 1,
+        "stuck_job_status": hung["status"],
+        "stuck_job_error": hung["last_error"] or "",
+        "freed_second_status": _row(conn, second)["status"],
+        "late_status": late["status"],
+        "late_finished": late["finished_at"] is not None,
+        "late_completion_rows": late_rows,
+    }
 
 
 def _row(conn, job_id: int) -> dict:

@@ -18,8 +18,10 @@ its executor. The job is failed and retried all the same, on this process or
 another; the stuck executor stays busy, so this Worker claims one batch fewer
 per stuck executor, and none at all once every executor is stuck (the jobs
 stay ready for other Workers; `WorkerReport.stuck` counts them). `stop()`
-then waits for those handlers: end the process (SIGKILL) to be rid of them,
-which loses nothing, since their jobs were failed already.
+then waits for those handlers: end the process (SIGKILL) to be rid of them.
+That loses no job (each was failed already; one whose failure was not yet
+sent keeps a lease no beat renews, which passes, and the reaper hands it
+back), but it undoes nothing the handler did: its side effects stay done.
 
 The shared rate limit and the pause (`Gate`), between the claim and the
 executors. A kind in `rate_limits` takes a token per claimed job from its

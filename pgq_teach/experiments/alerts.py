@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from .. import checks, kinds, queue, seeding, tables
+from .. import checks, kinds, measurements, queue, seeding, tables
 from ..databases import Database
 from ..guide import GuideFigure
 from ..worker import Worker
@@ -48,6 +48,17 @@ class LateResult(Result):
     def first_retry_s(self) -> float:
         """How long a job failed once waits before its retry: base x 2^1."""
         return self.backoff_base_s * 2
+
+    def quoted(self) -> dict[str, float]:
+        """The figures the interview quotes, with the knobs that made them."""
+        return {
+            "jobs": self.jobs,
+            "late": self.late,
+            "first_retry_s": self.first_retry_s,
+            "dead": self.dead,
+            "done_p50_s": self.done_p50_s,
+            "done_p99_s": self.done_p99_s,
+        }
 
     def comparison(self) -> list[Comparison]:
         return [
@@ -100,7 +111,7 @@ def late_invoices(
             wait_until(lambda: queue.status_counts(conn).get("done", 0) == jobs, "every invoice to be done")
         tell(progress, 1, 1)
         [row] = [s for s in kinds.stats(conn, WINDOW_S) if s.kind == KIND]
-    return finish(
+    result = finish(
         LateResult,
         db,
         guess=guess,
@@ -114,3 +125,6 @@ def late_invoices(
         done_p99_s=row.done_p99.total_seconds() if row.done_p99 else 0.0,
         failure_rate=row.failure_rate or 0.0,
     )
+    if not result.stopped:
+        measurements.record(measurements.LATE_INVOICES_10C, result.quoted())
+    return result

@@ -23,7 +23,7 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
-from .. import charts, checks, queue, seeding, tables
+from .. import charts, checks, measurements, queue, seeding, tables
 from ..databases import Database
 from ..guide import GuideFigure
 from ..statements import explain_analyze, run
@@ -75,6 +75,18 @@ class FloodResult(Result):
         """Whether a drain claimed any small tenant's job: a run stopped before one has no wait
         to show (its percentiles would read 0, as if nobody had waited)."""
         return r.small_jobs > 0
+
+    def quoted(self) -> dict[str, float]:
+        """The figures the interview quotes, with the knobs that made them."""
+        return {
+            "flood": self.flood,
+            "tenants": self.tenants,
+            "batch": self.batch,
+            "fifo_p99_ms": self.fifo.wait_p99_ms,
+            "fair_p99_ms": self.fair.wait_p99_ms,
+            "fifo_buffers": self.fifo.buffers,
+            "fair_buffers": self.fair.buffers,
+        }
 
     def comparison(self) -> list[Comparison]:
         f, r = self.fifo, self.fair
@@ -165,7 +177,10 @@ def flood(
     fifo = _drain(db, "FIFO", settings, stop, lambda done: tell(progress, done, total))
     offset = settings["flood"] + settings["tenants"] * settings["each"]
     fair = _drain(db, "fair", settings, stop, lambda done: tell(progress, offset + done, total))
-    return finish(FloodResult, db, guess=guess, stopped=stop, fifo=fifo, fair=fair, **settings)
+    result = finish(FloodResult, db, guess=guess, stopped=stop, fifo=fifo, fair=fair, **settings)
+    if not result.stopped and all(result.measured(r) for r in result.runs):
+        measurements.record(measurements.FLOOD_WAITS_10B, result.quoted())
+    return result
 
 
 def _drain(db: Database, claim: str, settings: dict[str, int], stop: threading.Event, told: Any) -> DrainRun:

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from .. import checks, queue, seeding, tables
+from .. import checks, measurements, queue, seeding, tables
 from ..databases import Database
 from ..guide import GuideFigure
 from ..statements import run
@@ -153,6 +153,15 @@ class UrgentResult(Result):
     reached_priority: bool = True
     guide: GuideFigure = field(default_factory=lambda: GUIDE_OLDEST_FIRST)
 
+    def quoted(self) -> dict[str, float]:
+        """The figures the interview quotes, with the knobs that made them."""
+        return {
+            "backlog": self.backlog,
+            "batch": self.batch,
+            "ahead_fifo": self.ahead_fifo,
+            "ahead_priority": self.ahead_priority,
+        }
+
     def comparison(self) -> list[Comparison]:
         fifo = self.ahead_fifo if self.reached_fifo else f"not reached: {self.ahead_fifo:,} taken (stopped)"
         best = self.ahead_priority if self.reached_priority else "not reached (stopped)"
@@ -197,7 +206,7 @@ def urgent(
         )
         for n, claim in enumerate((queue.claim, queue.claim_priority))
     )
-    return finish(
+    result = finish(
         UrgentResult,
         db,
         guess=guess,
@@ -209,6 +218,9 @@ def urgent(
         reached_fifo=reached_fifo,
         reached_priority=reached_priority,
     )
+    if not result.stopped and reached_fifo and reached_priority:
+        measurements.record(measurements.URGENT_AHEAD_10B, result.quoted())
+    return result
 
 
 def _ahead_of_urgent(

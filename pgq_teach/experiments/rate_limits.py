@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from psycopg.rows import dict_row
 
-from .. import charts, checks, seeding, tables
+from .. import charts, checks, measurements, seeding, tables
 from ..databases import Database
 from ..guide import GuideFigure
 from ..statements import run
@@ -87,6 +87,20 @@ class QuotaResult(Result):
     unlimited: QuotaRun
     limited: QuotaRun
     guide: GuideFigure = field(default_factory=lambda: GUIDE_NO_LIMIT)
+
+    def quoted(self) -> dict[str, float]:
+        """The figures the interview quotes, with the knobs that made them."""
+        u, lim = self.unlimited, self.limited
+        return {
+            "workers": self.workers,
+            "per_second": self.per_second,
+            "most_unlimited": u.most_in_one_second,
+            "most_limited": lim.most_in_one_second,
+            "burst_bound": self.burst_bound,
+            "handed_back": lim.handed_back,
+            "calls_limited": lim.calls,
+            "tries_limited": lim.tries_spent,
+        }
 
     @property
     def burst_bound(self) -> float:
@@ -176,7 +190,7 @@ def partner_quota(
             continue
         runs.append(_run(db, workers, limit, seconds, work_s, stop))
         tell(progress, n + 1, 2)
-    return finish(
+    result = finish(
         QuotaResult,
         db,
         guess=guess,
@@ -188,6 +202,9 @@ def partner_quota(
         unlimited=runs[0],
         limited=runs[1],
     )
+    if not result.stopped and all(r.ran for r in runs):
+        measurements.record(measurements.PARTNER_QUOTA_10B, result.quoted())
+    return result
 
 
 def _run(

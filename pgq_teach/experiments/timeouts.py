@@ -34,7 +34,7 @@ from datetime import datetime
 
 from psycopg.rows import dict_row
 
-from .. import checks, kinds, queue, seeding
+from .. import checks, kinds, measurements, queue, seeding
 from ..databases import Database
 from ..guide import GuideFigure
 from ..statements import run
@@ -92,6 +92,16 @@ class HungResult(Result):
         """How long the job was still running after the end of the lease its claim wrote."""
         return self.readings[-1].at_s - self.lease_s
 
+    def quoted(self) -> dict[str, float | str]:
+        """The figures the interview quotes, with the knobs that made them."""
+        return {
+            "lease_s": self.lease_s,
+            "past_first_lease_s": self.past_first_lease_s,
+            "timeout_s": self.timeout_s,
+            "timed_out_status": self.timed_out_status,
+            "late_completion_rows": self.late_completion_rows,
+        }
+
     def comparison(self) -> list[Comparison]:
         return [
             (
@@ -134,7 +144,8 @@ class HungResult(Result):
             f"({self.stuck_job_error})",
             f"  once that handler returned: its job still {self.late_status}, finished "
             f"{'yes' if self.late_finished else 'no'}; a late completion with its token changed "
-            f"{self.late_completion_rows} rows; the freed executor ran the other job: {self.freed_second_status}",
+            f"{self.late_completion_rows} rows; the freed executor ran the other job: "
+            f"{self.freed_second_status}",
         ]
         return "\n".join(lines + self.footer())
 
@@ -195,7 +206,7 @@ def hung_handler(
         tell(progress, 2, 3)
         stuck = _every_executor_stuck(db, conn)
         tell(progress, 3, 3)
-    return finish(
+    result = finish(
         HungResult,
         db,
         guess=guess,
@@ -208,6 +219,9 @@ def hung_handler(
         **timed,
         **stuck,
     )
+    if not result.stopped:
+        measurements.record(measurements.HUNG_HANDLER_10C, result.quoted())
+    return result
 
 
 def _heartbeat_alone(db, conn, lease_s, watch_s, timeout_s, backoff_base_s, stop) -> dict:
@@ -294,7 +308,9 @@ def _every_executor_stuck(db, conn) -> dict:
             stuck, claimed, status = worker.report.stuck, worker.report.claimed, _row(conn, second)["status"]
             hung = _row(conn, first)  # the stuck handler's own job, while its handler still runs
             release.set()  # the handler returns late; its executor is free again
-            wait_until(lambda: _row(conn, second)["status"] == "done", "the freed executor to run the other job")
+            wait_until(
+                lambda: _row(conn, second)["status"] == "done", "the freed executor to run the other job"
+            )
     finally:
         release.set()
     late = _row(conn, first)

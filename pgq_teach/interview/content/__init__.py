@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from ... import measurements
 from ...errors import BadInput
 
 LEVELS = (1, 2, 3)
@@ -195,17 +196,42 @@ class InterviewStep:
 
 
 @dataclass(frozen=True)
+class QuotedFigures:
+    """A sentence a follow-up's model answer adds once the learner has run the lab that
+    measures it: `says`, its `{fields}` filled from the stored figures of `measurement`
+    (a `Measurement` in pgq_teach.measurements, named as in `measurement: NAME`)."""
+
+    measurement: measurements.Measurement
+    says: str
+
+    def quote(self) -> str | None:
+        """The sentence with the learner's own figures and when they were taken; None
+        before the lab has run."""
+        # Imported here: estimation imports the catalog, which loads this module.
+        from ..estimation import quote, readable
+
+        found = quote(self.measurement)
+        if found is None or not isinstance(found.value, dict):
+            return None
+        figures = {k: v if isinstance(v, str) else readable(float(v)) for k, v in found.value.items()}
+        return f"{self.says.strip().format_map(figures)} ({found.source})"
+
+
+@dataclass(frozen=True)
 class FollowUp:
     key: str
     topic: str
     question: str
     model_text: str
     sql: tuple[SqlStep, ...]
+    measured: tuple[QuotedFigures, ...] = ()
 
     def model(self) -> str:
-        """The model answer with the SQL it quotes."""
+        """The model answer, the learner's own measurements it quotes (those already
+        taken), and the SQL it quotes."""
+        quoted = [q for q in (m.quote() for m in self.measured) if q]
         shown = [s.text.strip() for s in self.sql if s.shown]
-        return "\n\n".join([self.model_text, *shown])
+        return "\n\n".join([" ".join([self.model_text, *quoted]), *shown])
 
 
 @dataclass(frozen=True)
@@ -346,9 +372,23 @@ def follow_ups() -> dict[str, FollowUp]:
             f["question"],
             f["model"],
             sql_steps(f"follow_ups.yaml {key}", f.get("sql")),
+            measured_of(f"follow_ups.yaml {key}", f.get("measured")),
         )
         for key, f in load_file("follow_ups").items()
     }
+
+
+def measured_of(where: str, data: Any) -> tuple[QuotedFigures, ...]:
+    """A follow-up's quoted measurements, each `measurement: NAME` resolved here, so a
+    name that no Measurement has fails on loading, not in a rehearsal."""
+    out = []
+    for entry in data or []:
+        name = str(entry.get("measurement", "")).removeprefix("measurement:").strip()
+        which = getattr(measurements, name, None)
+        if not isinstance(which, measurements.Measurement):
+            raise BadInput(f"{where}: {name!r} is no measurement in pgq_teach.measurements")
+        out.append(QuotedFigures(which, str(entry["says"])))
+    return tuple(out)
 
 
 def cell_of(data: dict[str, Any], read: str) -> Cell:

@@ -173,17 +173,16 @@ def take_tokens(conn: psycopg.Connection, kind: str, per_second: float, wanted: 
     return granted
 
 
-def hand_back(conn: psycopg.Connection, jobs: Sequence[tuple[queue.Job, float]], error: str) -> list[int]:
+def hand_back(conn: psycopg.Connection, jobs: Sequence[tuple[queue.Job, float]]) -> list[int]:
     """Give claimed jobs back to ready without spending a try, each (job, wait in seconds) not
-    claimable again before its wait has passed (sql/hand_back.sql); the ids handed back (a claim
-    missing was fenced: it no longer held its job)."""
+    claimable again before its wait has passed, its last_error its own (sql/hand_back.sql); the
+    ids handed back (a claim missing was fenced: it no longer held its job)."""
     if not jobs:
         return []
     params = {
         "ids": [job.id for job, _ in jobs],
         "fence_tokens": [job.fence_token for job, _ in jobs],
         "waits_s": [checks.seconds("wait", wait, 0, MAX_BACKOFF_S) for _, wait in jobs],
-        "error": error,
     }
     with queue.atomic(conn):
         return [row[0] for row in run(conn, "hand_back", params).fetchall()]

@@ -8,7 +8,7 @@ import pytest
 from psycopg.rows import dict_row
 
 import pgq_teach as pgq
-from helpers import job_row, seed
+from helpers import expire_leases, job_row, seed
 from pgq_teach import kinds, queue
 from pgq_teach.errors import BadInput
 from pgq_teach.statements import run
@@ -170,11 +170,26 @@ def test_hand_back_gives_the_try_back_moves_run_at_and_skips_a_fenced_claim(conn
     first, second = pgq.claim(conn, batch=2)
     stale = queue.Job(second.id, second.kind, second.payload, second.attempts, fence_token=0)
     with conn.transaction():
-        assert kinds.hand_back(conn, [(first, 30.0), (stale, 30.0)], "no token") == [first.id]
+        assert kinds.hand_back(conn, [(first, 30.0), (stale, 30.0)]) == [first.id]
         assert wait_s(conn, first.id) == pytest.approx(30)
     row = job_row(conn, first.id)
-    assert (row["status"], row["attempts"], row["last_error"]) == ("ready", 0, "no token")
+    assert (row["status"], row["attempts"]) == ("ready", 0)
     assert job_row(conn, second.id)["status"] == "running"
+
+
+def test_waiting_for_a_token_keeps_the_jobs_last_error_and_runs_it_at_the_earliest(conn):
+    """A hand-back is not the job's failure: the error of its last real try stays, and its
+    run_at is now plus its wait, not later (the earliest it may run)."""
+    seed(conn, 1)
+    [job] = pgq.claim(conn)
+    expire_leases(conn, [job])
+    assert pgq.reap(conn) == 1  # its first try ended with a real error
+    [job] = pgq.claim(conn)
+    with conn.transaction():
+        assert kinds.hand_back(conn, [(job, 12.5)]) == [job.id]
+        assert wait_s(conn, job.id) == pytest.approx(12.5)
+    row = job_row(conn, job.id)
+    assert (row["status"], row["attempts"], row["last_error"]) == ("ready", 1, "lease expired")
 
 
 @pytest.mark.parametrize(

@@ -228,7 +228,7 @@ class Gate:
         self.claim_cap = max(1, granted_all) if short else None
         self._dry = min(self._dry + 1, 20) if short and granted_all == 0 else 0
         if back:
-            kinds.hand_back(work, back, "handed back: no token for its rate limit, or its kind paused")
+            kinds.hand_back(work, back)  # the report counts them; the job's last_error stays its own
             self.leases.release([job for job, _ in back])
             self.reporter.add(handed_back=len(back))
             self.look_again_at = min(self.look_again_at, now + min(wait for _, wait in back))

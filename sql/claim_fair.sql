@@ -17,11 +17,18 @@
 --   sees every claim of that tenant committed by whoever held the lock before
 --   (READ COMMITTED takes a new snapshot per statement). A claim that is not
 --   fair (claim.sql, claim_priority.sql) takes no tenant lock, and is not
---   capped. Each tenant's rows are locked FOR UPDATE SKIP LOCKED inside the
+--   capped. Each tenant's candidate rows are read, not locked, inside the
 --   LATERAL query (PostgreSQL refuses FOR UPDATE with DISTINCT, GROUP BY or a
---   window, so the round ranking is done above it); up to min(room, batch)
---   rows per tenant are locked, and those the LIMIT leaves out stay locked,
---   unchanged, until this transaction commits.
+--   window, so the round ranking is done above it); only the rows the ranking
+--   keeps are then locked, FOR UPDATE SKIP LOCKED, and claimed. Locking in the
+--   LATERAL query locked up to min(room, batch) rows per tenant, and those the
+--   LIMIT left out stayed locked, unclaimed, until this transaction ended,
+--   hidden from every other claim's SKIP LOCKED (tests/test_fair_claim.py).
+--   A kept row that another claim (not fair, so not behind the tenant's lock)
+--   took meanwhile is skipped: READ COMMITTED checks status = 'ready' again on
+--   its newest version before locking it, and this claim returns one job fewer
+--   ("Read Committed Isolation Level",
+--   https://www.postgresql.org/docs/18/transaction-iso.html).
 
 WITH running AS (
   SELECT tenant, count(*) AS running
@@ -40,13 +47,17 @@ taken AS (
     ORDER BY jobs.run_at
     LIMIT CASE WHEN coalesce(r.running, 0) > t.ranked_running THEN 0
                ELSE greatest(0, least(:per_tenant - coalesce(r.running, 0), :batch)) END
-    FOR UPDATE SKIP LOCKED
   ) AS j
 ),
-next AS (
+kept AS (
   SELECT id FROM taken
   ORDER BY row_number() OVER (PARTITION BY tenant ORDER BY run_at), run_at
   LIMIT :batch
+),
+next AS (
+  SELECT jobs.id FROM jobs
+  WHERE jobs.id = ANY (ARRAY(SELECT id FROM kept)) AND jobs.status = 'ready'
+  FOR UPDATE SKIP LOCKED
 )
 UPDATE jobs
 SET status = 'running',

@@ -136,3 +136,16 @@ def test_a_capped_fair_worker_claims_again_once_it_sends_an_outcome_not_at_its_n
     with pgq.worker.running_idle([worker], timeout=0):
         assert wait_for(lambda: counts(conn) == {"done": 5}, timeout=20), counts(conn)
     assert sorted(worker.report.done_ids) == sorted(ids)
+
+
+def test_a_fair_claim_locks_only_the_jobs_it_claims(db, conn):
+    """Rows locked FOR UPDATE but not claimed would stay locked until the claim's transaction
+    ends, hidden from every other claim's SKIP LOCKED. With batch 2 the claim takes 'big' and
+    't1' one job each; 'big' had room for 2, and its second job must stay claimable."""
+    run(conn, "lab/seed_tenant_flood", {"flood": 100, "tenants": 5})
+    with conn.transaction():
+        mine = queue.claim_fair(conn, batch=2, per_tenant=10)
+        with db.connection() as other:
+            theirs = queue.claim(other, batch=1_000)  # while the fair claim's transaction is open
+    assert sorted(job.tenant for job in mine) == ["big", "t1"]
+    assert len(theirs) == 105 - 2  # every ready job but the two the fair claim holds

@@ -22,7 +22,7 @@ from psycopg.pq import PipelineStatus, TransactionStatus
 from psycopg.rows import dict_row
 
 from . import checks, tables
-from .errors import BadInput, PgqError
+from .errors import BadInput, Duplicate, PgqError, UniqueRace
 from .statements import records, run
 
 MAX_BATCH = 10_000
@@ -161,15 +161,6 @@ def enqueue(
     return job_id
 
 
-class Duplicate(PgqError):
-    """A unique enqueue with on_conflict="raise" found a live job (ready or running) of
-    its kind holding its key: `job_id` is that job's id. Nothing was added."""
-
-    def __init__(self, kind: str, unique_key: str, job_id: int):
-        super().__init__(f"a live {kind} job (id {job_id}) already holds unique_key {unique_key!r}")
-        self.kind, self.unique_key, self.job_id = kind, unique_key, job_id
-
-
 OnConflict = Literal["return", "raise"]
 PLAIN = {"priority": 0, "tenant": None}  # what the taught enqueue statements write
 UNIQUE_TRIES = 5  # a key whose live job keeps finishing between two looks is surely a bug
@@ -197,7 +188,10 @@ def _add_unique(
     ids: list[int | None] = [None] * len(keys)
     todo = list(range(len(keys)))
     for _ in range(UNIQUE_TRIES):
-        added = run(conn, name, params | _unique_params(keys, todo, texts)).fetchall()
+        try:
+            added = run(conn, name, params | _unique_params(keys, todo, texts)).fetchall()
+        except psycopg.errors.SerializationFailure as failure:  # only above READ COMMITTED
+            raise UniqueRace(kind, [str(keys[i]) for i in todo if keys[i] is not None]) from failure
         refused = _match_added(keys, todo, added, ids)
         held = dict(run(conn, "live_unique_ids", {"kind": kind, "unique_keys": [keys[i] for i in refused]}))
         for i in refused:

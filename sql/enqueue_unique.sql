@@ -17,6 +17,13 @@
 --   DO NOTHING returns no row for the job it kept, and this statement's
 --   snapshot may predate that job's commit, so the id is read by a second
 --   statement with a new snapshot (under READ COMMITTED).
+--   Under REPEATABLE READ or SERIALIZABLE the snapshot is the transaction's,
+--   and a key held by a job committed after it cannot be read; PostgreSQL
+--   then refuses the insert itself ("could not serialize access due to
+--   concurrent update", SQLSTATE 40001: ON CONFLICT DO NOTHING at those
+--   levels, https://www.postgresql.org/docs/18/transaction-iso.html), so no
+--   duplicate is added, and the library raises pgq.UniqueRace: the caller's
+--   whole transaction must run again (tests/test_unique_jobs.py, 8 sessions).
 
 INSERT INTO jobs (kind, payload, run_at, max_attempts, priority, tenant, unique_key)
 VALUES (:'kind', :'payload', coalesce(:'run_at'::timestamptz, now()),

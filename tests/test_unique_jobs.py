@@ -176,3 +176,33 @@ def test_bad_input_is_refused_in_one_line_before_any_sql(conn, call, message):
         call(conn)
     assert "\n" not in str(caught.value)
     assert counts(conn) == {}
+
+
+@pytest.mark.parametrize(
+    "level", [psycopg.IsolationLevel.REPEATABLE_READ, psycopg.IsolationLevel.SERIALIZABLE], ids=str
+)
+def test_eight_sessions_above_read_committed_add_one_job_and_the_others_get_one_clear_error(db, conn, level):
+    """Each session's snapshot is taken before any of them enqueues, so the job the first adds is
+    invisible to the seven others' look-up: the server refuses their inserts (SQLSTATE 40001)
+    and the library says so in one line, naming the key; no duplicate is added."""
+    outcomes: list[object] = [None] * 8
+    ready = threading.Barrier(8)
+
+    def enqueue(i: int) -> None:
+        with db.connection() as own:
+            own.isolation_level = level
+            with own.transaction():
+                assert run(own, "lab/isolation_level").fetchone()[0] == level.name.lower().replace("_", " ")
+                ready.wait()  # every snapshot taken, none enqueued yet
+                try:
+                    outcomes[i] = queue.enqueue(own, "send_receipt", {"session": i}, unique_key="order-1")
+                except pgq.UniqueRace as race:
+                    outcomes[i] = race
+
+    together(8, enqueue)
+    added = [o for o in outcomes if isinstance(o, int)]
+    races = [o for o in outcomes if isinstance(o, pgq.UniqueRace)]
+    assert len(added) == 1 and len(races) == 7
+    assert all("'order-1'" in str(r) and "\n" not in str(r) for r in races)
+    assert counts(conn) == {"ready": 1}
+    assert run(conn, "live_unique_ids", {"kind": "send_receipt", "unique_keys": ["order-1"]}).fetchone()[1] == added[0]

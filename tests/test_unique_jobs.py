@@ -205,4 +205,7 @@ def test_eight_sessions_above_read_committed_add_one_job_and_the_others_get_one_
     assert len(added) == 1 and len(races) == 7
     assert all("'order-1'" in str(r) and "\n" not in str(r) for r in races)
     assert counts(conn) == {"ready": 1}
-    assert run(conn, "live_unique_ids", {"kind": "send_receipt", "unique_keys": ["order-1"]}).fetchone()[1] == added[0]
+    assert (
+        run(conn, "live_unique_ids", {"kind": "send_receipt", "unique_keys": ["order-1"]}).fetchone()[1]
+        == added[0]
+    )

@@ -79,6 +79,7 @@ def test_the_lesson_quotes_the_fair_claims_stored_measurements_from_their_one_so
     prose = "\n".join(c.source for c in lesson.cells if c.cell_type == "markdown")
     docs = (root / "docs" / "beyond-fifo.md").read_text(encoding="utf-8")
     model = (root / "sql" / "exercise" / "model" / "claim_one_per_tenant.sql").read_text(encoding="utf-8")
-    for figure in ("4,172 + 260", "139", "20,677 buffers", "388 index buffers", "8 buffers"):
+    figures = ("4,172 + 260", "139", "20,677 buffers", "388 index buffers", "8 buffers", "1,334", "1,793")
+    for figure in figures:
         assert figure in prose and figure in docs, figure
     assert "4.4 million buffers and 34 s" in prose and "4,401,752 buffers and 34 s" in model

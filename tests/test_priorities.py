@@ -70,3 +70,18 @@ def test_a_stopped_starvation_run_says_what_did_not_run(db):
     result = priorities.starvation(db, rounds=10, stop=stop)
     assert "(stopped early)" in result.summary()
     assert "never ran" not in result.summary()  # it was never tried, which is not starving
+
+
+def test_under_overload_aging_puts_the_whole_aged_backlog_ahead_of_a_new_urgent_job(conn):
+    """Aging is unbounded (lesson 10b and docs/beyond-fifo.md say so): jobs aged to priority 0
+    keep their older run_at, so an urgent job enqueued after them waits for all of them."""
+    backlog = pgq.enqueue_many(conn, "k", [{}] * 1_000, priority=5, run_at=-priorities.timedelta(minutes=5))
+    urgent = pgq.enqueue(conn, "k", {"urgent": True}, priority=0)
+    moved = [r[0] for r in run(conn, "age_priorities", {"after": priorities.timedelta(minutes=1)})]
+    assert sorted(moved) == sorted(backlog)
+    ahead, ids = 0, []
+    while urgent not in ids:
+        ids = [job.id for job in pgq.claim_priority(conn, batch=100)]
+        assert ids
+        ahead += len(ids)
+    assert ahead - len(ids) == 1_000 and ids == [urgent]  # ten full claims of aged jobs first

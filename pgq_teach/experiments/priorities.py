@@ -31,12 +31,16 @@ GUIDE_OLDEST_FIRST = advice(
 @dataclass
 class StreamRun:
     """One run of the stream: in which round the low-priority job was claimed (None: never,
-    within the rounds), and how long it had waited then."""
+    within the rounds), and how long it had waited then. `looked_s`: from the low job's
+    enqueue returning to the start of the run's last aging statement (0 without aging), a
+    lower bound on how long the server had seen it due then: once it reaches age_after_s,
+    that aging moved the job and the claim after it took it."""
 
     aging: bool
     claimed_in_round: int | None
     waited_s: float | None
     rounds_run: int
+    looked_s: float = 0.0
 
 
 @dataclass(kw_only=True)
@@ -124,18 +128,21 @@ def _stream(
         seeding.reset_jobs(conn)
         began = time.monotonic()  # before the enqueue: the wait it reports is never short
         low = queue.enqueue(conn, KIND, {"low": True}, priority=9)
+        enqueued, looked = time.monotonic(), 0.0
         for round_no in range(1, rounds + 1):
             if stop.is_set():
-                return StreamRun(age_after_s is not None, None, None, round_no - 1)
+                return StreamRun(age_after_s is not None, None, None, round_no - 1, looked)
             queue.enqueue_many(conn, KIND, [{"round": round_no}] * load, priority=0, notify=False)
             if age_after_s is not None:
+                looked = time.monotonic() - enqueued
                 run(conn, "age_priorities", {"after": timedelta(seconds=age_after_s)})
             jobs = queue.claim_priority(conn, batch=load)
             queue.complete_many(conn, jobs)
             tell(progress, done_runs * rounds + round_no, 2 * rounds)
             if any(job.id == low for job in jobs):
-                return StreamRun(age_after_s is not None, round_no, time.monotonic() - began, round_no)
-    return StreamRun(age_after_s is not None, None, None, rounds)
+                waited = time.monotonic() - began
+                return StreamRun(age_after_s is not None, round_no, waited, round_no, looked)
+    return StreamRun(age_after_s is not None, None, None, rounds, looked)
 
 
 @dataclass(kw_only=True)

@@ -148,6 +148,7 @@ RIGHT = [
     ("05/complete", "exercise/model/complete_with_lock"),
     ("06/fail", "exercise/model/fail_with_lock"),
     ("10/cleanup", "exercise/model/cleanup_with_batch"),
+    ("10/cleanup", "exercise/model/cleanup_with_batch_first"),  # WITH-led: the batch gathered by ARRAY
     (
         "07/notify",
         "exercise/model/enqueue_returning_notify",

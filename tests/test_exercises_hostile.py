@@ -1001,6 +1001,25 @@ READER_ONLY = [
         "WITH jobs AS (SELECT 1 AS id) UPDATE pg_catalog.pg_authid SET rolsuper = true WHERE :id IS NOT NULL",
         "pg_catalog.pg_authid is not one",
     ),
+    # ARRAY(SELECT ...) over a WITH query is bounded only by that query's own LIMIT.
+    (
+        "ARRAY over a WITH query with no LIMIT",
+        "10/cleanup",
+        "WITH batch AS (SELECT id FROM jobs WHERE id > :after) DELETE FROM jobs WHERE id = ANY(ARRAY(SELECT id FROM batch))",  # noqa: E501 (the input under test, kept on one line)
+        "needs a LIMIT",
+    ),
+    (
+        "ARRAY over a capped WITH query, each row multiplied",
+        "10/cleanup",
+        "WITH batch AS (SELECT id FROM jobs LIMIT :batch) DELETE FROM jobs WHERE id = ANY(ARRAY(SELECT unnest(ARRAY[id, id, id]) FROM batch)) AND id > :after",  # noqa: E501 (the input under test, kept on one line)
+        "needs a LIMIT",
+    ),
+    (
+        "ARRAY over a capped WITH query joined to jobs",
+        "10/cleanup",
+        "WITH batch AS (SELECT id FROM jobs LIMIT :batch) DELETE FROM jobs WHERE id = ANY(ARRAY(SELECT a.id FROM batch, jobs a)) AND id > :after",  # noqa: E501 (the input under test, kept on one line)
+        "needs a LIMIT",
+    ),
     ("a lone surrogate", "01/claim", "SELECT '\ud800' AS id", "not valid UTF-8"),
     ("a lone surrogate in a name", "09/holder", 'SELECT 1 AS "\udfff"', "not valid UTF-8"),
 ]

@@ -54,7 +54,7 @@ from pglast.enums import SubLinkType
 from pglast.parser import ParseError, scan
 
 from ..errors import BadInput
-from .reading import MAX_EXPANSION, MAX_RELATIONS, Reading, function_name, walk
+from .reading import MAX_EXPANSION, MAX_RELATIONS, Reading, function_name, multiplies, walk
 from .reading import expansion as expansion  # its tests read it here, beside the reader
 
 MAX_CHARS = 20_000
@@ -357,14 +357,22 @@ def _whole_name(node: Any) -> str:
 MAX_ARRAY_ROWS = 10_000
 
 
-def bounded(select: Any) -> bool:
-    """Whether a SELECT's rows are capped by a LIMIT that is a placeholder (the checker
-    passes a batch size) or a number no larger than MAX_ARRAY_ROWS."""
+def bounded(select: Any, reading: Reading) -> bool:
+    """Whether a SELECT's rows are capped: by a LIMIT that is a placeholder (the checker
+    passes a batch size) or a number no larger than MAX_ARRAY_ROWS, or by reading only one
+    WITH query so capped, with nothing that multiplies its rows (a WITH query may pick the
+    batch that ARRAY(SELECT id FROM batch) then gathers)."""
     limit = getattr(select, "limitCount", None)
     if isinstance(limit, ast.ParamRef):
         return True
     value = getattr(getattr(limit, "val", None), "ival", None)
-    return isinstance(value, int) and 0 <= value <= MAX_ARRAY_ROWS
+    if isinstance(value, int) and 0 <= value <= MAX_ARRAY_ROWS:
+        return True
+    source = select.fromClause if isinstance(select, ast.SelectStmt) and select.larg is None else None
+    if not source or len(source) != 1 or select.withClause is not None or multiplies(select.targetList):
+        return False
+    cte = reading.resolved.get(id(source[0]))
+    return cte is not None and isinstance(cte.ctequery, ast.SelectStmt) and bounded(cte.ctequery, reading)
 
 
 def _check_growth(reading: Reading, every: list, allowance: Allowance) -> None:
@@ -377,7 +385,7 @@ def _check_growth(reading: Reading, every: list, allowance: Allowance) -> None:
     arrays = [
         n for n, _ in every if isinstance(n, ast.SubLink) and n.subLinkType == SubLinkType.ARRAY_SUBLINK
     ]
-    if arrays and allowance.array_subquery and not all(bounded(a.subselect) for a in arrays):
+    if arrays and allowance.array_subquery and not all(bounded(a.subselect, reading) for a in arrays):
         raise Refused(
             f"an ARRAY(SELECT ...) here needs a LIMIT (a placeholder, or at most {MAX_ARRAY_ROWS:,}): "
             "it gathers every row it reads into one value, so nothing was run"

@@ -158,6 +158,7 @@ class Reading:
       relation's unnamed ones, a whole row the sum of its columns;
     - `relations`: an upper bound on the tables the planner reads once every
       WITH query is inlined into every place that names it;
+    - `resolved`: the WITH query each FROM name that is one refers to;
     - `not_materialized`, `stray_notify`: a WITH ... AS NOT MATERIALIZED, and a
       pg_notify anywhere but the targets of a SELECT over the one row an INSERT
       returned, or that INSERT's own RETURNING.
@@ -169,6 +170,7 @@ class Reading:
 
     def __init__(self, stmt: Any):
         self.kinds: dict[int, str] = {}
+        self.resolved: dict[int, Any] = {}  # per FROM name that is a WITH query: that WITH query
         self.biggest = 0
         self.not_materialized = False
         self.stray_notify = False
@@ -269,7 +271,7 @@ class Reading:
         returning = getattr(node.returningClause, "exprs", None) if node.returningClause is not None else None
         # An INSERT of one row returns it once: a pg_notify in its RETURNING runs once.
         level.notify = (
-            isinstance(node, ast.InsertStmt) and _one_row(node.selectStmt) and not _multiplies(returning)
+            isinstance(node, ast.InsertStmt) and _one_row(node.selectStmt) and not multiplies(returning)
         )
         outputs = self._targets(returning, level)
         level.notify = False
@@ -282,6 +284,7 @@ class Reading:
             cte = level.cte(str(node.relname)) if plain else None
             if cte is not None:
                 self.kinds[id(node)] = "cte"
+                self.resolved[id(node)] = cte
                 self._count(self._weight[id(cte)])
                 level.add(self._items[id(cte)].named_as(name))
             else:
@@ -342,7 +345,7 @@ class Reading:
             or not _one_row(cte.ctequery.selectStmt)
         ):
             return False
-        return not _multiplies(node.targetList)
+        return not multiplies(node.targetList)
 
     # Expressions --------------------------------------------------------------------------
 
@@ -406,10 +409,10 @@ def _one_row(source: Any) -> bool:
         return False
     if source.valuesLists:
         return len(source.valuesLists) == 1
-    return not source.fromClause and not _multiplies(source.targetList)
+    return not source.fromClause and not multiplies(source.targetList)
 
 
-def _multiplies(targets: Any) -> bool:
+def multiplies(targets: Any) -> bool:
     """Whether a target list holds a subquery or a set-returning function, either
     of which can run a call in it more than once per row."""
     return any(

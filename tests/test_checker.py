@@ -22,6 +22,7 @@ import time
 import psycopg
 import pytest
 
+from helpers import lessons_fingerprint
 from pgq_teach import exercises
 from pgq_teach.exercises import learner_sql, sandbox
 from pgq_teach.infra import embedded, server
@@ -34,21 +35,6 @@ NEXT = "05/complete"  # the exercise whose model answer must pass after each att
 @pytest.fixture(autouse=True)
 def learner_home(tmp_path, monkeypatch):
     monkeypatch.setenv("PGQ_HOME", str(tmp_path))
-
-
-def lessons_fingerprint() -> tuple:
-    """The lessons' server as nothing typed into Your turn may change it (a closed session
-    takes a moment to leave pg_stat_activity, so read until two reads agree)."""
-    lessons = server.get_server()
-    last = None
-    for _ in range(50):
-        with psycopg.connect(lessons.dsn, autocommit=True, connect_timeout=5) as conn:
-            row = tuple(run(conn, "exercise/lessons_fingerprint").fetchone())
-        if row == last:
-            return row
-        last = row
-        time.sleep(0.1)
-    return last
 
 
 def on_the_checker(conn_dsn: str, name: str) -> bool:

@@ -14,7 +14,7 @@ import time
 import psycopg
 import pytest
 
-from helpers import on_server, wait_for
+from helpers import lessons_fingerprint, on_server, wait_for
 from pgq_teach import databases, exercises
 from pgq_teach.exercises import learner_sql, sandbox
 from pgq_teach.exercises.learner_sql import Refused, read
@@ -1056,3 +1056,40 @@ def test_the_reader_reads_a_chain_in_time_linear_in_its_length(monkeypatch):
         return len(visits)
 
     assert visits_for(400) <= 2.1 * visits_for(200)
+
+
+# H1: each run of a claim multiplies one job's kind by 16 (8 bytes to 128 MB in six runs), and
+# a check runs the claim hundreds of times. Under SKIP LOCKED each worker grows a row of its own.
+GROWING_CLAIM = (
+    f"UPDATE jobs SET kind = {' || '.join(['kind'] * 16)} "
+    "WHERE id = (SELECT id FROM jobs ORDER BY id DESC LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id"
+)
+# How a run of it may end at the course's own limits: the size read after a write, the
+# checker's own "out of memory" (its address-space limit) once a value passes what a backend
+# may hold, or a session kept waiting behind a worker still copying a value that big.
+STOPPED = ("scratch database grew past", "out of memory", "waited over", "statement timeout", "restarted")
+
+
+@ALONE
+@pytest.mark.parametrize("limit_mb", [None, 8], ids=["the course's limits", "the size limit at 8 MB"])
+def test_a_claim_that_grows_its_table_every_run_is_stopped_and_reaches_no_lesson(monkeypatch, limit_mb):
+    """The reader bounds one run's growth only. With the size limit at 8 MB the size read
+    after each write must be what stops the check (a value reaches 8 MB at the fifth run and
+    128 MB at the sixth), so a size check that missed the growth between runs fails here."""
+    if limit_mb is not None:
+        monkeypatch.setattr(sandbox, "MAX_SCRATCH_BYTES", limit_mb * 2**20)
+    ex = exercises.exercise("01/claim")
+    read(GROWING_CLAIM, ex.params, ex.words, exercise="01/claim")  # the reader lets each run through
+    server.get_checker()  # started before the fingerprint: it is no part of the lessons'
+    before = lessons_fingerprint()
+    verdict = exercises.check("01/claim", GROWING_CLAIM, save=False)
+    assert not verdict.passed and "Traceback" not in verdict.summary(), verdict.summary()
+    if limit_mb is None:
+        assert any(part in verdict.headline for part in STOPPED), verdict.headline
+    else:
+        assert verdict.refused and f"grew past {limit_mb} MB" in verdict.headline, verdict.headline
+        right = exercises.check("01/claim", ex.answer_text(), save=False)  # the limit is the growth's,
+        assert right.passed, right.summary()  # not what the check's own seeding takes
+    assert lessons_fingerprint() == before  # postmaster start time included: it never restarted
+    after = exercises.check("05/complete", exercises.exercise("05/complete").answer_text(), save=False)
+    assert after.passed, after.summary()

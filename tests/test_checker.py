@@ -180,3 +180,49 @@ def test_server_stop_stops_the_checker_whatever_the_backend():
     assert embedded.status()["running"]  # the lessons' server was left alone
     verdict = exercises.check(NEXT, exercises.exercise(NEXT).answer_text(), save=False)
     assert verdict.passed, verdict.summary()
+
+
+DEBIAN_15 = "/usr/lib/postgresql/15/bin"  # Debian's postgresql-15, which .ci/run installs
+
+
+@pytest.fixture
+def lessons_on_15():
+    """A throwaway PostgreSQL 15 from Debian's binaries, on a Unix socket in its own folder,
+    chosen as the lessons' server through PGQ_DSN (the checker stays this module's own)."""
+    import shutil
+    import tempfile
+
+    if not os.path.exists(f"{DEBIAN_15}/postgres"):
+        pytest.skip(f"no PostgreSQL 15 at {DEBIAN_15}: apt-get install postgresql-15")
+    folder = tempfile.mkdtemp(prefix="pgq-teach-15-")  # the system temp folder, which postgres can reach
+    as_owner = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_owner:
+        shutil.chown(folder, "postgres")
+    data = f"{folder}/data"
+    quiet = {"capture_output": True, "check": True, "timeout": 120, "cwd": folder}
+    subprocess.run([*as_owner, f"{DEBIAN_15}/initdb", "-D", data, "-U", "postgres", "--auth=trust"], **quiet)
+    options = f"-c listen_addresses='' -c unix_socket_directories={folder}"
+    ctl = [*as_owner, f"{DEBIAN_15}/pg_ctl", "-D", data, "-l", f"{data}/log"]
+    subprocess.run([*ctl, "-o", options, "-w", "start"], **quiet)
+    try:
+        with embedded.environment(
+            PGQ_BACKEND="dsn", PGQ_DSN=f"postgresql://postgres@/postgres?host={folder}"
+        ):
+            server.reset_choice()
+            yield server.get_server()
+    finally:
+        server.reset_choice()
+        subprocess.run([*ctl, "-m", "immediate", "stop"], capture_output=True, timeout=120, cwd=folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@ALONE
+def test_a_learner_on_15_is_graded_on_the_checkers_18_and_told_so(lessons_on_15):
+    assert lessons_on_15.major == 15
+    verdict = exercises.check(NEXT, exercises.exercise(NEXT).answer_text(), save=False)
+    assert verdict.passed, verdict.summary()
+    checker = server.get_checker()
+    assert checker.major == 18 and verdict.server_version == checker.version, verdict.server_version
+    assert f"graded on the checker: PostgreSQL {checker.version}" in verdict.summary(), verdict.summary()
+    scratch = sandbox.open_scratch(sandbox.label_of(NEXT))
+    assert not on_the_checker(lessons_on_15.dsn, scratch.db.name)  # nothing of it on the 15

@@ -169,7 +169,7 @@ def check_hand_back(
         raise Refused("the hand-back is one UPDATE of the job's row")
     rng = draw()
     wait_s = rng.randrange(20, 600)
-    values = {"wait": f"{wait_s} seconds", "error": "handed back: no token for the carrier's rate limit"}
+    values = {"wait": f"{wait_s} seconds"}
     with sessions(scratch, learner, "shipping_label", JOBS) as (owner, conn):
         job_id, tokens = stage_workers(owner, rng, 3)
         token = tokens[job_id]

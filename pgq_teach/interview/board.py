@@ -63,7 +63,7 @@ BOARD = (
             "hand_back",
             "the hand-back",
             "Give this worker's claimed job back without spending its try, not claimable again for :wait.",
-            ("id", "fence_token", "wait", "error"),
+            ("id", "fence_token", "wait"),
             graders.check_hand_back,
             ("hand_back_spending_a_try", "hand_back_at_once", "hand_back_without_fence"),
         ),

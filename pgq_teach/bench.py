@@ -221,7 +221,7 @@ def ceiling(db: Database, jobs: int) -> DrainOutcome:
     with db.connection() as conn:
         began = time.perf_counter()
         run(conn, "lab/bench_claim_all")
-        run(conn, "lab/bench_complete_all")
+        run(conn, "lab/complete_running")
         took = time.perf_counter() - began
     ok, note = _end_state(db, jobs)
     return DrainOutcome(jobs / took, ok, note)

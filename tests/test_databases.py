@@ -165,7 +165,7 @@ def test_an_autovacuum_worker_at_work_in_a_database_is_no_session_left_in_it(alo
         try:
             with alone_db.connection() as conn:
                 run(conn, "lab/seed_done_jobs", {"count": 20_000, "distinct": True})
-                run(conn, "lab/delete_all_done")  # dead rows: work for autovacuum here
+                run(conn, "exercise/wrong/cleanup_all_at_once")  # dead rows: work for autovacuum here
                 deadline = time.monotonic() + 60
                 while run_one(conn, "lab/autovacuum_workers")[1] == 0 and time.monotonic() < deadline:
                     time.sleep(0.2)

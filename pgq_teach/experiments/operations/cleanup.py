@@ -246,7 +246,7 @@ def cleanup_vs_bulk_delete(
                 began = time.perf_counter()
                 if way == "one big DELETE":
                     with conn.transaction():
-                        deleted = run(conn, "lab/delete_all_done").rowcount
+                        deleted = run(conn, "exercise/wrong/cleanup_all_at_once").rowcount
                     times = [(time.perf_counter() - began) * 1000]
                 else:
                     loop = (

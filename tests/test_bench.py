@@ -63,3 +63,42 @@ def test_bad_bench_settings_are_refused():
         bench.run_bench(jobs=5)
     with pytest.raises(BadInput, match="repeats"):
         bench.run_bench(repeats=0)
+
+
+def _pool_result(machine_load):
+    rows = [
+        bench.BenchRow("Worker batch 100, 4 workers", "jobs/s", "worker", 100, 4, [10_000.0]),
+        bench.BenchRow("Worker batch 100, 1 worker, 4 executors", "jobs/s", "pool", 100, 1, [9_500.0]),
+    ]
+    result = bench.BenchResult("PostgreSQL 18.6", 2, 300, 1, rows, "not installed", machine=machine_load)
+    bench._compare(result)
+    return {text: met for text, _, met in result.targets if "4 executors" in text}
+
+
+def test_a_busy_machine_gets_no_verdict_on_the_targets():
+    from pgq_teach.machine import MachineLoad
+
+    quiet = MachineLoad(2, 0.2, 0.9, 60.0, others_cpus=0.05, server_seen=True)
+    busy = MachineLoad(2, 0.2, 3.0, 60.0, others_cpus=1.2, server_seen=True)
+    loaded_at_start = MachineLoad(2, 4.0, 0.5, 60.0, others_cpus=0.0, server_seen=True)
+    assert (quiet.busy, busy.busy, loaded_at_start.busy) == (False, True, True)
+    assert list(_pool_result(quiet).values()) == [True]  # 0.95 of separate Workers: met
+    for machine_load in (busy, loaded_at_start, None):
+        assert list(_pool_result(machine_load).values()) == [None]
+    assert "no verdict" in busy.line() and "quiet" in quiet.line()
+
+
+def test_the_server_watch_counts_the_servers_own_cpu(db):
+    """A backend that works and then ends inside the watch still counts as the server's."""
+    import time
+
+    from pgq_teach import machine
+
+    with db.connection() as conn:
+        postmaster = machine.postmaster_of(conn.info.backend_pid)
+    with machine.ServerWatch(postmaster, every=0.05) as watch:
+        began = time.process_time()
+        bench._seed(db, 200_000)  # on a session of its own, closed before the watch ends
+        client = time.process_time() - began
+    # the seed is the server's work: a watch that lost the ended backend would see next to none
+    assert watch.seconds() is not None and watch.seconds() > client

@@ -127,7 +127,10 @@ class ServerWatch:
             self._sample(born_since=True)
 
     def _sample(self, *, born_since: bool) -> None:
-        for pid in [self.postmaster, *_children(self.postmaster)]:
+        postmaster = self.postmaster
+        if postmaster is None:
+            return
+        for pid in [postmaster, *_children(postmaster)]:
             stat = _process_stat(pid)
             if stat is None:
                 continue

@@ -90,6 +90,11 @@ class Deadlines:
 
     def finish(self, job: queue.Job) -> bool:
         """The handler returned: whether its outcome counts (False: the timeout failed the job)."""
+        if job.kind not in self.timeouts:
+            # start() kept no end for it, so the clock cannot have failed it; and the timeouts
+            # change only at a run's first claim, before any job runs. No lock: a no-op job
+            # costs little more than the executor's loop, and this was a lock per job.
+            return True
         key = claim_key(job)
         with self._lock:
             stuck = key in self._stuck
@@ -181,6 +186,11 @@ class Gate:
 
     def record(self, job: queue.Job, ok: bool) -> None:
         """A handler's outcome (a timeout is a failure): count the kind's failures in a row."""
+        if ok and job.kind not in self._streak:
+            # The usual case, without a lock per job. A failure of the kind on another thread
+            # that lands just after this look is counted as if it came after this success,
+            # which it may have: outcomes on two threads have no order of their own.
+            return
         with self._lock:
             if ok:
                 self._streak.pop(job.kind, None)

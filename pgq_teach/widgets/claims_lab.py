@@ -1,6 +1,6 @@
 """Lesson 03's labs, one line each in a notebook (`FiveWayLab(db)`): a guess,
 Run and Stop, a progress bar, then the result's own comparison table, a
-chart where one helps, and its summary, shown once.
+chart where one helps, and the notes its table lacks, each shown once.
 
     lab = FiveWayLab(db)
     five = lab.run_and_wait()    # presses Run unless you already did
@@ -15,20 +15,16 @@ from typing import Any
 from ..databases import Database
 from ..experiments import claims
 from ..experiments.claims import BatchDrainResult, FiveWayResult, ZeroWorkResult
-from .common import comparison_html
+from .common import result_html
 from .lab import ExperimentPanel
 
 
-def _pre(text: str) -> str:
-    return f"<pre class='pgq-summary'>{escape(text)}</pre>"
-
-
 def batch_drain_html(result: BatchDrainResult) -> str:
-    return comparison_html(result.comparison(), version=result.server_version) + _pre(result.summary())
+    return result_html(result)
 
 
 def five_way_html(result: FiveWayResult) -> str:
-    return comparison_html(result.comparison(), version=result.server_version) + _pre(result.summary())
+    return result_html(result)
 
 
 def five_way_charts(result: FiveWayResult) -> list:
@@ -43,10 +39,8 @@ def zero_work_charts(result: ZeroWorkResult) -> list:
 
 
 def zero_work_html(result: ZeroWorkResult) -> str:
-    verdict = f"<p class='pgq-verdict'>{escape(result.verdict())}</p>"
-    return (
-        comparison_html(result.comparison(), version=result.server_version) + verdict + _pre(result.summary())
-    )
+    verdict = result.verdict()
+    return result_html(result, shown=verdict) + f"<p class='pgq-verdict'>{escape(verdict)}</p>"
 
 
 class BatchDrainLab(ExperimentPanel):

@@ -31,7 +31,7 @@ from ..experiments.race import (
     sweep_workers,
 )
 from ..tables import Table
-from .common import comparison_html
+from .common import comparison_html, result_html
 from .lab import ExperimentPanel
 
 GUESS_LABEL = "Your guess: how many jobs will run more than once?"
@@ -151,10 +151,7 @@ def sweep_chart(result: SweepResult) -> list:
 
 
 def sweep_html(result: SweepResult) -> str:
-    return (
-        comparison_html(result.comparison(), version=result.server_version)
-        + f"<pre class='pgq-summary'>{escape(result.summary())}</pre>"
-    )
+    return result_html(result)
 
 
 class SweepLab(ExperimentPanel):

@@ -35,6 +35,30 @@ def buttons(widget: W.Widget) -> Iterator[W.Button]:
         yield from buttons(child)
 
 
+def views(widget: W.Widget) -> Iterator[str]:
+    """The HTML of every HTML widget under `widget`: what the lab shows as text and tables."""
+    if isinstance(widget, W.HTML):
+        yield widget.value
+    for child in getattr(widget, "children", ()):
+        yield from views(child)
+
+
+SUMMARY_BLOCK = re.compile(r"class=['\"][^'\"]*\bpgq-summary\b(?!-)")
+VERDICT = re.compile(r"<p class=['\"]pgq-verdict['\"]>(.*?)</p>", re.S)
+
+
+def repeated_views(widget: W.Widget) -> list[str]:
+    """What a lab shows twice (issue 45, "one view per result"): a text summary under its
+    table (a `pgq-summary` block or a `<pre>`), a comparison table twice, a verdict twice."""
+    shown = list(views(widget))
+    found = [f"a text summary block: {text(v)[:80]}" for v in shown if SUMMARY_BLOCK.search(v) or "<pre" in v]
+    tables = [t for v in shown for t in re.findall(r"<table[^>]*pgq-compare.*?</table>", v, re.S)]
+    found += [f"a comparison table shown twice: {text(t)[:80]}" for t in set(tables) if tables.count(t) > 1]
+    verdicts = [text(m) for v in shown for m in VERDICT.findall(v)]
+    found += [f"a verdict shown twice: {v[:80]}" for v in set(verdicts) if verdicts.count(v) > 1]
+    return found
+
+
 def press(control: W.Button) -> None:
     """What a click does, with any exception raised here rather than logged."""
     for handler in control._click_handlers.callbacks:
@@ -49,6 +73,7 @@ class Press:
     status: str = ""
     error: bool = False  # the status line held the lab's error box (class pgq-error)
     result: object = None
+    repeated: list[str] = field(default_factory=list)  # what the lab's views showed twice
     stop_s: float | None = None  # seconds from Stop to the run's end, when Stop was pressed
 
 
@@ -99,5 +124,6 @@ def click_around(
         step.status = text(lab.status.value)
         step.error = "pgq-error" in lab.status.value
         step.result = lab.result
+        step.repeated = repeated_views(lab)
         session.presses.append(step)
     return session

@@ -10,7 +10,9 @@ After every press this asserts:
 - the status line agrees with the lab's state: not "running" once the run has ended,
   "stopped" for a stopped result and never "done" for it, and any "Press X" names a
   button the learner can press now;
-- a stopped result shows no row that outran the run (each lab's `consistent` below).
+- a stopped result shows no row that outran the run (each lab's `consistent` below);
+- the result is shown once (issue 45, "one view per result"): no text summary under the
+  table, no comparison table or verdict twice (lab_clicks.repeated_views).
 
 How long each Stop took is printed (pytest -s) and written to the test's report, never
 asserted: the machine's load decides it.
@@ -27,6 +29,7 @@ import pytest
 from lab_clicks import Session, buttons, click_around
 from pgq_teach import databases
 from pgq_teach.widgets import (
+    beyond_fifo_labs,
     broker_labs,
     claims_lab,
     crash_lab,
@@ -38,8 +41,10 @@ from pgq_teach.widgets import (
     notify_lab,
     race_lab,
     retry_lab,
+    safety_labs,
     schema_lab,
 )
+from pgq_teach.widgets.common import summary_notes
 from pgq_teach.widgets.lab import Lab
 from pgq_teach.widgets.your_turn import YourTurn
 
@@ -134,6 +139,25 @@ CASES: dict[str, Case] = {
         lambda db: dashboard.AutovacuumLab(db, base_rows=2_000, churn_s=2, jobs_per_tick=50),
         consistent=autovacuum_consistent,
     ),  # 100,000, 15 s, 200
+    "10b FloodLab": Case(  # 20,000, 50, 4, 50
+        lambda db: beyond_fifo_labs.FloodLab(db, flood=1_000, tenants=10, each=2, batch=20)
+    ),
+    "10b UrgentLab": Case(lambda db: beyond_fifo_labs.UrgentLab(db, backlog=500, batch=20)),  # 5,000, 50
+    "10b StarvationLab": Case(  # 20, 300, 100 ms
+        lambda db: beyond_fifo_labs.StarvationLab(db, load=5, rounds=100, age_after_ms=20)
+    ),
+    "10b QuotaLab": Case(  # 8, 50, 3
+        lambda db: beyond_fifo_labs.QuotaLab(db, workers=4, per_second=20, seconds=1)
+    ),
+    "10b YourTurn": Case(lambda db: YourTurn("10b/fair_claim", save=False), seeds=BUTTONS_SEEDS),
+    "10c DoubleClickLab": Case(lambda db: safety_labs.DoubleClickLab(db)),
+    "10c HungHandlerLab": Case(  # 2.0, 4.0, 1.0 (s)
+        lambda db: safety_labs.HungHandlerLab(db, lease_s=1.0, watch_s=2.0, timeout_s=0.5)
+    ),
+    "10c LateInvoiceLab": Case(  # 200, 5, 2.0 s
+        lambda db: safety_labs.LateInvoiceLab(db, jobs=40, late=2, backoff_base_s=0.5)
+    ),
+    "10c YourTurn": Case(lambda db: YourTurn("10c/unique_enqueue", save=False), seeds=BUTTONS_SEEDS),
     "10d MigrationLab": Case(lambda db: schema_lab.MigrationLab(db, hold_s=1.0, rows=1_000)),  # 3.0, 5,000
     "10d LocksLab": Case(lambda db: schema_lab.LocksLab(db, rows=1_000)),  # 20,000
     "11 DrainRateLab": Case(lambda db: broker_labs.DrainRateLab(db, jobs=2_000)),  # 100,000
@@ -175,6 +199,7 @@ def contradictions(session: Session, case: Case) -> list[str]:
                 found.append(f"{where}: a stopped run's status says done: '{step.status}'")
         if step.result is not None:
             found += [f"{where}: {p}" for p in case.consistent(step.result)]
+        found += [f"{where}: {p}" for p in step.repeated]
     if session.presses:
         last = session.presses[-1].status
         found += [f"at the end: {p}" for p in press_hints_that_cannot_be_pressed(lab, last)]
@@ -204,3 +229,33 @@ def test_a_lab_survives_random_clicks_and_stop(name, db, record_property):
         print(f"{name}: Stop took {', '.join(f'{s:g}' for s in stops)} s")
         record_property("stop_seconds", stops)
     assert not problems, "\n".join(problems)
+
+
+def test_a_result_notes_only_what_its_table_lacks():
+    """Under a lab's table, a summary line stays only with a fact the table lacks: the
+    run's settings (the first line), a number or a word of its own; the server's version
+    (the caption) and the text the view already shows (`shown`) go."""
+    rows = [
+        ("batches", 900, 1_000, 1_000),
+        ("elapsed, s", None, 1.23456, None),
+        ("every job once", None, "yes", None),
+    ]
+    summary = "\n".join(
+        [
+            "batch drain: 100 jobs, 4 workers (stopped early)",
+            "  batches: 1,000  (your guess: 900)",  # the table's row again
+            "  elapsed 1.23 s",  # the table's, rounded
+            "  every job once: yes",  # the table's row, no number
+            "  elapsed 1.23 s (813 jobs/s claimed)",  # a rate the table lacks
+            "  every job claimed by one batch only: yes",  # words the table lacks
+            "  the medians differ by 3%: too close to call",  # the verdict, shown apart
+            "  guide #5: 1,000 batches",  # which section of the guide
+            "  this server: PostgreSQL 18.1",  # the table's caption
+        ]
+    )
+    assert summary_notes(summary, rows, shown="the medians differ by 3%: too close to call") == [
+        "batch drain: 100 jobs, 4 workers (stopped early)",
+        "elapsed 1.23 s (813 jobs/s claimed)",
+        "every job claimed by one batch only: yes",
+        "guide #5: 1,000 batches",
+    ]

@@ -6,6 +6,7 @@ import functools
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -462,3 +463,15 @@ def lessons_fingerprint() -> tuple:
         last = row
         time.sleep(0.1)
     return last
+
+
+@contextlib.contextmanager
+def default_sigint() -> Iterator[None]:
+    """While it is open, a process started here gets SIGINT's default disposition even when
+    this one ignores SIGINT: a handler (unlike SIG_IGN) is reset to the default by exec.
+    (preexec_fn would do it in the child, but is not safe beside the runner's threads.)"""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

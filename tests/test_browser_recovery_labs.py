@@ -139,9 +139,13 @@ def test_fencing_lab_runs_then_steps_and_plays_the_timeline(page, jupyterlab):
     expect(fencing.locator(".pgq-timeline .vega-embed g.mark-symbol.role-mark path")).to_have_count(7)
     assert chart_text_problems(fencing.locator(".pgq-timeline"), shots="05-fencing-lab") == []
     # the long-job panels' charts and the lesson's own, drawn by Run All
-    assert chart_text_problems(page.locator(".jp-Notebook"), at_least=5, shots="05-lesson") == []
-    result = fencing.locator(".pgq-result").inner_text()
-    assert "A's completion updated 0 rows, B's 1" in result and "2 receipts" in result
+    assert chart_text_problems(page.locator(".jp-Notebook"), at_least=3, shots="05-lesson") == []
+
+    def measured(measure: str) -> str:  # this server's column of the lab's table
+        return fencing.locator(".pgq-result tr", has_text=measure).locator("td").nth(2).inner_text()
+
+    assert measured("A's completion, rows updated") == "0" and measured("B's completion, rows updated") == "1"
+    assert measured("receipts in the inbox") == "2"
     fencing.screenshot(path=str(ARTIFACTS / "05-fencing-lab.png"))
     fencing.locator(".pgq-status").filter(has_text="done: all 7 steps shown").wait_for()
     expect(fencing.locator(".pgq-step-button")).to_be_disabled()
@@ -188,5 +192,5 @@ def test_retry_lab_fails_a_job_five_times_to_dead(page, jupyterlab):
     expect(chart).to_have_count(1)
     retry.screenshot(path=str(ARTIFACTS / "06-retry-lab.png"))
     # the schedule (with the cap), the herds and the jitter lab's chart, drawn by Run All
-    assert chart_text_problems(page.locator(".jp-Notebook"), at_least=5, shots="06-lesson") == []
+    assert chart_text_problems(page.locator(".jp-Notebook"), at_least=3, shots="06-lesson") == []
     assert assert_every_lab_finished(page, "06") >= 3  # the retry and herd labs, Your turn

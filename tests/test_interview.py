@@ -693,15 +693,16 @@ def test_a_real_ctrl_c_in_the_terminal_saves_and_exits_0(home):
     keeps what was typed and ends with exit code 0, no traceback (issue 45)."""
     import signal
 
-    from helpers import wait_for
+    from helpers import default_sigint, wait_for
 
-    run = subprocess.Popen(
-        [sys.executable, "-m", "pgq_teach.cli", "interview", "--scenario", "flash-sale"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    with default_sigint():  # SIGINT's default in the command, even if this run ignores it
+        run = subprocess.Popen(
+            [sys.executable, "-m", "pgq_teach.cli", "interview", "--scenario", "flash-sale"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     try:
         run.stdin.write("How many orders at peak?\n")
         run.stdin.flush()

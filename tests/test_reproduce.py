@@ -5,7 +5,6 @@ figures reproduce on this server."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
@@ -14,12 +13,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import assert_fits
+from helpers import assert_fits, default_sigint
 from pgq_teach import cli
 from pgq_teach.errors import BadInput, SetupError
 from pgq_teach.infra import embedded
@@ -430,18 +428,6 @@ def test_ctrl_c_stops_cleanly_and_writes_what_it_had(tmp_path):
     assert [x["figure"] for x in data["rows"]] == [5, 6]
     assert data["rows"][0]["values"]["every_job_once"] and data["rows"][1]["verdict"]["kind"] == STOPPED
     assert "stopping" in out
-
-
-@contextlib.contextmanager
-def default_sigint() -> Iterator[None]:
-    """While it is open, a process started here gets SIGINT's default disposition even when
-    this one ignores SIGINT: a handler (unlike SIG_IGN) is reset to the default by exec.
-    (preexec_fn would do it in the child, but is not safe beside the runner's threads.)"""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.skipif(

@@ -85,6 +85,16 @@ def test_recovers_after_the_postmaster_is_killed(private):
     assert embedded.status()["pid"] != pid
 
 
+def test_a_standalone_backends_negated_pid_is_no_postmaster(tmp_path):
+    """initdb's bootstrap backend (and `postgres --single`) writes its pid negated in
+    postmaster.pid: a folder with such a file has no postmaster, and asking is no error
+    (a Ctrl-C during initdb met it as psutil's ValueError)."""
+    (tmp_path / "postmaster.pid").write_text(f"{-os.getpid()}\n{tmp_path}\n")
+    assert embedded.postmaster_of(tmp_path) is None
+    (tmp_path / "postmaster.pid").write_text(f"{os.getpid()}\n{tmp_path}\n")
+    assert embedded.postmaster_of(tmp_path) == os.getpid()  # a live pid, taken as written
+
+
 def test_environment_sets_and_unsets_for_the_duration_then_puts_each_back(monkeypatch):
     monkeypatch.setenv("PGQ_TEST_KEPT", "before")
     monkeypatch.delenv("PGQ_TEST_ABSENT", raising=False)

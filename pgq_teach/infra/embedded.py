@@ -288,6 +288,11 @@ def _pid(pgdata: Path) -> int | None:
         pid = int(pidfile.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
+    if pid <= 0:
+        # A standalone backend (initdb's bootstrap runs, `postgres --single`) writes its pid
+        # negated: no postmaster runs here (PostgreSQL 18, miscinit.c, CreateLockFile). A
+        # Ctrl-C during initdb met it.
+        return None
     import psutil
 
     try:

@@ -327,3 +327,31 @@ def test_an_outbox_event_is_lost_with_its_completion_and_written_again_under_a_n
     assert on_new == [(ship, "ship", "ready")]  # the completion and its event, gone together
     assert at_end == [(ship, "ship", "done"), (second[1], outbox.OUTBOX_KIND, "ready")]
     assert second[2] != first[2]  # a new event id: a copy published before the kill is not absorbed
+
+
+def test_the_pair_folder_goes_even_while_something_still_writes_into_it(tmp_path):
+    """After a Ctrl-C, initdb and its bootstrap backend may still be writing into the pair's
+    folder while tear-down removes it (subprocess.run waits only a quarter second for them):
+    the folder is gone once the writer stops, not left with whatever it wrote last."""
+    import threading
+
+    from pgq_teach.infra import replica
+
+    folder = tmp_path / "pair"
+    (folder / "primary").mkdir(parents=True)
+    stop = time.monotonic() + 0.5
+
+    def write() -> None:  # as initdb does: files into a data folder it made, until it exits
+        count = 0
+        while time.monotonic() < stop:
+            with contextlib.suppress(OSError):
+                (folder / "primary" / f"f{count}").write_bytes(b"x" * 512)
+                count += 1
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        replica._remove(folder)
+    finally:
+        writer.join()
+    assert not folder.exists()

@@ -263,7 +263,21 @@ def _tear_down(pair: Pair) -> None:
     finally:
         for memory in pair.orphan_memory:
             _remove_shared_memory(memory)
-        shutil.rmtree(pair.folder, ignore_errors=True)
+        _remove(pair.folder)
+
+
+def _remove(folder: Path, seconds: float = 30) -> None:
+    """Remove the folder, again while something still writes into it. A Ctrl-C reaches initdb
+    and its bootstrap backend too (the terminal signals the whole group), and subprocess.run
+    waits only a quarter second for a child after a KeyboardInterrupt: until they have exited,
+    initdb's own clean-up and the backend's last files can race our rmtree, which then leaves
+    the folder behind (a clean-clone run met it)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists() or time.monotonic() > deadline:
+            return
+        time.sleep(0.1)
 
 
 @contextlib.contextmanager

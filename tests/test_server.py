@@ -18,6 +18,11 @@ from pgq_teach.infra import container, server
 
 ENGINE = container.engine_answers()
 UNPULLABLE = "pgq-teach-test/never-published:0"  # no registry has it, reachable or not
+# The container path's tests need a Docker engine, which is the machine's to run, not the
+# suite's: make test starts none (and tries no pull), so without one they skip, saying so.
+# .ci/run's container stage runs them on a daemon of its own with a stand-in image.
+OUTSIDE = "the machine's, not the suite's: make test starts none; .ci/run's container stage runs this"
+NEEDS_ENGINE = pytest.mark.skipif(not ENGINE, reason=f"no Docker engine answers a ping here ({OUTSIDE})")
 
 
 def image_is_here() -> bool:
@@ -30,6 +35,12 @@ def image_is_here() -> bool:
         return True
     except docker.errors.ImageNotFound:
         return False
+
+
+NEEDS_IMAGE = pytest.mark.skipif(
+    not image_is_here(),
+    reason=f"no Docker engine here, or PGQ_IMAGE is not pulled and no pull is tried ({OUTSIDE})",
+)
 
 
 @pytest.fixture
@@ -201,7 +212,7 @@ def private_container(fresh_choice):
 
 
 @pytest.mark.docker
-@pytest.mark.skipif(not ENGINE, reason="no Docker engine answers a ping here")
+@NEEDS_ENGINE
 def test_explicit_docker_names_the_image_that_cannot_be_pulled_and_the_fix(private_container):
     private_container.setenv("PGQ_BACKEND", "docker")
     private_container.setenv("PGQ_IMAGE", UNPULLABLE)
@@ -219,7 +230,7 @@ def test_explicit_docker_names_the_image_that_cannot_be_pulled_and_the_fix(priva
 
 
 @pytest.mark.docker
-@pytest.mark.skipif(not ENGINE, reason="no Docker engine answers a ping here")
+@NEEDS_ENGINE
 def test_auto_falls_back_to_embedded_with_one_line_saying_why(private_container):
     private_container.setenv("PGQ_BACKEND", "auto")
     private_container.setenv("PGQ_IMAGE", UNPULLABLE)
@@ -235,7 +246,7 @@ def test_auto_falls_back_to_embedded_with_one_line_saying_why(private_container)
 
 
 @pytest.mark.docker
-@pytest.mark.skipif(not ENGINE, reason="no Docker engine answers a ping here")
+@NEEDS_ENGINE
 def test_auto_remembers_the_failed_pull_and_falls_back_with_the_same_line(private_container):
     private_container.setenv("PGQ_BACKEND", "auto")
     private_container.setenv("PGQ_IMAGE", UNPULLABLE)
@@ -250,9 +261,7 @@ def test_auto_remembers_the_failed_pull_and_falls_back_with_the_same_line(privat
 
 
 @pytest.mark.docker
-@pytest.mark.skipif(
-    not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried"
-)
+@NEEDS_IMAGE
 @pytest.mark.parametrize("ryuk_disabled", ["true", "false"])
 def test_the_container_outlives_each_process_is_reused_and_server_stop_leaves_none(
     private_container, ryuk_disabled
@@ -277,9 +286,7 @@ def test_the_container_outlives_each_process_is_reused_and_server_stop_leaves_no
 
 
 @pytest.mark.docker
-@pytest.mark.skipif(
-    not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried"
-)
+@NEEDS_IMAGE
 def test_processes_starting_at_once_share_one_container(private_container):
     # Kernels of a Run All, or CLI calls in a script, ask at the same moment.
     private_container.setenv("PGQ_BACKEND", "docker")
@@ -299,9 +306,7 @@ def test_processes_starting_at_once_share_one_container(private_container):
 
 
 @pytest.mark.docker
-@pytest.mark.skipif(
-    not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried"
-)
+@NEEDS_IMAGE
 def test_a_restart_or_a_stopped_container_keeps_the_connection_string_and_the_data(private_container):
     import psycopg
 
@@ -323,9 +328,7 @@ def test_a_restart_or_a_stopped_container_keeps_the_connection_string_and_the_da
 
 
 @pytest.mark.docker
-@pytest.mark.skipif(
-    not image_is_here(), reason="no Docker engine here, or PGQ_IMAGE is not pulled; no pull is tried"
-)
+@NEEDS_IMAGE
 def test_the_image_serves_testcontainers_own_postgres_container(monkeypatch):
     # testcontainers' readiness check runs sh and psql inside the container, and passes its own
     # user, password and database: the stand-in image must honour all of them.

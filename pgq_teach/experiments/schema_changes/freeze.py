@@ -34,7 +34,7 @@ from ... import Worker, charts, checks, migrate, queue, seeding, tables  # Worke
 from ...databases import Database
 from ...guide import GuideFigure
 from ...statements import run, run_one
-from ..results import Comparison, Progress, Result, guess_text, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, tell
 from ..sessions import LAB_PREFIX, Session
 from .rules import GUIDE_LEASES, GUIDE_SILENT
 
@@ -274,7 +274,10 @@ def live_migration(
         reaper_every_s = checks.seconds("reaper_every_s", reaper_every_s, 0.1, 60)
     tries = checks.whole_number("tries", tries, 1, 100)
     backoff_s = checks.seconds("backoff_s", backoff_s, 0, 10)
-    result = LiveMigration(
+    result = finish(
+        LiveMigration,
+        db,
+        guess=guess,
         lock_timeout_ms=lock_timeout_ms,
         rows=rows,
         workers=workers,
@@ -283,8 +286,6 @@ def live_migration(
         work_ms=work_ms,
         hold_s=hold_s,
         reaper_every_s=reaper_every_s,
-        guess=guess,
-        **server_fields(db),
     )
     with db.connection() as conn:
         run(conn, "lab/drop_lab_columns")

@@ -35,7 +35,7 @@ from ...databases import Database
 from ...errors import BadInput
 from ...guide import GuideFigure
 from ...statements import run, run_one
-from ..results import Comparison, Progress, Result, guess_text, server_fields, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, tell
 from ..sessions import LAB_PREFIX
 from .rules import GUIDE_DOCS, GUIDE_SILENT
 
@@ -207,7 +207,7 @@ def which_locks(
     if not isinstance(sizes, (tuple, list)) or not sizes:
         raise BadInput(f"sizes must be a list of table sizes, got {sizes!r}")
     sizes = [checks.whole_number("sizes", n, 2, 5_000_000) for n in sizes]
-    survey = LockSurvey(sizes=sizes, guess=guess, **server_fields(db))
+    survey = finish(LockSurvey, db, guess=guess, sizes=sizes)
     total = len(sizes) * (len(CHANGES) + 1)
     done = 0
     with db.connection(application_name=f"{LAB_PREFIX} observer") as watcher:

@@ -208,13 +208,13 @@ def cmd_clean(args: argparse.Namespace) -> int:
             f"({learner.home()}): set PGQ_HOME to a folder outside it first"
         )
     folder = embedded.data_dir()
-    the_broker = broker.Broker()
+    nats = broker.Broker()
     if args.all:  # what --all would remove is checked first: a refusal leaves everything as it was
         embedded.refuse_a_folder_not_postgresqls(folder)
         embedded.refuse_a_checker_folder_not_ours(embedded.checker_folder())
-        if not the_broker.is_course_store():
+        if not nats.is_course_store():
             raise BadInput(
-                f"--all would remove {the_broker.store}, and it is not lesson 11's broker store "
+                f"--all would remove {nats.store}, and it is not lesson 11's broker store "
                 "(it holds files pgq-teach does not write there): move it away first"
             )
     if args.all:  # ask before anything is dropped: a no leaves every database as it was
@@ -233,12 +233,10 @@ def cmd_clean(args: argparse.Namespace) -> int:
         _drop_course_databases(stopped and not args.all)
     if not args.all:
         return 0
-    if the_broker.stop():
+    if nats.stop():
         say("stopped the NATS broker (lesson 11)")
-    if the_broker.store.is_dir():
-        say(
-            f"removed lesson 11's broker store {the_broker.store} ({tidy.mib(tidy.remove(the_broker.store))})"
-        )
+    if nats.store.is_dir():
+        say(f"removed lesson 11's broker store {nats.store} ({tidy.mib(tidy.remove(nats.store))})")
     existed = folder.exists()
     folder, size = tidy.remove_data_folder()
     if existed:

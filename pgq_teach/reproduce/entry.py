@@ -1,12 +1,14 @@
 """What a registry entry is: one guide figure, the experiment that measures
 it at which sizes (full, and smaller with --quick where the figure scales),
-and three steps kept apart so each can be tested alone:
+and four steps kept apart so each can be tested alone:
 
+- `perform(db, sizes, progress, stop)` runs the experiment at those sizes and
+  returns its result (not `run`: that word is the queue's, a job run by a handler);
 - `measure(result, sizes)` reads plain values off the experiment's result object;
 - `describe(values)` says them in one line, "this server's measurement";
 - `judge(values, major)` gives the verdict (see verdicts.py).
 
-Most figures need no code of their own for the run, the measure and the
+Most figures need no code of their own for the perform, the measure and the
 describe steps: `calls`, `reads` and `says` build them from the experiment,
 the attribute paths and a line with blanks. A figure writes a function only
 where a step does more than that; its judge is always its own.
@@ -29,7 +31,7 @@ from ..experiments.results import Progress
 from .verdicts import FigureVerdict
 
 Values = dict[str, Any]
-Run = Callable[[Database, Values, Progress | None, threading.Event], Any]
+Perform = Callable[[Database, Values, Progress | None, threading.Event], Any]
 Measure = Callable[[Any, Values], Values]
 Describe = Callable[[Values], str]
 Judge = Callable[[Values, int], FigureVerdict]
@@ -54,7 +56,7 @@ class Entry:
     number: int
     experiment: str  # what runs, as the table names it
     guide: dict[int, str]  # the guide's figure in short, on 16 and on 18: guide.figure(n).by_major
-    run: Run
+    perform: Perform
     measure: Measure
     describe: Describe
     judge: Judge
@@ -94,16 +96,16 @@ def near(value: float, target: float, slack: float = 0.25) -> bool:
     return target * (1 - slack) <= value <= target * (1 + slack)
 
 
-def calls(experiment: Callable[..., Any], *, steps: bool = True, **fixed: Any) -> Run:
-    """The run step of a figure whose experiment takes its sizes as keywords:
+def calls(experiment: Callable[..., Any], *, steps: bool = True, **fixed: Any) -> Perform:
+    """The perform step of a figure whose experiment takes its sizes as keywords:
     `experiment(db, **fixed, **sizes)`, with progress and stop where it takes
     them (`steps`)."""
 
-    def run(db: Database, sizes: Values, progress: Progress | None, stop: threading.Event) -> Any:
+    def perform(db: Database, sizes: Values, progress: Progress | None, stop: threading.Event) -> Any:
         more = {"progress": progress, "stop": stop} if steps else {}
         return experiment(db, **fixed, **sizes, **more)
 
-    return run
+    return perform
 
 
 def reads(*names: str, sizes: Iterable[str] = (), **paths: str) -> Measure:

@@ -11,7 +11,7 @@ from .verdicts import FigureVerdict, differs, explained, reproduced
 # --- 12: NOTIFY's rules -------------------------------------------------------------
 
 
-def run_rules(db, sizes, progress, stop):
+def perform_rules(db, sizes, progress, stop):
     """The transactional enqueue (rolled back, committed), then the four rules of lesson 07."""
     in_transactions = enqueue.transactional_enqueue(db)
     return in_transactions, wakeups.notify_rules(db, progress=progress, stop=stop)
@@ -55,7 +55,7 @@ RULES = Entry(
     12,
     "wakeups: NOTIFY rules",
     figure(12).by_major,
-    run_rules,
+    perform_rules,
     measure_rules,
     describe_rules,
     judge_rules,

@@ -89,7 +89,7 @@ def measure_one(
     )
     began = time.monotonic()
     try:
-        result = entry.run(db, sizes, progress, stop)
+        result = entry.perform(db, sizes, progress, stop)
     except PgqError as exc:
         if stop.is_set():  # a step cut short can refuse the next one; that is the stop, not the server
             row.measured, row.verdict = "stopped before it finished", FigureVerdict(STOPPED)

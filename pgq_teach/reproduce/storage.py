@@ -116,7 +116,7 @@ class DrainThenVacuum:
         return self.drain.stopped
 
 
-def run_drain(db, sizes, progress, stop):
+def perform_drain(db, sizes, progress, stop):
     drained = DrainThenVacuum(bloat.drain(db, jobs=sizes["jobs"], progress=progress, stop=stop))
     if not drained.stopped:
         drained.before = bloat.empty_claim(db)
@@ -159,7 +159,7 @@ DRAIN = Entry(
     17,
     "bloat: drain, then VACUUM",
     figure(17).by_major,
-    run_drain,
+    perform_drain,
     reads(
         sizes=["jobs"],
         table_mb="drain.table_mb",
@@ -189,7 +189,7 @@ class HeldBackReading:
     stopped: bool = False
 
 
-def run_held_back(db, sizes, progress, stop):
+def perform_held_back(db, sizes, progress, stop):
     lab = bloat.BloatLab(db, jobs=sizes["jobs"])
     try:
         lab.open_transaction()
@@ -244,7 +244,7 @@ HELD_BACK = Entry(
     18,
     "bloat: the drain with an idle transaction open",
     figure(18).by_major,
-    run_held_back,
+    perform_held_back,
     reads(
         sizes=["jobs"],
         removed_while_open="open_vacuum.vacuum.removed",

@@ -7,8 +7,11 @@ it took; the drill's own report prints its timings."""
 import contextlib
 import os
 import re
+import shutil
 import signal
+import tempfile
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -355,3 +358,54 @@ def test_the_pair_folder_goes_even_while_something_still_writes_into_it(tmp_path
     finally:
         writer.join()
     assert not folder.exists()
+
+
+def test_a_new_event_that_takes_a_lost_events_job_id_reaches_the_consumer():
+    """Without the fencing epoch, the promoted replica's identity sequence is behind the ids the
+    old primary handed out in the lost window, so a genuinely new event can take the job id of
+    an event the relay had already published. On a real pair and a real broker: the relay
+    publishes order A's event from the old primary, both are lost, the new primary gives order
+    B's event the same job id, and the broker stores it and the consumer applies it, since both
+    key on the event id (a UUID written at enqueue). A consumer keyed on the job id would have
+    dropped it as a repeat."""
+    from pgq_teach import outbox
+    from pgq_teach.faults import failover
+    from pgq_teach.infra import broker
+
+    assert broker.available(), broker.missing_line()
+
+    def relay_all(conn, client) -> int:
+        return outbox.Relay(db, client).run_once(conn)[0]
+
+    nats = broker.Broker(Path(tempfile.mkdtemp(prefix="pgq-test-nats-")))
+    try:
+        with server.replica_pair(synchronous=False) as pair, broker.Client(nats.start().url) as client:
+            db = failover._database(pair)  # the course's schema on the pair
+            with pair.connect(pair.primary) as conn:
+                outbox.prepare_outbox(conn, client, duplicate_window_s=120)  # ids restart at 1
+                a, b = (
+                    run(conn, "lab/place_order", {"email": f"{who}@example.com", "total": "9.99"}).fetchone()[0]
+                    for who in "ab"
+                )
+            failover._caught_up(pair)
+            with failover.lost_window(pair), pair.connect(pair.primary) as old:
+                for _ in range(40):  # past the sequence's 32 ids logged ahead (sequence.c, SEQ_LOG_VALS)
+                    pgq.enqueue(old, "filler", {}, notify=False)
+                lost = outbox.write_event(old, a, {"seq": 1, "event": "created"})
+                assert relay_all(old, client) == 1
+            pair.promote()
+            pair.open_for_writes()  # no fencing epoch
+            with pair.connect(pair.replica) as new:
+                assert job_row(new, lost) is None
+                while pgq.enqueue(new, "filler", {}, notify=False) < lost - 1:
+                    pass  # the new primary hands out the lost window's ids again, from 1
+                reused = outbox.write_event(new, b, {"seq": 1, "event": "created"})
+                assert relay_all(new, client) == 1
+            stored = client.stream_messages(outbox.STREAM)
+            consumer = outbox.consumed(client)
+    finally:
+        nats.stop()
+        shutil.rmtree(nats.store, ignore_errors=True)
+    assert reused == lost  # the same job id, a different event
+    assert stored == 2 and consumer.applied == 2
+    assert consumer.duplicates_absorbed == 0 and consumer.out_of_order == 0

@@ -177,7 +177,11 @@ def test_async_relaxed_without_the_epoch_loses_completions_and_repeats_tokens():
     assert re.fullmatch(
         r"job \d+, token \d+: handed to pgq-drill-w\d+, pgq-drill-w\d+.*", result.examples["token_repeats"]
     )
-    assert result.breaches == []  # async without the epoch may repeat tokens
+    # the relay sent checkout's events of the window from the old primary: the consumer heard
+    # of orders the new primary no longer has
+    assert result.outbox is not None and result.outbox["settled"], result.outbox
+    assert result.counts["outbox_gone"] > 0
+    assert result.breaches == []  # async without the epoch may repeat tokens, and lose events
 
 
 @pytest.mark.slow
@@ -198,7 +202,28 @@ def test_sync_durable_loses_no_acknowledged_job_or_completion():
     assert result.done_before_kill > 0
     lost = {name: result.counts[name] for name in ("jobs_lost", "completions_lost", "token_repeats")}
     assert lost == {"jobs_lost": 0, "completions_lost": 0, "token_repeats": 0}
+    # every event checkout was told was written reached the consumer, and none it was not told of
+    assert result.counts["outbox_lost"] == result.counts["outbox_gone"] == 0
+    assert result.outbox is not None and result.outbox["applied"] == result.outbox["written"] > 0
     assert result.breaches == []
+
+
+def test_without_the_broker_extra_the_drill_says_outbox_events_are_not_counted(monkeypatch):
+    """No broker: no outbox rows in the table, no outbox run, and the line that says why."""
+    from pgq_teach.faults import failover, failover_outbox
+    from pgq_teach.infra import broker
+
+    monkeypatch.setattr(broker, "available", lambda: False)
+    settings = failover.DrillSettings(jobs=10, workers=1)
+    result = failover.ConfigResult(
+        "sync-durable", True, counts=dict.fromkeys(failover.COUNTS, 0), drained=True
+    )
+    report = failover.DrillReport(settings, [result])
+    text = failover.summary(report)
+    assert "counted when the broker extra is installed" in text.splitlines()[-2]
+    assert not any(label in text for label in failover_outbox.LABELS.values())
+    assert report.as_json()["outbox"] == text.splitlines()[-2].strip()
+    assert isinstance(failover._outbox(None, None, settings), contextlib.nullcontext)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -384,7 +409,9 @@ def test_a_new_event_that_takes_a_lost_events_job_id_reaches_the_consumer():
             with pair.connect(pair.primary) as conn:
                 outbox.prepare_outbox(conn, client, duplicate_window_s=120)  # ids restart at 1
                 a, b = (
-                    run(conn, "lab/place_order", {"email": f"{who}@example.com", "total": "9.99"}).fetchone()[0]
+                    run(conn, "lab/place_order", {"email": f"{who}@example.com", "total": "9.99"}).fetchone()[
+                        0
+                    ]
                     for who in "ab"
                 )
             failover._caught_up(pair)

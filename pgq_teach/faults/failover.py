@@ -31,6 +31,8 @@ which dies with it. The counts, each judged against what its configuration allow
   handler, so it stays 0; tests/test_failover.py builds the case on a pair (a holder from the
   old primary completing on the new one).
 With the fencing epoch (sql/fence_epoch.sql, run once at promotion) no token repeats.
+Where the broker extra is installed, outbox events are counted too (failover_outbox.py says
+how); elsewhere the output says they are not.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from ..databases import Database
 from ..infra import server as servers
 from ..infra.replica import Pair
 from ..statements import run, run_one
+from . import failover_outbox as box
 from .fleet import KIND, Fleet
 from .settings import DAY, RunSettings
 
@@ -67,10 +70,11 @@ LABELS = {
     "token_repeats": "fence tokens handed out twice",
     "stale_accepted": "stale completions accepted",
 }
-OUTBOX_LINE = (
-    "outbox events: not counted (this drill runs no outbox relay yet); docs/failover.md says what "
-    "each configuration promises for them"
-)
+LABELS |= box.LABELS
+
+
+def outbox_line() -> str:
+    return box.COUNTED if box.counted() else box.NOT_COUNTED
 
 
 def allowed(config: str, count: str, epoch: bool) -> bool:
@@ -79,6 +83,8 @@ def allowed(config: str, count: str, epoch: bool) -> bool:
     every acknowledged completion; a relaxed completion never waited for it. Without the epoch
     an asynchronous failover may hand a token out again; with it, never."""
     sync, durable = config.startswith("sync"), config.endswith("durable")
+    if count in box.COUNTS:
+        return box.allowed(config, count)
     if count == "run_again":
         return True
     if count == "completions_lost":
@@ -132,6 +138,7 @@ class ConfigResult:
     epoch_base: int | None = None
     drained: bool = False
     seconds: float = 0.0
+    outbox: dict[str, Any] | None = None  # what the outbox saw, where the broker extra is installed
 
     def allows(self, count: str) -> bool:
         return allowed(self.config, count, self.epoch)
@@ -140,9 +147,11 @@ class ConfigResult:
     def breaches(self) -> list[str]:
         found = [
             f"{self.config}: {self.counts[c]} {LABELS[c]}, which it must not"
-            for c in COUNTS
-            if self.counts.get(c) and not self.allows(c)
+            for c in self.counts
+            if self.counts[c] and not self.allows(c)
         ]
+        if self.outbox is not None and not self.outbox["settled"]:
+            found.append(f"{self.config}: the relay did not send the new primary's outbox")
         return found + ([] if self.drained else [f"{self.config}: the queue did not drain"])
 
 
@@ -159,9 +168,9 @@ class DrillReport:
         return {
             # durable is each configuration's own (its name says it), not the drill's
             "settings": {k: v for k, v in asdict(self.settings).items() if k != "durable"},
-            "outbox": OUTBOX_LINE,
+            "outbox": outbox_line(),
             "ok": self.ok,
-            "configs": [asdict(r) | {"allows": {c: r.allows(c) for c in COUNTS}} for r in self.results],
+            "configs": [asdict(r) | {"allows": {c: r.allows(c) for c in r.counts}} for r in self.results],
         }
 
 
@@ -183,15 +192,20 @@ def run_config(settings: DrillSettings, config: str, progress: Callable[[str], N
     result = ConfigResult(config, settings.epoch, lag_seconds=settings.lag)
     began = time.monotonic()
     settings = dataclasses.replace(settings, durable=config.endswith("durable"))
+    tally = None
     with servers.replica_pair(synchronous=config.startswith("sync")) as pair:
         db = _database(pair)
-        with Fleet(db, settings) as fleet:
+        with _outbox(pair, db, settings) as outbox, Fleet(db, settings) as fleet:
             fleet.seed()
             enqueued = [row[0] for row in _jobs(pair.primary, pair)]
             _caught_up(pair)
             fleet.start()
+            if outbox is not None:
+                outbox.start()
             _wait_until_done(fleet, int(settings.jobs * settings.kill_at), progress, config)
             extra, kill_time = _lag_then_kill(pair, settings.lag, db)
+            if outbox is not None:
+                outbox.stop_writing.set()  # checkout wrote on the old primary only
             enqueued += extra
             result.enqueued_in_window = len(extra)
             progress(
@@ -205,12 +219,28 @@ def run_config(settings: DrillSettings, config: str, progress: Callable[[str], N
             after = {row[0]: row for row in _jobs(pair.replica, pair)}
             pair.open_for_writes()
             result.drained = _drain(fleet, settings, progress, config)
+            settled = outbox.settle() if outbox is not None else False
             fleet.pool.stop_all()
             claims, dones = _read_acks(fleet.folder)
+            tally = outbox.tally() if outbox is not None else None
         final = {row[0]: row for row in _jobs(pair.replica, pair)}
     _judge(result, enqueued, after, final, claims, dones, kill_time)
+    if tally is not None:
+        result.counts |= tally.counts
+        result.examples |= tally.examples
+        result.outbox = {
+            "written": tally.written, "stored": tally.stored, "absorbed_by_window": tally.absorbed,
+            "applied": tally.applied, "settled": settled,
+        }  # fmt: skip
     result.seconds = time.monotonic() - began
     return result
+
+
+def _outbox(pair: Pair, db: Database, settings: DrillSettings) -> Any:
+    """The drill's outbox where the broker extra is installed; else a block that holds None."""
+    if not box.counted():
+        return contextlib.nullcontext(None)
+    return box.DrillOutbox(pair, db.server, lease=settings.lease)
 
 
 def _database(pair: Pair) -> Database:
@@ -383,7 +413,8 @@ def table(report: DrillReport) -> tables.Table:
         *(tables.Column(r.config + (" (no epoch)" if not r.epoch else "")) for r in report.results),
     ]
     rows = []
-    for count in COUNTS:
+    counted = [c for c in (*COUNTS, *box.COUNTS) if any(c in r.counts for r in report.results)]
+    for count in counted:
         cells = []
         for r in report.results:
             n, ok = r.counts.get(count, 0), r.allows(count)
@@ -405,7 +436,14 @@ def summary(report: DrillReport) -> str:
                 f"  {r.config}: fencing epoch at promotion moved the token of every job not done to "
                 f"{r.epoch_base:,}, and new ids past the old primary's"
             )
-    lines.append(f"  {OUTBOX_LINE}")
+        if r.outbox is not None:
+            o = r.outbox
+            lines.append(
+                f"  {r.config}: outbox events written {o['written']:,}, stored in the broker "
+                f"{o['stored']:,}, repeats its duplicate window absorbed {o['absorbed_by_window']:,}, "
+                f"applied by the consumer {o['applied']:,}"
+            )
+    lines.append(f"  {outbox_line()}")
     breaches = [b for r in report.results for b in r.breaches]
     lines += [f"  BREACH: {b}" for b in breaches] or ["  every configuration stayed within what it allows"]
     return "\n".join(lines)

@@ -44,9 +44,9 @@ from ..statements import run, run_one
 OUTBOX_DB = "outbox"
 COUNTS = ("outbox_lost", "outbox_twice", "outbox_gone")
 LABELS = {
-    "outbox_lost": "outbox events lost (written, acknowledged, never published)",
+    "outbox_lost": "outbox events lost (acknowledged, never published)",
     "outbox_twice": "outbox events published twice (one event id stored twice)",
-    "outbox_gone": "outbox events published, then gone from the new primary",
+    "outbox_gone": "outbox events published, then gone",
 }
 NOT_COUNTED = (
     f"outbox events: not counted; they are counted when the broker extra is installed: {broker.EXTRA}"

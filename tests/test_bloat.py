@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from helpers import cannot_run, chart_rows, counts, gone, seed
+from pgq_teach import seeding
 from pgq_teach.errors import BadInput
 from pgq_teach.experiments import bloat, horizon
 from pgq_teach.infra import embedded
@@ -116,6 +117,32 @@ def test_a_transaction_id_held_in_another_database_is_listed_first_and_its_bysta
     assert bystander is not None and bystander["backend_xid"] is None
     assert bystander["reach"] == "this database"
     assert seen.carrier_before_bystander()
+
+
+def test_the_drain_samples_who_holds_the_horizon_and_pruning_waits_on_a_foreign_id(db):
+    """Lesson 09's first check reads the drain's own samples of the activity query: none saw a
+    holder on a drain alone, every one saw a transaction ID held in another database, and that
+    drain pruned nothing (a bigger table) though pgstattuple, run after the ID ended, finds as
+    few dead versions as after a drain alone: the reads since pruned the full pages."""
+    from pgq_teach import databases
+
+    alone = bloat.drain(db, jobs=JOBS, samples=5)
+    assert alone.held_samples == 0
+    other = databases.open_database("holder-of-an-id", reset=True)  # on the same server as db
+    try:
+        with other.connection() as conn:
+            seeding.reset_and_seed(conn, "send_receipt", 1)
+        with other.connection(autocommit=False) as hold:
+            run(hold, "teaching/hold_skip_locked").fetchall()  # a row lock: the transaction gets an ID
+            held = bloat.drain(db, jobs=JOBS, samples=5)
+            hold.rollback()
+    finally:
+        databases.drop_database("holder-of-an-id")
+    assert held.held_samples == len(held.samples)
+    assert held.table_bytes > 1.05 * alone.table_bytes
+    effect = bloat.vacuum_effect(db)
+    if effect.exact_before.available:
+        assert effect.exact_before.dead < held.dead_tuples // 10
 
 
 @contextlib.contextmanager

@@ -51,6 +51,7 @@ class Sample:
     drained: int
     table_bytes: int
     dead_tuples: int
+    holders: int = 0  # rows of the activity query (sql/stats_sessions.sql) that hold back jobs
 
 
 @dataclass(kw_only=True)
@@ -84,6 +85,12 @@ class DrainResult(Result):
     @property
     def dead_tuples(self) -> int:
         return self.samples[-1].dead_tuples if self.samples else 0
+
+    @property
+    def held_samples(self) -> int:
+        """How many samples found another session (or a prepared transaction, or
+        a slot) holding back the horizon: 0 means the drain had it to itself."""
+        return sum(1 for point in self.samples if point.holders)
 
     def comparison(self) -> list[Comparison]:
         return [
@@ -159,7 +166,10 @@ def table_bytes(db: Database) -> int:
 def sample(conn, drained: int) -> Sample:
     run(conn, "lab/flush_stats")  # this session's counts reach the statistics now
     table_bytes, _, _, dead = run_one(conn, "lab/table_bloat")
-    return Sample(drained, table_bytes, dead or 0)
+    # what else held back this database's horizon just then (a logical slot's
+    # catalog_xmin does not hold back jobs): the drain's own pruning waits on it
+    holding = [row for row in run(conn, "stats_sessions") if row[-1] != "system catalogs only"]
+    return Sample(drained, table_bytes, dead or 0, len(holding))
 
 
 def drain(

@@ -29,6 +29,12 @@ WRONG = [
         "no tenant got a second job before every tenant had its first",
         "then the oldest of those",
     ),
+    (
+        "10b/fair_claim",
+        "exercise/wrong/fair_claim_locks_unreturned",
+        "locks only the jobs it returns",
+        "LIMIT right above the LATERAL",
+    ),
     ("03/claim", "exercise/wrong/claim_without_lease", "writes the lease it is given", "leased_until"),
     ("03/claim", "exercise/wrong/claim_without_lease", "jobs not due yet left alone", "run_at BETWEEN"),
     (

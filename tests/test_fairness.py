@@ -82,4 +82,5 @@ def test_the_lesson_quotes_the_fair_claims_stored_measurements_from_their_one_so
     figures = ("4,172 + 260", "139", "20,677 buffers", "388 index buffers", "8 buffers", "1,334", "1,793")
     for figure in figures:
         assert figure in prose and figure in docs, figure
-    assert "4.4 million buffers and 34 s" in prose and "4,401,752 buffers and 34 s" in model
+    for figure in ("991 rows", "1,070 buffers", "38,938 buffers"):  # the model answer's, at ten times
+        assert figure.split()[0] in prose and figure.split()[0] in model, figure

@@ -51,6 +51,7 @@ NAMES_THE_MISTAKE = {
     "exercise/wrong/hand_back_any_token": "its own token",
     "exercise/wrong/fair_claim_fifo": "one per tenant",
     "exercise/wrong/fair_claim_distinct_for_update": "LATERAL subquery",
+    "exercise/wrong/fair_claim_locks_unreturned": "locked until commit",
     "envelope/attempt": "Little's law",
 }
 

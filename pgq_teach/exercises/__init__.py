@@ -211,7 +211,10 @@ EXERCISES = {
             fair.check_fair_claim,
             "exercise/wrong/fair_claim_fifo",
             "exercise/model/claim_one_per_tenant",
-            wrong=("exercise/wrong/fair_claim_distinct_for_update",),
+            wrong=(
+                "exercise/wrong/fair_claim_distinct_for_update",
+                "exercise/wrong/fair_claim_locks_unreturned",
+            ),
         ),
         Exercise(
             "10c/unique_enqueue",

@@ -7,8 +7,10 @@ drawn each time. One claim with a batch larger than the tenants with due work mu
 one of them a job, no tenant a second before each has its first, each tenant its oldest due
 jobs, and nothing not yet due; with a batch smaller than the tenants it must take `batch` jobs
 of as many tenants. Each claimed job must be marked as the taught claim marks it (running, the
-lease it was given, attempts + 1, a new fence token). Last, a second claim runs while the
-first's transaction is open: it must take other jobs, and not wait for the first's locks.
+lease it was given, attempts + 1, a new fence token). Last, a claim with a batch smaller than
+the tenants runs in a transaction left open: it must hold locked only the jobs it returned (a
+row locked and left out stays hidden from every other claim until the transaction ends), and a
+second claim meanwhile must take other jobs, and not wait for the first's locks.
 
 A claim PostgreSQL refuses to read (FOR UPDATE with DISTINCT) is refused with a hint that
 says how the lesson's statement gets round it.
@@ -141,16 +143,28 @@ def scene_evidence(scene: FairScene) -> list[Evidence]:
     ]
 
 
-def second_claim(scratch: Scratch, learner: LearnerSQL, rng) -> tuple[set[int], set[int], bool]:
-    """A claim while the first's transaction is open: the ids each took, and whether the second
-    waited for the first's locks."""
+@dataclass
+class OpenClaim:
+    """A claim left open, and a second claim meanwhile."""
+
+    took: set[int]  # the ids the first claim returned
+    held: int  # ready rows the first held locked without returning them
+    during: set[int]  # the ids the second claim took
+    waited: bool  # whether the second waited for the first's locks
+
+
+def second_claim(scratch: Scratch, learner: LearnerSQL, rng) -> OpenClaim:
+    """A claim of 3 jobs among 4 tenants, its transaction left open: what it holds locked
+    beyond what it returned, then a second claim meanwhile."""
     values = {"batch": 3, "lease": "5 minutes"}
     with scratch.db.connection() as owner:
         seeding.reset_and_seed(owner, KIND, 12)
         for job_id in range(1, 13):
-            run(owner, "exercise/stage_tenant", {"id": job_id, "tenant": f"t{job_id % 3}"})
+            run(owner, "exercise/stage_tenant", {"id": job_id, "tenant": f"t{job_id % 4}"})
         with scratch.connect(autocommit=False) as first, scratch.connect() as second:
             took = {LearnerClaimer.job_id(r) for r in execute(first, learner, values).fetchall()}
+            with scratch.connect() as looker:  # autocommit: its own locks go with its statement
+                held = run_one(looker, "exercise/locked_ready")[0] - len(took)
             with ThreadPoolExecutor(1) as pool:
                 later = pool.submit(execute, second, learner, values)
                 try:
@@ -158,7 +172,7 @@ def second_claim(scratch: Scratch, learner: LearnerSQL, rng) -> tuple[set[int], 
                 finally:
                     first.commit()
                 during = {LearnerClaimer.job_id(r) for r in later.result().fetchall()}
-    return took, during, waited
+    return OpenClaim(took, held, during, waited)
 
 
 def check_fair_claim(scratch, learner, *, exercise: str, progress=None, stop=None) -> Verdict:
@@ -172,7 +186,15 @@ def check_fair_claim(scratch, learner, *, exercise: str, progress=None, stop=Non
     rng = draw()
     scenes = [stage_scene(scratch, learner, rng, wide=True), stage_scene(scratch, learner, rng, wide=False)]
     evidence = scene_evidence(scenes[0]) + scene_evidence(scenes[1])[:1]
-    took, during, waited = second_claim(scratch, learner, rng)
+    open_claim = second_claim(scratch, learner, rng)
+    took, during, waited = open_claim.took, open_claim.during, open_claim.waited
+    evidence.append(
+        Evidence(
+            "locks only the jobs it returns (batch 3 of 4 tenants, its transaction open)",
+            f"{open_claim.held} more rows held locked than the {len(took)} returned",
+            open_claim.held == 0 and bool(took),
+        )
+    )
     evidence.append(
         Evidence(
             "a second claim, while the first is open, takes other jobs without waiting (SKIP LOCKED)",
@@ -210,4 +232,11 @@ def _hint(failed: set[str]) -> str:
         return "a job whose run_at is still ahead is not due: keep run_at BETWEEN '-infinity' AND now()."
     if "marked running, attempts + 1, a new fence token, the lease it is given" in failed:
         return "mark each job as the taught claim does: status, attempts + 1, fence_token + 1 and the lease."
+    if "locks only the jobs it returns" in failed:
+        return (
+            "the LIMIT came after a sort of every tenant's locked row, so each tenant's row was locked "
+            "and those left out stay locked until commit: bring the tenants in already ordered by their "
+            "oldest due run_at (ORDER BY in the tenants' query) and put the LIMIT right above the LATERAL "
+            "join, so it locks one tenant's row at a time and stops at :batch."
+        )
     return "lock each tenant's job with FOR UPDATE SKIP LOCKED, so a second claim passes over it."

@@ -13,10 +13,17 @@
 -- Notes: run_at is both the claims' order and the earliest a job may run, so
 --   a job that must wait takes run_at = now + its wait: once due again it
 --   goes behind every job due before that, the backlog it was ahead of
---   included. Keeping its place as well needs a second column (an order key
---   apart from the due time), which the schema does not have: the Worker
---   claims no more of a limited kind than it holds tokens for (claim_cap), so
---   few jobs are handed back (docs/beyond-fifo.md).
+--   included. Lesson 10b's partner lab asks the server where the handed-back
+--   jobs wait when its run ends (lab/hand_back_places.sql): behind every
+--   ready job never handed back. Keeping its place would need the not-before
+--   time and the order apart, in two columns, and every claim a Worker with a
+--   rate limit uses (claim.sql, claim_priority.sql, claim_fair.sql) ordering
+--   by one and filtering on the other; claim.sql stays as lessons 01-08 teach
+--   it, so the cost is taught instead. The Worker claims no more of a
+--   limited kind than it was granted tokens for last time (claim_cap), which
+--   bounds what one claim hands back, not what a fleet does: Workers that
+--   share a bucket each find it emptied by the others, and in lesson 10b's
+--   lab 8 of them handed back more jobs than they ran.
 
 WITH mine AS (
   SELECT jobs.id, back.wait_s

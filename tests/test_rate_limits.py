@@ -27,6 +27,11 @@ def test_the_shared_limit_holds_the_partner_to_its_rate_plus_one_seconds_burst_a
     # every call spent exactly one try; a job handed back for want of a token spent none
     assert free.tries_spent == free.calls and held.tries_spent == held.calls
     assert held.handed_back > 0 and free.handed_back == 0
+    # a handed-back job lost its place: its new run_at put it behind every job due before then, the
+    # backlog it was ahead of included (the server's count of where each ready job waits)
+    assert held.waiting_handed_back > 0 and held.ready_not_handed_back > 0
+    assert held.first_place_handed_back > held.ready_not_handed_back
+    assert free.waiting_handed_back == 0 and free.first_place_handed_back is None
     rows = chart_rows(result.chart(), "line")
     assert sum(row["calls"] for row in rows if row["run"] == "shared limit") <= held.calls
 
@@ -58,7 +63,7 @@ def test_a_stop_ends_both_runs_early_and_says_so(db):
     # neither run began: each says so, with no count of 0 that reads as a limit holding
     assert not result.unlimited.ran and not result.limited.ran
     assert result.summary().count("not run (stopped before it began)") == 2
-    assert [row[2] for row in result.comparison()] == ["not run (stopped)"] * 5
+    assert [row[2] for row in result.comparison()] == ["not run (stopped)"] * 6
     assert chart_rows(result.chart(), "line") == []
 
 

@@ -4,7 +4,9 @@ one kind, for `seconds`, first with no limit and then with the shared rate limit
 from: sql/take_tokens.sql). The partner records when each call arrived; the result is its calls
 per second, the most it saw in any one-second window, and the tries the jobs spent (read from
 the jobs table) against the calls made: a job claimed without a token is handed back
-(sql/hand_back.sql) with its try given back, so the two counts match.
+(sql/hand_back.sql) with its try given back, so the two counts match. Its run_at moves to when
+a token is due, and run_at is also the claims' order: the server says where each handed-back job
+waits at the end (sql/lab/hand_back_places.sql), behind every job that was due before it.
 
 What the limit promises (take_tokens.sql's header): over any window of t seconds at most
 per_second x (t + 1) calls: the rate, plus one second of burst, since the bucket holds at
@@ -34,7 +36,7 @@ from psycopg.rows import dict_row
 from .. import charts, checks, measurements, seeding, tables
 from ..databases import Database
 from ..guide import GuideFigure
-from ..statements import run
+from ..statements import run, run_one
 from ..worker import Worker
 from .results import Comparison, Progress, Result, advice, finish, tell
 
@@ -53,6 +55,12 @@ class QuotaRun:
     tries_spent: int  # sum of attempts over the kind's jobs, after the run
     handed_back: int  # jobs claimed without a token and handed back, over every Worker
     ran: bool = True  # False: Stop came before this run began, so it has nothing to show
+    # where the handed-back jobs wait at the end (sql/lab/hand_back_places.sql): their run_at, the
+    # claims' order, moved past every job due before it, so they lost their place in line
+    waiting_handed_back: int = 0  # handed-back jobs still ready
+    first_place_handed_back: int | None = None  # the best place in line of any of them
+    ready_not_handed_back: int = 0  # ready jobs never handed back
+    fewest_places_lost: int | None = None  # place in line now, less place at enqueue
 
     @property
     def calls(self) -> int:
@@ -110,7 +118,7 @@ class QuotaResult(Result):
     def comparison(self) -> list[Comparison]:
         u, lim = self.unlimited, self.limited
 
-        def shown(r: QuotaRun, value: int) -> int | str:
+        def shown(r: QuotaRun, value: int | str) -> int | str:
             return value if r.ran else "not run (stopped)"
 
         return [
@@ -124,6 +132,12 @@ class QuotaResult(Result):
             ("calls made, shared limit", "–", shown(lim, lim.calls), "–"),
             ("tries spent, shared limit", "–", shown(lim, lim.tries_spent), "–"),
             ("jobs handed back for want of a token", "–", shown(lim, lim.handed_back), "–"),
+            (
+                "places in line the handed-back jobs lost, fewest",
+                "–",
+                shown(lim, "none waiting" if lim.fewest_places_lost is None else lim.fewest_places_lost),
+                "–",
+            ),
         ]
 
     def summary(self) -> str:
@@ -245,9 +259,16 @@ def _run(
         raise errors[0]
     with db.connection() as conn:
         spent = run(conn, "lab/attempts_spent", {"kind": KIND}, row_factory=dict_row).fetchall()
+        waiting, first_place, not_moved, fewest_lost, _ = run_one(
+            conn, "lab/hand_back_places", {"kind": KIND}
+        )
     return QuotaRun(
         limited=limit is not None,
         call_times_s=sorted(arrivals),
         tries_spent=sum(row["attempts"] * row["count"] for row in spent),
         handed_back=sum(w.report.handed_back for w in fleet),
+        waiting_handed_back=waiting,
+        first_place_handed_back=first_place,
+        ready_not_handed_back=not_moved,
+        fewest_places_lost=fewest_lost,
     )

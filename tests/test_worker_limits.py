@@ -58,6 +58,21 @@ def test_a_handler_within_its_timeout_is_not_touched(db, conn):
     assert (report.done, report.timed_out) == (1, 0) and job_row(conn, job_id)["status"] == "done"
 
 
+def test_the_timeout_clock_with_nothing_to_time_waits_for_news_and_ends_when_woken(db):
+    """With no job timed, the clock waits for start() or wake(): it does not look at closing
+    every second, which made every run() wait up to a second for it at its end."""
+    deadlines = pgq.Worker(db.dsn, {"noop": lambda job: None})._deadlines
+    closing = threading.Event()
+    clock = threading.Thread(target=deadlines.clock_loop, args=(closing,), daemon=True)
+    clock.start()
+    closing.set()
+    clock.join(1.5)  # the old loop ended within a second of this, unwoken
+    assert clock.is_alive()
+    deadlines.wake()
+    clock.join(30)
+    assert not clock.is_alive()
+
+
 def test_when_every_executor_is_stuck_the_worker_claims_nothing_until_one_comes_back(db, conn):
     stuck, second = pgq.enqueue(conn, "hang", {"n": 1}), pgq.enqueue(conn, "hang", {"n": 2})
     release = threading.Event()

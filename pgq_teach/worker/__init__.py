@@ -261,6 +261,7 @@ class Worker:
             self._completer.send_what_is_left()
         finally:  # even if an on_event callback raised: no heartbeat may hold leases on
             self._closing.set()
+            self._deadlines.wake()
             self._listener.stop()
             self._heartbeat.join()
             if self._timeout_clock is not None:

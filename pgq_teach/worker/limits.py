@@ -77,7 +77,8 @@ class Deadlines:
         # Claims the timeout failed whose handler has not returned: their executors are stuck.
         # Written by the clock (add) and the executors (discard); read by anyone.
         self._stuck: set[tuple[int, int]] = set()
-        self._changed = threading.Event()  # set by start(): the clock looks at the ends again
+        # Set by start() (the clock looks at the ends again) and by wake() (it looks at closing).
+        self._changed = threading.Event()
 
     def start(self, job: queue.Job) -> None:
         """An executor is about to run this job's handler."""
@@ -86,6 +87,11 @@ class Deadlines:
             return
         with self._lock:
             self._ends[claim_key(job)] = (job, time.monotonic() + timeout)
+        self._changed.set()
+
+    def wake(self) -> None:
+        """Wake the clock: set `closing` first and it ends now. (It used to look at `closing`
+        every second, so every run() waited up to a second for it at its end.)"""
         self._changed.set()
 
     def finish(self, job: queue.Job) -> bool:
@@ -115,7 +121,8 @@ class Deadlines:
         while not closing.is_set():
             with self._lock:
                 soonest = min((end for _, end in self._ends.values()), default=None)
-            wait = 1.0 if soonest is None else max(0.0, soonest - time.monotonic())
+            # With no end kept there is nothing to expire until start() or wake() says so.
+            wait = None if soonest is None else max(0.0, soonest - time.monotonic())
             if self._changed.wait(wait):
                 self._changed.clear()
             self.expire_passed()

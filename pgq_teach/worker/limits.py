@@ -116,8 +116,8 @@ class Deadlines:
             return len(self._stuck)
 
     def clock_loop(self, closing: threading.Event) -> None:
-        """The timeout clock's loop, until `closing` is set: wait for the soonest end (or a
-        new job), then fail every job past its timeout."""
+        """The timeout clock's loop, until `closing` is set and wake() called: wait for the
+        soonest end (or a new job, or wake()), then fail every job past its timeout."""
         while not closing.is_set():
             with self._lock:
                 soonest = min((end for _, end in self._ends.values()), default=None)

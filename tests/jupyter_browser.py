@@ -41,6 +41,10 @@ START_TIMEOUT = 90
 # A common laptop screen: the issue that measured the labs' widths measured them here (a
 # notebook's output area is then about 934 px wide).
 VIEWPORT = {"width": 1366, "height": 1000}
+# A narrow window (a laptop split in two, a projector): after every Run All each lab is measured
+# again at this width, with JupyterLab's left panel closed, as a reader of a narrow window keeps
+# it (open, it leaves a notebook's output area about 356 px).
+NARROW = {"width": 800, "height": 1000}
 STEP_MS = 30_000  # the default wait for any one step in the page
 # The most a lesson's Run All may take in the browser: quiet, the longest (lesson 10) takes 56
 # to 75 s, and a loaded run took over 240 s once. A wide bound, as for any time, that still leaves
@@ -304,6 +308,7 @@ def open_and_run_all(page, lab: LabServer, notebook: str, timeout_ms: int = RUN_
         too_wide(page)
         + cut_menus(page.locator(".jp-Notebook").first)
         + axe_problems(page, Path(notebook).stem)
+        + narrow_problems(page, Path(notebook).stem)
     )
     if screen:
         raise AssertionError(f"{notebook}, on screen after Run All:\n" + "\n".join(screen))
@@ -683,6 +688,71 @@ def too_wide(root) -> list[str]:
 def cut_menus(root) -> list[str]:
     """Each menu in `root` (a locator) that cannot show its longest value whole."""
     return root.evaluate(CUT_MENUS_JS)
+
+
+# Every visible table in `root` that reaches past its output area's right edge, or sits in a
+# box that cuts it or scrolls it sideways: a reader sees only part of its columns.
+CUT_TABLES_JS = """(root) => [...root.querySelectorAll('table')].filter(t => t.offsetParent !== null)
+  .flatMap(table => {
+    const area = table.closest('.jp-OutputArea-output');
+    if (!area) return [];
+    const first = table.innerText.trim().split('\\n')[0].slice(0, 40);
+    for (let box = table.parentElement; box && box !== area; box = box.parentElement) {
+      const clips = getComputedStyle(box).overflowX !== 'visible';
+      if (clips && box.scrollWidth > box.clientWidth + 1) {
+        return [`table "${first}" is cut to ${box.clientWidth} of its ${box.scrollWidth} px`];
+      }
+    }
+    const past = Math.ceil(table.getBoundingClientRect().right - area.getBoundingClientRect().right);
+    return past > 1 ? [`table "${first}" reaches ${past} px past its output area`] : [];
+  })"""
+
+
+def cut_tables(root) -> list[str]:
+    """Each table in `root` (a locator) that a reader cannot see whole across."""
+    return root.evaluate(CUT_TABLES_JS)
+
+
+# Open or close JupyterLab's left panel; whether it was open.
+LEFT_PANEL = """(open) => {
+  const shell = window.jupyterapp.shell, was = !shell.leftCollapsed;
+  if (open) shell.expandLeft(); else shell.collapseLeft();
+  return was;
+}"""
+
+# The narrowest output area on the page, px.
+ROOM_JS = """() => Math.min(...[...document.querySelectorAll('.jp-OutputArea-output')]
+  .filter(o => o.offsetParent !== null).map(o => o.clientWidth))"""
+
+
+def narrow_problems(page, label: str) -> list[str]:
+    """At NARROW's width, each lab that is wider than its output area, cuts a button, label,
+    status line or menu, or scrolls a table sideways; the page is back at its own width after.
+    The 1366 px checks (lab_faults) stay the fuller ones: padding and the done state do not
+    change with the width. What it found, the output area's width and the seconds it took go to
+    tests/artifacts/<label>-narrow.json."""
+    started = time.monotonic()
+    wide = page.viewport_size or VIEWPORT
+    page.set_viewport_size(NARROW)
+    was_open = page.evaluate(LEFT_PANEL, False)
+    try:
+        page.wait_for_timeout(300)  # one layout: JupyterLab refits its panels on the window's resize
+        room = page.evaluate(ROOM_JS)
+        labs = page.locator(".pgq-lab")
+        problems = []
+        for n in range(labs.count()):
+            lab = labs.nth(n)
+            if not lab.is_visible():
+                continue
+            found = clipped_text(lab) + cut_menus(lab) + too_wide(lab) + cut_tables(lab)
+            problems += [f"at {NARROW['width']} px (output area {room} px): {p}" for p in found]
+        report = {"seconds": round(time.monotonic() - started, 2), "output_px": room, "problems": problems}
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / f"{label}-narrow.json").write_text(json.dumps(report, indent=1))
+        return problems
+    finally:
+        page.evaluate(LEFT_PANEL, was_open)
+        page.set_viewport_size(wide)
 
 
 # --- accessibility: axe-core on what the course puts on the page -----------------------------

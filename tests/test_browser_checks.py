@@ -12,6 +12,7 @@ from jupyter_browser import (
     axe_violations,
     clipped_text,
     cut_menus,
+    cut_tables,
     lab_faults,
     not_done,
     too_wide,
@@ -109,3 +110,20 @@ def test_axe_finds_a_field_with_no_label_in_the_courses_output(plain):
     assert "label" in found
     show(plain)
     assert axe_violations(plain, (".jp-OutputArea-output",)) == []
+
+
+# A table in a box that scrolls it sideways, and one wider than its output area.
+TABLES = """
+<div class="jp-OutputArea-output" style="width:400px">
+  <div style="width:{box}; overflow-x:auto">
+    <table style="width:{inner}"><tr><td>scrolled</td></tr></table></div>
+  <table style="width:{wide}"><tr><td>wide</td></tr></table>
+</div>"""
+
+
+def test_a_table_cut_or_past_its_output_area_is_caught(plain):
+    plain.set_content(TABLES.format(box="200px", inner="500px", wide="600px"))
+    cut = cut_tables(plain.locator("body"))
+    assert len(cut) == 2 and "cut to 200 of its 500 px" in cut[0] and "200 px past" in cut[1]
+    plain.set_content(TABLES.format(box="auto", inner="auto", wide="auto"))
+    assert cut_tables(plain.locator("body")) == []

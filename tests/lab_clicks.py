@@ -17,6 +17,7 @@ from html import unescape
 
 import ipywidgets as W
 
+from pgq_teach.widgets.common import result_html
 from pgq_teach.widgets.lab import Lab
 
 SETTLE_S = 180  # a generous deadline for one run to end after its press (or its Stop)
@@ -59,6 +60,21 @@ def repeated_views(widget: W.Widget) -> list[str]:
     return found
 
 
+def notes_shown(lab: Lab) -> dict[str, int]:
+    """How many times the lab's views show each of its result's notes (`Result.notes`), for a
+    lab that shows its result with `result_html`: once each, under the table (issue 45, "one view
+    per result"). Empty for a lab that draws its result itself (the race lab), or none yet."""
+    try:
+        drawn = result_html(lab.result)
+    except Exception:  # noqa: BLE001 - no result, or one result_html does not draw (no report())
+        return {}
+    html = list(views(lab))
+    if not any(drawn in v for v in html):
+        return {}
+    shown = " ".join(text(v) for v in html)
+    return {line: shown.count(" ".join(line.split())) for line in lab.result.notes()}
+
+
 def press(control: W.Button) -> None:
     """What a click does, with any exception raised here rather than logged."""
     for handler in control._click_handlers.callbacks:
@@ -75,6 +91,7 @@ class Press:
     result: object = None
     repeated: list[str] = field(default_factory=list)  # what the lab's views showed twice
     stop_s: float | None = None  # seconds from Stop to the run's end, when Stop was pressed
+    notes_shown: dict[str, int] = field(default_factory=dict)  # each of the result's notes: times shown
 
 
 @dataclass
@@ -125,5 +142,6 @@ def click_around(
         step.error = "pgq-error" in lab.status.value
         step.result = lab.result
         step.repeated = repeated_views(lab)
+        step.notes_shown = notes_shown(lab)
         session.presses.append(step)
     return session

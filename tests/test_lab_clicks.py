@@ -26,8 +26,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from lab_clicks import Session, buttons, click_around
+from lab_clicks import Session, buttons, click_around, text
 from pgq_teach import databases
+from pgq_teach.experiments.results import Result, note
+from pgq_teach.guide import figure
 from pgq_teach.widgets import (
     beyond_fifo_labs,
     broker_labs,
@@ -44,7 +46,7 @@ from pgq_teach.widgets import (
     safety_labs,
     schema_lab,
 )
-from pgq_teach.widgets.common import summary_notes
+from pgq_teach.widgets.common import result_html
 from pgq_teach.widgets.lab import Lab
 from pgq_teach.widgets.your_turn import YourTurn
 
@@ -202,6 +204,9 @@ def contradictions(session: Session, case: Case) -> list[str]:
                 found.append(f"{where}: a stopped run's status says done: '{step.status}'")
         if step.result is not None:
             found += [f"{where}: {p}" for p in case.consistent(step.result)]
+        found += [
+            f"{where}: a note shown {n} times: {line[:80]}" for line, n in step.notes_shown.items() if n != 1
+        ]
         found += [f"{where}: {p}" for p in step.repeated]
     if session.presses:
         last = session.presses[-1].status
@@ -234,31 +239,35 @@ def test_a_lab_survives_random_clicks_and_stop(name, db, record_property):
     assert not problems, "\n".join(problems)
 
 
-def test_a_result_notes_only_what_its_table_lacks():
-    """Under a lab's table, a summary line stays only with a fact the table lacks: the
-    run's settings (the first line), a number or a word of its own; the server's version
-    (the caption) and the text the view already shows (`shown`) go."""
-    rows = [
-        ("batches", 900, 1_000, 1_000),
-        ("elapsed, s", None, 1.23456, None),
-        ("every job once", None, "yes", None),
-    ]
-    summary = "\n".join(
-        [
-            "batch drain: 100 jobs, 4 workers (stopped early)",
-            "  batches: 1,000  (your guess: 900)",  # the table's row again
-            "  elapsed 1.23 s",  # the table's, rounded
-            "  every job once: yes",  # the table's row, no number
-            "  elapsed 1.23 s (813 jobs/s claimed)",  # a rate the table lacks
-            "  every job claimed by one batch only: yes",  # words the table lacks
-            "  the medians differ by 3%: too close to call",  # the verdict, shown apart
-            "  guide #5: 1,000 batches",  # which section of the guide
-            "  this server: PostgreSQL 18.1",  # the table's caption
-        ]
+def test_a_view_shows_the_table_and_the_notes_its_result_marks():
+    """A result says which of its summary's lines the table lacks (`note`): the view shows
+    the table and those lines, once each, and the terminal's summary keeps every line."""
+
+    @dataclass(kw_only=True)
+    class Drain(Result):
+        batches: int
+
+        def comparison(self):
+            return [("batches", self.guess_cell, self.batches, 1_000)]
+
+        def report(self):
+            return [
+                note("batch drain: 100 jobs, 4 workers" + self.stopped_note),
+                f"  batches: {self.batches:,}  (your guess: {self.guess})",  # the table's row
+                note("  elapsed 1.23 s (813 jobs/s claimed)"),
+                *self.footer(),
+            ]
+
+    result = Drain(
+        batches=1_000, guess=900, stopped=True, server_version="18.1", server_major=18, guide=figure(5)
     )
-    assert summary_notes(summary, rows, shown="the medians differ by 3%: too close to call") == [
+    assert result.notes() == [
         "batch drain: 100 jobs, 4 workers (stopped early)",
         "elapsed 1.23 s (813 jobs/s claimed)",
-        "every job claimed by one batch only: yes",
-        "guide #5: 1,000 batches",
+        str(figure(5)),
     ]
+    assert result.summary().splitlines()[1] == "  batches: 1,000  (your guess: 900)"
+    assert result.summary().splitlines()[-1] == "  this server: PostgreSQL 18.1"
+    shown = text(result_html(result))
+    assert all(shown.count(line) == 1 for line in result.notes())
+    assert "batches: 1,000" not in shown and shown.count("PostgreSQL 18.1") == 1  # the caption only

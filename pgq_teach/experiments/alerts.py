@@ -21,7 +21,7 @@ from .. import checks, kinds, measurements, queue, seeding, tables
 from ..databases import Database
 from ..guide import GuideFigure
 from ..worker import Worker
-from .results import Comparison, Progress, Result, advice, finish, tell
+from .results import Comparison, Progress, Result, advice, finish, note, tell
 from .timeouts import POLL_S, running, wait_until
 
 KIND = "invoice"
@@ -68,7 +68,7 @@ class LateResult(Result):
             ("failed tries per try", "–", f"{self.failure_rate:.1%}", "–"),
         ]
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         lines = [
             f"{tables.count(self.jobs, 'invoice')}, {self.late} failing their first try, retried "
             f"{tables.duration(self.first_retry_s)} later (backoff_base_s {self.backoff_base_s:g}):"
@@ -77,7 +77,7 @@ class LateResult(Result):
             f"p50 {tables.duration(self.done_p50_s)}, p99 {tables.duration(self.done_p99_s)}; "
             f"{self.failure_rate:.1%} of tries failed",
         ]
-        return "\n".join(lines + self.footer())
+        return [note(line) for line in lines] + self.footer()
 
 
 def late_invoices(

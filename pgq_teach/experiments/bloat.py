@@ -33,7 +33,7 @@ from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import explain, run, run_one
-from .results import Comparison, Progress, Result, finish, guess_text, guide_bars, tell
+from .results import Comparison, Progress, Result, finish, guess_text, guide_bars, note, tell
 from .sessions import Session, run_and_wait
 
 LIMITS = {"jobs": (1, 200_000), "batch": (1, queue.MAX_BATCH), "samples": (1, 200)}
@@ -104,17 +104,19 @@ class DrainResult(Result):
             ("seconds to drain", None, self.elapsed_s, None),
         ]
 
-    def summary(self) -> str:
-        return "\n".join(
-            [
+    def report(self) -> list[str]:
+        return [
+            note(
                 f"drain: {self.drained:,} of {self.jobs:,} jobs through claim and done, "
-                f"batches of {self.batch}" + self.stopped_note,
-                f"  elapsed {self.elapsed_s:.2f} s",
+                f"batches of {self.batch}" + self.stopped_note
+            ),
+            f"  elapsed {self.elapsed_s:.2f} s",
+            note(  # the dead row versions and buffers touched: the table has the size
                 f"  table {self.table_mb:.1f} MB  (your guess: {guess_text(self.guess, ' MB')}); "
-                f"dead row versions {self.dead_tuples:,}; buffers touched {self.buffers:,}",
-            ]
-            + self.footer()
-        )
+                f"dead row versions {self.dead_tuples:,}; buffers touched {self.buffers:,}"
+            ),
+            *self.footer(),
+        ]
 
     def size_chart(self) -> charts.Chart:
         """The table's size as the drain goes, beside the guide's size after its drain."""
@@ -339,15 +341,13 @@ class VacuumEffect(Result):
             ("  its time, ms", None, self.after.ms, None),
         ]
 
-    def summary(self) -> str:
-        return "\n".join(
-            [
-                f"empty claim: {self.before.buffers:,} buffers before VACUUM "
-                f"(your guess: {guess_text(self.guess)}), {self.after.buffers:,} after",
-                f"  {self.vacuum}",
-            ]
-            + self.footer()
-        )
+    def report(self) -> list[str]:
+        return [
+            f"empty claim: {self.before.buffers:,} buffers before VACUUM "
+            f"(your guess: {guess_text(self.guess)}), {self.after.buffers:,} after",
+            note(f"  {self.vacuum}"),  # what VACUUM removed: the table has the claims only
+            *self.footer(),
+        ]
 
 
 def vacuum_effect(db: Database, *, guess: float | None = None) -> VacuumEffect:

@@ -24,7 +24,7 @@ from ..guide import GuideFigure, figure
 from ..statements import explain, run
 from . import race
 from .race import RaceResult
-from .results import Comparison, Progress, Result, finish, guess_text
+from .results import Comparison, Progress, Result, finish, guess_text, note
 
 LIMITS = {"jobs": (1, 200_000), "batch": (1, queue.MAX_BATCH), "rounds": (1, 10), "workers": (1, 64)}
 
@@ -99,20 +99,22 @@ class BatchDrainResult(Result):
             ("seconds to claim them all", None, self.elapsed_s, None),
         ]
 
-    def summary(self) -> str:
-        return "\n".join(
-            [
+    def report(self) -> list[str]:
+        return [
+            note(
                 f"batch drain: {self.jobs:,} jobs, batches of up to {self.batch:,}, "
-                f"{self.workers} workers at once" + self.stopped_note,
-                f"  batches: {self.batches:,}  (your guess: {guess_text(self.guess)})",
-                f"  largest batch: {self.largest_batch:,} rows; total claimed: {self.total_claimed:,}",
-                f"  every job claimed by one batch only: {'yes' if self.every_job_once else 'NO'}",
-                f"  jobs by status afterwards: {self.status_counts}",
+                f"{self.workers} workers at once" + self.stopped_note
+            ),
+            f"  batches: {self.batches:,}  (your guess: {guess_text(self.guess)})",
+            f"  largest batch: {self.largest_batch:,} rows; total claimed: {self.total_claimed:,}",
+            note(f"  every job claimed by one batch only: {'yes' if self.every_job_once else 'NO'}"),
+            f"  jobs by status afterwards: {self.status_counts}",
+            note(
                 f"  elapsed {self.elapsed_s:.2f} s "
-                f"({self.total_claimed / max(self.elapsed_s, 1e-9):,.0f} jobs/s claimed)",
-            ]
-            + self.footer()
-        )
+                f"({self.total_claimed / max(self.elapsed_s, 1e-9):,.0f} jobs/s claimed)"
+            ),
+            *self.footer(),
+        ]
 
 
 def batch_drain(
@@ -303,10 +305,12 @@ class FiveWayResult(Result, race.Ideals):
         ]
         return rows
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         lines = [
-            f"five ways: {self.workers} workers, {self.jobs:,} jobs, {self.work_ms:g} ms each, "
-            f"{tables.count(self.rounds, 'round')}" + self.stopped_note,
+            note(
+                f"five ways: {self.workers} workers, {self.jobs:,} jobs, {self.work_ms:g} ms each, "
+                f"{tables.count(self.rounds, 'round')}" + self.stopped_note
+            ),
             f"  ideal {self.serial_ideal_s:.2f} s serial, {self.shared_ideal_s:.2f} s shared",
         ]
         for mode in FIVE_WAYS:
@@ -314,9 +318,10 @@ class FiveWayResult(Result, race.Ideals):
             twice = ", ".join(f"{n:,}" for n in self.run_more_than_once[mode]) or "–"
             flight = self.jobs_in_flight(mode)
             in_flight = f"; {flight:.1f} jobs in flight on average" if flight is not None else ""
-            lines.append(f"  {SHORT[mode]:<20} {times} s; run more than once: {twice}{in_flight}")
-        lines.append(f"  your guess for hold + FOR UPDATE: {guess_text(self.guess, ' s')}")
-        return "\n".join(lines + self.footer())
+            # each round's time and the jobs in flight: the table has the medians only
+            lines.append(note(f"  {SHORT[mode]:<20} {times} s; run more than once: {twice}{in_flight}"))
+        lines.append(note(f"  your guess for hold + FOR UPDATE: {guess_text(self.guess, ' s')}"))
+        return lines + self.footer()
 
     def chart(self) -> charts.Chart:
         """Each claim's median drain time, beside the serial and shared ideals."""
@@ -445,18 +450,20 @@ class ZeroWorkResult(Result):
             ("every job run once", None, "yes" if self.every_job_once else "NO", None),
         ]
 
-    def summary(self) -> str:
-        lines = [
-            f"zero work: {self.workers} workers, {self.jobs:,} jobs, "
-            f"{tables.count(self.rounds, 'round')}" + self.stopped_note
+    def report(self) -> list[str]:
+        lines: list[str] = [
+            note(
+                f"zero work: {self.workers} workers, {self.jobs:,} jobs, "
+                f"{tables.count(self.rounds, 'round')}" + self.stopped_note
+            )
         ]
         for mode in ZERO_WORK_STYLES:  # in ms, as the guess and the chart are: one unit for the lab
             times = ", ".join(f"{t * 1000:,.0f}" for t in self.elapsed_s[mode]) or "–"
-            lines.append(f"  {SHORT[mode]:<20} {times} ms")
+            lines.append(note(f"  {SHORT[mode]:<20} {times} ms"))  # each round: the table has medians
         lines.append(f"  every job run once: {'yes' if self.every_job_once else 'NO'}")
-        lines.append(f"  {self.verdict()}")
-        lines.append(f"  your guess for SKIP LOCKED: {guess_text(self.guess, ' ms')}")
-        return "\n".join(lines + self.footer())
+        lines.append(f"  {self.verdict()}")  # the view shows the verdict apart (claims_lab)
+        lines.append(note(f"  your guess for SKIP LOCKED: {guess_text(self.guess, ' ms')}"))
+        return lines + self.footer()
 
     def chart(self) -> charts.Chart:
         """Each round's drain time, with and without SKIP LOCKED, in ms as the lab's guess is."""

@@ -27,7 +27,7 @@ from .. import charts, checks, measurements, queue, seeding, tables
 from ..databases import Database
 from ..guide import GuideFigure
 from ..statements import explain_analyze, run
-from .results import Comparison, Progress, Result, advice, finish, tell
+from .results import Comparison, Progress, Result, advice, finish, note, tell
 
 KIND = "webhook"  # the flood's kind in sql/lab/seed_tenant_flood.sql: one kind, two tenants' lines
 FLOOD_TENANT = "big"  # sql/lab/seed_tenant_flood.sql names the flood's tenant so
@@ -103,7 +103,7 @@ class FloodResult(Result):
             ("buffers per claim, fair (both steps)", "–", r.buffers, "–"),
         ]
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         lines = [
             f"{tables.count(self.flood, 'job')} of tenant '{FLOOD_TENANT}', then "
             f"{tables.count(self.each, 'job')} for each of {tables.count(self.tenants, 'other tenant')}; "
@@ -114,7 +114,7 @@ class FloodResult(Result):
                 f"  {r.claim}: {self._waits(r)}; one claim read {tables.count(r.buffers, 'buffer')} "
                 f"in {tables.duration(r.claim_ms / 1000)}"
             )
-        return "\n".join(lines + self.footer())
+        return [note(line) for line in lines] + self.footer()
 
     def _waits(self, r: DrainRun) -> str:
         """The small tenants' waits in one drain, and how many of their jobs it claimed."""

@@ -23,7 +23,7 @@ from ..databases import Database
 from ..guide import GuideFigure, figure
 from ..statements import explain, run, run_one
 from . import bloat
-from .results import Comparison, Progress, Result, finish, guess_text, guide_bars
+from .results import Comparison, Progress, Result, finish, guess_text, guide_bars, note
 
 READY_INDEX, RUNNING_INDEX, FULL_INDEX = "jobs_ready_idx", "jobs_running_idx", "jobs_status_run_at_idx"
 # The index most people write first; lesson 08's exercise seeds the same statement.
@@ -94,12 +94,19 @@ class IndexSizes(Result):
             ),
         ]
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         keys = "distinct run_at values" if self.distinct else "all-equal (status, run_at) keys"
-        lines = [f"{self.done:,} done + {self.ready:,} ready jobs, {keys}, indexes rebuilt"]
-        lines += [f"  {name:<24} {self.kb(name):>8,.0f} kB" for name in sorted(self.bytes)]
-        lines += [f"  full / partial ready: {self.ratio:,.0f}x  (your guess: {guess_text(self.guess, 'x')})"]
-        return "\n".join(lines + self.footer())
+        shown = (READY_INDEX, FULL_INDEX)  # the table's two; the other indexes are notes
+        return [
+            note(f"{self.done:,} done + {self.ready:,} ready jobs, {keys}, indexes rebuilt"),
+            *(
+                line if name in shown else note(line)
+                for name in sorted(self.bytes)
+                for line in [f"  {name:<24} {self.kb(name):>8,.0f} kB"]
+            ),
+            f"  full / partial ready: {self.ratio:,.0f}x  (your guess: {guess_text(self.guess, 'x')})",
+            *self.footer(),
+        ]
 
     def chart(self) -> charts.Chart:
         """Each index's size, beside the guide's full index."""
@@ -165,25 +172,24 @@ class DrainedIndex(Result):
             ("after REINDEX INDEX CONCURRENTLY, kB", None, round(self.after_reindex_kb), "(not measured)"),
         ]
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         head = [
-            f"ready index, {self.jobs:,} queued jobs drained" + self.stopped_note,
+            note(f"ready index, {self.jobs:,} queued jobs drained" + self.stopped_note),
             f"  with the jobs queued:         {self.seeded_kb:>8,.0f} kB",
             f"  after the drain:              {self.after_drain_kb:>8,.0f} kB"
             f"  (your guess: {guess_text(self.guess, ' kB')})",
         ]
         if self.after_vacuum_kb is None or self.after_reindex_kb is None:
-            not_run = "  VACUUM and REINDEX not run: Stop ended the drain first"
-            return "\n".join([*head, not_run, *self.footer()])
-        return "\n".join(
-            head
-            + [
+            not_run = note("  VACUUM and REINDEX not run: Stop ended the drain first")
+            return [*head, not_run, *self.footer()]
+        return head + [
+            note(
                 f"  after VACUUM:                 {self.after_vacuum_kb:>8,.0f} kB"
-                f"  ({self.vacuum_pages_deleted:,} of its {self.vacuum_index_pages:,} pages newly deleted)",
-                f"  after REINDEX CONCURRENTLY:   {self.after_reindex_kb:>8,.0f} kB",
-            ]
-            + self.footer()
-        )
+                f"  ({self.vacuum_pages_deleted:,} of its {self.vacuum_index_pages:,} pages newly deleted)"
+            ),
+            f"  after REINDEX CONCURRENTLY:   {self.after_reindex_kb:>8,.0f} kB",
+            *self.footer(),
+        ]
 
     def chart(self) -> charts.Chart:
         """The ready index's size after the drain, VACUUM and REINDEX, beside the guide's
@@ -468,9 +474,11 @@ class ReadPlans(Result):
             ("status = $1, generic plan: buffers", self.guess_cell, self.generic.buffers, None),
         ]
 
-    def summary(self) -> str:
-        return "\n".join(
-            [
+    def report(self) -> list[str]:
+        # every line bar the server's: each plan's time and shape are not in the table
+        return [
+            note(line)
+            for line in [
                 f"the claim's locking read, {self.done:,} done + {self.ready} ready jobs",
                 f"  status = 'ready' (literal): {self.literal.buffers:,} buffers, {self.literal.ms:.2f} ms",
                 *("    " + line for line in self.literal.shape.splitlines()),
@@ -483,8 +491,7 @@ class ReadPlans(Result):
                 f"  (your guess: {guess_text(self.guess)})",
                 *("    " + line for line in self.generic.shape.splitlines()),
             ]
-            + self.footer()
-        )
+        ] + self.footer()
 
 
 def read_plans(

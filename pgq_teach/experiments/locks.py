@@ -26,7 +26,7 @@ from ..databases import Database
 from ..errors import PgqError
 from ..guide import GuideFigure, figure
 from ..statements import run
-from .results import Comparison, Result, finish, guess_text
+from .results import Comparison, Result, finish, guess_text, note
 from .sessions import (
     CLOSED,
     DONE,
@@ -194,7 +194,7 @@ class ReplayResult(Result):
     def wait_event_text(self) -> str:
         return self.b_row.wait_event_text if self.b_row else "none"
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         if self.sqlstate:
             b_got = f"failed after {self.b_seconds:.3f} s with {self.sqlstate}: {self.message}"
         elif self.b_job is None:
@@ -211,14 +211,16 @@ class ReplayResult(Result):
                 f"  B had already finished when we looked: {state} "
                 f"({self.wait_event_text}), waiting for nothing but its client"
             )
-        lines = [
-            f"{CLAUSES[self.clause]}: A locked job {self.a_job} with FOR UPDATE and held it; "
-            f"B ran the claim with {CLAUSES[self.clause]}",
-            seen,
+        return [
+            note(
+                f"{CLAUSES[self.clause]}: A locked job {self.a_job} with FOR UPDATE and held it; "
+                f"B ran the claim with {CLAUSES[self.clause]}"
+            ),
+            note(seen),
             f"  B {b_got}  (your guess: {guess_text(self.guess, ' s')})",
-            f"  A marked job {self.a_job} done and committed after {self.a_held:.2f} s",
+            note(f"  A marked job {self.a_job} done and committed after {self.a_held:.2f} s"),
+            *self.footer(),
         ]
-        return "\n".join(lines + self.footer())
 
     def comparison(self) -> list[Comparison]:
         values = self.guide.values
@@ -394,9 +396,9 @@ class WaitersResult(Result):
             )
         return rows
 
-    def summary(self) -> str:
-        lines = [f"A held job 1; {', then '.join(self.pids)} claimed it with FOR UPDATE"]
-        for name, row in self.rows.items():
+    def report(self) -> list[str]:
+        lines: list[str] = [note(f"A held job 1; {', then '.join(self.pids)} claimed it with FOR UPDATE")]
+        for name, row in self.rows.items():  # the table's rows
             lines.append(
                 f"  {name} waited on {row.wait_event_text if row else 'none'}, "
                 f"blocked by {', '.join(self.blockers(name)) or 'nobody'}"
@@ -404,8 +406,8 @@ class WaitersResult(Result):
         got = ", ".join(
             f"{name} got " + (f"job {job}" if job else "no job") for name, job in self.jobs.items()
         )
-        lines.append(f"  after A's COMMIT {self.served_first} was served first: {got}")
-        return "\n".join(lines + self.footer())
+        lines.append(note(f"  after A's COMMIT {self.served_first} was served first: {got}"))
+        return lines + self.footer()
 
 
 def line_of_waiters(db: Database, *, waiters: int = 3, settle_s: float = 15.0) -> WaitersResult:

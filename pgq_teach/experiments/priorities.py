@@ -20,7 +20,7 @@ from .. import checks, measurements, queue, seeding, tables
 from ..databases import Database
 from ..guide import GuideFigure
 from ..statements import run
-from .results import Comparison, Progress, Result, advice, finish, tell
+from .results import Comparison, Progress, Result, advice, finish, note, tell
 
 KIND = "priority_lab"
 GUIDE_OLDEST_FIRST = advice(
@@ -63,16 +63,20 @@ class StarvationResult(Result):
             ("rounds before the low job ran, with aging", "–", _rounds(self.with_aging), "–"),
         ]
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         aged = self.with_aging
-        lines = [
-            f"{tables.count(self.load, 'urgent job')} enqueued and claimed per round, {self.rounds} rounds:"
-            f"{self.stopped_note}",
-            f"  without aging, the priority-9 job {_rounds(self.without_aging)}",
-            f"  with aging after {tables.duration(self.age_after_s)}, it {_rounds(aged)}"
-            + (f", after waiting {tables.duration(aged.waited_s)}" if aged.waited_s is not None else ""),
+        return [
+            note(
+                f"{tables.count(self.load, 'urgent job')} enqueued and claimed per round, "
+                f"{self.rounds} rounds:{self.stopped_note}"
+            ),
+            note(f"  without aging, the priority-9 job {_rounds(self.without_aging)}"),
+            note(
+                f"  with aging after {tables.duration(self.age_after_s)}, it {_rounds(aged)}"
+                + (f", after waiting {tables.duration(aged.waited_s)}" if aged.waited_s is not None else "")
+            ),
+            *self.footer(),
         ]
-        return "\n".join(lines + self.footer())
 
 
 def _rounds(r: StreamRun) -> str:
@@ -177,14 +181,16 @@ class UrgentResult(Result):
             ("jobs claimed before the urgent one, priority claim", "–", best, "–"),
         ]
 
-    def summary(self) -> str:
-        lines = [
-            f"one urgent job behind {tables.count(self.backlog, 'ordinary job')}, "
-            f"claimed in batches of {self.batch}:{self.stopped_note}",
+    def report(self) -> list[str]:
+        return [
+            note(
+                f"one urgent job behind {tables.count(self.backlog, 'ordinary job')}, "
+                f"claimed in batches of {self.batch}:{self.stopped_note}"
+            ),
             f"  the FIFO claim {_took(self.ahead_fifo, self.reached_fifo)}",
             f"  the priority claim {_took(self.ahead_priority, self.reached_priority)}",
+            *self.footer(),
         ]
-        return "\n".join(lines + self.footer())
 
 
 def _took(ahead: int, reached: bool) -> str:

@@ -19,7 +19,7 @@ from ..databases import Database
 from ..errors import BadInput
 from ..guide import GuideFigure, figure
 from ..statements import records, run
-from .results import Comparison, Result, finish, guess_text
+from .results import Comparison, Result, finish, guess_text, note
 
 # The claim styles, in the course's order: the wrong one, the guarded
 # (optimistic) repair of it, then the four locking claims of guide #6.
@@ -166,20 +166,24 @@ class RaceResult(Result, Ideals):
             ("elapsed, s", None, self.elapsed_s, None),
         ]
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         lines = [
-            f"{style_name(self.mode)}: {tables.count(self.workers, 'worker')}, "
-            f"{tables.count(self.jobs, 'job')}, {self.work_ms:g} ms each" + self.stopped_note,
+            note(
+                f"{style_name(self.mode)}: {tables.count(self.workers, 'worker')}, "
+                f"{tables.count(self.jobs, 'job')}, {self.work_ms:g} ms each" + self.stopped_note
+            ),
             f"  run more than once: {tables.count(self.run_more_than_once, 'job')}"
             f"  (your guess: {guess_text(self.guess)})",
             f"  total runs: {self.total_runs:,}; done: {self.done:,}; wasted claims: {self.wasted_claims:,}",
-            f"  elapsed {self.elapsed_s:.2f} s; ideal {self.serial_ideal_s:.2f} s serial, "
-            f"{self.shared_ideal_s:.2f} s shared",
+            note(
+                f"  elapsed {self.elapsed_s:.2f} s; ideal {self.serial_ideal_s:.2f} s serial, "
+                f"{self.shared_ideal_s:.2f} s shared"
+            ),
         ]
         footer = self.footer()
         if self.mode != "naive":
-            footer[0] += " (the naive claim's figure)"
-        return "\n".join(lines + footer)
+            footer[0] = note(footer[0] + " (the naive claim's figure)")
+        return lines + footer
 
     def timeline(self) -> charts.Chart:
         """Every run in its worker's lane, red where the job ran more than once;
@@ -461,20 +465,25 @@ class SweepResult(Result):
     def guide_text(self, race: RaceResult) -> str | None:
         return race.guide_figure_text() if race.workers == self.guide.values["workers"] else None
 
-    def summary(self) -> str:
-        lines = [
-            f"naive race, {self.jobs:,} jobs, {self.work_ms:g} ms each, by worker count" + self.stopped_note
+    def report(self) -> list[str]:
+        lines: list[str] = [
+            note(
+                f"naive race, {self.jobs:,} jobs, {self.work_ms:g} ms each, by worker count"
+                + self.stopped_note
+            )
         ]
         for r in self.races:
             per = self.runs_per_duplicate(r.workers)
             per_text = f" ({per:.1f} runs per such job)" if per else ""
-            lines.append(
-                f"  {r.workers:>2} {tables.plural(r.workers, 'worker'):<7}: "
-                f"{r.run_more_than_once:>4,} {tables.plural(r.run_more_than_once, 'job'):<4} "
-                "run more than once, "
-                f"{r.extra_runs:>4,} extra {tables.plural(r.extra_runs, 'run')}{per_text}"
+            lines.append(  # extra runs: the table has only the jobs run more than once
+                note(
+                    f"  {r.workers:>2} {tables.plural(r.workers, 'worker'):<7}: "
+                    f"{r.run_more_than_once:>4,} {tables.plural(r.run_more_than_once, 'job'):<4} "
+                    "run more than once, "
+                    f"{r.extra_runs:>4,} extra {tables.plural(r.extra_runs, 'run')}{per_text}"
+                )
             )
-        return "\n".join(lines + self.footer())
+        return lines + self.footer()
 
     def chart(self) -> charts.Chart:
         """Duplicates against the number of workers: one line for jobs run more

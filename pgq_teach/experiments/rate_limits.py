@@ -38,7 +38,7 @@ from ..databases import Database
 from ..guide import GuideFigure
 from ..statements import run, run_one
 from ..worker import Worker
-from .results import Comparison, Progress, Result, advice, finish, tell
+from .results import Comparison, Progress, Result, advice, finish, note, tell
 
 KIND = "call_partner"
 JOBS = 20_000  # more than the fastest run here takes: the queue never runs dry during a run
@@ -140,7 +140,7 @@ class QuotaResult(Result):
             ),
         ]
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         lines = [
             f"{tables.count(self.workers, 'Worker')} calling the partner for "
             f"{tables.duration(self.seconds)} each run "
@@ -156,7 +156,7 @@ class QuotaResult(Result):
                 f"{tables.count(r.tries_spent, 'try', many='tries')} spent, "
                 f"{tables.count(r.handed_back, 'job')} handed back"
             )
-        return "\n".join(lines + self.footer())
+        return [note(line) for line in lines] + self.footer()
 
     def chart(self) -> charts.Chart:
         """The partner's calls in each second of each run, with the limit as a dashed rule."""

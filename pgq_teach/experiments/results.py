@@ -34,6 +34,17 @@ def server_fields(db: Database) -> dict[str, Any]:
     return {"server_version": db.server.version, "server_major": db.server.major}
 
 
+class Note(str):
+    """A line of a result's summary that says what its comparison table does not: the run's
+    settings and whether it stopped, a fact of its own, the guide's section. A view shows the
+    table and these lines under it (`Result.notes`); the terminal shows the whole summary."""
+
+
+def note(line: str) -> Note:
+    """`line`, marked as one of its result's notes."""
+    return Note(line)
+
+
 def guess_text(guess: float | None, unit: str = "") -> str:
     """A guess as a person reads it: "no guess" when the learner made none."""
     if guess is None:
@@ -61,9 +72,23 @@ class Result:
         """Rows of (measure, your guess, this server, the guide)."""
         return []
 
+    def report(self) -> list[str]:
+        """The summary, line by line; the lines its table lacks are `Note`s (`note(line)`)."""
+        raise NotImplementedError(f"{type(self).__name__} has no report()")
+
+    def summary(self) -> str:
+        """The whole result as text, for the terminal and `reproduce`."""
+        return "\n".join(self.report())
+
+    def notes(self) -> list[str]:
+        """What a view shows under the comparison table: the summary's notes, each as one
+        line. The table holds the rest, and its caption the server."""
+        return [line.strip() for line in self.report() if isinstance(line, Note)]
+
     def footer(self) -> list[str]:
-        """The last lines of every summary: the guide's figure and this server."""
-        return [f"  {self.guide}", f"  this server: PostgreSQL {self.server_version}"]
+        """The last lines of every summary: the guide's figure (a note: the table has its
+        value, not its section) and this server (the table's caption)."""
+        return [note(f"  {self.guide}"), f"  this server: PostgreSQL {self.server_version}"]
 
     @property
     def stopped_note(self) -> str:

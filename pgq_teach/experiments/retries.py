@@ -25,7 +25,7 @@ from ..errors import BadInput, PgqError
 from ..guide import GuideFigure, figure
 from ..statements import records, run, run_one, statement
 from ..worker import Worker
-from .results import Comparison, Progress, Result, advice, finish, guess_text, tell
+from .results import Comparison, Progress, Result, advice, finish, guess_text, note, tell
 from .sessions import ClosesOnExit
 
 KIND = "call_webhook"
@@ -139,22 +139,23 @@ class ScheduleResult(Result):
     def final(self) -> FailureStep:
         return self.steps[-1]
 
-    def summary(self) -> str:
-        lines = [
-            f"one {KIND} job, max_attempts {self.max_attempts}, failed {len(self.steps)} times with "
-            f"{FAIL_STATEMENTS[self.statement]} (the lab made it due after each failure instead of waiting)"
-            + self.stopped_note
-            + ":"
+    def report(self) -> list[str]:
+        lines: list[str] = [
+            note(
+                f"one {KIND} job, max_attempts {self.max_attempts}, failed {len(self.steps)} times with "
+                f"{FAIL_STATEMENTS[self.statement]} "
+                "(the lab made it due after each failure instead of waiting)" + self.stopped_note + ":"
+            )
         ]
-        for s in self.steps:
+        for s in self.steps:  # the table has the waits the guide lists, not each failure's
             then = f"ready again in {round(s.wait_s):,} s" if s.status == "ready" else "dead"
-            lines.append(f"  failure {s.attempt:>2}: {then}")
+            lines.append(note(f"  failure {s.attempt:>2}: {then}"))
         lines += [
             f"  longest wait: {max(self.waits_s, default=0):,} s "
             f"(your guess: {guess_text(self.guess, ' s')})",
-            f"  last error kept: {self.final.last_error!r}",
+            note(f"  last error kept: {self.final.last_error!r}"),
         ]
-        return "\n".join(lines + self.footer())
+        return lines + self.footer()
 
     def comparison(self) -> list[Comparison]:
         waits = self.guide.values["waits_s"]
@@ -357,13 +358,17 @@ class JitterHerdResult(Result):
     def spread_s(self) -> float:
         return self.last_s - self.first_s
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         how = "with jitter (teaching/fail_with_jitter.sql)" if self.jitter else "without jitter (fail.sql)"
-        return (
-            f"{self.jobs:,} jobs failed within {self.failing_s:.2f} s, each in its own transaction, {how}: "
-            f"they come due from {self.first_s:.2f} to {self.last_s:.2f} s after the first failure "
-            f"(spread {self.spread_s:.2f} s; your guess: {guess_text(self.guess, ' s')})" + self.stopped_note
-        )
+        return [
+            note(
+                f"{self.jobs:,} jobs failed within {self.failing_s:.2f} s, "
+                f"each in its own transaction, {how}: "
+                f"they come due from {self.first_s:.2f} to {self.last_s:.2f} s after the first failure "
+                f"(spread {self.spread_s:.2f} s; your guess: {guess_text(self.guess, ' s')})"
+                + self.stopped_note
+            )
+        ]
 
     def comparison(self) -> list[Comparison]:
         first_wait = self.guide.values["waits_s"][0]

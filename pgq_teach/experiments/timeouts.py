@@ -39,7 +39,7 @@ from ..databases import Database
 from ..guide import GuideFigure
 from ..statements import run
 from ..worker import Worker
-from .results import Comparison, Progress, Result, advice, finish, tell
+from .results import Comparison, Progress, Result, advice, finish, note, tell
 
 KIND = "hang"
 POLL_S = 0.05  # the Worker's poll: the lab's Worker looks for work often, so the runs stay short
@@ -128,7 +128,7 @@ class HungResult(Result):
             ("the stuck job's late completion: rows changed", "–", self.late_completion_rows, "–"),
         ]
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         lines = [
             f"lease {self.lease_s:g} s (a beat every {self.lease_s / 4:g} s), "
             f"watched for {self.watch_s:g} s; "
@@ -147,7 +147,7 @@ class HungResult(Result):
             f"{self.late_completion_rows} rows; the freed executor ran the other job: "
             f"{self.freed_second_status}",
         ]
-        return "\n".join(lines + self.footer())
+        return [note(line) for line in lines[:-1]] + [lines[-1]] + self.footer()
 
 
 @contextmanager

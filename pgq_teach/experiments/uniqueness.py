@@ -25,7 +25,7 @@ from .. import checks, queue, seeding
 from ..databases import Database
 from ..guide import GuideFigure
 from ..statements import run
-from .results import Comparison, Progress, Result, advice, finish, tell
+from .results import Comparison, Progress, Result, advice, finish, note, tell
 
 CREATED, PAID = "order_created", "order_paid"
 INDEX = "jobs_live_unique_key_idx"  # sql/schema.sql
@@ -76,7 +76,7 @@ class DoubleClickResult(Result):
         """order_created jobs made by the two clicks: the first's, and the second's if it differed."""
         return len({self.first_id, self.second_id})
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         waited = "waited for the first's commit" if self.second_waited else "did not wait"
         lines = [
             f"Two sessions enqueued {CREATED} with unique_key {self.unique_key!r} at once:"
@@ -87,7 +87,8 @@ class DoubleClickResult(Result):
             "  the order's jobs now: " + ", ".join(f"{j.id} {j.kind} {j.status}" for j in self.jobs),
             f"  the key is held by: {self.index_definition}",
         ]
-        return "\n".join(lines + self.footer())
+        # the two sessions' jobs are the table's first rows
+        return [note(line) if n != 1 else line for n, line in enumerate(lines)] + self.footer()
 
 
 def double_click(

@@ -40,7 +40,7 @@ def zero_work_charts(result: ZeroWorkResult) -> list:
 
 def zero_work_html(result: ZeroWorkResult) -> str:
     verdict = result.verdict()
-    return result_html(result, shown=verdict) + f"<p class='pgq-verdict'>{escape(verdict)}</p>"
+    return result_html(result) + f"<p class='pgq-verdict'>{escape(verdict)}</p>"
 
 
 class BatchDrainLab(ExperimentPanel):

@@ -5,7 +5,6 @@ the status line, the done state) is `widgets.lab.Lab`."""
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from html import escape
 from typing import Any, TypeVar
@@ -59,56 +58,12 @@ def breakable(text: str) -> tables.Markup:
     return tables.Markup(escape(text).replace("_", "_<wbr>"))
 
 
-def result_html(result: Any, *, shown: str = "") -> str:
-    """Any experiment result, shown once: its comparison table, then only the lines of
-    its text summary that the table (and `shown`, text the view already gives, such as a
-    verdict) does not hold: the run's settings, a note, the guide's section. The whole
-    summary is for the terminal and `reproduce`; repeated under the table it was a
+def result_html(result: Any) -> str:
+    """Any experiment result, shown once: its comparison table, then its notes
+    (`result.notes()`: the run's settings, the facts the table lacks, the guide's section).
+    The whole summary is for the terminal and `reproduce`; repeated under the table it was a
     second copy of every number (issue 45)."""
-    rows = result.comparison()
-    return comparison_html(rows, version=result.server_version) + notes_html(
-        summary_notes(result.summary(), rows, shown=shown)
-    )
-
-
-NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
-WORD = re.compile(r"[a-z]+")
-
-
-def summary_notes(summary: str, rows: Sequence[Sequence[Any]], *, shown: str = "") -> list[str]:
-    """The lines of `summary` that say something `rows` (a comparison) and `shown` do not.
-    The first line (the run's settings, "stopped early") always stays, the server's
-    version (the table's caption) never does; any other line stays when it has a number
-    the table lacks or, having none, a word the table lacks."""
-    numbers: list[float] = []
-    words: set[str] = set()
-    for cell in (c for row in rows for c in row if c is not None):
-        if isinstance(cell, (int, float)) and not isinstance(cell, bool):
-            numbers.append(float(cell))
-        numbers += [_number(n) for n in NUMBER.findall(str(cell))]
-        words.update(WORD.findall(str(cell).lower()))
-    notes = []
-    for i, line in enumerate(summary.splitlines()):
-        line = line.strip()
-        if not line or line.startswith("this server: PostgreSQL") or (shown and line in shown):
-            continue
-        found = NUMBER.findall(line)
-        new = (
-            any(not _in(n, numbers) for n in found) if found else not set(WORD.findall(line.lower())) <= words
-        )
-        if i == 0 or new:
-            notes.append(line)
-    return notes
-
-
-def _number(text: str) -> float:
-    return float(text.replace(",", ""))
-
-
-def _in(text: str, numbers: list[float]) -> bool:
-    """Whether the number `text` (as a summary prints it, rounded) is one of `numbers`."""
-    value, places = _number(text), len(text.partition(".")[2])
-    return any(round(n, places) == value for n in numbers)
+    return comparison_html(result.comparison(), version=result.server_version) + notes_html(result.notes())
 
 
 def notes_html(lines: list[str]) -> str:

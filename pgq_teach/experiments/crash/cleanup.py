@@ -17,7 +17,7 @@ from ...errors import BadInput, PgqError
 from ...guide import GuideFigure, figure
 from ...statements import run, run_one
 from ..bloat import VacuumReport, vacuum
-from ..results import Comparison, Progress, Result, finish, guess_text, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, note, tell
 from ..sessions import run_and_wait
 from .scene import HOLD, KIND, LAB_PREFIX, OTHERS_LIMITS, answer, lab_session
 
@@ -57,30 +57,41 @@ class CleanupResult(Result):
     churn: OneRowChurn | None = None  # one row updated many times there, held and after
     guide: GuideFigure = field(default_factory=lambda: figure(9))
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         c, r = self.culprit, self.contrast
-        lines = [
-            f"a hold-style worker sat on job 1 while {self.updated:,} other jobs were updated"
-            + self.stopped_note,
-            f"  the course's activity query saw it: pid {c['pid']}, {c['state']}, transaction age "
-            f"{tables.duration(c['xact_age'])}, backend_xid {tables.human(c['backend_xid'])}, "
-            f"backend_xmin {tables.human(c['backend_xmin'])}",
-            f"  the idle reader, open since before the worker: {r['state']}, "
-            f"backend_xid {tables.human(r['backend_xid'])}, backend_xmin {tables.human(r['backend_xmin'])}",
-            f"  VACUUM while it worked: {tuples_line(self.during)} (your guess: {guess_text(self.guess)})",
+        lines: list[str] = [
+            note(
+                f"a hold-style worker sat on job 1 while {self.updated:,} other jobs were updated"
+                + self.stopped_note
+            ),
+            note(
+                f"  the course's activity query saw it: pid {c['pid']}, {c['state']}, transaction age "
+                f"{tables.duration(c['xact_age'])}, backend_xid {tables.human(c['backend_xid'])}, "
+                f"backend_xmin {tables.human(c['backend_xmin'])}"
+            ),
+            note(
+                f"  the idle reader, open since before the worker: {r['state']}, backend_xid "
+                f"{tables.human(r['backend_xid'])}, backend_xmin {tables.human(r['backend_xmin'])}"
+            ),
+            # the remaining count: the table has what VACUUM removed and could not
+            note(
+                f"  VACUUM while it worked: {tuples_line(self.during)} (your guess: {guess_text(self.guess)})"
+            ),
         ]
         if self.elsewhere is not None:
             lines.append(f"  meanwhile, in another database, VACUUM alone: {tuples_line(self.elsewhere)}")
         if self.elsewhere_xmin is not None:
-            lines.append(f"  meanwhile, a snapshot taken there had xmin {self.elsewhere_xmin}")
+            lines.append(note(f"  meanwhile, a snapshot taken there had xmin {self.elsewhere_xmin}"))
         if self.churn is not None:
             lines.append(
-                f"  meanwhile, one job there updated {self.churn.updates:,} times: "
-                f"{tables.count(self.churn.pages_held, 'page')} (after the commit: "
-                f"{tables.count(self.churn.pages_clear, 'page')})"
+                note(
+                    f"  meanwhile, one job there updated {self.churn.updates:,} times: "
+                    f"{tables.count(self.churn.pages_held, 'page')} (after the commit: "
+                    f"{tables.count(self.churn.pages_clear, 'page')})"
+                )
             )
         lines.append(f"  VACUUM after it committed, the idle reader still open: {tuples_line(self.after)}")
-        return "\n".join(lines + self.footer())
+        return lines + self.footer()
 
     def comparison(self) -> list[Comparison]:
         dead = self.guide.values["dead"]

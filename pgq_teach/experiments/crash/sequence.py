@@ -11,7 +11,7 @@ from ... import checks
 from ...databases import Database
 from ...errors import PgqError
 from ...guide import GuideFigure, figure
-from ..results import Comparison, Progress, Result, finish, guess_text, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, note, tell
 from .scene import DEFAULT_LEASE_S, LEASE_LIMITS, BoardRow, CrashScene
 
 
@@ -35,23 +35,29 @@ class CrashResult(Result):
     def reaped_after_lease(self) -> bool:
         return self.leased_job_after.status == "ready" and self.leased_job_after.last_error == "lease expired"
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         after = self.leased_job_after
-        lines = [
-            f"hold-style worker locked job {self.hold_job}; "
-            f"lease-style worker claimed job {self.lease_job} "
-            f"with a {self.lease_s:g} s lease (attempts {self.lease_attempts})" + self.stopped_note,
-            f"  a third worker, while both lived: {self.claim_before_crash or 'no job'}",
+        return [
+            note(
+                f"hold-style worker locked job {self.hold_job}; "
+                f"lease-style worker claimed job {self.lease_job} "
+                f"with a {self.lease_s:g} s lease (attempts {self.lease_attempts})" + self.stopped_note
+            ),
+            note(f"  a third worker, while both lived: {self.claim_before_crash or 'no job'}"),
             f"  hold worker's session ended: the third worker claimed job {self.held_job_claimed} "
             f"in {self.held_job_claim_s * 1000:.1f} ms",
-            f"  lease worker's session ended: job {self.lease_job} still {self.lease_status_after_end}, "
-            f"{self.lease_left_at_end_s:.2f} s of lease left; "
-            f"the reaper then handed back {self.reaped_at_once}",
-            f"  the reaper handed job {self.lease_job} back {self.back_after_s:.2f} s after its worker's "
-            f"session ended (your guess: {guess_text(self.guess, ' s')}): {after.status}, "
-            f"attempts {after.attempts}, last error {after.last_error!r}",
+            note(
+                f"  lease worker's session ended: job {self.lease_job} still {self.lease_status_after_end}, "
+                f"{self.lease_left_at_end_s:.2f} s of lease left; "
+                f"the reaper then handed back {self.reaped_at_once}"
+            ),
+            note(
+                f"  the reaper handed job {self.lease_job} back {self.back_after_s:.2f} s after its worker's "
+                f"session ended (your guess: {guess_text(self.guess, ' s')}): {after.status}, "
+                f"attempts {after.attempts}, last error {after.last_error!r}"
+            ),
+            *self.footer(),
         ]
-        return "\n".join(lines + self.footer())
 
     def comparison(self) -> list[Comparison]:
         return [

@@ -16,7 +16,7 @@ from ...errors import BadInput, PgqError
 from ...guide import GuideFigure
 from ...statements import run, run_one
 from ...worker import Worker
-from ..results import Comparison, Progress, Result, advice, finish, guess_text, tell
+from ..results import Comparison, Progress, Result, advice, finish, guess_text, note, tell
 from .lab import KIND, LAB_PREFIX, LEASE_LIMITS, WORK_LIMITS, WORKER_LIMITS, prepare
 
 
@@ -116,26 +116,30 @@ class LongJobResult(Result):
             claims.setdefault(attempts, []).append(t + left)
         return any(max(d) - min(d) > self.lease_s / 2 for d in claims.values())
 
-    def summary(self) -> str:
-        runs = "\n".join(
-            f"    {r.worker} (token {r.token}) {r.start_s:5.2f} to {r.end_s:5.2f} s: {r.outcome}"
+    def report(self) -> list[str]:
+        runs = [
+            note(f"    {r.worker} (token {r.token}) {r.start_s:5.2f} to {r.end_s:5.2f} s: {r.outcome}")
             for r in self.runs
-        )
-        return "\n".join(
-            [
+        ]
+        return [
+            note(
                 f"{'with' if self.heartbeat else 'without'} a heartbeat: {self.work_s:g} s of work, "
                 f"{self.lease_s:g} s lease, {tables.count(self.workers, 'worker')}"
                 + (f" of {self.concurrency} executors" if self.concurrency > 1 else "")
-                + self.stopped_note,
-                f"  the handler ran {tables.count(self.times_run, 'time')} "
-                f"(your guess: {guess_text(self.guess)}):",
-                runs,
-                f"  the job ended {self.final_status}" + (f" ({self.last_error})" if self.last_error else ""),
+                + self.stopped_note
+            ),
+            f"  the handler ran {tables.count(self.times_run, 'time')} "
+            f"(your guess: {guess_text(self.guess)}):",
+            *runs,
+            note(
+                f"  the job ended {self.final_status}" + (f" ({self.last_error})" if self.last_error else "")
+            ),
+            note(
                 "  each claim's lease deadline "
-                + ("moved with the work" if self.lease_moved else "stayed where the claim put it"),
-                *self.footer(),
-            ]
-        )
+                + ("moved with the work" if self.lease_moved else "stayed where the claim put it")
+            ),
+            *self.footer(),
+        ]
 
     def comparison(self) -> list[Comparison]:
         fenced = sum(r.outcome == "fenced" for r in self.runs)

@@ -15,7 +15,7 @@ from ... import charts, checks, tables
 from ...databases import Database
 from ...guide import GuideFigure, figure
 from ..crash import answer
-from ..results import Comparison, Progress, Result, finish, guess_text, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, note, tell
 from ..sessions import Session, run_and_wait
 from .lab import LEASE_LIMITS, ORDER, claimed, complete, lab_session, lease_end, prepare
 
@@ -110,18 +110,18 @@ class FencingResult(Result):
             time_axis=charts.axis("time since the start", "s", ",.1~f"),
         )
 
-    def summary(self) -> str:
-        steps = [f"  {e.t_s:5.2f} s  {e.lane:<6} {e.what}" for e in self.events]
-        lines = [
-            f"one receipt job, a {self.lease_s:g} s lease, {self.handler} handler" + self.stopped_note,
+    def report(self) -> list[str]:
+        steps = [note(f"  {e.t_s:5.2f} s  {e.lane:<6} {e.what}") for e in self.events]
+        return [
+            note(f"one receipt job, a {self.lease_s:g} s lease, {self.handler} handler" + self.stopped_note),
             *steps,
             f"  A's completion updated {tables.count(self.a_rows, 'row')}, B's {self.b_rows}; "
             f"the job is {self.final_status}",
             f"  the customer's inbox: {tables.count(self.emails, 'receipt')}, "
             f"sent by {', '.join(self.inbox) or 'nobody'} "
             f"(your guess: {guess_text(self.guess)})",
+            *self.footer(),
         ]
-        return "\n".join(lines + self.footer())
 
     def comparison(self) -> list[Comparison]:
         values = self.guide.values

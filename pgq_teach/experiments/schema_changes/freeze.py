@@ -34,7 +34,7 @@ from ... import Worker, charts, checks, migrate, queue, seeding, tables  # Worke
 from ...databases import Database
 from ...guide import GuideFigure
 from ...statements import run, run_one
-from ..results import Comparison, Progress, Result, finish, guess_text, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, note, tell
 from ..sessions import LAB_PREFIX, Session
 from .rules import GUIDE_LEASES, GUIDE_SILENT
 
@@ -156,7 +156,7 @@ class LiveMigration(Result):
             css="pgq-lock-queue",
         )
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         lines = [
             f"{self.label}: ALTER TABLE jobs ADD COLUMN under {self.workers} workers x {self.concurrency}"
             f"{self.stopped_note}",
@@ -170,17 +170,18 @@ class LiveMigration(Result):
             f"{tables.count(len(self.waiting_behind_migration()), 'request')} waiting for the migration "
             "(queue_table() lists them)",
         ]
+        head = [note(line) for line in lines[:3]] + lines[3:]  # the lock queue is its own table
         if self.tries:
-            lines += ["  the migration's tries:", *(f"    {t}" for t in self.tries)]
-        lines += [
+            head += [note("  the migration's tries:"), *(note(f"    {t}") for t in self.tries)]
+        lines = [
             f"  claims while the report stayed open: {self.claims_while_queued}; longest time with no "
             f"claim {self.longest_gap_s:.2f} s (your guess: {guess_text(self.guess, ' s')})",
             f"  leases that ran out (the workers gave the job up): {self.leases_lost}; jobs the reaper "
             f"took back: {self.leases_expired}; jobs run again: {self.run_again}; "
             f"completions fenced: {self.fenced}",
-            f"  {tables.count(self.done, 'job')} done in {self.ended_at_s:.1f} s",
+            note(f"  {tables.count(self.done, 'job')} done in {self.ended_at_s:.1f} s"),
         ]
-        return "\n".join(lines + self.footer() + [f"  {GUIDE_SILENT}"])
+        return head + lines + self.footer() + [note(f"  {GUIDE_SILENT}")]
 
     def chart(self) -> charts.Chart:
         """Claims per second over the run (the summary gives when the migration asked and landed)."""

@@ -35,7 +35,7 @@ from ...databases import Database
 from ...errors import BadInput
 from ...guide import GuideFigure
 from ...statements import run, run_one
-from ..results import Comparison, Progress, Result, finish, guess_text, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, note, tell
 from ..sessions import LAB_PREFIX
 from .rules import GUIDE_DOCS, GUIDE_SILENT
 
@@ -164,20 +164,22 @@ class LockSurvey(Result):
             css="pgq-lock-survey",
         )
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         big = max(self.sizes)
-        return "\n".join(
-            [
+        return [
+            note(
                 f"what each change locks on jobs (probes: a read and a write, lock_timeout "
-                f"{self.probe_timeout}), and how long it took{self.stopped_note}:",
-                *(f"  {c}" for c in self.changes),
+                f"{self.probe_timeout}), and how long it took{self.stopped_note}:"
+            ),
+            *(note(f"  {c}") for c in self.changes),
+            note(
                 f"  a failed CREATE UNIQUE INDEX CONCURRENTLY ({self.failed_build_error}) left: "
-                f"{', '.join(self.invalid_after_failed_build) or 'nothing'} (INVALID)",
-                f"  your guess for the volatile default at {big:,} rows: {guess_text(self.guess, ' ms')}",
-            ]
-            + self.footer()
-            + [f"  {GUIDE_SILENT}"]
-        )
+                f"{', '.join(self.invalid_after_failed_build) or 'nothing'} (INVALID)"
+            ),
+            f"  your guess for the volatile default at {big:,} rows: {guess_text(self.guess, ' ms')}",
+            *self.footer(),
+            note(f"  {GUIDE_SILENT}"),
+        ]
 
     def chart(self) -> charts.Chart:
         """How long each change took, one bar a change and size."""

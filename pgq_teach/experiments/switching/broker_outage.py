@@ -27,7 +27,7 @@ from ...outbox import (
     prepare_outbox,
 )
 from ...statements import run
-from ..results import Comparison, Progress, Result, finish, guess_text, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, note, tell
 from .orders import GUIDE_OUTBOX, OrderDesk
 
 CRASHED_RELAY_LEASE_S = 0.5  # the outage lab's crashed relay, so the lab need not wait 30 s
@@ -133,27 +133,26 @@ class OutageResult(Result):
             tooltip=["broker:N"],
         )
 
-    def summary(self) -> str:
-        return "\n".join(
-            [
-                f"broker killed (SIGKILL, pid {self.killed_pid}) for {self.outage_s:g} s while orders kept "
-                f"coming; the relay's whole retry schedule at max_attempts={self.max_attempts} is "
-                f"{self.retry_schedule_s:g} s",
-                f"outbox lag: peak {self.peak_lag_s:.1f} s, at the end {self.final_lag_s:.1f} s "
-                f"(your guess for the peak: {guess_text(self.guess, ' s')})",
-                f"events: {self.events_written} written, {self.in_broker} in the broker, "
-                f"{self.unsent} still in the outbox, lost: {self.lost_cell}, "
-                f"{self.dead} dead, {self.out_of_order} out of order per order",
-                f"relay: paused {tables.count(self.pauses, 'time')}, handed back "
-                f"{tables.count(self.handed_back, 'claimed event')} unsent "
-                "(no try spent)",
-                f"duplicates: {self.published_uncompleted} published by a relay that died before marking "
-                f"them sent; the dedup window removed {self.deduplicated} duplicate publishes; "
-                f"the stream holds {self.stream_messages} messages; "
-                f"the consumer absorbed {self.duplicates_absorbed}",
-            ]
-            + self.footer()
-        )
+    def report(self) -> list[str]:
+        lines = [
+            f"broker killed (SIGKILL, pid {self.killed_pid}) for {self.outage_s:g} s while orders kept "
+            f"coming; the relay's whole retry schedule at max_attempts={self.max_attempts} is "
+            f"{self.retry_schedule_s:g} s",
+            f"outbox lag: peak {self.peak_lag_s:.1f} s, at the end {self.final_lag_s:.1f} s "
+            f"(your guess for the peak: {guess_text(self.guess, ' s')})",
+            f"events: {self.events_written} written, {self.in_broker} in the broker, "
+            f"{self.unsent} still in the outbox, lost: {self.lost_cell}, "
+            f"{self.dead} dead, {self.out_of_order} out of order per order",
+            f"relay: paused {tables.count(self.pauses, 'time')}, handed back "
+            f"{tables.count(self.handed_back, 'claimed event')} unsent "
+            "(no try spent)",
+            f"duplicates: {self.published_uncompleted} published by a relay that died before marking "
+            f"them sent; the dedup window removed {self.deduplicated} duplicate publishes; "
+            f"the stream holds {self.stream_messages} messages; "
+            f"the consumer absorbed {self.duplicates_absorbed}",
+        ]
+        # the lag line is the table's first row (its end is the lag chart's last point)
+        return [line if n == 1 else note(line) for n, line in enumerate(lines)] + self.footer()
 
 
 def retry_schedule_s(max_attempts: int) -> float:

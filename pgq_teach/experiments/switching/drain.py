@@ -12,7 +12,7 @@ from ... import checks, measurements, queue
 from ...databases import Database
 from ...guide import GuideFigure, figure
 from ...statements import run
-from ..results import Comparison, Progress, Result, finish, guess_text, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, note, tell
 
 
 @dataclass(kw_only=True)
@@ -48,16 +48,16 @@ class DrainRate(Result):
             ("jobs per second", None, round(self.jobs_per_s), round(self.guide_jobs_per_s)),
         ]
 
-    def summary(self) -> str:
-        return "\n".join(
-            [
+    def report(self) -> list[str]:
+        return [
+            note(
                 f"{self.completed:,} jobs claimed and completed in batches of {self.batch} by {self.workers} "
-                f"threads: {self.elapsed_s:.2f} s, {self.jobs_per_s:,.0f} jobs/s" + self.stopped_note,
-                f"  your guess: {guess_text(self.guess, ' s')}",
-                f"  the guide's rate: {self.guide_jobs_per_s:,.0f} jobs/s",
-            ]
-            + self.footer()
-        )
+                f"threads: {self.elapsed_s:.2f} s, {self.jobs_per_s:,.0f} jobs/s" + self.stopped_note
+            ),
+            f"  your guess: {guess_text(self.guess, ' s')}",
+            f"  the guide's rate: {self.guide_jobs_per_s:,.0f} jobs/s",
+            *self.footer(),
+        ]
 
 
 def drain_rate(

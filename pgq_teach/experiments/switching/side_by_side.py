@@ -8,7 +8,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ... import checks, queue
+from ... import checks, queue, tables
 from ...databases import Database
 from ...guide import GuideFigure, figure
 from ...infra import broker
@@ -65,14 +65,20 @@ class SideBySide(Result):
             )
         return "\n".join(lines)
 
-    def summary(self) -> str:
-        return "\n".join(
-            [
-                self.table_markdown(),
-                f"your guess for the table at batch 100: {guess_text(self.guess, ' jobs/s')}",
-            ]
-            + self.footer()
-        )
+    def report(self) -> list[str]:
+        return [
+            *self.table_markdown().splitlines(),
+            f"your guess for the table at batch 100: {guess_text(self.guess, ' jobs/s')}",
+            *self.footer(),
+        ]
+
+    def notes(self) -> list[str]:
+        """Each drain's pickup times and what it left (the table has its rate), then the guide."""
+        return [
+            f"{r.system}, batch {r.batch}: pickup p50 {r.pickup_p50_ms:,.0f} ms, "
+            f"p99 {r.pickup_p99_ms:,.0f} ms; {tables.count(r.left, 'job')} left"
+            for r in self.rows
+        ] + super().notes()
 
 
 def percentile_ms(values: list[float], p: float) -> float:

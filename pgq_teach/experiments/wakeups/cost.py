@@ -15,7 +15,7 @@ from ... import charts, checks, queue, tables
 from ...databases import Database
 from ...guide import GuideFigure, figure
 from ...statements import run
-from ..results import Comparison, Progress, Result, finish, tell
+from ..results import Comparison, Progress, Result, finish, note, tell
 from ..sessions import together
 from .listening import KIND
 
@@ -77,19 +77,19 @@ class CostResult(Result):
             ]
         return rows
 
-    def summary(self) -> str:
+    def report(self) -> list[str]:
         lines = [
             f"enqueue cost: {self.producers} producers, {self.transactions} transactions each of "
             f"{self.per_transaction} jobs ({self.jobs:,} jobs per mode), "
             f"best of {tables.count(self.rounds, 'round')}" + self.stopped_note
         ]
-        lines += [
+        lines += [  # the jobs stored and notifications heard: the table has the rates
             f"  NOTIFY {mode:<16} {self.elapsed_s[mode]:.2f} s, {self.jobs_per_s(mode):,.0f} jobs/s; "
             f"{self.enqueued.get(mode, 0):,} jobs in the table, "
             f"{self.heard.get(mode, 0):,} notifications heard"
             for mode in self.modes
         ]
-        return "\n".join(lines + self.footer())
+        return [note(line) for line in lines] + self.footer()
 
     def chart(self) -> charts.Chart:
         """Enqueue throughput under each NOTIFY mode."""

@@ -14,7 +14,7 @@ from ...databases import Database
 from ...guide import GuideFigure, figure
 from ...statements import run
 from ...worker import Worker
-from ..results import Comparison, Progress, Result, finish, guess_text, tell
+from ..results import Comparison, Progress, Result, finish, guess_text, note, tell
 from .listening import KIND
 
 
@@ -99,17 +99,17 @@ class LatencyResult(Result):
             ("without NOTIFY, longest ms", None, self.max_ms(False), None),
         ]
 
-    def summary(self) -> str:
-        return "\n".join(
-            [
+    def report(self) -> list[str]:
+        return [  # each line's max and count: the table has the medians
+            note(
                 f"pickup latency, one idle Worker, poll {self.poll_s:g} s "
-                f"(the guide's 5 s scaled by 1/{self.scale:g})" + self.stopped_note,
-                self.line("with NOTIFY:   ", True),
-                self.line("without NOTIFY:", False),
-                f"  your guess, the median without NOTIFY: {guess_text(self.guess, ' ms')}",
-            ]
-            + self.footer()
-        )
+                f"(the guide's 5 s scaled by 1/{self.scale:g})" + self.stopped_note
+            ),
+            note(self.line("with NOTIFY:   ", True)),
+            note(self.line("without NOTIFY:", False)),
+            note(f"  your guess, the median without NOTIFY: {guess_text(self.guess, ' ms')}"),
+            *self.footer(),
+        ]
 
     def chart(self) -> charts.Chart:
         """Each job's pickup latency, with and without NOTIFY, beside the poll interval."""

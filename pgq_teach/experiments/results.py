@@ -34,15 +34,15 @@ def server_fields(db: Database) -> dict[str, Any]:
     return {"server_version": db.server.version, "server_major": db.server.major}
 
 
-class Note(str):
+class ResultNote(str):
     """A line of a result's summary that says what its comparison table does not: the run's
     settings and whether it stopped, a fact of its own, the guide's section. A view shows the
     table and these lines under it (`Result.notes`); the terminal shows the whole summary."""
 
 
-def note(line: str) -> Note:
+def note(line: str) -> ResultNote:
     """`line`, marked as one of its result's notes."""
-    return Note(line)
+    return ResultNote(line)
 
 
 def guess_text(guess: float | None, unit: str = "") -> str:
@@ -73,7 +73,7 @@ class Result:
         return []
 
     def report(self) -> list[str]:
-        """The summary, line by line; the lines its table lacks are `Note`s (`note(line)`)."""
+        """The summary, line by line; the lines its table lacks are marked with `note(line)`."""
         raise NotImplementedError(f"{type(self).__name__} has no report()")
 
     def summary(self) -> str:
@@ -83,7 +83,7 @@ class Result:
     def notes(self) -> list[str]:
         """What a view shows under the comparison table: the summary's notes, each as one
         line. The table holds the rest, and its caption the server."""
-        return [line.strip() for line in self.report() if isinstance(line, Note)]
+        return [line.strip() for line in self.report() if isinstance(line, ResultNote)]
 
     def footer(self) -> list[str]:
         """The last lines of every summary: the guide's figure (a note: the table has its

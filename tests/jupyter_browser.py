@@ -51,6 +51,7 @@ NARROW_KNOWN = {
     "pgq-race-lab": "its timeline, drawn at charts.WIDTH (440 px) with lane titles and a legend, is 662 px",
     "pgq-sweep-lab": "its chart, drawn at charts.WIDTH with a legend beside it, is 870 px",
     "pgq-idle-lab": "its six-column steps table is 834 px, and its two buttons lose a px each in the row",
+    "pgq-dashboard": "its ten-column sessions table is 656 px",
 }
 STEP_MS = 30_000  # the default wait for any one step in the page
 # The most a lesson's Run All may take in the browser: quiet, the longest (lesson 10) takes 56

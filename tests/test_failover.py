@@ -357,6 +357,43 @@ def test_an_outbox_event_is_lost_with_its_completion_and_written_again_under_a_n
     assert second[2] != first[2]  # a new event id: a copy published before the kill is not absorbed
 
 
+@pytest.mark.parametrize("fence", [False, True], ids=["without-fence", "with-fence"])
+def test_a_new_order_after_failover_takes_a_lost_orders_id_only_without_the_fence(fence):
+    """An application's own ids across an asynchronous failover, on a real pair, in the drill's
+    outbox database: 40 orders placed in the lost window (past the 32 values a sequence logs
+    ahead) are lost, and without fence_sequences.sql the first order on the new primary takes
+    the id of one of them; with it, as the drill runs it at promotion (failover._fence), the
+    new order's id is past any the old primary could have issued."""
+    from pgq_teach.faults import failover, failover_outbox
+
+    db = failover_outbox.OUTBOX_DB
+
+    def place(conn) -> int:
+        return run(conn, "lab/place_order", {"email": "a@example.com", "total": "9.99"}).fetchone()[0]
+
+    with server.replica_pair(synchronous=False) as pair:
+        with pair.connect(pair.primary) as conn:
+            run(conn, "schema")
+            run(conn, "admin/create_database", idents={"name": db})
+        with pair.connect(pair.primary, db) as conn:
+            run(conn, "schema")
+            before = place(conn)
+        failover._caught_up(pair)
+        with failover.lost_window(pair), pair.connect(pair.primary, db) as old:
+            lost = [place(old) for _ in range(40)]
+        pair.promote()
+        if fence:
+            failover._fence(pair, with_outbox=True)
+        pair.open_for_writes()
+        with pair.connect(pair.replica, db) as new:
+            kept = [i for i in (before, *lost) if run(new, "lab/order_row", {"id": i}).fetchone() is not None]
+            after = place(new)
+    assert kept == [before] and lost == list(range(before + 1, before + 41))  # the window was lost
+    assert (after in lost) is (not fence)
+    if fence:
+        assert after > max(lost) + 2**31 and (after - 1) % 2**32 == 0  # moved_to + 1, an epoch's start
+
+
 def test_the_pair_folder_goes_even_while_something_still_writes_into_it(tmp_path):
     """After a Ctrl-C, initdb and its bootstrap backend may still be writing into the pair's
     folder while tear-down removes it (subprocess.run waits only a quarter second for them):

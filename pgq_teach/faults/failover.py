@@ -30,7 +30,8 @@ which dies with it. The counts, each judged against what its configuration allow
   at the kill, still held when the new primary opens, landing within a re-claim's 2-10 ms
   handler, so it stays 0; tests/test_failover.py builds the case on a pair (a holder from the
   old primary completing on the new one).
-With the fencing epoch (sql/fence_epoch.sql, run once at promotion) no token repeats.
+With the fencing epoch (sql/fence_epoch.sql, run once at promotion) no token repeats, and
+with sql/fence_sequences.sql beside it, in each database, no id from a sequence does.
 Where the broker extra is installed, outbox events are counted too (failover_outbox.py says
 how); elsewhere the output says they are not.
 """
@@ -213,9 +214,8 @@ def run_config(settings: DrillSettings, config: str, progress: Callable[[str], N
                 f"(replica's WAL receiver paused); promoting the replica"
             )
             pair.promote()
-            if settings.epoch:  # before any worker can land on it
-                with pair.writable() as conn:
-                    result.epoch_base = int(run_one(conn, "fence_epoch")[0])
+            if settings.epoch:  # before any worker or checkout can land on it
+                result.epoch_base = _fence(pair, outbox is not None)
             after = {row[0]: row for row in _jobs(pair.replica, pair)}
             pair.open_for_writes()
             result.drained = _drain(fleet, settings, progress, config)
@@ -234,6 +234,17 @@ def run_config(settings: DrillSettings, config: str, progress: Callable[[str], N
         }  # fmt: skip
     result.seconds = time.monotonic() - began
     return result
+
+
+def _fence(pair: Pair, with_outbox: bool) -> int:
+    """The epoch at promotion: every sequence moved past the old primary's in each database
+    (the outbox's orders too), then the jobs' tokens; the new tokens' base."""
+    if with_outbox:
+        with pair.writable(box.OUTBOX_DB) as conn:
+            run(conn, "fence_sequences")
+    with pair.writable() as conn:
+        run(conn, "fence_sequences")  # first: fence_epoch then reports the next job id
+        return int(run_one(conn, "fence_epoch")[0])
 
 
 def _outbox(pair: Pair, db: Database, settings: DrillSettings) -> Any:

@@ -5,9 +5,11 @@ written, and against what the new primary still has.
 
 The outbox lives in a database of its own on the pair (`OUTBOX_DB`): the fleet's workers claim
 every kind of job in theirs, and would take the events as their own. Physical replication
-carries every database of the cluster, so it loses the same window of WAL. The fencing epoch
-is not run on it: its job ids repeat after the failover, and the relay and the consumer key on
-the event id (tests/test_failover.py shows a new event under a lost one's job id applied).
+carries every database of the cluster, so it loses the same window of WAL. At promotion the
+epoch moves its sequences (fence_sequences.sql), so its order ids and job ids do not repeat;
+fence_epoch.sql's tokens are not moved there. Without the epoch its job ids repeat, and the
+relay and the consumer, keyed on the event id, absorb that (tests/test_failover.py shows a new
+event under a lost one's job id applied).
 
 Checkout writes from the fleet's start until the kill, then stops, so every event the drill
 counts was written on the old primary. The counts:
@@ -53,8 +55,8 @@ NOT_COUNTED = (
 )
 COUNTED = (
     "outbox events: counted: checkout writes orders and their events on the primary until the "
-    "kill (database outbox, no fencing epoch), and the library's relay forwards them to a NATS "
-    "broker of the drill's own before and after the promotion"
+    "kill (database outbox, its sequences moved with the epoch), and the library's relay forwards "
+    "them to a NATS broker of the drill's own before and after the promotion"
 )
 RETRY_S = 0.1  # a writer or the relay whose server went away tries to connect again after this
 SETTLE_S = 30.0  # after the drain, how long the relay gets to publish what the new primary holds

@@ -134,10 +134,10 @@ class Pair:
         except psycopg.Error:
             return False
 
-    def writable(self) -> psycopg.Connection:
+    def writable(self, dbname: str = "postgres") -> psycopg.Connection:
         """A session on the promoted replica that may write before it is open to clients."""
         return psycopg.connect(
-            self.dsn(self.replica), autocommit=True, connect_timeout=5,
+            self.dsn(self.replica, dbname), autocommit=True, connect_timeout=5,
             options="-c default_transaction_read_only=off",
         )  # fmt: skip
 

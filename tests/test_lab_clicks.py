@@ -50,6 +50,10 @@ from pgq_teach.widgets.common import result_html
 from pgq_teach.widgets.lab import Lab
 from pgq_teach.widgets.your_turn import YourTurn
 
+# A lab or a Your turn whose thread dies of an exception (one a Stop raised, say) fails here,
+# where pytest would only warn: in a notebook it is a traceback on stderr.
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+
 # Two orders for a lab with several buttons, one for a lab with Run alone (its presses vary
 # only when Stop comes): the file takes about 3 minutes on a quiet 2-CPU machine (5 1/2 with
 # three and two), and a failing order is found again by its seed.

@@ -153,6 +153,8 @@ def _double_click(scratch: Scratch, owner: psycopg.Connection, learner: LearnerS
         ids = returned_ids(execute(first, learner, passed))
         race.first_id = ids[0] if len(ids) == 1 else None
 
+        stopped: list[Refused] = []
+
         def click_again() -> None:
             try:
                 race.second = returned_ids(execute(second, learner, passed))
@@ -160,6 +162,8 @@ def _double_click(scratch: Scratch, owner: psycopg.Connection, learner: LearnerS
             except psycopg.Error as e:
                 race.error = (e.diag.message_primary or type(e).__name__).strip()
                 second.rollback()
+            except Refused as e:  # Stop, pressed while it ran: raised in the grader's thread below,
+                stopped.append(e)  # as a refusal of the first click is, not lost in this one
 
         clicker = threading.Thread(target=click_again, name="pgq-second-click")
         clicker.start()
@@ -170,6 +174,8 @@ def _double_click(scratch: Scratch, owner: psycopg.Connection, learner: LearnerS
             time.sleep(0.02)
         first.commit()
         clicker.join()
+        if stopped:
+            raise stopped[0]
     race.jobs = len(jobs_with_key(owner, passed["unique_key"]))
     return race
 

@@ -60,7 +60,10 @@ class YourTurn(Lab):
             [
                 self.title,
                 self.editor,
-                W.HBox([self.check_button, self.stop_button, self.reset_button, self.progress, status]),
+                W.HBox(  # wraps, never shrinks: at 800 px the buttons were cut to fit one row
+                    [self.check_button, self.stop_button, self.reset_button, self.progress, status],
+                    layout=W.Layout(flex_flow="row wrap"),
+                ),
                 self.verdict,
             ],
             css_class="pgq-your-turn",

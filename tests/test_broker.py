@@ -117,6 +117,34 @@ def test_a_fetch_that_times_out_midway_does_not_end_the_read(client, monkeypatch
     assert sorted(seq for seq, _, _ in read) == list(range(1, 1_201))
 
 
+def test_acks_that_reach_the_broker_late_neither_cut_the_read_nor_repeat_a_message(client, monkeypatch):
+    """A starved client acks a fetch of 500 one by one; acks that reach the broker after its ack
+    wait make it deliver those messages again, ahead of the ones not yet read. read_all once
+    counted every ack toward the stream's total and stopped early, with the redelivered ones
+    listed twice (a loaded run read 700 distinct events of 1,200 in lesson 11's two-relay
+    drain). The broker is real; the first 100 acks are dropped, as if they came too late."""
+    import asyncio
+
+    from nats.aio.msg import Msg
+
+    ack, dropped = Msg.ack, []
+
+    async def first_acks_late(self):
+        if len(dropped) < 100:
+            dropped.append(self.metadata.sequence.stream)
+            if len(dropped) == 100:
+                await asyncio.sleep(broker.ACK_WAIT_S + 0.5)  # past the ack wait: all 100 come again
+            return
+        await ack(self)
+
+    client.make_stream("LATE", ["late.>"])
+    client.publish_many("late.x", 1_200)
+    monkeypatch.setattr(Msg, "ack", first_acks_late)
+    read = [seq for seq, _, _ in client.read_all("LATE", "late.>")]
+    assert len(dropped) == 100
+    assert sorted(read) == list(range(1, 1_201))  # every message, each once
+
+
 def test_duplicate_publishes_within_the_window_are_dropped_and_counted(client):
     client.make_stream("DUP", ["dup.>"], duplicate_window_s=60)
     acks = [client.publish("dup.x", b"{}", str(n % 10)) for n in range(25)]

@@ -560,14 +560,14 @@ class Client:
             )
             sub = await self.js.pull_subscribe(subject, durable=consumer, stream=stream, config=config)
             got: list[tuple[int, str, bytes]] = []
-            acked = 0
+            acked: set[int] = set()  # stream sequences this reader has acked
             try:
                 if crash_before_ack:
                     for m in await sub.fetch(min(crash_before_ack, total), timeout=2):
                         got.append((m.metadata.sequence.stream, (m.headers or {}).get(MSG_ID, ""), m.data))
-                while acked < total:
+                while len(acked) < total:
                     try:
-                        msgs = await sub.fetch(min(500, total - acked), timeout=2 + ACK_WAIT_S)
+                        msgs = await sub.fetch(min(500, total - len(acked)), timeout=2 + ACK_WAIT_S)
                     except NatsTimeout:
                         # A fetch can time out with messages still to come (a starved client:
                         # a loaded test run once stopped here at 1,000 of 1,200). Stop only when
@@ -578,9 +578,15 @@ class Client:
                             break
                         continue
                     for m in msgs:
-                        got.append((m.metadata.sequence.stream, (m.headers or {}).get(MSG_ID, ""), m.data))
+                        seq = m.metadata.sequence.stream
+                        if seq not in acked:
+                            got.append((seq, (m.headers or {}).get(MSG_ID, ""), m.data))
+                        # A message this reader acked already comes again when its ack reached the
+                        # broker after the ack wait (a starved client acking a fetch of 500 one by
+                        # one): the reader's own slowness, not a second delivery to report. A
+                        # crashed consumer's messages were never acked, so they do appear twice.
                         await m.ack()
-                        acked += 1
+                        acked.add(seq)
             finally:
                 await sub.unsubscribe()
             return got

@@ -15,20 +15,36 @@
 -- more (one epoch of ids skipped) and reports the id the next enqueue takes.
 -- Only ascending sequences with room move: one whose max_value (an integer serial's is
 -- 2^31 - 1) is below its new start is listed with moved_to null, left as it was, and needs a
--- remedy of its own (a wider type). setval's third argument is left at true: the next nextval
--- returns moved_to + increment. Functions: setval and pg_sequences, PostgreSQL 18 docs,
+-- remedy of its own (a wider type). The new start is worked out in numeric, so a bigint
+-- sequence within 2^32 of its type's end is listed like that too, where bigint arithmetic
+-- stopped the whole statement ("bigint out of range") and moved none. pg_sequences shows
+-- last_value NULL for a sequence with no nextval since it began, a RESTART or setval(s, v,
+-- false); its start_value is then no bound (RESTART WITH 10^10 left it at 1, and the fence
+-- moved the sequence back to 2^32), so an ascending one is read by one nextval, which returns
+-- the value it held (one that then cannot move has lost that one value, a gap). setval's third argument is left at true: the next nextval returns
+-- moved_to + increment. Functions: setval, nextval and pg_sequences, PostgreSQL 18 docs,
 -- https://www.postgresql.org/docs/18/functions-sequence.html and
 -- https://www.postgresql.org/docs/18/view-pg-sequences.html
 -- Safe: yes, once per promotion; a sequence change is not rolled back with its transaction,
---   and a second run only skips another epoch of ids.
+--   and a second run only skips another epoch of ids. A run cut midway (its session ended
+--   by pg_terminate_backend while it waited on another session's ALTER SEQUENCE) had moved
+--   none of 2,000; one that moved some is finished by running it again.
 -- Parameters: none.
 
 WITH seqs AS (
   SELECT format('%I.%I', schemaname, sequencename)::regclass AS seq, increment_by, max_value,
-         ((coalesce(last_value, start_value) + 2147483648) / 4294967296 + 1) * 4294967296 AS base
+         last_value, start_value
   FROM pg_sequences
+), moves AS (
+  -- last_value is NULL where no nextval came since the start, a RESTART or setval(.., false):
+  -- the value the next nextval returns is then the sequence's own, which nextval reads
+  SELECT seq, increment_by, max_value,
+         (div(coalesce(last_value, CASE WHEN increment_by > 0 THEN nextval(seq) END, start_value)
+              + 2147483648.0, 4294967296) + 1) * 4294967296 AS base
+  FROM seqs
 )
 SELECT seq::text AS sequence, base,
-       CASE WHEN increment_by > 0 AND base <= max_value THEN setval(seq, base) END AS moved_to
-FROM seqs
+       CASE WHEN increment_by > 0 AND base <= max_value THEN setval(seq, base::bigint) END
+         AS moved_to
+FROM moves
 ORDER BY 1;

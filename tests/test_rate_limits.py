@@ -11,7 +11,8 @@ from helpers import chart_rows
 from pgq_teach import kinds
 from pgq_teach.experiments import rate_limits
 from pgq_teach.experiments.rate_limits import KIND
-from pgq_teach.statements import run
+from pgq_teach import queue, seeding
+from pgq_teach.statements import run, run_one
 
 RATE = 10
 
@@ -30,6 +31,7 @@ def test_the_shared_limit_holds_the_partner_to_its_rate_plus_one_seconds_burst_a
     # a handed-back job lost its place: its new run_at put it behind every job due before then, the
     # backlog it was ahead of included (the server's count of where each ready job waits)
     assert held.waiting_handed_back > 0 and held.ready_not_handed_back > 0
+    assert held.fewest_places_lost > 0  # each is further back than at enqueue (see the test below)
     assert held.first_place_handed_back > held.ready_not_handed_back
     assert free.waiting_handed_back == 0 and free.first_place_handed_back is None
     rows = chart_rows(result.chart(), "line")
@@ -73,3 +75,29 @@ def test_bad_settings_are_refused_before_the_table_is_touched(conn, db, kwargs):
     with pytest.raises(pgq.BadInput):
         rate_limits.partner_quota(db, **kwargs)
     assert pgq.queue.status_counts(conn) == {"ready": 1}
+
+
+@pytest.mark.parametrize("handed_back, places_lost", [(-1, 0), (0, 9)])
+def test_only_the_places_lost_tell_a_job_that_lost_its_place_from_one_that_was_last_anyway(
+    conn, handed_back, places_lost
+):
+    """lab/hand_back_places.sql counts a job as handed back when its run_at is past its
+    enqueued_at, which also puts it behind every job due at enqueue: behind every job never
+    handed back, by that definition, whichever job it was. Whether it lost its place shows in
+    the places lost: none for the newest job, last in line already, nine for the oldest."""
+    seeding.reset_and_seed(conn, KIND, 10)
+    claimed = queue.claim(conn, batch=10)
+    back = claimed.pop(handed_back)
+    with queue.atomic(conn):  # the other nine go back to ready as they were, run_at kept
+        params = {
+            "ids": [j.id for j in claimed],
+            "fence_tokens": [j.fence_token for j in claimed],
+            "error": "",
+        }
+        run(conn, "release_many", params)
+    assert kinds.hand_back(conn, [(back, 60)]) == [back.id]
+    waiting, first_place, not_moved, fewest_lost, most_lost = run_one(
+        conn, "lab/hand_back_places", {"kind": KIND}
+    )
+    assert (waiting, not_moved, first_place) == (1, 9, 10)  # behind the nine, either way
+    assert fewest_lost == most_lost == places_lost

@@ -8,10 +8,9 @@ import pytest
 
 import pgq_teach as pgq
 from helpers import chart_rows
-from pgq_teach import kinds
+from pgq_teach import kinds, queue, seeding
 from pgq_teach.experiments import rate_limits
 from pgq_teach.experiments.rate_limits import KIND
-from pgq_teach import queue, seeding
 from pgq_teach.statements import run, run_one
 
 RATE = 10

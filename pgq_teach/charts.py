@@ -95,6 +95,9 @@ else:
     alt = OnFirstUse()
 
 WIDTH = 440  # the plot's width in px; the legend sits to its right, the whole fits a 720 px widget
+# A legend below the plot instead (`legend_below`): a long legend ("a job run more than once")
+# beside the plot made the whole about 650 px, past a notebook's output area in an 800 px window
+# (about 610 px); below it, the chart is the plot and its axis titles, and reads the same wide.
 LANE_PX = 24  # one lane or one bar
 MAX_ROWS = 6_000  # beyond this a browser slows down and the eye sees no more
 BLUE, RED, GREY = "#1f77b4", "#d62728", "#555555"
@@ -147,12 +150,12 @@ def axis(name: str, unit: str = "", fmt: str = ",.0f", **options: Any) -> alt.Ax
     return alt.Axis(title=text, format=fmt, labelFlush=True, **options)
 
 
-def finish(layers: list[alt.Chart], heading: str, height: Any) -> alt.LayerChart:
+def finish(layers: list[alt.Chart], heading: str, height: Any, legend_below: bool = False) -> alt.LayerChart:
     """Layer the marks, title them, size them and set the course's look."""
     return (
         alt.layer(*layers)
         .properties(title=title(heading), width=WIDTH, height=height)
-        .configure_legend(labelLimit=320, titleLimit=320, orient="right")
+        .configure_legend(labelLimit=320, titleLimit=320, orient="bottom" if legend_below else "right")
         .configure_axis(labelLimit=260, titleLimit=420)
     )
 
@@ -233,9 +236,11 @@ def lines(
     refs: Sequence[Reference] = (),
     height: int = 200,
     tooltip: Sequence[str] = (),
+    legend_below: bool = False,
 ) -> alt.LayerChart:
     """Lines with a dot at each point: x and y are fields; `series` (a field)
-    draws one line a value, keyed in the legend; `refs` are horizontal rules."""
+    draws one line a value, keyed in the legend (below the plot with `legend_below`);
+    `refs` are horizontal rules."""
     encoding: dict[str, Any] = {
         "x": alt.X(f"{x}:Q", axis=x_axis),
         "y": alt.Y(f"{y}:Q", axis=y_axis),
@@ -246,7 +251,7 @@ def lines(
         encoding["tooltip"].insert(0, alt.Tooltip(f"{series}:N"))
     dots = alt.OverlayMarkDef(size=30 if len(rows) <= 60 else 8)  # many points: small dots, a clear line
     chart = alt.Chart(values(rows)).mark_line(point=dots, strokeWidth=2).encode(**encoding)
-    return finish([chart, *references(refs, "y", y_axis)], heading, height)
+    return finish([chart, *references(refs, "y", y_axis)], heading, height, legend_below)
 
 
 def timeline(
@@ -258,12 +263,13 @@ def timeline(
     time_axis: alt.Axis,
     marks: Sequence[dict[str, Any]] = (),
     refs: Sequence[Reference] = (),
+    legend_below: bool = False,
 ) -> alt.LayerChart:
     """Runs in lanes over time: rows of lane, start, end (seconds) and kind;
     `marks` are moments in lanes: rows of lane, time, kind and a short label
     (a step's number) drawn inside a dot, or "" for a small dot. `kinds` maps each kind of run or
     mark to its colour, keyed in the legend; every row's other fields show in
-    its tooltip."""
+    its tooltip; with `legend_below`, the legend sits under the plot."""
     y = alt.Y("lane:N", sort=list(lanes), scale=alt.Scale(domain=list(lanes)), title=None)
     colour = alt.Color(
         "kind:N",
@@ -280,7 +286,7 @@ def timeline(
         size = alt.condition("datum.label", alt.value(220), alt.value(70))  # room for a label, or a dot
         layers.append(at.mark_circle(opacity=1).encode(color=colour, size=size))
         layers.append(at.mark_text(color="white", fontSize=11, fontWeight="bold").encode(text="label:N"))
-    return finish([*layers, *references(refs, "x", time_axis)], heading, alt.Step(LANE_PX + 6))
+    return finish([*layers, *references(refs, "x", time_axis)], heading, alt.Step(LANE_PX + 6), legend_below)
 
 
 def tips(rows: Sequence[dict[str, Any]]) -> list[alt.Tooltip]:

@@ -38,7 +38,9 @@ STYLE = (
     "table.pgq-table td,table.pgq-table th{padding:4px 12px;text-align:left;vertical-align:top;"
     "border-bottom:1px solid #ddd}"
     "table.pgq-table th{font-weight:600;border-bottom:2px solid #999}"
-    "table.pgq-table .pgq-num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
+    "table.pgq-table .pgq-num{text-align:right;font-variant-numeric:tabular-nums}"
+    "table.pgq-table td.pgq-num{white-space:nowrap}"
+    "table.pgq-table td.pgq-words{white-space:normal}"
     "table.pgq-table caption{caption-side:bottom;text-align:left;padding-top:4px;color:#555}"
     "table.pgq-compact td,table.pgq-compact th{padding:3px 6px}"
     "</style>"
@@ -205,9 +207,12 @@ class Table:
         numeric = [c.numeric for c in self.columns]
         head = "".join(cell_tag("th", c.header, n) for c, n in zip(self.columns, numeric, strict=True))
         body = []
-        for i, cells in enumerate(self.cells()):
+        for i, (cells, values) in enumerate(zip(self.cells(), self.rows, strict=True)):
             attrs = self.row_attrs[i] if i < len(self.row_attrs) else {}
-            shown = "".join(cell_tag("td", cell, n) for cell, n in zip(cells, numeric, strict=True))
+            shown = "".join(
+                cell_tag("td", cell, n, words=n and isinstance(value, str))
+                for cell, n, value in zip(cells, numeric, values, strict=True)
+            )
             body.append(f"<tr{attributes(attrs)}>{shown}</tr>")
         caption = f"<caption>{escape(self.caption)}</caption>" if self.caption else ""
         classes = escape(f"pgq-table {self.css}".strip())
@@ -269,10 +274,14 @@ class Table:
         return "\n".join(blocks)
 
 
-def cell_tag(tag: str, cell: str, numeric: bool) -> str:
-    """One `<td>` or `<th>`: escaped unless it is Markup; a number's cell right-aligned."""
+def cell_tag(tag: str, cell: str, numeric: bool, words: bool = False) -> str:
+    """One `<td>` or `<th>`: escaped unless it is Markup; a number's cell right-aligned.
+    A figure's cell never breaks ("2,048", "35.4 s"); a header, and `words` (text such as
+    the guide's "212–238 on PostgreSQL 18 (measured with ...)" in a column of numbers), may
+    wrap, so a table narrows to a narrow window's output area instead of overflowing it."""
     shown = cell if isinstance(cell, Markup) else escape(cell)
-    return f"<{tag}{' class=pgq-num' if numeric else ''}>{shown}</{tag}>"
+    classes = ' class="pgq-num pgq-words"' if words else " class=pgq-num" if numeric else ""
+    return f"<{tag}{classes}>{shown}</{tag}>"
 
 
 COLUMN_GAP = 3  # characters between two columns of a terminal table (rich's SIMPLE_HEAD box)

@@ -205,6 +205,7 @@ class RaceResult(Result, Ideals):
             kinds=kinds,
             lanes=[f"worker {n}" for n in range(1, self.workers + 1)],
             time_axis=charts.axis("time since the start", "s", ",.2~f"),
+            legend_below=True,
         )
 
 
@@ -504,6 +505,7 @@ class SweepResult(Result):
             heading=f"Naive race, {self.jobs:,} jobs of {self.work_ms:g} ms, by number of workers",
             x_axis=charts.axis("workers", "", "d", values=[r.workers for r in self.races]),
             y_axis=charts.axis("jobs or runs", "count"),
+            legend_below=True,
         )
 
 

@@ -42,7 +42,7 @@ from .common import (
     show_charts,
     styled,
 )
-from .lab import ExperimentPanel, Lab, ProgressRelay, button, progress_bar, show_progress
+from .lab import ExperimentPanel, Lab, ProgressRelay, button, button_row, progress_bar, show_progress
 
 GUESS_LABEL = "How many buffers will an empty claim read while the idle transaction is open?"
 
@@ -104,7 +104,9 @@ def steps_html(lab: bloat.BloatLab, guess: float | None = None) -> str:
         ]
         for n, s in enumerate(lab.steps, start=1)
     ]
-    steps = Table(STEP_COLUMNS, rows, css="pgq-steps", row_attrs=[{"class": "pgq-step"}] * len(rows))
+    # close padding: six columns in an 800 px window leave the step names room for two lines, not four
+    attrs = [{"class": "pgq-step"}] * len(rows)
+    steps = Table(STEP_COLUMNS, rows, css="pgq-steps pgq-compact", row_attrs=attrs)
     report = lab.report(guess)
     compared = comparison_html(report.comparison(), version=report.server_version)
     guide = f"<p>{escape('; '.join(line.strip() for line in report.footer()))}</p>"
@@ -157,9 +159,9 @@ class IdleLab(Lab):
         super().__init__(
             [
                 self.guess,
-                W.HBox([self.open_button, self.close_button]),
+                button_row(self.open_button, self.close_button),
                 self.transaction,
-                W.HBox([self.drain_button, self.vacuum_button, self.progress]),
+                button_row(self.drain_button, self.vacuum_button, self.progress),
                 status,
                 self.output,
                 self.chart,

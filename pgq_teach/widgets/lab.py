@@ -155,6 +155,12 @@ class ProgressRelay:
         self.thread.join()
 
 
+def button_row(*widgets: W.Widget) -> W.HBox:
+    """Buttons (and a progress bar) in a row that wraps onto a second line when the output
+    area is narrow, rather than shrinking each button and cutting its label."""
+    return W.HBox(list(widgets), layout=W.Layout(flex_flow="row wrap"))
+
+
 def progress_bar(description: str = "progress") -> W.IntProgress:
     return W.IntProgress(value=0, min=0, max=100, description=description)
 

@@ -110,6 +110,18 @@ def test_html_pads_right_aligns_numbers_and_keeps_the_row_attributes():
     assert "None" not in html
 
 
+def test_a_figure_never_wraps_but_text_in_a_column_of_numbers_and_headers_may():
+    """At 800 px the guide's "212–238 on PostgreSQL 18 (measured with ...)" kept on one line
+    made lesson 01's comparison table 868 px in a 620 px output area."""
+    guide = "212–238 on PostgreSQL 18 (measured with 8 workers, 400 jobs, 10 ms; yours differ)"
+    heads = tables.columns("measure", Column("the guide", tables.NUMBER))
+    html = Table(heads, [["x", 7], ["y", guide]]).html()
+    assert "<td class=pgq-num>7</td>" in html
+    assert f'<td class="pgq-num pgq-words">{guide}</td>' in html
+    assert "td.pgq-num{white-space:nowrap}" in html and "td.pgq-words{white-space:normal}" in html
+    assert "<th class=pgq-num>the guide</th>" in html  # a header takes no nowrap: its words may wrap
+
+
 def test_markup_cells_keep_their_html_and_lose_it_in_a_terminal():
     table = Table(tables.columns("verdict"), [[Markup("<b>does not hold</b> A&#x27;s")]])
     assert "<td><b>does not hold</b> A&#x27;s</td>" in table.html()
@@ -174,3 +186,18 @@ def test_a_table_too_wide_for_the_terminal_cuts_no_word_and_parts_no_unit_from_i
     for shown in ("LISTEN/NOTIFY", "34,012", "33,990–35,110", "installed", "state", "PgQueuer", "wake-ups"):
         assert shown in words or any(shown in w for w in words), (shown, text)
     assert not any(line.strip() in {"jobs/s", "ms", "s"} for line in text.splitlines()), text
+
+
+def test_the_sessions_table_leaves_out_catalog_xmin_only_when_no_row_has_one():
+    """Lesson 10's dashboard: with a column of dashes no session fills, its nine columns were
+    656 px in an 800 px window's 620 px output area."""
+    from pgq_teach.widgets.common import sessions_html
+
+    row = {"pid": 7, "datname": "pgq", "state": "idle in transaction", "xact_age": 35.4}
+    row |= {"backend_xid": None, "backend_xmin": 812, "catalog_xmin": None, "holder": "session"}
+    html = sessions_html([row])
+    assert "<th>catalog_<wbr>xmin</th>" not in html and "<caption>catalog_xmin: none" in html
+    assert "<th>backend_<wbr>xid</th>" in html  # an empty ID column stays: lesson 09's point
+    slot = row | {"pid": None, "backend_xmin": None, "catalog_xmin": 790, "holder": "replication slot"}
+    both = sessions_html([row, slot])
+    assert "<th>catalog_<wbr>xmin</th>" in both and "<td>790</td>" in both and "<caption>" not in both

@@ -16,7 +16,7 @@ from ..experiments import operations
 from ..experiments.operations import AutovacuumComparison, Load, Snapshot, snapshot
 from ..tables import Column, Markup, Table
 from .common import comparison_html, error_html, sessions_html, styled
-from .lab import ExperimentPanel, Lab, button
+from .lab import ExperimentPanel, Lab, button, wrapping_row
 
 
 def snapshot_html(snap: Snapshot) -> str:
@@ -69,8 +69,8 @@ class Dashboard(Lab):
         status = styled(W.HTML(), "pgq-status")
         super().__init__(
             [
-                W.HBox([self.rate, self.workers, self.stuck]),
-                W.HBox([self.start_button, self.stop_button]),
+                wrapping_row(self.rate, self.workers, self.stuck),  # at 800 px the checkbox's label was cut
+                wrapping_row(self.start_button, self.stop_button),
                 status,
                 self.view,
             ],

@@ -42,7 +42,7 @@ from .common import (
     show_charts,
     styled,
 )
-from .lab import ExperimentPanel, Lab, ProgressRelay, button, button_row, progress_bar, show_progress
+from .lab import ExperimentPanel, Lab, ProgressRelay, button, progress_bar, show_progress, wrapping_row
 
 GUESS_LABEL = "How many buffers will an empty claim read while the idle transaction is open?"
 
@@ -159,9 +159,9 @@ class IdleLab(Lab):
         super().__init__(
             [
                 self.guess,
-                button_row(self.open_button, self.close_button),
+                wrapping_row(self.open_button, self.close_button),
                 self.transaction,
-                button_row(self.drain_button, self.vacuum_button, self.progress),
+                wrapping_row(self.drain_button, self.vacuum_button, self.progress),
                 status,
                 self.output,
                 self.chart,

@@ -155,9 +155,9 @@ class ProgressRelay:
         self.thread.join()
 
 
-def button_row(*widgets: W.Widget) -> W.HBox:
-    """Buttons (and a progress bar) in a row that wraps onto a second line when the output
-    area is narrow, rather than shrinking each button and cutting its label."""
+def wrapping_row(*widgets: W.Widget) -> W.HBox:
+    """Controls (buttons, a progress bar, number boxes) in a row that wraps onto a second line
+    when the output area is narrow, rather than shrinking each one or cutting its label."""
     return W.HBox(list(widgets), layout=W.Layout(flex_flow="row wrap"))
 
 

@@ -45,14 +45,6 @@ VIEWPORT = {"width": 1366, "height": 1000}
 # again at this width, with JupyterLab's left panel closed, as a reader of a narrow window keeps
 # it (open, it leaves a notebook's output area about 356 px).
 NARROW = {"width": 800, "height": 1000}
-# Labs known to be wider than that output area (about 610 px), and why: written to the narrow
-# report, not failed, until they are mended. Any other lab that grows past it fails.
-NARROW_KNOWN = {
-    "pgq-race-lab": "its timeline, drawn at charts.WIDTH (440 px) with lane titles and a legend, is 662 px",
-    "pgq-sweep-lab": "its chart, drawn at charts.WIDTH with a legend beside it, is 870 px",
-    "pgq-idle-lab": "its six-column steps table is 834 px, and its two buttons lose a px each in the row",
-    "pgq-dashboard": "its ten-column sessions table is 656 px",
-}
 STEP_MS = 30_000  # the default wait for any one step in the page
 # The most a lesson's Run All may take in the browser: quiet, the longest (lesson 10) takes 56
 # to 75 s, and a loaded run took over 240 s once. A wide bound, as for any time, that still leaves
@@ -739,7 +731,8 @@ def narrow_problems(page, label: str) -> list[str]:
     status line or menu, or scrolls a table sideways; the page is back at its own width after.
     The 1366 px checks (lab_faults) stay the fuller ones: padding and the done state do not
     change with the width. What it found, the output area's width and the seconds it took go to
-    tests/artifacts/<label>-narrow.json."""
+    tests/artifacts/<label>-narrow.json, and each lab's picture at this width beside it
+    (<label>-narrow-<n>.png), to look at by eye."""
     started = time.monotonic()
     wide = page.viewport_size or VIEWPORT
     page.set_viewport_size(NARROW)
@@ -748,22 +741,16 @@ def narrow_problems(page, label: str) -> list[str]:
         page.wait_for_timeout(300)  # one layout: JupyterLab refits its panels on the window's resize
         room = page.evaluate(ROOM_JS)
         labs = page.locator(".pgq-lab")
-        problems, known = [], []
+        problems: list[str] = []
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
         for n in range(labs.count()):
             lab = labs.nth(n)
             if not lab.is_visible():
                 continue
             found = clipped_text(lab) + cut_menus(lab) + too_wide(lab) + cut_tables(lab)
-            name = next((c for c in (lab.get_attribute("class") or "").split() if c in NARROW_KNOWN), None)
-            said = [f"at {NARROW['width']} px (output area {room} px): {p}" for p in found]
-            (known if name else problems).extend(said)
-        report = {
-            "seconds": round(time.monotonic() - started, 2),
-            "output_px": room,
-            "problems": problems,
-            "known": known,
-        }
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            problems.extend(f"at {NARROW['width']} px (output area {room} px): {p}" for p in found)
+            lab.screenshot(path=str(ARTIFACTS / f"{label}-narrow-{n + 1}.png"))
+        report = {"seconds": round(time.monotonic() - started, 2), "output_px": room, "problems": problems}
         (ARTIFACTS / f"{label}-narrow.json").write_text(json.dumps(report, indent=1))
         return problems
     finally:

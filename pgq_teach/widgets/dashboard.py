@@ -57,8 +57,9 @@ class Dashboard(Lab):
             indent=False,
             layout=W.Layout(width="auto"),
         )
-        self.rate = W.BoundedIntText(value=rate, min=1, max=5_000, description="jobs/s")
-        self.workers = W.BoundedIntText(value=workers, min=1, max=16, description="workers")
+        box = W.Layout(width="16em")  # in a row that wraps, a box would stretch to the row's width
+        self.rate = W.BoundedIntText(value=rate, min=1, max=5_000, description="jobs/s", layout=box)
+        self.workers = W.BoundedIntText(value=workers, min=1, max=16, description="workers", layout=box)
         self.start_button = button("Start", button_style="primary", icon="play")
         self.stop_button = button("Stop", icon="stop", disabled=True)
         self.view = styled(W.HTML(), "pgq-result")

@@ -32,7 +32,7 @@ five = claims.five_way(db, rounds=3, workers=8, jobs=400, work_ms=10)
 verdict = exercises.check("03/claim", exercises.EXERCISES["03/claim"].answer_text())
 assert verdict.passed and not five.stopped, verdict.summary()
 """
-STOP = "from pgq_teach.infra import embedded; embedded.stop_checker(); embedded.stop()"
+STOP = "from pgq_teach.infra import server; server.stop_checker(); server.stop_server()"
 
 
 def postmaster(folder: Path) -> psutil.Process | None:

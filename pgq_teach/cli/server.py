@@ -8,8 +8,21 @@ import argparse
 import os
 
 from ..errors import BadInput, PgqError, SetupError
-from ..infra import broker, embedded, learner, tidy
-from ..infra.server import chosen_backend, describe, get_server, start_server, wanted_backend
+from ..infra import broker, learner, tidy
+from ..infra.server import (
+    checker_status,
+    chosen_backend,
+    data_folder,
+    describe,
+    get_server,
+    refuse_to_remove,
+    restart_server,
+    server_status,
+    start_server,
+    stop_checker,
+    stop_server,
+    wanted_backend,
+)
 from .common import Subcommands, say
 
 
@@ -59,11 +72,7 @@ def _server_stop() -> None:
         elif wanted == "docker" or container.engine_answers():
             say(f"no container {container.name()} was running")
     if wanted in ("auto", "embedded"):
-        say(
-            "stopped the embedded PostgreSQL"
-            if embedded.stop()
-            else "the embedded PostgreSQL was not running"
-        )
+        say("stopped the embedded PostgreSQL" if stop_server() else "the embedded PostgreSQL was not running")
     _stop_checker()
     if broker.Broker().stop():
         say("stopped the NATS broker (lesson 11)")
@@ -71,7 +80,7 @@ def _server_stop() -> None:
 
 def _stop_checker() -> None:
     """Whatever the backend: the checker is always the embedded PostgreSQL 18, started here."""
-    if embedded.stop_checker():
+    if stop_checker():
         say("stopped the checker (the embedded PostgreSQL 18 that runs Your turn's SQL)")
 
 
@@ -108,7 +117,7 @@ def _server_status() -> int:
         if wanted_backend() == "docker":
             return 1
         say("(in auto, a start falls back to the embedded PostgreSQL if that image cannot be had)")
-    st = embedded.status()
+    st = server_status()
     state = f"running (pid {st['pid']})" if st["running"] else "stopped"
     if st["another_install"]:
         state += f", but {st['another_install']}: `pgq-teach server start` restarts it from this install"
@@ -119,7 +128,7 @@ def _server_status() -> int:
 
 def _checker_status() -> None:
     """One line on the checker, which Your turn starts when it needs it."""
-    ck = embedded.checker_status()
+    ck = checker_status()
     state = f"running (pid {ck['pid']})" if ck["running"] else "stopped (Your turn starts it)"
     say(f"the checker (Your turn's own PostgreSQL 18): {state}; in {ck['data_dir']}")
 
@@ -130,7 +139,7 @@ def _server_restart() -> int:
 
     server = get_server()
     if server.backend == "embedded":
-        embedded.restart()
+        restart_server()
     elif server.backend == "docker":
         container.restart()
     else:
@@ -207,11 +216,10 @@ def cmd_clean(args: argparse.Namespace) -> int:
             f"--all would remove {holder}, and your progress and copy of the lessons are in it "
             f"({learner.home()}): set PGQ_HOME to a folder outside it first"
         )
-    folder = embedded.data_dir()
+    folder = data_folder()
     nats = broker.Broker()
     if args.all:  # what --all would remove is checked first: a refusal leaves everything as it was
-        embedded.refuse_a_folder_not_postgresqls(folder)
-        embedded.refuse_a_checker_folder_not_ours(embedded.checker_folder())
+        refuse_to_remove()
         if not nats.is_course_store():
             raise BadInput(
                 f"--all would remove {nats.store}, and it is not lesson 11's broker store "
@@ -225,7 +233,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
         if not args.yes and not _confirmed(question):
             say(f"left {folder} as it was")
             return 1
-    stopped = backend == "embedded" and not embedded.status()["running"]
+    stopped = backend == "embedded" and not server_status()["running"]
     if stopped and not args.all and (not folder.is_dir() or not any(folder.iterdir())):
         say(f"no embedded PostgreSQL in {folder} yet: nothing to clean")
         return 0

@@ -99,8 +99,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.pq.abc import PGresult
 
 from ..databases import Database, open_database
-from ..infra import embedded
-from ..infra.server import get_checker, rebuild_checker
+from ..infra.server import checker_backend, get_checker, kill_checker, rebuild_checker
 from ..statements import run, run_one
 from .learner_sql import LearnerSQL, Refused
 
@@ -301,10 +300,10 @@ class Watchdog:
     def _close(self) -> None:
         self.conn.close()
         deadline = time.monotonic() + KILL_WAIT_S
-        while embedded.checker_backend(self.backend):
+        while checker_backend(self.backend):
             if time.monotonic() > deadline:
                 self.killed = True
-                embedded.kill_checker()
+                kill_checker()
                 return
             time.sleep(0.02)
 

@@ -33,7 +33,7 @@ from psycopg.rows import dict_row
 from .. import queue, seeding, tables
 from ..databases import Database
 from ..errors import PgqError
-from ..infra import embedded
+from ..infra.server import restart_server as restart_embedded
 from ..statements import records, run
 from ..worker import Worker
 from .plan import planned_error, planned_failure
@@ -429,7 +429,7 @@ def restart_server(db: Database, folder: Path) -> tuple[bool, str]:
     """A fast restart of the server in use, where the backend allows one:
     embedded, or $PGQ_RESTART_CMD for any other. (done, how or why not)."""
     if db.server.backend == "embedded":
-        embedded.restart()
+        restart_embedded()
         return True, "embedded.restart() (pg_ctl restart -m fast)"
     command = os.environ.get("PGQ_RESTART_CMD", "").strip()
     if not command:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import SetupError
-from . import embedded
+from .server import data_folder
 
 T = TypeVar("T")
 HOST = "127.0.0.1"  # loopback only: the course's broker is for this machine
@@ -113,7 +113,7 @@ def missing_line() -> str:
 
 def default_store() -> Path:
     """The broker's store folder, beside PostgreSQL's: $PGQ_DATA_DIR-nats, else nats/ next to pg18."""
-    pgdata = embedded.data_dir()
+    pgdata = data_folder()
     if os.environ.get("PGQ_DATA_DIR"):
         given = Path(os.environ["PGQ_DATA_DIR"]).expanduser().resolve()
         return given.with_name(f"{given.name}-nats")

@@ -30,7 +30,6 @@ from urllib.parse import urlparse
 import psycopg
 
 from ..errors import SetupError
-from . import embedded
 
 DEFAULT_IMAGE = "postgres:18"
 NAME = "pgq-teach-postgres"  # PGQ_CONTAINER names another (the tests use private ones)
@@ -108,7 +107,9 @@ def _dsn(box) -> str:
 def pull_memo() -> Path:
     """Where a failed pull is remembered: beside the embedded server's data
     directory, so each course folder (and each test's private one) has its own."""
-    pgdata = embedded.data_dir()
+    from .server import data_folder  # imported here: server imports this module as it loads
+
+    pgdata = data_folder()
     return pgdata.with_name(f"{pgdata.name}-failed-pull.json")
 
 

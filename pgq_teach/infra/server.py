@@ -13,21 +13,36 @@
 
 PGQ_BACKEND=auto|dsn|docker|embedded forces the choice; only an explicit
 choice fails when its server cannot be had.
+
+This is also the one module through which every server the course runs is
+started, stopped, found and cleaned: the lessons' server, the checker (Your
+turn's own PostgreSQL 18) and each member of the failover drill's pair.
+embedded.py is the wheel's driver behind it (it knows pg_ctl and the folders);
+no other module imports it (tests/test_layout.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ..errors import SetupError
 from ..statements import run_one
-from . import container, embedded, replica
+from . import container, embedded
+from .embedded import PG16_EXTRA, environment, hand_over
+
+if TYPE_CHECKING:
+    from .replica import Pair
+
+__all__ = ["PG16_EXTRA", "environment", "hand_over"]  # the driver's names callers reach through here
 
 BACKENDS = ("auto", "dsn", "docker", "embedded")
 CONNECT_TIMEOUT = 5  # seconds; an unreachable PGQ_DSN must fail fast, not hang
@@ -210,11 +225,119 @@ def rebuild_checker() -> Server:
     return get_checker()
 
 
-def replica_pair(*, synchronous: bool) -> contextlib.AbstractContextManager[replica.Pair]:
+def replica_pair(*, synchronous: bool) -> contextlib.AbstractContextManager[Pair]:
     """A throwaway primary and a streaming replica of it (infra/replica.py), for the failover
     drill: never the course's own server. A context manager that stops both, drops the
     replication slot and removes their folder however its block ends."""
+    from . import replica  # imported here: replica starts its members through this module
+
     return replica.pair(synchronous=synchronous)
+
+
+# The lessons' embedded server: stop, restart, status, and where its data is.
+
+
+def data_folder() -> Path:
+    """The embedded server's data folder ($PGQ_DATA_DIR, else the course's own)."""
+    return embedded.data_dir()
+
+
+def stop_server(*, immediate: bool = False) -> bool:
+    """Stop the embedded server if it runs; True if it was running (embedded.stop)."""
+    return embedded.stop(immediate=immediate)
+
+
+def restart_server() -> None:
+    """A fast restart of the embedded server: sessions end, committed data stays."""
+    embedded.restart()
+
+
+def server_status() -> dict:
+    """The embedded server's data folder, whether it runs, its pid, and another install's
+    claim on it, without starting it."""
+    return embedded.status()
+
+
+def refuse_to_remove() -> None:
+    """BadInput, before anything is removed, if the data folder or the checker's holds files
+    that are not the course's PostgreSQL: `clean --all` removes both."""
+    embedded.refuse_a_folder_not_postgresqls(data_folder())
+    embedded.refuse_a_checker_folder_not_ours(embedded.checker_folder())
+
+
+# The checker: started by get_checker() above.
+
+
+def stop_checker() -> bool:
+    """Stop the checker if it runs (a fast shutdown); True if it was running."""
+    return embedded.stop_checker()
+
+
+def checker_status() -> dict:
+    """Whether the checker runs, its pid and its folder, without starting it."""
+    return embedded.checker_status()
+
+
+def checker_folder() -> Path:
+    """The checker's folder (its template and its scratch copy)."""
+    return embedded.checker_folder()
+
+
+def checker_data() -> Path:
+    """The checker's scratch copy, the data folder its postmaster runs."""
+    return embedded.checker_data()
+
+
+def checker_backend(pid: int) -> bool:
+    """Whether `pid` is a live backend of the running checker."""
+    return embedded.checker_backend(pid)
+
+
+def kill_checker() -> bool:
+    """SIGKILL the checker and every process under it; True if it was running."""
+    return embedded.kill_checker()
+
+
+# A member of the failover drill's pair (infra/replica.py): a data folder of the wheel's
+# PostgreSQL 18 that only the drill uses.
+
+
+def init_member(pgdata: Path) -> None:
+    """initdb a new primary in `pgdata`: trust authentication, UTF-8, superuser postgres."""
+    embedded.wheel_command(
+        "initdb", ["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", "postgres"], pgdata
+    )
+
+
+def copy_member(pgdata: Path, source: str, slot: str) -> None:
+    """pg_basebackup the server `source` names into `pgdata`, streaming its WAL from `slot`."""
+    embedded.wheel_command(
+        "pg_basebackup", ["-D", str(pgdata), "-d", source, "-X", "stream", "-S", slot, "-c", "fast"]
+    )
+
+
+def start_member(pgdata: Path, log: Path, seconds: int) -> None:
+    """pg_ctl start, waiting up to `seconds`; SetupError if it did not start."""
+    embedded.wheel_command("pg_ctl", ["-w", "-t", str(seconds), "-l", str(log), "start"], pgdata)
+
+
+def stop_member(pgdata: Path) -> None:
+    """An immediate stop (its folder is about to go), then SIGKILL of every process left."""
+    if member_pid(pgdata) is None:
+        return
+    with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired, SetupError):
+        embedded.wheel_command("pg_ctl", ["-w", "-t", "30", "-m", "immediate", "stop"], pgdata)
+    embedded.kill_tree(pgdata)
+
+
+def kill_member(pgdata: Path) -> bool:
+    """SIGKILL the postmaster of `pgdata` and every process under it; True if it was running."""
+    return embedded.kill_tree(pgdata)
+
+
+def member_pid(pgdata: Path) -> int | None:
+    """The live postmaster of `pgdata` (postmaster.pid), or None."""
+    return embedded.postmaster_of(pgdata)
 
 
 def reset_choice() -> None:

@@ -5,7 +5,7 @@ lessons', the Your-turn scratch databases, the runs' and the tests'. Clean drops
 those and no other, each only if no session is connected to it (an open
 notebook keeps its database, and says so). Then a CHECKPOINT makes the WAL
 written so far unneeded; the embedded server, with wal_recycle off
-(`embedded.bound_wal`), removes those segment files rather than keeping them
+(`embedded.bound_wal`, behind `infra.server`), removes those segment files rather than keeping them
 for reuse, so one is left.
 """
 
@@ -21,8 +21,8 @@ import psycopg
 from .. import tables
 from ..databases import PREFIX
 from ..statements import run, run_one
-from . import broker, embedded, learner
-from .server import Server
+from . import broker, learner
+from .server import Server, checker_data, checker_folder, data_folder, stop_checker, stop_server
 
 NAMES_SHOWN = 10  # databases named in clean's line; after an aborted test run there can be hundreds
 
@@ -87,7 +87,7 @@ def course_databases(conn: psycopg.Connection) -> list[tuple[str, int]]:
 def clean(server: Server) -> Cleaned:
     """Drop every course database no session uses, then checkpoint the WAL away."""
     embedded_here = server.backend == "embedded"
-    folder = embedded.data_dir()
+    folder = data_folder()
     result = Cleaned(measured="the data folder" if embedded_here else "the course's databases")
     with psycopg.connect(server.dsn, autocommit=True, connect_timeout=5) as conn:
         found = course_databases(conn)
@@ -116,7 +116,7 @@ def stop_if_alone(server: Server) -> str:
     if others:
         came = tables.count(others, "other session")
         return f"left the embedded PostgreSQL running: {came} connected meanwhile"
-    embedded.stop()
+    stop_server()
     return "stopped the embedded PostgreSQL again, as clean found it"
 
 
@@ -132,12 +132,12 @@ def _let_wal_go(conn: psycopg.Connection) -> str:
 def clean_checker() -> str:
     """Stop the checker and give its copy back to its template's size (the next check starts
     it afresh anyway): one line, or "" when there was nothing to do."""
-    folder = embedded.checker_folder()
+    folder = checker_folder()
     if not folder.is_dir():
         return ""
     before = folder_size(folder)
-    was_running = embedded.stop_checker()
-    data = embedded.checker_data()
+    was_running = stop_checker()
+    data = checker_data()
     if data.is_dir():
         shutil.rmtree(data, ignore_errors=True)
     freed = max(before - folder_size(folder), 0)
@@ -150,8 +150,8 @@ def clean_checker() -> str:
 def removed_by_all() -> list[Path]:
     """The folders `clean --all` removes: the data folder, the checker's folder and the broker
     store beside it (none for a data folder with no name, /, which the server refuses anyway)."""
-    folder = embedded.data_dir()
-    return [folder, embedded.checker_folder(), broker.default_store()] if folder.name else [folder]
+    folder = data_folder()
+    return [folder, checker_folder(), broker.default_store()] if folder.name else [folder]
 
 
 def learner_home_inside(folders: list[Path]) -> Path | None:
@@ -175,10 +175,10 @@ def remove(folder: Path) -> int:
 def remove_data_folder() -> tuple[Path, int]:
     """Stop the embedded server and remove its data folder. Returns the folder and the
     bytes it held."""
-    folder = embedded.data_dir()
-    embedded.stop()
+    folder = data_folder()
+    stop_server()
     size = remove(folder)
     if folder.name:  # the checker's folder goes with it
-        embedded.stop_checker()
-        size += remove(embedded.checker_folder())
+        stop_checker()
+        size += remove(checker_folder())
     return folder, size

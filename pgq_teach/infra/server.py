@@ -229,8 +229,6 @@ def replica_pair(*, synchronous: bool) -> contextlib.AbstractContextManager[Pair
     """A throwaway primary and a streaming replica of it (infra/replica.py), for the failover
     drill: never the course's own server. A context manager that stops both, drops the
     replication slot and removes their folder however its block ends."""
-    from . import replica  # imported here: replica starts its members through this module
-
     return replica.pair(synchronous=synchronous)
 
 
@@ -344,3 +342,8 @@ def reset_choice() -> None:
     """Forget the cached choice (after changing PGQ_* variables)."""
     get_server.cache_clear()
     _checker.clear()
+
+
+# Last, once every operation above is defined: replica.py starts and stops its members through
+# this module, so it imports this one as it loads; callers reach it as `server.replica`.
+from . import replica  # noqa: E402

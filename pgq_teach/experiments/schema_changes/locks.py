@@ -24,6 +24,7 @@ out is what the queue would wait for. The changes:
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -153,7 +154,7 @@ class LockSurvey(Result):
                 [
                     c.change,
                     c.rows,
-                    c.lock,
+                    lock_words(c.lock),
                     "waits" if c.read_waits else "passes",
                     "waits" if c.write_waits else "passes",
                     c.took_ms,
@@ -335,3 +336,10 @@ def failed_build(db: Database, watcher: psycopg.Connection) -> tuple[str, list[s
     left = [row[0] for row in run(watcher, "lab/invalid_indexes")]
     run(watcher, "lab/drop_index", idents={"name": FAILED_INDEX})
     return error, left
+
+
+def lock_words(mode: str) -> str:
+    """A lock mode as the PostgreSQL documentation names it ("SHARE UPDATE EXCLUSIVE", section
+    13.3.1 of the PostgreSQL 18 docs), where pg_locks says "ShareUpdateExclusiveLock": the
+    words wrap in a narrow window's table, the one long word did not."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", mode.removesuffix("Lock")).upper()

@@ -277,7 +277,7 @@ class Table:
 def cell_tag(tag: str, cell: str, numeric: bool, words: bool = False) -> str:
     """One `<td>` or `<th>`: escaped unless it is Markup; a number's cell right-aligned.
     A figure's cell never breaks ("2,048", "35.4 s"); a header, and `words` (text such as
-    the guide's "212–238 on PostgreSQL 18 (measured with ...)" in a column of numbers), may
+    the guide's figure with the server and the run it was measured on, in a column of numbers), may
     wrap, so a table narrows to a narrow window's output area instead of overflowing it."""
     shown = cell if isinstance(cell, Markup) else escape(cell)
     classes = ' class="pgq-num pgq-words"' if words else " class=pgq-num" if numeric else ""

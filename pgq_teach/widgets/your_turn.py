@@ -23,7 +23,7 @@ import ipywidgets as W
 from .. import exercises
 from ..exercises import sandbox
 from .common import styled
-from .lab import Lab, ProgressRelay, button, progress_bar, show_progress
+from .lab import Lab, ProgressRelay, button, progress_bar, show_progress, wrapping_row
 
 
 class YourTurn(Lab):
@@ -60,10 +60,8 @@ class YourTurn(Lab):
             [
                 self.title,
                 self.editor,
-                W.HBox(  # wraps, never shrinks: at 800 px the buttons were cut to fit one row
-                    [self.check_button, self.stop_button, self.reset_button, self.progress, status],
-                    layout=W.Layout(flex_flow="row wrap"),
-                ),
+                # wraps, never shrinks: at 800 px the buttons were cut to fit one row
+                wrapping_row(self.check_button, self.stop_button, self.reset_button, self.progress, status),
                 self.verdict,
             ],
             css_class="pgq-your-turn",
